@@ -1,0 +1,197 @@
+#include "engine/io/gguf_dequant.h"
+
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::io {
+namespace {
+
+// Every product below keeps ggml's evaluation order ((d * sc) * q - dmin * m) so that results
+// match ggml and gguf-py bit for bit; the build does not contract these into FMAs (ISO C++ mode).
+
+inline float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return numeric::HalfToFloat(h);
+}
+
+void DequantQ8_0(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  const int8_t* qs = reinterpret_cast<const int8_t*>(b + 2);
+  for (int j = 0; j < 32; ++j) y[j] = static_cast<float>(qs[j]) * d;
+}
+
+void DequantQ4_0(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  const uint8_t* qs = b + 2;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = static_cast<float>((qs[j] & 0xF) - 8) * d;
+    y[j + 16] = static_cast<float>((qs[j] >> 4) - 8) * d;
+  }
+}
+
+void DequantQ4_1(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  const float m = Half(b + 2);
+  const uint8_t* qs = b + 4;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = static_cast<float>(qs[j] & 0xF) * d + m;
+    y[j + 16] = static_cast<float>(qs[j] >> 4) * d + m;
+  }
+}
+
+void DequantQ5_0(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  uint32_t qh;
+  std::memcpy(&qh, b + 2, 4);
+  const uint8_t* qs = b + 6;
+  for (int j = 0; j < 16; ++j) {
+    const int x0 = ((qs[j] & 0xF) | (((qh >> j) & 1) << 4)) - 16;
+    const int x1 = ((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4)) - 16;
+    y[j] = static_cast<float>(x0) * d;
+    y[j + 16] = static_cast<float>(x1) * d;
+  }
+}
+
+void DequantQ5_1(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  const float m = Half(b + 2);
+  uint32_t qh;
+  std::memcpy(&qh, b + 4, 4);
+  const uint8_t* qs = b + 8;
+  for (int j = 0; j < 16; ++j) {
+    const int x0 = (qs[j] & 0xF) | (((qh >> j) & 1) << 4);
+    const int x1 = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+    y[j] = static_cast<float>(x0) * d + m;
+    y[j + 16] = static_cast<float>(x1) * d + m;
+  }
+}
+
+// get_scale_min_k4 from ggml-quants.c: eight 6-bit scales and mins packed in 12 bytes.
+inline void ScaleMinK4(int j, const uint8_t* q, uint8_t* sc, uint8_t* mn) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *mn = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *mn = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+void DequantQ4_K(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  const float dmin = Half(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* q = b + 16;
+  int is = 0;
+  for (int c = 0; c < 4; ++c) {
+    uint8_t sc, m;
+    ScaleMinK4(is + 0, scales, &sc, &m);
+    const float d1 = d * sc, m1 = dmin * m;
+    ScaleMinK4(is + 1, scales, &sc, &m);
+    const float d2 = d * sc, m2 = dmin * m;
+    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
+    q += 32;
+    is += 2;
+  }
+}
+
+void DequantQ5_K(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  const float dmin = Half(b + 2);
+  const uint8_t* scales = b + 4;
+  const uint8_t* qh = b + 16;
+  const uint8_t* ql = b + 48;
+  int is = 0;
+  uint8_t u1 = 1, u2 = 2;
+  for (int c = 0; c < 4; ++c) {
+    uint8_t sc, m;
+    ScaleMinK4(is + 0, scales, &sc, &m);
+    const float d1 = d * sc, m1 = dmin * m;
+    ScaleMinK4(is + 1, scales, &sc, &m);
+    const float d2 = d * sc, m2 = dmin * m;
+    for (int l = 0; l < 32; ++l) {
+      *y++ = d1 * static_cast<float>((ql[l] & 0xF) + ((qh[l] & u1) ? 16 : 0)) - m1;
+    }
+    for (int l = 0; l < 32; ++l) {
+      *y++ = d2 * static_cast<float>((ql[l] >> 4) + ((qh[l] & u2) ? 16 : 0)) - m2;
+    }
+    ql += 32;
+    is += 2;
+    u1 <<= 2;
+    u2 <<= 2;
+  }
+}
+
+void DequantQ6_K(const uint8_t* b, float* y) {
+  const uint8_t* ql = b;
+  const uint8_t* qh = b + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  const float d = Half(b + 208);
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      const int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      const int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      const int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      y[l] = d * static_cast<float>(sc[is + 0]) * static_cast<float>(q1);
+      y[l + 32] = d * static_cast<float>(sc[is + 2]) * static_cast<float>(q2);
+      y[l + 64] = d * static_cast<float>(sc[is + 4]) * static_cast<float>(q3);
+      y[l + 96] = d * static_cast<float>(sc[is + 6]) * static_cast<float>(q4);
+    }
+    y += 128;
+    ql += 64;
+    qh += 32;
+    sc += 8;
+  }
+}
+
+// ggml stores E2M1 values doubled (kvalues_fp4) and halves the E8M0 scale to compensate.
+void DequantMxfp4(const uint8_t* b, float* y) {
+  static constexpr int8_t kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  const uint8_t e = b[0];
+  uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e - 1) << 23);
+  float d;
+  std::memcpy(&d, &bits, 4);
+  const uint8_t* qs = b + 1;
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>(kValues[qs[j] & 0xF]);
+    y[j + 16] = d * static_cast<float>(kValues[qs[j] >> 4]);
+  }
+}
+
+}  // namespace
+
+absl::Status DequantizeGgufRow(DType dtype, const uint8_t* src, int64_t n, float* dst) {
+  const BlockParameters bp = GetDTypeInfo(dtype).block;
+  if (n % bp.block_elements != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%d elements are not a whole number of %s blocks", n, DTypeName(dtype)));
+  }
+  void (*fn)(const uint8_t*, float*) = nullptr;
+  switch (dtype) {
+    case DType::kQ8_0: fn = DequantQ8_0; break;
+    case DType::kQ4_0: fn = DequantQ4_0; break;
+    case DType::kQ4_1: fn = DequantQ4_1; break;
+    case DType::kQ5_0: fn = DequantQ5_0; break;
+    case DType::kQ5_1: fn = DequantQ5_1; break;
+    case DType::kQ4_K: fn = DequantQ4_K; break;
+    case DType::kQ5_K: fn = DequantQ5_K; break;
+    case DType::kQ6_K: fn = DequantQ6_K; break;
+    case DType::kMxfp4Gguf: fn = DequantMxfp4; break;
+    default:
+      return absl::UnimplementedError(
+          absl::StrFormat("dequantization of GGUF type %s is not supported", DTypeName(dtype)));
+  }
+  const int64_t blocks = n / bp.block_elements;
+  for (int64_t i = 0; i < blocks; ++i) {
+    fn(src + i * bp.block_bytes, dst + i * bp.block_elements);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::io

@@ -1,0 +1,47 @@
+// A read-only memory map of a whole file. Checkpoints are mapped, never read into heap memory,
+// so a 100 GB model costs page cache rather than RSS, and every tensor view points into the map.
+#ifndef TESSERA_ENGINE_IO_MAPPED_FILE_H_
+#define TESSERA_ENGINE_IO_MAPPED_FILE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace tessera::io {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. An empty file yields a valid object with size() == 0.
+  static absl::StatusOr<std::unique_ptr<MappedFile>> Open(const std::string& path);
+
+  // Public for std::make_unique only; the Token keeps construction inside Open().
+  struct Token {
+   private:
+    friend class MappedFile;
+    Token() = default;
+  };
+  MappedFile(Token, std::string path, const uint8_t* data, size_t size)
+      : path_(std::move(path)), data_(data), size_(size) {}
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  absl::Span<const uint8_t> bytes() const { return {data_, size_}; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_;
+  size_t size_;
+};
+
+}  // namespace tessera::io
+
+#endif  // TESSERA_ENGINE_IO_MAPPED_FILE_H_
