@@ -88,6 +88,22 @@ std::optional<uint32_t> GgmlTypeFromDType(DType dtype) {
   return std::nullopt;
 }
 
+std::optional<kernels::cpu::GgmlBlockType> GgmlBlockTypeOf(DType dtype) {
+  using kernels::cpu::GgmlBlockType;
+  switch (dtype) {
+    case DType::kQ4_0: return GgmlBlockType::kQ4_0;
+    case DType::kQ4_1: return GgmlBlockType::kQ4_1;
+    case DType::kQ5_0: return GgmlBlockType::kQ5_0;
+    case DType::kQ5_1: return GgmlBlockType::kQ5_1;
+    case DType::kQ8_0: return GgmlBlockType::kQ8_0;
+    case DType::kQ4_K: return GgmlBlockType::kQ4_K;
+    case DType::kQ5_K: return GgmlBlockType::kQ5_K;
+    case DType::kQ6_K: return GgmlBlockType::kQ6_K;
+    case DType::kMxfp4Gguf: return GgmlBlockType::kMxfp4;
+    default: return std::nullopt;
+  }
+}
+
 absl::StatusOr<int64_t> ByteSizeFor(DType dtype, int64_t numel) {
   const DTypeInfo& info = GetDTypeInfo(dtype);
   if (numel < 0) return absl::InvalidArgumentError("negative element count");

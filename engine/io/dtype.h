@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 
 #include "absl/status/statusor.h"
+#include "kernels/cpu/ggml_dequant.h"
 
 namespace tessera::io {
 
@@ -47,6 +48,10 @@ absl::StatusOr<DType> ParseSafetensorsDType(absl::string_view name);
 std::optional<DType> DTypeFromGgmlType(uint32_t ggml_type);
 // The ggml type id of a DType that a GGUF file can hold; nullopt otherwise.
 std::optional<uint32_t> GgmlTypeFromDType(DType dtype);
+
+// The kernel-side block type of a GGUF block dtype; nullopt for others (and for Q8_1, Q2_K,
+// Q3_K, Q8_K, which have no dequantizer here).
+std::optional<kernels::cpu::GgmlBlockType> GgmlBlockTypeOf(DType dtype);
 
 // Bytes needed for `numel` elements; an error when numel is not a whole number of blocks or the
 // product overflows.

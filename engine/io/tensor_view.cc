@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_join.h"
-#include "engine/io/gguf_dequant.h"
+#include "kernels/cpu/ggml_dequant.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
@@ -110,8 +110,13 @@ absl::StatusOr<std::vector<float>> ToFloat32(const TensorView& view) {
       return absl::UnimplementedError(
           absl::StrFormat("tensor '%s': complex dtype C64 has no f32 value", view.name));
     default: {
-      absl::Status s = DequantizeGgufRow(view.dtype, p, n, out.data());
-      if (!s.ok()) return absl::Status(s.code(), absl::StrCat("tensor '", view.name, "': ", s.message()));
+      auto block_type = GgmlBlockTypeOf(view.dtype);
+      if (!block_type) {
+        return absl::UnimplementedError(absl::StrFormat(
+            "tensor '%s': dequantization of %s is not supported", view.name, DTypeName(view.dtype)));
+      }
+      const int64_t per_block = kernels::cpu::GetGgmlBlockInfo(*block_type).elements;
+      kernels::cpu::DequantizeGgmlBlocks(*block_type, p, n / per_block, out.data());
     }
   }
   return out;

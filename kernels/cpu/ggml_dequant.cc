@@ -1,11 +1,10 @@
-#include "engine/io/gguf_dequant.h"
+#include "kernels/cpu/ggml_dequant.h"
 
 #include <cstring>
 
-#include "absl/strings/str_format.h"
 #include "kernels/numeric/half.h"
 
-namespace tessera::io {
+namespace tessera::kernels::cpu {
 namespace {
 
 // Every product below keeps ggml's evaluation order ((d * sc) * q - dmin * m) so that results
@@ -166,32 +165,36 @@ void DequantMxfp4(const uint8_t* b, float* y) {
 
 }  // namespace
 
-absl::Status DequantizeGgufRow(DType dtype, const uint8_t* src, int64_t n, float* dst) {
-  const BlockParameters bp = GetDTypeInfo(dtype).block;
-  if (n % bp.block_elements != 0) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%d elements are not a whole number of %s blocks", n, DTypeName(dtype)));
+GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type) {
+  switch (type) {
+    case GgmlBlockType::kQ4_0: return {32, 18};
+    case GgmlBlockType::kQ4_1: return {32, 20};
+    case GgmlBlockType::kQ5_0: return {32, 22};
+    case GgmlBlockType::kQ5_1: return {32, 24};
+    case GgmlBlockType::kQ8_0: return {32, 34};
+    case GgmlBlockType::kQ4_K: return {256, 144};
+    case GgmlBlockType::kQ5_K: return {256, 176};
+    case GgmlBlockType::kQ6_K: return {256, 210};
+    case GgmlBlockType::kMxfp4: return {32, 17};
   }
-  void (*fn)(const uint8_t*, float*) = nullptr;
-  switch (dtype) {
-    case DType::kQ8_0: fn = DequantQ8_0; break;
-    case DType::kQ4_0: fn = DequantQ4_0; break;
-    case DType::kQ4_1: fn = DequantQ4_1; break;
-    case DType::kQ5_0: fn = DequantQ5_0; break;
-    case DType::kQ5_1: fn = DequantQ5_1; break;
-    case DType::kQ4_K: fn = DequantQ4_K; break;
-    case DType::kQ5_K: fn = DequantQ5_K; break;
-    case DType::kQ6_K: fn = DequantQ6_K; break;
-    case DType::kMxfp4Gguf: fn = DequantMxfp4; break;
-    default:
-      return absl::UnimplementedError(
-          absl::StrFormat("dequantization of GGUF type %s is not supported", DTypeName(dtype)));
-  }
-  const int64_t blocks = n / bp.block_elements;
-  for (int64_t i = 0; i < blocks; ++i) {
-    fn(src + i * bp.block_bytes, dst + i * bp.block_elements);
-  }
-  return absl::OkStatus();
+  return {1, 1};
 }
 
-}  // namespace tessera::io
+void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks, float* dst) {
+  void (*fn)(const uint8_t*, float*) = nullptr;
+  switch (type) {
+    case GgmlBlockType::kQ8_0: fn = DequantQ8_0; break;
+    case GgmlBlockType::kQ4_0: fn = DequantQ4_0; break;
+    case GgmlBlockType::kQ4_1: fn = DequantQ4_1; break;
+    case GgmlBlockType::kQ5_0: fn = DequantQ5_0; break;
+    case GgmlBlockType::kQ5_1: fn = DequantQ5_1; break;
+    case GgmlBlockType::kQ4_K: fn = DequantQ4_K; break;
+    case GgmlBlockType::kQ5_K: fn = DequantQ5_K; break;
+    case GgmlBlockType::kQ6_K: fn = DequantQ6_K; break;
+    case GgmlBlockType::kMxfp4: fn = DequantMxfp4; break;
+  }
+  const GgmlBlockInfo info = GetGgmlBlockInfo(type);
+  for (int64_t i = 0; i < blocks; ++i) fn(src + i * info.bytes, dst + i * info.elements);
+}
+
+}  // namespace tessera::kernels::cpu

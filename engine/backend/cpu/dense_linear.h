@@ -1,0 +1,50 @@
+// The CPU Linear for unquantized and GGUF weights (f32, bf16, f16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
+// Q4_K, Q5_K, Q6_K), running the reference kernel straight from the memory-mapped tensor: no copy
+// of the weights is made, and each weight row is decoded once per call for all activation rows.
+#ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
+#define TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/backend/linear.h"
+#include "engine/io/tensor_view.h"
+#include "kernels/cpu/matmul_reference.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tessera::backend::cpu {
+
+// The kernel encoding of a checkpoint dtype, or an error naming the tensor.
+absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorView& view);
+
+class DenseLinear : public Linear {
+ public:
+  // `weight` must be [N, K] and outlive this object (it points into the mapped checkpoint).
+  // `bias` is empty or N values. `pool` may be null (single-threaded).
+  static absl::StatusOr<std::unique_ptr<DenseLinear>> Create(const io::TensorView& weight,
+                                                             std::vector<float> bias,
+                                                             kernels::cpu::ThreadPool* pool);
+
+  DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
+              std::vector<float> bias, kernels::cpu::ThreadPool* pool)
+      : enc_(enc), weight_(weight), bias_(std::move(bias)), pool_(pool) {}
+
+  int64_t out_features() const override { return weight_.shape[0]; }
+  int64_t in_features() const override { return weight_.shape[1]; }
+  void Forward(const float* x, int64_t rows, float* y) const override;
+  std::string Describe() const override;
+  int64_t weight_bytes() const override { return static_cast<int64_t>(weight_.bytes.size()); }
+
+ private:
+  kernels::cpu::WeightEncoding enc_;
+  io::TensorView weight_;
+  std::vector<float> bias_;
+  kernels::cpu::ThreadPool* pool_;
+};
+
+}  // namespace tessera::backend::cpu
+
+#endif  // TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_

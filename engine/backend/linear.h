@@ -1,0 +1,27 @@
+// Linear: a prepared linear layer y = x · Wᵀ (+ b) as the decoder sees it, whatever the weight
+// format. A backend builds one per layer from the checkpoint once (packing or validating it) and
+// the decoder only calls Forward on batches of activation rows. Activations are f32 rows.
+#ifndef TESSERA_ENGINE_BACKEND_LINEAR_H_
+#define TESSERA_ENGINE_BACKEND_LINEAR_H_
+
+#include <cstdint>
+#include <string>
+
+namespace tessera::backend {
+
+class Linear {
+ public:
+  virtual ~Linear() = default;
+  virtual int64_t out_features() const = 0;  // N
+  virtual int64_t in_features() const = 0;   // K
+  // x: [rows, K] -> y: [rows, N]. A row's result does not depend on the other rows.
+  virtual void Forward(const float* x, int64_t rows, float* y) const = 0;
+  // The weight format and kernel, e.g. "Q4_0 / reference".
+  virtual std::string Describe() const = 0;
+  // Bytes of weight data read per Forward call.
+  virtual int64_t weight_bytes() const = 0;
+};
+
+}  // namespace tessera::backend
+
+#endif  // TESSERA_ENGINE_BACKEND_LINEAR_H_

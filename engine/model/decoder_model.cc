@@ -1,0 +1,275 @@
+#include "engine/model/decoder_model.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/backend/cpu/dense_linear.h"
+#include "engine/common/status_macros.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/matmul_reference.h"
+#include "kernels/cpu/rope.h"
+
+namespace tessera::model {
+namespace {
+
+namespace kc = kernels::cpu;
+
+class DenseLinearFactory : public LinearFactory {
+ public:
+  explicit DenseLinearFactory(kc::ThreadPool* pool) : pool_(pool) {}
+  absl::StatusOr<std::unique_ptr<backend::Linear>> Create(const std::string& /*module*/,
+                                                          const std::string& weight_name,
+                                                          const io::TensorStore& store,
+                                                          std::vector<float> bias) override {
+    TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(weight_name));
+    TESSERA_ASSIGN_OR_RETURN(auto linear,
+                             backend::cpu::DenseLinear::Create(view, std::move(bias), pool_));
+    return std::unique_ptr<backend::Linear>(std::move(linear));
+  }
+
+ private:
+  kc::ThreadPool* pool_;
+};
+
+absl::StatusOr<std::vector<float>> LoadVector(const io::TensorStore& store, const std::string& name,
+                                              int64_t expected) {
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(name));
+  if (view.numel() != expected) {
+    return absl::InvalidArgumentError(absl::StrFormat("tensor '%s' has shape %s, expected %d values",
+                                                      name, view.ShapeString(), expected));
+  }
+  return io::ToFloat32(view);
+}
+
+absl::Status ExpectLinearShape(const backend::Linear& l, const std::string& name, int64_t n,
+                               int64_t k) {
+  if (l.out_features() != n || l.in_features() != k) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s' is [%d, %d], expected [%d, %d]", name, l.out_features(), l.in_features(), n, k));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::unique_ptr<LinearFactory> MakeDenseLinearFactory(kc::ThreadPool* pool) {
+  return std::make_unique<DenseLinearFactory>(pool);
+}
+
+absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(const ModelConfig& config,
+                                                                 const io::TensorStore& store,
+                                                                 NamingScheme naming,
+                                                                 LinearFactory& factory,
+                                                                 kc::ThreadPool* pool) {
+  TESSERA_RETURN_IF_ERROR(config.Validate());
+  auto m = std::make_unique<DecoderModel>();
+  m->config_ = config;
+  m->pool_ = pool;
+  m->inv_freq_ = RopeInverseFrequencies(config);
+  const WeightNames names(naming);
+  const ModelConfig& c = config;
+
+  TESSERA_ASSIGN_OR_RETURN(m->embedding_, store.Get(names.Embedding()));
+  TESSERA_RETURN_IF_ERROR(m->embedding_.ExpectShape({c.vocab_size, c.hidden_size}));
+  TESSERA_RETURN_IF_ERROR(backend::cpu::EncodingForDType(m->embedding_).status());
+  TESSERA_ASSIGN_OR_RETURN(m->final_norm_, LoadVector(store, names.FinalNorm(), c.hidden_size));
+
+  auto linear = [&](int layer, LayerTensor t, std::optional<LayerTensor> bias_t, int64_t n,
+                    int64_t k) -> absl::StatusOr<std::unique_ptr<backend::Linear>> {
+    std::vector<float> bias;
+    if (bias_t && store.Contains(names.Layer(layer, *bias_t))) {
+      TESSERA_ASSIGN_OR_RETURN(bias, LoadVector(store, names.Layer(layer, *bias_t), n));
+    } else if (bias_t && c.attention_bias) {
+      return absl::NotFoundError(absl::StrCat("tensor '", names.Layer(layer, *bias_t),
+                                              "' is missing (this architecture has q/k/v biases)"));
+    }
+    const std::string wname = names.Layer(layer, t);
+    TESSERA_ASSIGN_OR_RETURN(auto l, factory.Create(WeightNames::ModuleName(layer, t), wname, store,
+                                                    std::move(bias)));
+    TESSERA_RETURN_IF_ERROR(ExpectLinearShape(*l, wname, n, k));
+    return l;
+  };
+
+  for (int i = 0; i < c.num_layers; ++i) {
+    Layer L;
+    TESSERA_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(store, names.Layer(i, LayerTensor::kAttnNorm), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(L.ffn_norm, LoadVector(store, names.Layer(i, LayerTensor::kFfnNorm), c.hidden_size));
+    if (c.qk_norm) {
+      TESSERA_ASSIGN_OR_RETURN(L.q_norm, LoadVector(store, names.Layer(i, LayerTensor::kQNorm), c.head_dim));
+      TESSERA_ASSIGN_OR_RETURN(L.k_norm, LoadVector(store, names.Layer(i, LayerTensor::kKNorm), c.head_dim));
+    }
+    TESSERA_ASSIGN_OR_RETURN(L.q, linear(i, LayerTensor::kQ, LayerTensor::kQBias, c.q_dim(), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(L.k, linear(i, LayerTensor::kK, LayerTensor::kKBias, c.kv_dim(), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(L.v, linear(i, LayerTensor::kV, LayerTensor::kVBias, c.kv_dim(), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(L.o, linear(i, LayerTensor::kO, std::nullopt, c.hidden_size, c.q_dim()));
+    TESSERA_ASSIGN_OR_RETURN(L.gate, linear(i, LayerTensor::kGate, std::nullopt, c.intermediate_size, c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(L.up, linear(i, LayerTensor::kUp, std::nullopt, c.intermediate_size, c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(L.down, linear(i, LayerTensor::kDown, std::nullopt, c.hidden_size, c.intermediate_size));
+    m->layers_.push_back(std::move(L));
+  }
+  // An absent lm_head means tied embeddings (GGUF omits output.weight; HF sets the flag).
+  const std::string head = (c.tie_word_embeddings || !store.Contains(names.LmHead()))
+                               ? names.Embedding()
+                               : names.LmHead();
+  TESSERA_ASSIGN_OR_RETURN(m->lm_head_, factory.Create("lm_head", head, store, {}));
+  TESSERA_RETURN_IF_ERROR(ExpectLinearShape(*m->lm_head_, head, c.vocab_size, c.hidden_size));
+  return m;
+}
+
+absl::Status DecoderModel::EmbedToken(int32_t token, float* out) const {
+  if (token < 0 || token >= config_.vocab_size) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("token id %d is outside the vocabulary [0, %d)", token, config_.vocab_size));
+  }
+  auto enc = backend::cpu::EncodingForDType(embedding_);
+  kc::DecodeWeightRow(*enc, embedding_.bytes.data(), config_.hidden_size, token, out);
+  return absl::OkStatus();
+}
+
+absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runtime::KvCache& cache,
+                                   std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  // Validate everything before touching the cache, so a bad request changes nothing.
+  int64_t total = 0;
+  for (const SequenceChunk& ch : chunks) {
+    if (ch.tokens.empty()) return absl::InvalidArgumentError("a sequence chunk has no tokens");
+    if (ch.kv->length + static_cast<int64_t>(ch.tokens.size()) > c.max_context) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "sequence of %d tokens exceeds the context length %d",
+          ch.kv->length + static_cast<int64_t>(ch.tokens.size()), c.max_context));
+    }
+    for (int32_t t : ch.tokens) {
+      if (t < 0 || t >= c.vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("token id %d is outside the vocabulary [0, %d)", t, c.vocab_size));
+      }
+    }
+    total += static_cast<int64_t>(ch.tokens.size());
+  }
+  {
+    int64_t need = 0;
+    for (const SequenceChunk& ch : chunks) {
+      need += cache.BlocksFor(ch.kv->length + static_cast<int64_t>(ch.tokens.size())) -
+              static_cast<int64_t>(ch.kv->blocks.size());
+    }
+    if (need > cache.free_blocks()) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "KV cache: this step needs %d more blocks, %d free", need, cache.free_blocks()));
+    }
+    for (const SequenceChunk& ch : chunks) {
+      TESSERA_RETURN_IF_ERROR(cache.Reserve(*ch.kv, ch.kv->length + static_cast<int64_t>(ch.tokens.size())));
+    }
+  }
+
+  // Row bookkeeping: which chunk and position each new token is.
+  std::vector<int> row_chunk(total);
+  std::vector<int64_t> row_pos(total);
+  {
+    int64_t r = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      for (size_t j = 0; j < chunks[i].tokens.size(); ++j, ++r) {
+        row_chunk[r] = static_cast<int>(i);
+        row_pos[r] = chunks[i].kv->length + static_cast<int64_t>(j);
+      }
+    }
+  }
+
+  const int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
+  std::vector<float> h(total * H), xn(total * H), q(total * Q), k(total * KV), v(total * KV),
+      attn(total * Q), tmp(total * H), gate(total * F), up(total * F);
+  {
+    int64_t r = 0;
+    for (const SequenceChunk& ch : chunks) {
+      for (int32_t t : ch.tokens) TESSERA_RETURN_IF_ERROR(EmbedToken(t, h.data() + (r++) * H));
+    }
+  }
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const kc::RopePairing pairing = c.rope_style == RopeStyle::kRotateHalf
+                                      ? kc::RopePairing::kRotateHalf
+                                      : kc::RopePairing::kInterleaved;
+  int64_t max_ctx = 0;
+  for (int64_t r = 0; r < total; ++r) max_ctx = std::max(max_ctx, row_pos[r] + 1);
+
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& L = layers_[li];
+    kc::RmsNorm(h.data(), L.attn_norm.data(), total, H, eps, xn.data());
+    L.q->Forward(xn.data(), total, q.data());
+    L.k->Forward(xn.data(), total, k.data());
+    L.v->Forward(xn.data(), total, v.data());
+    for (int64_t r = 0; r < total; ++r) {
+      float* qr = q.data() + r * Q;
+      float* kr = k.data() + r * KV;
+      if (c.qk_norm) {
+        kc::RmsNorm(qr, L.q_norm.data(), c.num_heads, c.head_dim, eps, qr);
+        kc::RmsNorm(kr, L.k_norm.data(), c.num_kv_heads, c.head_dim, eps, kr);
+      }
+      kc::ApplyRope(qr, c.num_heads, c.head_dim, c.rope_dim, row_pos[r], inv_freq_.data(), pairing);
+      kc::ApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, row_pos[r], inv_freq_.data(), pairing);
+      // Append this position's K and V to its sequence's blocks.
+      const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
+      const int32_t block = seq.blocks[row_pos[r] / cache.block_tokens()];
+      const int64_t slot = row_pos[r] % cache.block_tokens();
+      std::copy(kr, kr + KV, cache.KBlock(li, block) + slot * KV);
+      std::copy(v.data() + r * KV, v.data() + (r + 1) * KV, cache.VBlock(li, block) + slot * KV);
+    }
+    // Attention: each (row, head) is independent; split rows × heads across threads.
+    auto attend = [&](int64_t b, int64_t e) {
+      std::vector<float> scratch(max_ctx);
+      std::vector<const float*> kb, vb;
+      for (int64_t idx = b; idx < e; ++idx) {
+        const int64_t r = idx / c.num_heads, head = idx % c.num_heads;
+        const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
+        kb.clear();
+        vb.clear();
+        for (int32_t blk : seq.blocks) {
+          kb.push_back(cache.KBlock(li, blk));
+          vb.push_back(cache.VBlock(li, blk));
+        }
+        kc::PagedKvView view{kb.data(), vb.data(), cache.block_tokens(), c.num_kv_heads, c.head_dim};
+        kc::PagedAttention(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale, head,
+                           head + 1, scratch.data(), attn.data() + r * Q);
+      }
+    };
+    if (pool_ != nullptr) {
+      pool_->ParallelFor(total * c.num_heads, 1, attend);
+    } else {
+      attend(0, total * c.num_heads);
+    }
+    L.o->Forward(attn.data(), total, tmp.data());
+    kc::AddInPlace(h.data(), tmp.data(), total * H);
+    kc::RmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
+    L.gate->Forward(xn.data(), total, gate.data());
+    L.up->Forward(xn.data(), total, up.data());
+    kc::SwiGlu(gate.data(), up.data(), total * F, gate.data());
+    L.down->Forward(gate.data(), total, tmp.data());
+    kc::AddInPlace(h.data(), tmp.data(), total * H);
+  }
+  for (const SequenceChunk& ch : chunks) ch.kv->length += static_cast<int64_t>(ch.tokens.size());
+
+  // Logits for the requested rows only.
+  std::vector<int64_t> out_rows;
+  {
+    int64_t r = 0;
+    for (const SequenceChunk& ch : chunks) {
+      const int64_t n = static_cast<int64_t>(ch.tokens.size());
+      if (ch.all_logits) {
+        for (int64_t j = 0; j < n; ++j) out_rows.push_back(r + j);
+      } else if (ch.last_logits) {
+        out_rows.push_back(r + n - 1);
+      }
+      r += n;
+    }
+  }
+  std::vector<float> sel(out_rows.size() * H);
+  for (size_t i = 0; i < out_rows.size(); ++i) {
+    kc::RmsNorm(h.data() + out_rows[i] * H, final_norm_.data(), 1, H, eps, sel.data() + i * H);
+  }
+  logits->assign(out_rows.size() * c.vocab_size, 0.0f);
+  if (!out_rows.empty()) lm_head_->Forward(sel.data(), static_cast<int64_t>(out_rows.size()), logits->data());
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::model

@@ -1,0 +1,249 @@
+#include "engine/model/model_config.h"
+
+#include <cmath>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/common/status_macros.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::model {
+namespace {
+
+using Json = nlohmann::json;
+
+absl::Status FieldError(const std::string& field, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat("config.json: ", field, " ", what));
+}
+
+absl::StatusOr<int64_t> RequireInt(const Json& j, const std::string& field) {
+  auto it = j.find(field);
+  if (it == j.end() || it->is_null()) return FieldError(field, "is missing");
+  if (!it->is_number_integer()) return FieldError(field, "is not an integer");
+  return it->get<int64_t>();
+}
+
+int64_t IntOr(const Json& j, const std::string& field, int64_t def) {
+  auto it = j.find(field);
+  return (it != j.end() && it->is_number_integer()) ? it->get<int64_t>() : def;
+}
+
+double NumberOr(const Json& j, const std::string& field, double def) {
+  auto it = j.find(field);
+  return (it != j.end() && it->is_number()) ? it->get<double>() : def;
+}
+
+bool BoolOr(const Json& j, const std::string& field, bool def) {
+  auto it = j.find(field);
+  return (it != j.end() && it->is_boolean()) ? it->get<bool>() : def;
+}
+
+void ReadTokenIds(const Json& j, const std::string& field, std::vector<int32_t>* out) {
+  auto it = j.find(field);
+  if (it == j.end()) return;
+  if (it->is_number_integer()) out->push_back(it->get<int32_t>());
+  if (it->is_array()) {
+    for (const Json& v : *it) {
+      if (v.is_number_integer()) out->push_back(v.get<int32_t>());
+    }
+  }
+}
+
+}  // namespace
+
+std::string ModelConfig::ArchitectureName() const {
+  switch (architecture) {
+    case Architecture::kLlama: return "llama";
+    case Architecture::kMistral: return "mistral";
+    case Architecture::kQwen2: return "qwen2";
+    case Architecture::kQwen3: return "qwen3";
+  }
+  return "?";
+}
+
+absl::Status ModelConfig::Validate() const {
+  auto positive = [](int64_t v, const char* name) -> absl::Status {
+    if (v <= 0) return absl::InvalidArgumentError(absl::StrFormat("model config: %s must be > 0, got %d", name, v));
+    return absl::OkStatus();
+  };
+  TESSERA_RETURN_IF_ERROR(positive(hidden_size, "hidden_size"));
+  TESSERA_RETURN_IF_ERROR(positive(num_layers, "num_hidden_layers"));
+  TESSERA_RETURN_IF_ERROR(positive(num_heads, "num_attention_heads"));
+  TESSERA_RETURN_IF_ERROR(positive(num_kv_heads, "num_key_value_heads"));
+  TESSERA_RETURN_IF_ERROR(positive(head_dim, "head_dim"));
+  TESSERA_RETURN_IF_ERROR(positive(intermediate_size, "intermediate_size"));
+  TESSERA_RETURN_IF_ERROR(positive(vocab_size, "vocab_size"));
+  TESSERA_RETURN_IF_ERROR(positive(max_context, "max_position_embeddings"));
+  if (num_heads % num_kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model config: num_attention_heads %d is not a multiple of num_key_value_heads %d",
+        num_heads, num_kv_heads));
+  }
+  if (rope_dim <= 0 || rope_dim > head_dim || rope_dim % 2 != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("model config: rope dimension %d must be even and at most head_dim %d",
+                        rope_dim, head_dim));
+  }
+  if (!(rms_norm_eps > 0) || !(rope_theta > 0)) {
+    return absl::InvalidArgumentError("model config: rms_norm_eps and rope_theta must be > 0");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) {
+  Json j = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return absl::InvalidArgumentError("config.json is not a JSON object");
+  }
+  ModelConfig c;
+  std::string model_type;
+  if (auto it = j.find("model_type"); it != j.end() && it->is_string()) model_type = it->get<std::string>();
+  if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() &&
+                                         (*it)[0].is_string()) {
+    c.architecture_name = (*it)[0].get<std::string>();
+  }
+  if (model_type == "llama") {
+    c.architecture = Architecture::kLlama;
+  } else if (model_type == "mistral") {
+    c.architecture = Architecture::kMistral;
+  } else if (model_type == "qwen2") {
+    c.architecture = Architecture::kQwen2;
+  } else if (model_type == "qwen3") {
+    c.architecture = Architecture::kQwen3;
+  } else {
+    return FieldError("model_type", absl::StrCat("'", model_type,
+                                                 "' is not supported (llama, mistral, qwen2, qwen3)"));
+  }
+  if (c.architecture_name.empty()) c.architecture_name = model_type;
+  TESSERA_ASSIGN_OR_RETURN(c.hidden_size, RequireInt(j, "hidden_size"));
+  TESSERA_ASSIGN_OR_RETURN(c.num_layers, RequireInt(j, "num_hidden_layers"));
+  TESSERA_ASSIGN_OR_RETURN(c.num_heads, RequireInt(j, "num_attention_heads"));
+  c.num_kv_heads = IntOr(j, "num_key_value_heads", c.num_heads);
+  c.head_dim = IntOr(j, "head_dim", c.num_heads > 0 ? c.hidden_size / c.num_heads : 0);
+  TESSERA_ASSIGN_OR_RETURN(c.intermediate_size, RequireInt(j, "intermediate_size"));
+  TESSERA_ASSIGN_OR_RETURN(c.vocab_size, RequireInt(j, "vocab_size"));
+  c.max_context = IntOr(j, "max_position_embeddings", 2048);
+  c.rope_theta = NumberOr(j, "rope_theta", 10000.0);
+  c.rms_norm_eps = NumberOr(j, "rms_norm_eps", 1e-6);
+  c.tie_word_embeddings = BoolOr(j, "tie_word_embeddings", false);
+  c.attention_bias = c.architecture == Architecture::kQwen2 || BoolOr(j, "attention_bias", false);
+  c.qk_norm = c.architecture == Architecture::kQwen3;
+  const double partial = NumberOr(j, "partial_rotary_factor", 1.0);
+  c.rope_dim = static_cast<int64_t>(c.head_dim * partial);
+  c.rope_style = RopeStyle::kRotateHalf;
+  if (auto rs = j.find("rope_scaling"); rs != j.end() && rs->is_object()) {
+    std::string type;
+    if (auto t = rs->find("rope_type"); t != rs->end() && t->is_string()) type = t->get<std::string>();
+    if (auto t = rs->find("type"); type.empty() && t != rs->end() && t->is_string()) type = t->get<std::string>();
+    if (type == "llama3") {
+      c.rope_scaling.type = RopeScaling::Type::kLlama3;
+      c.rope_scaling.factor = NumberOr(*rs, "factor", 8.0);
+      c.rope_scaling.low_freq_factor = NumberOr(*rs, "low_freq_factor", 1.0);
+      c.rope_scaling.high_freq_factor = NumberOr(*rs, "high_freq_factor", 4.0);
+      c.rope_scaling.original_max_position = IntOr(*rs, "original_max_position_embeddings", 8192);
+    } else if (type == "linear") {
+      c.rope_scaling.type = RopeScaling::Type::kLinear;
+      c.rope_scaling.factor = NumberOr(*rs, "factor", 1.0);
+    } else if (type != "default" && !type.empty()) {
+      return FieldError("rope_scaling.rope_type", absl::StrCat("'", type, "' is not supported (llama3, linear)"));
+    }
+  }
+  if (auto it = j.find("bos_token_id"); it != j.end() && it->is_number_integer()) {
+    c.bos_token_id = it->get<int32_t>();
+  }
+  ReadTokenIds(j, "eos_token_id", &c.eos_token_ids);
+  TESSERA_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
+  ModelConfig c;
+  TESSERA_ASSIGN_OR_RETURN(std::string arch, m.GetString("general.architecture"));
+  c.architecture_name = arch;
+  if (arch == "llama") {
+    c.architecture = Architecture::kLlama;
+    c.rope_style = RopeStyle::kInterleaved;  // the converter permuted Q/K (quant-formats.md §11.4)
+  } else if (arch == "qwen2") {
+    c.architecture = Architecture::kQwen2;
+    c.attention_bias = true;
+  } else if (arch == "qwen3") {
+    c.architecture = Architecture::kQwen3;
+    c.qk_norm = true;
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "GGUF general.architecture '", arch, "' is not supported (llama, qwen2, qwen3)"));
+  }
+  auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
+  TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
+  TESSERA_ASSIGN_OR_RETURN(uint64_t layers, m.GetUint(key("block_count")));
+  TESSERA_ASSIGN_OR_RETURN(uint64_t heads, m.GetUint(key("attention.head_count")));
+  TESSERA_ASSIGN_OR_RETURN(uint64_t ffn, m.GetUint(key("feed_forward_length")));
+  c.hidden_size = static_cast<int64_t>(hidden);
+  c.num_layers = static_cast<int64_t>(layers);
+  c.num_heads = static_cast<int64_t>(heads);
+  c.intermediate_size = static_cast<int64_t>(ffn);
+  auto kv = m.GetUint(key("attention.head_count_kv"));
+  c.num_kv_heads = kv.ok() ? static_cast<int64_t>(*kv) : c.num_heads;
+  auto head_dim = m.GetUint(key("attention.key_length"));
+  c.head_dim = head_dim.ok() ? static_cast<int64_t>(*head_dim) : c.hidden_size / c.num_heads;
+  auto ctx = m.GetUint(key("context_length"));
+  c.max_context = ctx.ok() ? static_cast<int64_t>(*ctx) : 2048;
+  auto theta = m.GetFloat(key("rope.freq_base"));
+  c.rope_theta = theta.ok() ? *theta : 10000.0;
+  auto eps = m.GetFloat(key("attention.layer_norm_rms_epsilon"));
+  c.rms_norm_eps = eps.ok() ? *eps : 1e-5;
+  auto rope_dim = m.GetUint(key("rope.dimension_count"));
+  c.rope_dim = rope_dim.ok() ? static_cast<int64_t>(*rope_dim) : c.head_dim;
+  if (auto type = m.GetString(key("rope.scaling.type")); type.ok()) {
+    if (*type == "linear") {
+      c.rope_scaling.type = RopeScaling::Type::kLinear;
+      auto f = m.GetFloat(key("rope.scaling.factor"));
+      c.rope_scaling.factor = f.ok() ? *f : 1.0;
+    } else if (*type != "none") {
+      return absl::UnimplementedError(absl::StrCat("GGUF rope scaling '", *type, "' is not supported"));
+    }
+  }
+  auto tokens = m.GetArray("tokenizer.ggml.tokens");
+  if (auto vocab = m.GetUint(key("vocab_size")); vocab.ok()) {
+    c.vocab_size = static_cast<int64_t>(*vocab);
+  } else if (tokens.ok()) {
+    c.vocab_size = static_cast<int64_t>((*tokens)->size());
+  }
+  if (auto bos = m.GetUint("tokenizer.ggml.bos_token_id"); bos.ok()) c.bos_token_id = static_cast<int32_t>(*bos);
+  if (auto eos = m.GetUint("tokenizer.ggml.eos_token_id"); eos.ok()) c.eos_token_ids.push_back(static_cast<int32_t>(*eos));
+  TESSERA_RETURN_IF_ERROR(c.Validate());
+  return c;
+}
+
+std::vector<float> RopeInverseFrequencies(const ModelConfig& c) {
+  const int64_t pairs = c.rope_dim / 2;
+  std::vector<float> inv(pairs);
+  const float base = static_cast<float>(c.rope_theta);
+  for (int64_t i = 0; i < pairs; ++i) {
+    // transformers: 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all in float32.
+    const float exponent = static_cast<float>(2 * i) / static_cast<float>(c.rope_dim);
+    inv[i] = 1.0f / std::pow(base, exponent);
+  }
+  const RopeScaling& s = c.rope_scaling;
+  if (s.type == RopeScaling::Type::kLinear) {
+    for (float& f : inv) f = f / static_cast<float>(s.factor);
+  } else if (s.type == RopeScaling::Type::kLlama3) {
+    const double low_wavelen = s.original_max_position / s.low_freq_factor;
+    const double high_wavelen = s.original_max_position / s.high_freq_factor;
+    for (float& f : inv) {
+      const double wavelen = 2 * M_PI / f;
+      if (wavelen < high_wavelen) continue;  // high frequencies stay
+      if (wavelen > low_wavelen) {
+        f = static_cast<float>(f / s.factor);
+        continue;
+      }
+      const double smooth = (s.original_max_position / wavelen - s.low_freq_factor) /
+                            (s.high_freq_factor - s.low_freq_factor);
+      f = static_cast<float>((1 - smooth) * f / s.factor + smooth * f);
+    }
+  }
+  return inv;
+}
+
+}  // namespace tessera::model

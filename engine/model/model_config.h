@@ -1,0 +1,70 @@
+// ModelConfig: the architecture of a Llama-family decoder (llama incl. Llama 3 rope scaling,
+// mistral, qwen2, qwen3), read from an HF config.json or from GGUF metadata. Everything the decoder
+// loop needs to know about a model lives here, so architectures differ in data, not in code paths.
+#ifndef TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
+#define TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/io/gguf_metadata.h"
+
+namespace tessera::model {
+
+enum class Architecture { kLlama, kMistral, kQwen2, kQwen3 };
+
+// How RoPE pairs the dimensions of a head. HF checkpoints rotate (i, i + d/2) ("rotate half",
+// NeoX); GGUF llama files were permuted by the converter for pairs (2i, 2i + 1).
+enum class RopeStyle { kRotateHalf, kInterleaved };
+
+struct RopeScaling {
+  enum class Type { kNone, kLinear, kLlama3 };
+  Type type = Type::kNone;
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position = 8192;
+};
+
+struct ModelConfig {
+  Architecture architecture = Architecture::kLlama;
+  std::string architecture_name;  // as written in the source ("LlamaForCausalLM", "llama")
+  int64_t hidden_size = 0;
+  int64_t num_layers = 0;
+  int64_t num_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t intermediate_size = 0;
+  int64_t vocab_size = 0;
+  int64_t max_context = 0;
+  double rope_theta = 10000.0;
+  int64_t rope_dim = 0;  // rotated dims per head (== head_dim unless partial rotary)
+  RopeScaling rope_scaling;
+  RopeStyle rope_style = RopeStyle::kRotateHalf;
+  double rms_norm_eps = 1e-6;
+  bool tie_word_embeddings = false;
+  bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
+  bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (qwen3)
+  std::optional<int32_t> bos_token_id;
+  std::vector<int32_t> eos_token_ids;
+
+  int64_t q_dim() const { return num_heads * head_dim; }
+  int64_t kv_dim() const { return num_kv_heads * head_dim; }
+  std::string ArchitectureName() const;
+  absl::Status Validate() const;
+};
+
+// Parses config.json text. Errors name the missing or invalid field.
+absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text);
+absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& metadata);
+
+// Per-pair inverse frequencies (rope_dim / 2 of them) after rope scaling, computed in float32
+// the way transformers does, so angles match the reference to the last bit where possible.
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config);
+
+}  // namespace tessera::model
+
+#endif  // TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_

@@ -1,0 +1,70 @@
+#include "engine/model/weight_names.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::model {
+namespace {
+
+const char* HfSuffix(LayerTensor t) {
+  switch (t) {
+    case LayerTensor::kAttnNorm: return "input_layernorm.weight";
+    case LayerTensor::kQ: return "self_attn.q_proj.weight";
+    case LayerTensor::kK: return "self_attn.k_proj.weight";
+    case LayerTensor::kV: return "self_attn.v_proj.weight";
+    case LayerTensor::kO: return "self_attn.o_proj.weight";
+    case LayerTensor::kQBias: return "self_attn.q_proj.bias";
+    case LayerTensor::kKBias: return "self_attn.k_proj.bias";
+    case LayerTensor::kVBias: return "self_attn.v_proj.bias";
+    case LayerTensor::kQNorm: return "self_attn.q_norm.weight";
+    case LayerTensor::kKNorm: return "self_attn.k_norm.weight";
+    case LayerTensor::kFfnNorm: return "post_attention_layernorm.weight";
+    case LayerTensor::kGate: return "mlp.gate_proj.weight";
+    case LayerTensor::kUp: return "mlp.up_proj.weight";
+    case LayerTensor::kDown: return "mlp.down_proj.weight";
+  }
+  return "";
+}
+
+const char* GgufSuffix(LayerTensor t) {
+  switch (t) {
+    case LayerTensor::kAttnNorm: return "attn_norm.weight";
+    case LayerTensor::kQ: return "attn_q.weight";
+    case LayerTensor::kK: return "attn_k.weight";
+    case LayerTensor::kV: return "attn_v.weight";
+    case LayerTensor::kO: return "attn_output.weight";
+    case LayerTensor::kQBias: return "attn_q.bias";
+    case LayerTensor::kKBias: return "attn_k.bias";
+    case LayerTensor::kVBias: return "attn_v.bias";
+    case LayerTensor::kQNorm: return "attn_q_norm.weight";
+    case LayerTensor::kKNorm: return "attn_k_norm.weight";
+    case LayerTensor::kFfnNorm: return "ffn_norm.weight";
+    case LayerTensor::kGate: return "ffn_gate.weight";
+    case LayerTensor::kUp: return "ffn_up.weight";
+    case LayerTensor::kDown: return "ffn_down.weight";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string WeightNames::Embedding() const {
+  return scheme_ == NamingScheme::kHf ? "model.embed_tokens.weight" : "token_embd.weight";
+}
+std::string WeightNames::FinalNorm() const {
+  return scheme_ == NamingScheme::kHf ? "model.norm.weight" : "output_norm.weight";
+}
+std::string WeightNames::LmHead() const {
+  return scheme_ == NamingScheme::kHf ? "lm_head.weight" : "output.weight";
+}
+std::string WeightNames::Layer(int layer, LayerTensor t) const {
+  if (scheme_ == NamingScheme::kHf) return absl::StrCat("model.layers.", layer, ".", HfSuffix(t));
+  return absl::StrCat("blk.", layer, ".", GgufSuffix(t));
+}
+
+std::string WeightNames::ModuleName(int layer, LayerTensor t) {
+  std::string s = HfSuffix(t);
+  s = s.substr(0, s.rfind('.'));  // drop ".weight"
+  return absl::StrCat("model.layers.", layer, ".", s);
+}
+
+}  // namespace tessera::model

@@ -1,0 +1,28 @@
+// Causal attention of one query token over a paged KV cache on the CPU. K and V live in
+// fixed-size blocks ([block_tokens, kv_heads, head_dim] each) addressed through a per-sequence
+// block table, the layout the scheduler allocates; grouped-query attention maps query head h to
+// KV head h / (heads / kv_heads). Softmax runs in float with the max subtracted, in one fixed order.
+#ifndef TESSERA_KERNELS_CPU_ATTENTION_H_
+#define TESSERA_KERNELS_CPU_ATTENTION_H_
+
+#include <cstdint>
+
+namespace tessera::kernels::cpu {
+
+struct PagedKvView {
+  const float* const* k_blocks;  // [num_blocks] pointers to [block_tokens, kv_heads, head_dim]
+  const float* const* v_blocks;
+  int64_t block_tokens;
+  int64_t kv_heads;
+  int64_t head_dim;
+};
+
+// q: [heads, head_dim]; attends to KV positions [0, context_len); out: [heads, head_dim]. Only
+// query heads [head_begin, head_end) are computed, so callers can split heads across threads.
+// scratch must hold context_len floats.
+void PagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
+                    float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out);
+
+}  // namespace tessera::kernels::cpu
+
+#endif  // TESSERA_KERNELS_CPU_ATTENTION_H_

@@ -1,0 +1,31 @@
+#include "kernels/cpu/elementwise.h"
+
+#include <cmath>
+
+namespace tessera::kernels::cpu {
+
+void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* o = out + r * n;
+    // The sum of squares in double: as accurate as any f32 order the references use, and fixed.
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const float mean = static_cast<float>(ss / static_cast<double>(n));
+    const float inv = 1.0f / std::sqrt(mean + eps);
+    for (int64_t i = 0; i < n; ++i) o[i] = weight[i] * (xr[i] * inv);
+  }
+}
+
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = (g / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+void AddInPlace(float* y, const float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+}  // namespace tessera::kernels::cpu

@@ -1,0 +1,22 @@
+// Row-wise CPU kernels of the decoder that are not matrix products: RMSNorm, SwiGLU and residual
+// add. Raw pointers and sizes only (kernels/ knows nothing of models). Each row is computed with
+// one fixed reduction order, so a row's result never depends on which rows share its batch.
+#ifndef TESSERA_KERNELS_CPU_ELEMENTWISE_H_
+#define TESSERA_KERNELS_CPU_ELEMENTWISE_H_
+
+#include <cstdint>
+
+namespace tessera::kernels::cpu {
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], for `rows` rows of `n` (x may alias out).
+void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps, float* out);
+
+// out[i] = silu(gate[i]) * up[i] with silu(v) = v / (1 + exp(-v)).
+void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
+
+// y[i] += x[i]
+void AddInPlace(float* y, const float* x, int64_t n);
+
+}  // namespace tessera::kernels::cpu
+
+#endif  // TESSERA_KERNELS_CPU_ELEMENTWISE_H_

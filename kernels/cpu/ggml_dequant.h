@@ -1,0 +1,25 @@
+// Scalar dequantization of ggml blocks to f32, written from ggml-quants.c `dequantize_row_*`
+// (quant-formats.md §11.3). It is the reference every fast CPU and CUDA kernel for these formats
+// is tested against, and it equals gguf-py's dequantize bit for bit (tests/engine/io).
+#ifndef TESSERA_KERNELS_CPU_GGML_DEQUANT_H_
+#define TESSERA_KERNELS_CPU_GGML_DEQUANT_H_
+
+#include <cstdint>
+
+namespace tessera::kernels::cpu {
+
+enum class GgmlBlockType { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K, kMxfp4 };
+
+struct GgmlBlockInfo {
+  int64_t elements;  // values per block
+  int64_t bytes;     // bytes per block
+};
+
+GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type);
+
+// Dequantizes `blocks` consecutive blocks at `src` into blocks * elements floats at `dst`.
+void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks, float* dst);
+
+}  // namespace tessera::kernels::cpu
+
+#endif  // TESSERA_KERNELS_CPU_GGML_DEQUANT_H_

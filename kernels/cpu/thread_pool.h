@@ -1,0 +1,47 @@
+// A persistent pool of worker threads for the CPU kernels. Threads are created once; each
+// ParallelFor splits [0, n) into contiguous chunks, one per thread (the caller takes the first),
+// and returns when all are done. The split depends only on n and the thread count, never on
+// timing, so results are deterministic.
+#ifndef TESSERA_KERNELS_CPU_THREAD_POOL_H_
+#define TESSERA_KERNELS_CPU_THREAD_POOL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace tessera::kernels::cpu {
+
+class ThreadPool {
+ public:
+  // threads <= 0 means the number of hardware threads.
+  explicit ThreadPool(int threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return static_cast<int>(workers_.size()) + 1; }
+
+  // Calls fn(begin, end) over disjoint chunks covering [0, n); chunks are multiples of `grain`
+  // (except the last) so that callers can keep SIMD-friendly boundaries.
+  void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void WorkerLoop(int index);
+
+  std::vector<std::thread> workers_;
+  std::mutex mu_;
+  std::condition_variable start_cv_;
+  std::condition_variable done_cv_;
+  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  std::vector<std::pair<int64_t, int64_t>> chunks_;
+  uint64_t generation_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+};
+
+}  // namespace tessera::kernels::cpu
+
+#endif  // TESSERA_KERNELS_CPU_THREAD_POOL_H_
