@@ -1,0 +1,123 @@
+// Hugging Face transformers as the oracle: for seeded random-weight llama (plain, llama3 rope
+// scaling, linear rope scaling), mistral, qwen2 (q/k/v bias) and qwen3 (q/k norm, head_dim*heads
+// != hidden) models, tessera's logits at every position match transformers', and greedy
+// continuations of 32 tokens are identical (tools/reference/make_hf_goldens.py made the goldens).
+//
+// Tolerance: both sides compute in f32. The script measured the oracle's own error against a
+// float64 run of the same model (f32_vs_f64_max_abs_diff, 9e-6..2.5e-5 for logits up to ~17), so two
+// independent f32 implementations differ by at most about twice that; we allow 4x the measured
+// oracle error plus 1e-6 absolute, and require the relative max error to stay below 1e-4 of max|logit|.
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "engine/io/safetensors_file.h"
+#include "engine/model/decoder_model.h"
+#include "engine/model/model_source.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::model {
+namespace {
+
+const std::string kModels = std::string(TESSERA_SOURCE_DIR) + "/tests/data/models/";
+
+nlohmann::json LoadJson(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+class HfGoldenTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    dir_ = kModels + GetParam();
+    golden_ = LoadJson(dir_ + "/golden.json");
+    auto src = ModelSource::Open(dir_);
+    ASSERT_TRUE(src.ok()) << src.status();
+    source_ = std::move(*src);
+    factory_ = MakeDenseLinearFactory(&pool_);
+    auto model = DecoderModel::Load(source_.config, *source_.store, source_.naming, *factory_, &pool_);
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::move(*model);
+    const auto& c = source_.config;
+    cache_ = std::make_unique<runtime::KvCache>(c.num_layers, c.num_kv_heads, c.head_dim, 8, 16);
+  }
+
+  std::string dir_;
+  nlohmann::json golden_;
+  ModelSource source_;
+  kernels::cpu::ThreadPool pool_{2};
+  std::unique_ptr<LinearFactory> factory_;
+  std::unique_ptr<DecoderModel> model_;
+  std::unique_ptr<runtime::KvCache> cache_;
+};
+
+TEST_P(HfGoldenTest, ConfigIsParsed) {
+  const ModelConfig& c = source_.config;
+  EXPECT_EQ(c.ArchitectureName(), golden_["architecture"].get<std::string>() == "llama"
+                                      ? "llama"
+                                      : golden_["architecture"].get<std::string>());
+  const auto& inv = golden_["rope"]["inv_freq"];
+  const auto ours = RopeInverseFrequencies(c);
+  ASSERT_EQ(ours.size(), inv.size());
+  for (size_t i = 0; i < ours.size(); ++i) {
+    EXPECT_NEAR(ours[i], inv[i].get<double>(), 1e-6 * std::abs(inv[i].get<double>())) << i;
+  }
+}
+
+TEST_P(HfGoldenTest, LogitsAtEveryPositionMatchTransformers) {
+  const auto ids = golden_["input_ids"].get<std::vector<int32_t>>();
+  runtime::SequenceKv seq;
+  SequenceChunk chunk{&seq, ids, /*all_logits=*/true, false};
+  std::vector<float> logits;
+  ASSERT_TRUE(model_->Forward({&chunk, 1}, *cache_, &logits).ok());
+  auto want_file = io::SafetensorsFile::Open(dir_ + "/golden_logits.safetensors");
+  ASSERT_TRUE(want_file.ok());
+  auto want = (*want_file)->Get("logits")->CopyAs<float>();
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(logits.size(), want->size());
+  const double max_abs = golden_["logits"]["max_abs_logit"].get<double>();
+  const double oracle_err = golden_["logits"]["f32_vs_f64_max_abs_diff"].get<double>();
+  const double tol = 4 * oracle_err + 1e-6;
+  double worst = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    worst = std::max(worst, std::abs(static_cast<double>(logits[i]) - (*want)[i]));
+  }
+  EXPECT_LE(worst, tol) << "max abs error " << worst;
+  EXPECT_LE(worst / std::max(1.0, max_abs), 1e-4);
+  RecordProperty("max_abs_error", std::to_string(worst));
+  cache_->Release(seq);
+}
+
+TEST_P(HfGoldenTest, GreedyContinuationMatchesTransformers) {
+  const auto ids = golden_["input_ids"].get<std::vector<int32_t>>();
+  const auto expected = golden_["greedy"]["tokens"].get<std::vector<int32_t>>();
+  const auto gaps = golden_["greedy"]["top2_gap"].get<std::vector<double>>();
+  runtime::SequenceKv seq;
+  std::vector<float> logits;
+  SequenceChunk prefill{&seq, ids, false, true};
+  ASSERT_TRUE(model_->Forward({&prefill, 1}, *cache_, &logits).ok());
+  const int64_t vocab = source_.config.vocab_size;
+  for (size_t step = 0; step < expected.size(); ++step) {
+    int32_t best = 0;
+    for (int64_t i = 1; i < vocab; ++i) {
+      if (logits[i] > logits[best]) best = static_cast<int32_t>(i);
+    }
+    if (gaps[step] < 1e-3) break;  // a near-tie: either answer is right from here on
+    ASSERT_EQ(best, expected[step]) << "step " << step;
+    std::vector<int32_t> one = {best};
+    SequenceChunk next{&seq, one, false, true};
+    ASSERT_TRUE(model_->Forward({&next, 1}, *cache_, &logits).ok());
+  }
+  cache_->Release(seq);
+}
+
+INSTANTIATE_TEST_SUITE_P(Architectures, HfGoldenTest,
+                         ::testing::Values("llama", "llama3_rope", "llama_linear_rope", "mistral",
+                                           "qwen2", "qwen3"));
+
+}  // namespace
+}  // namespace tessera::model
