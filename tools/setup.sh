@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build pkg-config g++ ccache
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev googletest
-  libbenchmark-dev libhwy-dev libpcre2-dev
+  libbenchmark-dev libhwy-dev libpcre2-dev libicu-dev
 )
 
 missing=()

@@ -1,0 +1,69 @@
+// LinearSpec: how one linear layer runs — weight format and scale layout, zero points and
+// act-order, activation format with its scale granularity and origin, global-scale convention,
+// the kernel chosen, and a human reason. The precision plan is a list of these (design.md §4b);
+// it is what `tessera inspect`, the load log and GetModelInfo print, one row per layer.
+#ifndef TESSERA_ENGINE_QUANT_LINEAR_SPEC_H_
+#define TESSERA_ENGINE_QUANT_LINEAR_SPEC_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace tessera::quant {
+
+enum class WeightFormat {
+  kF32, kBF16, kF16, kFp8E4m3, kInt8, kInt4, kInt3, kInt2, kInt4Awq, kNvfp4, kMxfp4,
+  kGgufQ8_0, kGgufQ4_0, kGgufQ4_1, kGgufQ5_0, kGgufQ5_1, kGgufQ4_K, kGgufQ5_K, kGgufQ6_K,
+};
+enum class ScaleGranularity { kNone, kTensor, kRowwise, kColwise, kBlock, kGroup };
+enum class ScaleOrigin { kStatic, kDynamic };
+enum class ActivationFormat { kFloat, kFp8, kInt8, kNvfp4 };
+enum class ZeroPointKind { kNone, kInt, kFloat };
+// NVFP4 global scales: ModelOpt stores a multiplier (amax / 2688), compressed-tensors a divisor.
+enum class GlobalScaleConvention { kNone, kMultiplier, kDivisor };
+
+absl::string_view WeightFormatName(WeightFormat f);
+absl::string_view ScaleGranularityName(ScaleGranularity g);
+absl::string_view ActivationFormatName(ActivationFormat a);
+bool IsHighPrecision(WeightFormat f);  // f32, bf16, f16: may be quantized online
+int WeightBits(WeightFormat f);
+
+struct LinearSpec {
+  std::string module;  // HF module name, e.g. "model.layers.3.mlp.down_proj"
+  int64_t n = 0;       // out_features
+  int64_t k = 0;       // in_features (the reduction dimension)
+
+  WeightFormat weight_format = WeightFormat::kF32;
+  ScaleGranularity weight_scale = ScaleGranularity::kNone;
+  std::string weight_scale_dtype;  // as stored ("F32", "BF16", "F8_E4M3", "E8M0"), if any
+  int64_t group_size = 0;          // kGroup: elements along K per scale (-1 = all of K)
+  int64_t block_n = 0, block_k = 0;  // kBlock
+  ZeroPointKind zero_point = ZeroPointKind::kNone;
+  bool act_order = false;          // g_idx permutes the groups (GPTQ desc_act)
+
+  ActivationFormat activation = ActivationFormat::kFloat;
+  ScaleGranularity activation_scale = ScaleGranularity::kNone;  // kTensor, kColwise (per token), kGroup
+  ScaleOrigin activation_origin = ScaleOrigin::kDynamic;
+  int64_t activation_group = 0;
+  std::optional<float> activation_scale_ub;  // fbgemm_fp8 activation_scale_ub
+  bool activation_asymmetric = false;
+  GlobalScaleConvention global_scale = GlobalScaleConvention::kNone;
+
+  bool has_bias = false;
+  std::string source;  // checkpoint layout, e.g. "compressed-tensors pack-quantized", "gptq v1"
+  std::string kernel;  // the kernel that runs it, e.g. "cpu/int-weight-only"
+  std::string reason;  // why this format: "checkpoint: ...", "override rule 2: ...", "fallback: ..."
+
+  // A Quark-like short scheme name ("bf16", "fp8", "ptpc_fp8", "int8", "int4_wo_128", "nvfp4",
+  // "mxfp4", "gguf_q4_0", ...).
+  std::string SchemeName() const;
+  // Human description of weights and activations, e.g. "fp8 e4m3 w/ rowwise f32 scale; a: fp8
+  // dynamic per-token".
+  std::string Describe() const;
+};
+
+}  // namespace tessera::quant
+
+#endif  // TESSERA_ENGINE_QUANT_LINEAR_SPEC_H_
