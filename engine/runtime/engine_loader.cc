@@ -2,7 +2,9 @@
 
 #include "absl/time/clock.h"
 #include "engine/common/logging.h"
+#include "engine/backend/cpu/cpu_kernel_selector.h"
 #include "engine/common/status_macros.h"
+#include "engine/model/plan_linear_factory.h"
 
 namespace tessera::runtime {
 
@@ -17,7 +19,15 @@ absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path
     TESSERA_ASSIGN_OR_RETURN(e->tokenizer, tokenizer::LoadHfTokenizer(path));
   }
   e->pool = std::make_unique<kernels::cpu::ThreadPool>(options.threads);
-  e->factory = model::MakeDenseLinearFactory(e->pool.get());
+  const std::string directory = e->source.is_hf() ? path : "";
+  TESSERA_ASSIGN_OR_RETURN(e->quant_config,
+                           quant::ParseQuantConfig(e->source.config_json, directory, *e->source.store));
+  TESSERA_ASSIGN_OR_RETURN(quant::PrecisionPlan plan,
+                           ResolvePlan(e->source, *e->quant_config, options.precision_plan_path));
+  e->plan = std::make_unique<quant::PrecisionPlan>(std::move(plan));
+  TLOG_INFO("%s", e->plan->ToTable());
+  for (const std::string& w : e->plan->warnings()) TLOG_WARNING("%s", w);
+  e->factory = std::make_unique<model::PlanLinearFactory>(*e->plan, *e->quant_config, e->pool.get());
   TESSERA_ASSIGN_OR_RETURN(e->model, model::DecoderModel::Load(e->source.config, *e->source.store,
                                                                 e->source.naming, *e->factory,
                                                                 e->pool.get()));
@@ -28,6 +38,18 @@ absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path
             path, c.ArchitectureName(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
             c.vocab_size, c.max_context, e->tokenizer->Describe(), e->pool->size(), e->load_seconds);
   return e;
+}
+
+absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& source,
+                                                 const quant::QuantConfig& quant_config,
+                                                 const std::string& precision_plan_path) {
+  quant::PlanOverrides overrides;
+  if (!precision_plan_path.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(overrides, quant::PlanOverrides::FromFile(precision_plan_path));
+  }
+  const auto modules = model::DecoderLinearModules(source.config, source.naming, *source.store);
+  backend::cpu::CpuKernelSelector cpu;
+  return quant::PrecisionPlan::Resolve(modules, quant_config, *source.store, overrides, cpu);
 }
 
 }  // namespace tessera::runtime

@@ -10,6 +10,8 @@
 #include "absl/status/statusor.h"
 #include "engine/model/decoder_model.h"
 #include "engine/model/model_source.h"
+#include "engine/quant/precision_plan.h"
+#include "engine/quant/quant_config.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -18,6 +20,8 @@ namespace tessera::runtime {
 struct LoadedEngine {
   model::ModelSource source;
   std::unique_ptr<kernels::cpu::ThreadPool> pool;
+  std::unique_ptr<quant::QuantConfig> quant_config;
+  std::unique_ptr<quant::PrecisionPlan> plan;
   std::unique_ptr<model::LinearFactory> factory;
   std::unique_ptr<model::DecoderModel> model;
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
@@ -26,7 +30,13 @@ struct LoadedEngine {
 
 struct EngineOptions {
   int threads = 0;  // 0 = all hardware threads
+  std::string precision_plan_path;  // a plan file with override rules; empty = checkpoint as is
 };
+
+// Resolves the precision plan of an opened model without preparing weights (for inspect).
+absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& source,
+                                                 const quant::QuantConfig& quant_config,
+                                                 const std::string& precision_plan_path);
 
 absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path,
                                                          const EngineOptions& options);

@@ -37,7 +37,8 @@ Each fixture directory holds
                          (the JSON names the scheme).
   expected.json          provenance (producer vs spec-built, library versions), config
                          summary, per-layer plan, input_ids, checks (independent spec
-                         decoder of the saved files == expected bit for bit, NMSE vs the
+                         decoder of the saved files == expected (bitwise, except that the
+                         sign of a zero may differ: recorded), NMSE vs the
                          base weights, logits vs base, f32 vs f64 reference) and a
                          tolerance note.
 
@@ -46,7 +47,7 @@ lm_head.weight are stored as BF16 (the base F32 values rounded to nearest even) 
 each fixture under 600 KB; GGUF stores token_embd/output as F16 (llama.cpp's default
 --outtype). The reference logits use exactly the stored values.
 
-Run from the repository root (about 1 minute on 2 cores):
+Run from the repository root (about 10 s for the default set on 2 cores):
     .venv/bin/python tools/reference/make_quant_fixtures.py            # default set
     .venv/bin/python tools/reference/make_quant_fixtures.py --list
     .venv/bin/python tools/reference/make_quant_fixtures.py NAME ...   # only these
@@ -315,9 +316,16 @@ def finish(d, name, *, made_by, producer, dequant_by, quant_summary, plan, expec
     save_file(expected, str(d / "expected.safetensors"))
     # bit-exact check of the independent spec decoder against the producer's values
     assert set(spec_decoded) == set(expected), (set(spec_decoded) ^ set(expected))
+    zero_sign = {}
     for k in expected:
-        a, b = expected[k], spec_decoded[k].to(torch.float32)
-        if not torch.equal(a.view(torch.int32), b.contiguous().view(torch.int32)):
+        a, b = expected[k], spec_decoded[k].to(torch.float32).contiguous()
+        if not torch.equal(a.view(torch.int32), b.view(torch.int32)):
+            # values equal but bits not: only the sign of zero may differ (E2M1 code 8 is -0)
+            if torch.equal(a, b):
+                zero_sign[k] = {"elements": int((a.view(torch.int32) != b.view(torch.int32)).sum()),
+                                "expected_negative_zeros": int(((a == 0) & torch.signbit(a)).sum()),
+                                "spec_negative_zeros": int(((b == 0) & torch.signbit(b)).sum())}
+                continue
             bad = (a != b).sum().item()
             raise AssertionError(f"{name}: spec decoder != producer dequant for {k} "
                                  f"({bad} elements, max {(a - b).abs().max().item()})")
@@ -353,11 +361,14 @@ def finish(d, name, *, made_by, producer, dequant_by, quant_summary, plan, expec
             ALT["on"] = False
         tol_note = ("Activations are fake-quantized. Computing x/s instead of x*(1/s) (or "
                     "the reverse) flips codes that sit on a rounding boundary; "
-                    "alt_rounding_order_max_abs_diff is what that did here. Suggested: "
-                    "atol = max(2 * alt_rounding_order_max_abs_diff, 10 * "
-                    "f32_vs_f64_max_abs_diff, 1e-4 * max_abs_logit); an engine that "
-                    "quantizes activations in bf16/f16 or fuses differently can need more.")
-        tol = max(2 * alt, 10 * f64, 1e-4 * max_abs)
+                    "alt_rounding_order_max_abs_diff is what that did here. The f64 run "
+                    "also quantizes its (f64) activations, so f32_vs_f64_max_abs_diff "
+                    "mostly measures codes flipped by ~1e-7 input differences: it is the "
+                    "flip sensitivity of this fixture, not matmul noise. Suggested: atol = "
+                    "max(2 * alt_rounding_order_max_abs_diff, 2 * f32_vs_f64_max_abs_diff, "
+                    "1e-4 * max_abs_logit); an engine that quantizes activations in "
+                    "bf16/f16 or accumulates differently can need more.")
+        tol = max(2 * alt, 2 * f64, 1e-4 * max_abs)
     else:
         tol_note = ("Weight-only: with the dequantized weights bit-exact, the logits are an "
                     "ordinary F32 forward; compare like the base goldens (atol = max(10 * "
@@ -384,7 +395,8 @@ def finish(d, name, *, made_by, producer, dequant_by, quant_summary, plan, expec
         "input_ids": INPUT_IDS,
         "expected": {"file": "expected.safetensors", "dtype": "F32",
                      "tensors": {k: list(v.shape) for k, v in expected.items()},
-                     "spec_decoder_bit_exact": True},
+                     "spec_decoder_bit_exact": not zero_sign,
+                     "spec_decoder_equal_values": True},
         "logits": {
             "file": "logits.safetensors", "tensor": "logits",
             "shape": list(logits.shape),
@@ -405,6 +417,13 @@ def finish(d, name, *, made_by, producer, dequant_by, quant_summary, plan, expec
     }
     if ckpt_tables:
         doc["checkpoint_tensors"] = ckpt_tables
+    if zero_sign:
+        doc["expected"]["zero_sign_differences"] = {
+            "note": "the producer's dequantize and the spec decoder (code -> signed E2M1 "
+                    "value, code 8 = -0.0) agree on every value but not on the sign of "
+                    "some zeros; compare dequantized weights as floats (-0.0 == 0.0) or "
+                    "normalise zeros before a bitwise comparison",
+            "tensors": zero_sign}
     doc.update(extra or {})
     (d / "expected.json").write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
     size = sum(p.stat().st_size for p in d.iterdir())
@@ -949,7 +968,7 @@ def make_gguf(name):
 
 # ---------------------------------------------------------------------------
 # HF fp8 (FineGrainedFP8, block) via transformers' own quantizer code
-def make_hf_fp8_block(name, block=(32, 32)):
+def make_hf_fp8_block(name, block=(16, 32)):
     from transformers import FineGrainedFP8Config
     from transformers.integrations.finegrained_fp8 import FP8Linear, replace_with_fp8_linear
     from transformers.quantizers.quantizer_finegrained_fp8 import FineGrainedFP8HfQuantizer
@@ -957,7 +976,7 @@ def make_hf_fp8_block(name, block=(32, 32)):
     d = fixture_dir(name)
     unq = bf16_unquantized()
     qc = FineGrainedFP8Config(activation_scheme="dynamic", weight_block_size=list(block))
-    qz = FineGrainedFP8HfQuantizer(qc)
+    qz = FineGrainedFP8HfQuantizer(qc, pre_quantized=False)
     model = load_base_model()
     model = replace_with_fp8_linear(model, modules_to_not_convert=["lm_head"],
                                     quantization_config=qc)
@@ -1007,7 +1026,10 @@ def make_hf_fp8_block(name, block=(32, 32)):
                   "reciprocal(scale); config = FineGrainedFP8Config.to_dict(). Block "
                   f"{list(block)}: transformers' quantizer rejects shapes that are not "
                   "multiples of the block, so the 128x128 default cannot be produced for "
-                  "N, K in {64, 128} (ct_fp8_block covers a partial 128x128 block)."},
+                  "N, K in {32, 64, 128} (ct_fp8_block covers a partial 128x128 block), "
+                  "and its scale.squeeze() turns a [1, c] scale into [c] (then fails to "
+                  "load into FP8Linear), so every dimension needs >= 2 blocks: hence the "
+                  "non-square [16, 32] (bn=16 rows of N, bk=32 along K)."},
         dequant_by={"made_by": "spec formula (transformers 4.57 has no CPU dequantize for "
                     "this format; FP8Linear only runs Triton kernels)",
                     "function": "W[n,k] = fp32(q[n,k]) * weight_scale_inv[n//bn, k//bk] "
@@ -1375,7 +1397,8 @@ def make_modelopt_fp8(name):
 
 # ---------------------------------------------------------------------------
 BUILDERS = {
-    # priority order (the default set is the prefix that fits MAX_TOTAL_BYTES)
+    # priority order of the issue; the default set is the prefix that fits
+    # MAX_TOTAL_BYTES (each fixture is about 0.5 MB, most of it the F32 expected weights)
     "ct_fp8": make_ct,
     "ct_fp8_dynamic": make_ct,
     "ct_fp8_block": make_ct,
@@ -1387,10 +1410,10 @@ BUILDERS = {
     "ct_mixed": make_ct,
     "gguf_q8_0_q4_0": make_gguf,
     "hf_fp8_block": make_hf_fp8_block,
+    # beyond the default 6 MB budget (each is verified the same way; build by name)
     "gptq_v2_asym_desc_act": lambda n: make_gptq(n, sym=False, desc_act=True, v2=True),
     "awq_gemm": make_awq,
     "modelopt_nvfp4": make_modelopt_nvfp4,
-    # beyond the default 6 MB budget
     "gptq_v1_sym": lambda n: make_gptq(n, sym=True, desc_act=False, v2=False),
     "fbgemm_fp8": make_fbgemm,
     "modelopt_fp8": make_modelopt_fp8,
@@ -1398,7 +1421,7 @@ BUILDERS = {
     "ct_nvfp4a16": make_ct,
     "gptq_v1_8bit": lambda n: make_gptq(n, bits=8, sym=True),
 }
-DEFAULT = list(BUILDERS)[:14]
+DEFAULT = list(BUILDERS)[:11]
 
 
 def main():

@@ -49,7 +49,7 @@ GenerationRequest Greedy(const std::vector<int32_t>& prompt, int n) {
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    auto e = LoadEngine(kModel, {2});
+    auto e = LoadEngine(kModel, {.threads = 2, .precision_plan_path = ""});
     ASSERT_TRUE(e.ok()) << e.status();
     engine_ = std::move(*e);
   }

@@ -1,0 +1,36 @@
+#include "engine/backend/cpu/cpu_kernel_selector.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace tessera::backend::cpu {
+
+absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
+  using quant::ActivationFormat;
+  using quant::WeightFormat;
+  switch (spec->weight_format) {
+    case WeightFormat::kF32: case WeightFormat::kBF16: case WeightFormat::kF16:
+      spec->kernel = "cpu/dense-ref";
+      break;
+    case WeightFormat::kFp8E4m3:
+      spec->kernel = spec->activation == ActivationFormat::kFp8 ? "cpu/fp8-w8a8-ref" : "cpu/fp8-w8a16-ref";
+      break;
+    case WeightFormat::kInt8:
+      spec->kernel = spec->activation == ActivationFormat::kInt8 ? "cpu/int8-w8a8-ref" : "cpu/int-wo-ref";
+      break;
+    case WeightFormat::kInt4: case WeightFormat::kInt3: case WeightFormat::kInt2:
+    case WeightFormat::kInt4Awq:
+      spec->kernel = "cpu/int-wo-ref";
+      break;
+    case WeightFormat::kNvfp4:
+      spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-ref" : "cpu/nvfp4-w4a16-ref";
+      break;
+    case WeightFormat::kMxfp4:
+      spec->kernel = "cpu/mxfp4-w4a16-ref";
+      break;
+    default:
+      spec->kernel = absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-ref");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::backend::cpu

@@ -1,0 +1,88 @@
+#include "engine/model/plan_linear_factory.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/backend/cpu/dense_linear.h"
+#include "engine/backend/cpu/quantized_linear.h"
+#include "engine/common/status_macros.h"
+#include "engine/quant/packed_weights.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::model {
+
+std::vector<quant::LinearModule> DecoderLinearModules(const ModelConfig& c, NamingScheme naming,
+                                                      const io::TensorStore& store) {
+  const WeightNames names(naming);
+  std::vector<quant::LinearModule> out;
+  auto strip = [](std::string s) { return s.substr(0, s.size() - 7); };  // ".weight"
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string qkv = absl::StrCat("model.layers.", i, ".self_attn.qkv_proj");
+    const std::string gate_up = absl::StrCat("model.layers.", i, ".mlp.gate_up_proj");
+    struct Item { LayerTensor t; int64_t n, k; std::string group; };
+    const Item items[] = {
+        {LayerTensor::kQ, c.q_dim(), c.hidden_size, qkv},
+        {LayerTensor::kK, c.kv_dim(), c.hidden_size, qkv},
+        {LayerTensor::kV, c.kv_dim(), c.hidden_size, qkv},
+        {LayerTensor::kO, c.hidden_size, c.q_dim(), ""},
+        {LayerTensor::kGate, c.intermediate_size, c.hidden_size, gate_up},
+        {LayerTensor::kUp, c.intermediate_size, c.hidden_size, gate_up},
+        {LayerTensor::kDown, c.hidden_size, c.intermediate_size, ""},
+    };
+    for (const Item& it : items) {
+      out.push_back({WeightNames::ModuleName(i, it.t), strip(names.Layer(i, it.t)), it.n, it.k, it.group});
+    }
+  }
+  const bool tied = c.tie_word_embeddings || !store.Contains(names.LmHead());
+  out.push_back({"lm_head", strip(tied ? names.Embedding() : names.LmHead()), c.vocab_size,
+                 c.hidden_size, ""});
+  return out;
+}
+
+absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
+    const std::string& module, const std::string& weight_name, const io::TensorStore& store,
+    std::vector<float> bias) {
+  const quant::LinearSpec* spec = plan_.Find(module);
+  if (spec == nullptr) return absl::InternalError(absl::StrCat("no precision plan entry for ", module));
+  const std::string prefix = weight_name.substr(0, weight_name.size() - 7);
+  using quant::WeightFormat;
+  const bool dense = quant::IsHighPrecision(spec->weight_format) ||
+                     (spec->weight_format >= WeightFormat::kGgufQ8_0);
+  if (dense && spec->source.rfind("dequantized from", 0) != 0) {
+    TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(weight_name));
+    TESSERA_ASSIGN_OR_RETURN(auto l, backend::cpu::DenseLinear::Create(view, std::move(bias), pool_));
+    return std::unique_ptr<backend::Linear>(std::move(l));
+  }
+  if (dense) {
+    // bf16 on a quantized layer: dequantize the stored weights once, keep them as bf16.
+    TESSERA_ASSIGN_OR_RETURN(quant::LinearSpec stored,
+                             quant_config_.Resolve(module, prefix, spec->n, spec->k, store));
+    TESSERA_ASSIGN_OR_RETURN(quant::PackedWeights packed, quant::LoadPackedWeights(stored, prefix, store));
+    std::vector<uint16_t> bf16(spec->n * spec->k);
+    std::vector<float> row(spec->k);
+    for (int64_t r = 0; r < spec->n; ++r) {
+      packed.DequantizeRow(r, row.data());
+      for (int64_t i = 0; i < spec->k; ++i) bf16[r * spec->k + i] = numeric::FloatToBf16(row[i]);
+    }
+    owned_bf16_.push_back(std::move(bf16));
+    io::TensorView view;
+    view.name = absl::StrCat(module, " (dequantized)");
+    view.dtype = io::DType::kBF16;
+    view.shape = {spec->n, spec->k};
+    view.bytes = absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(owned_bf16_.back().data()),
+                                           owned_bf16_.back().size() * 2);
+    TESSERA_ASSIGN_OR_RETURN(auto l, backend::cpu::DenseLinear::Create(view, std::move(bias), pool_));
+    return std::unique_ptr<backend::Linear>(std::move(l));
+  }
+  quant::PackedWeights packed;
+  if (spec->source == "online RTN") {
+    TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(weight_name));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<float> w, io::ToFloat32(view));
+    TESSERA_ASSIGN_OR_RETURN(packed, quant::QuantizeOnline(*spec, w));
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(packed, quant::LoadPackedWeights(*spec, prefix, store));
+  }
+  return std::unique_ptr<backend::Linear>(
+      std::make_unique<backend::cpu::QuantizedLinear>(std::move(packed), std::move(bias), pool_));
+}
+
+}  // namespace tessera::model

@@ -1,0 +1,416 @@
+#include "engine/quant/packed_weights.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/common/status_macros.h"
+#include "kernels/numeric/e8m0.h"
+#include "kernels/numeric/fp4.h"
+#include "kernels/numeric/fp8.h"
+
+namespace tessera::quant {
+namespace {
+
+namespace kc = kernels::cpu;
+
+absl::StatusOr<std::vector<float>> Floats(const io::TensorStore& store, const std::string& name) {
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView v, store.Get(name));
+  return io::ToFloat32(v);
+}
+
+absl::StatusOr<float> Scalar(const io::TensorStore& store, const std::string& name) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<float> v, Floats(store, name));
+  if (v.size() != 1) return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' is not a scalar"));
+  return v[0];
+}
+
+absl::StatusOr<std::vector<int32_t>> Ints(const io::TensorStore& store, const std::string& name) {
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView v, store.Get(name));
+  if (v.dtype == io::DType::kI32) return v.CopyAs<int32_t>();
+  if (v.dtype == io::DType::kI64) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int64_t> w, v.CopyAs<int64_t>());
+    return std::vector<int32_t>(w.begin(), w.end());
+  }
+  return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' is not I32/I64"));
+}
+
+// Value i of an LSB-first bitstream of `bits`-wide fields stored in 32-bit words (GPTQ packs 2, 4
+// and 8 bits this way, and 3 bits across word boundaries, quant-formats.md §7.1).
+uint32_t BitField(const uint32_t* words, int64_t i, int bits) {
+  const int64_t pos = i * bits;
+  const int64_t w = pos / 32;
+  const int shift = static_cast<int>(pos % 32);
+  uint64_t v = words[w] >> shift;
+  if (shift + bits > 32) v |= static_cast<uint64_t>(words[w + 1]) << (32 - shift);
+  return static_cast<uint32_t>(v) & ((1u << bits) - 1);
+}
+
+int BitsOf(WeightFormat f) { return WeightBits(f); }
+
+// GPTQ (v1 / v2): qweight [K*b/32, N] along K; qzeros [G, N*b/32] along N; scales [G, N].
+absl::Status UnpackGptq(const LinearSpec& s, const std::string& p, const io::TensorStore& st, PackedWeights& w) {
+  const int b = BitsOf(s.weight_format);
+  const int64_t n = s.n, k = s.k, g = s.group_size == -1 ? k : s.group_size, groups = k / g;
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int32_t> qw, Ints(st, p + ".qweight"));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int32_t> qz, Ints(st, p + ".qzeros"));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<float> sc, Floats(st, p + ".scales"));
+  const int64_t rows_q = k * b / 32, cols_z = n * b / 32;
+  w.bytes.assign(n * k, 0);
+  std::vector<uint32_t> column(rows_q);
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t r = 0; r < rows_q; ++r) column[r] = static_cast<uint32_t>(qw[r * n + c]);
+    for (int64_t kk = 0; kk < k; ++kk) w.bytes[c * k + kk] = static_cast<uint8_t>(BitField(column.data(), kk, b));
+  }
+  const bool v1 = s.source == "gptq v1";
+  w.scales.resize(n * groups);
+  w.zeros.resize(n * groups);
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    const uint32_t* zrow = reinterpret_cast<const uint32_t*>(qz.data() + gi * cols_z);
+    for (int64_t c = 0; c < n; ++c) {
+      const uint32_t z = BitField(zrow, c, b);
+      // v1 stores zero - 1 (AutoGPTQ's packer); vLLM's reader adds 1 back without re-masking.
+      w.zeros[c * groups + gi] = static_cast<float>(v1 ? z + 1 : z);
+      w.scales[c * groups + gi] = sc[gi * n + c];
+    }
+  }
+  if (s.act_order) {
+    TESSERA_ASSIGN_OR_RETURN(w.g_idx, Ints(st, p + ".g_idx"));
+    for (int32_t gi : w.g_idx) {
+      if (gi < 0 || gi >= groups) return absl::InvalidArgumentError(absl::StrFormat("layer %s: g_idx value %d outside [0, %d)", s.module, gi, groups));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// compressed-tensors pack-quantized: weight_packed [N, ceil(K/pf)] along K, offset-binary;
+// weight_zero_point [ceil(N/pf), G] along N, offset-binary; weight_scale [N, G].
+absl::Status UnpackCtPacked(const LinearSpec& s, const std::string& p, const io::TensorStore& st, PackedWeights& w) {
+  const int b = BitsOf(s.weight_format);
+  const int64_t n = s.n, k = s.k, pf = 32 / b, words = (k + pf - 1) / pf;
+  const int64_t groups = s.group_size > 0 ? k / s.group_size : 1;
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int32_t> packed, Ints(st, p + ".weight_packed"));
+  TESSERA_ASSIGN_OR_RETURN(w.scales, Floats(st, p + ".weight_scale"));
+  w.bytes.assign(n * k, 0);
+  for (int64_t r = 0; r < n; ++r) {
+    const uint32_t* row = reinterpret_cast<const uint32_t*>(packed.data() + r * words);
+    for (int64_t kk = 0; kk < k; ++kk) w.bytes[r * k + kk] = static_cast<uint8_t>(BitField(row, kk, b));
+  }
+  const float offset = static_cast<float>(1 << (b - 1));
+  w.zeros.assign(n * groups, offset);
+  if (s.zero_point != ZeroPointKind::kNone) {
+    TESSERA_ASSIGN_OR_RETURN(std::vector<int32_t> zp, Ints(st, p + ".weight_zero_point"));
+    for (int64_t gi = 0; gi < groups; ++gi) {
+      for (int64_t r = 0; r < n; ++r) {
+        // Packed along N: field r % pf of word [r / pf, gi].
+        const uint32_t word = static_cast<uint32_t>(zp[(r / pf) * groups + gi]);
+        const uint32_t u = (word >> (b * (r % pf))) & ((1u << b) - 1);
+        w.zeros[r * groups + gi] = static_cast<float>(u);  // (u - off) + off: the code of zero
+      }
+    }
+  }
+  if (s.act_order) {
+    TESSERA_ASSIGN_OR_RETURN(w.g_idx, Ints(st, p + ".weight_g_idx"));
+    for (int64_t kk = 0; kk < k; ++kk) {
+      if (w.g_idx[kk] < 0) w.g_idx[kk] = static_cast<int32_t>(kk / s.group_size);  // -1: unset
+      if (w.g_idx[kk] >= groups) return absl::InvalidArgumentError(absl::StrFormat("layer %s: weight_g_idx value %d outside [0, %d)", s.module, w.g_idx[kk], groups));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// AWQ GEMM (and Quark int4 in the same layout): qweight [K, N/8] along N with the AWQ nibble
+// order; qzeros [K/g, N/8] likewise; scales [K/g, N].
+absl::Status UnpackAwq(const LinearSpec& s, const std::string& qname, const std::string& zname,
+                       const std::string& sname, const io::TensorStore& st, PackedWeights& w) {
+  static constexpr int kRev[8] = {0, 4, 1, 5, 2, 6, 3, 7};
+  const int64_t n = s.n, k = s.k, groups = k / s.group_size, cols = n / 8;
+  TESSERA_ASSIGN_OR_RETURN(std::vector<int32_t> qw, Ints(st, qname));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<float> sc, Floats(st, sname));
+  w.bytes.assign(n * k, 0);
+  for (int64_t kk = 0; kk < k; ++kk) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint32_t word = static_cast<uint32_t>(qw[kk * cols + c]);
+      for (int j = 0; j < 8; ++j) w.bytes[(8 * c + j) * k + kk] = (word >> (4 * kRev[j])) & 15;
+    }
+  }
+  w.scales.resize(n * groups);
+  w.zeros.assign(n * groups, 8.0f);
+  std::vector<int32_t> qz;
+  if (st.Contains(zname)) {
+    TESSERA_ASSIGN_OR_RETURN(qz, Ints(st, zname));
+  }
+  for (int64_t gi = 0; gi < groups; ++gi) {
+    for (int64_t c = 0; c < n; ++c) {
+      w.scales[c * groups + gi] = sc[gi * n + c];
+      if (!qz.empty()) {
+        const uint32_t word = static_cast<uint32_t>(qz[gi * cols + c / 8]);
+        w.zeros[c * groups + gi] = static_cast<float>((word >> (4 * kRev[c % 8])) & 15);
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
+const uint8_t* Bytes(const io::TensorStore& st, const std::string& name) {
+  auto v = st.Get(name);
+  return v.ok() ? v->bytes.data() : nullptr;
+}
+
+}  // namespace
+
+kc::IntWeights PackedWeights::AsInt() const {
+  kc::IntWeights w;
+  w.packing = kc::IntWeightPacking::kU8;
+  w.q = q;
+  w.scales = scales.data();
+  w.zeros = zeros.data();
+  w.num_groups = spec.group_size > 0 ? spec.k / spec.group_size : 1;
+  w.group_size = spec.group_size > 0 ? spec.group_size : spec.k;
+  w.g_idx = g_idx.empty() ? nullptr : g_idx.data();
+  return w;
+}
+
+kc::Fp8Weights PackedWeights::AsFp8() const {
+  kc::Fp8Weights w;
+  w.q = q;
+  w.scales = scales.data();
+  w.layout = spec.weight_scale == ScaleGranularity::kTensor   ? kc::Fp8WeightScaleLayout::kPerTensor
+             : spec.weight_scale == ScaleGranularity::kBlock ? kc::Fp8WeightScaleLayout::kBlock
+                                                             : kc::Fp8WeightScaleLayout::kPerRow;
+  w.block_n = spec.block_n;
+  w.block_k = spec.block_k;
+  return w;
+}
+
+kc::Int8Weights PackedWeights::AsInt8() const {
+  kc::Int8Weights w;
+  w.q = reinterpret_cast<const int8_t*>(q);
+  w.scales = scales.data();
+  w.per_row = spec.weight_scale != ScaleGranularity::kTensor;
+  w.azp_adj = azp_adj.empty() ? nullptr : azp_adj.data();
+  return w;
+}
+
+kc::Nvfp4Weights PackedWeights::AsNvfp4() const { return {q, block_scales, global_scale}; }
+kc::Mxfp4Weights PackedWeights::AsMxfp4() const { return {q, block_scales}; }
+
+void PackedWeights::DequantizeRow(int64_t n, float* out) const {
+  switch (spec.weight_format) {
+    case WeightFormat::kFp8E4m3: kc::DequantizeFp8WeightRow(AsFp8(), spec.k, n, out); return;
+    case WeightFormat::kInt8:
+      if (spec.activation == ActivationFormat::kInt8 || zeros.empty()) {
+        kc::DequantizeInt8WeightRow(AsInt8(), spec.k, n, out);
+      } else {
+        kc::DequantizeIntWeightRow(AsInt(), spec.k, n, out);
+      }
+      return;
+    case WeightFormat::kNvfp4: {
+      // Each producer combines the block scale with the global scale first, then multiplies:
+      // compressed-tensors q * (sf / global_scale), ModelOpt q * (sf * weight_scale_2).
+      const uint8_t* row = q + n * (spec.k / 2);
+      const uint8_t* sf = block_scales + n * (spec.k / 16);
+      for (int64_t i = 0; i < spec.k; ++i) {
+        const float block = global_divisor != 0.0f ? numeric::DecodeE4m3(sf[i / 16]) / global_divisor
+                                                   : numeric::DecodeE4m3(sf[i / 16]) * global_scale;
+        out[i] = numeric::DecodeE2m1At(row, i) * block;
+      }
+      return;
+    }
+    case WeightFormat::kMxfp4: kc::DequantizeMxfp4WeightRow(AsMxfp4(), spec.k, n, out); return;
+    default: kc::DequantizeIntWeightRow(AsInt(), spec.k, n, out); return;
+  }
+}
+
+absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const std::string& p,
+                                                const io::TensorStore& st) {
+  PackedWeights w;
+  w.spec = spec;
+  const std::string& src = spec.source;
+  switch (spec.weight_format) {
+    case WeightFormat::kInt2: case WeightFormat::kInt3: case WeightFormat::kInt4:
+    case WeightFormat::kInt8:
+      if (spec.weight_format == WeightFormat::kInt8 && spec.activation == ActivationFormat::kInt8) {
+        w.q = Bytes(st, p + ".weight");
+        TESSERA_ASSIGN_OR_RETURN(w.scales, Floats(st, p + ".weight_scale"));
+        if (spec.activation_origin == ScaleOrigin::kStatic) {
+          TESSERA_ASSIGN_OR_RETURN(w.input_scale, Scalar(st, p + ".input_scale"));
+          if (st.Contains(p + ".input_zero_point")) {
+            TESSERA_ASSIGN_OR_RETURN(float z, Scalar(st, p + ".input_zero_point"));
+            w.input_zero_point = static_cast<int32_t>(z);
+          }
+        }
+        if (spec.activation_asymmetric || w.input_zero_point != 0) {
+          w.azp_adj.resize(spec.n);
+          kc::ComputeInt8AzpAdjustment(reinterpret_cast<const int8_t*>(w.q), spec.n, spec.k, w.azp_adj.data());
+        }
+        return w;
+      }
+      if (src.rfind("gptq", 0) == 0) {
+        TESSERA_RETURN_IF_ERROR(UnpackGptq(spec, p, st, w));
+      } else {
+        TESSERA_RETURN_IF_ERROR(UnpackCtPacked(spec, p, st, w));
+      }
+      w.q = w.bytes.data();
+      return w;
+    case WeightFormat::kInt4Awq:
+      if (src.rfind("quark", 0) == 0) {
+        TESSERA_RETURN_IF_ERROR(UnpackAwq(spec, p + ".weight", p + ".weight_zero_point", p + ".weight_scale", st, w));
+      } else {
+        TESSERA_RETURN_IF_ERROR(UnpackAwq(spec, p + ".qweight", p + ".qzeros", p + ".scales", st, w));
+      }
+      w.q = w.bytes.data();
+      return w;
+    case WeightFormat::kFp8E4m3: {
+      w.q = Bytes(st, p + ".weight");
+      const std::string scale = st.Contains(p + ".weight_scale_inv") ? p + ".weight_scale_inv" : p + ".weight_scale";
+      TESSERA_ASSIGN_OR_RETURN(w.scales, Floats(st, scale));
+      if (spec.activation == ActivationFormat::kFp8 && spec.activation_origin == ScaleOrigin::kStatic) {
+        TESSERA_ASSIGN_OR_RETURN(w.input_scale, Scalar(st, p + ".input_scale"));
+      }
+      return w;
+    }
+    case WeightFormat::kNvfp4: {
+      const bool ct = spec.global_scale == GlobalScaleConvention::kDivisor;
+      w.q = Bytes(st, ct ? p + ".weight_packed" : p + ".weight");
+      w.block_scales = Bytes(st, p + ".weight_scale");
+      if (ct) {
+        TESSERA_ASSIGN_OR_RETURN(float gs, Scalar(st, p + ".weight_global_scale"));
+        w.global_scale = 1.0f / gs;  // CT stores a divisor (vLLM reciprocates at load)
+        w.global_divisor = gs;
+        if (spec.activation == ActivationFormat::kNvfp4) {
+          TESSERA_ASSIGN_OR_RETURN(w.input_global_scale, Scalar(st, p + ".input_global_scale"));
+        }
+      } else {
+        TESSERA_ASSIGN_OR_RETURN(w.global_scale, Scalar(st, p + ".weight_scale_2"));
+        if (spec.activation == ActivationFormat::kNvfp4) {
+          TESSERA_ASSIGN_OR_RETURN(float in, Scalar(st, p + ".input_scale"));
+          w.input_global_scale = 1.0f / in;
+        }
+      }
+      return w;
+    }
+    case WeightFormat::kMxfp4:
+      if (src == "mxfp4 gpt-oss") {
+        w.q = Bytes(st, p + "_blocks");
+        w.block_scales = Bytes(st, p + "_scales");
+      } else {
+        w.q = Bytes(st, src.rfind("quark", 0) == 0 ? p + ".weight" : p + ".weight_packed");
+        w.block_scales = Bytes(st, p + ".weight_scale");
+      }
+      return w;
+    default:
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "layer %s: weight format %s is not a packed quantized format", spec.module,
+          WeightFormatName(spec.weight_format)));
+  }
+}
+
+absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::vector<float>& wt) {
+  PackedWeights w;
+  w.spec = spec;
+  const int64_t n = spec.n, k = spec.k;
+  auto amax = [&](int64_t begin, int64_t count) {
+    float m = 0;
+    for (int64_t i = begin; i < begin + count; ++i) m = std::max(m, std::abs(wt[i]));
+    return m;
+  };
+  switch (spec.weight_format) {
+    case WeightFormat::kFp8E4m3: {
+      w.bytes.resize(n * k);
+      const bool per_row = spec.weight_scale == ScaleGranularity::kRowwise;
+      w.scales.assign(per_row ? n : 1, 1.0f);
+      if (!per_row) {
+        const float a = amax(0, n * k);
+        w.scales[0] = a > 0 ? a / 448.0f : 1.0f;
+      }
+      for (int64_t r = 0; r < n; ++r) {
+        if (per_row) {
+          const float a = amax(r * k, k);
+          w.scales[r] = a > 0 ? a / 448.0f : 1.0f;
+        }
+        const float s = w.scales[per_row ? r : 0];
+        for (int64_t i = 0; i < k; ++i) w.bytes[r * k + i] = numeric::EncodeE4m3(wt[r * k + i] / s);
+      }
+      break;
+    }
+    case WeightFormat::kInt8: {  // symmetric per-row, activations int8 per token
+      w.bytes.resize(n * k);
+      w.scales.resize(n);
+      for (int64_t r = 0; r < n; ++r) {
+        const float a = amax(r * k, k);
+        const float s = a > 0 ? a / 127.0f : 1.0f;
+        w.scales[r] = s;
+        for (int64_t i = 0; i < k; ++i) {
+          const float q = std::nearbyint(wt[r * k + i] / s);
+          w.bytes[r * k + i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+        }
+      }
+      break;
+    }
+    case WeightFormat::kInt4: {  // symmetric: code = rne(w / s) + 8 in [1, 15], s = amax / 7
+      const int64_t gs = spec.group_size > 0 ? spec.group_size : k, groups = k / gs;
+      w.bytes.resize(n * k);
+      w.scales.resize(n * groups);
+      w.zeros.assign(n * groups, 8.0f);
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t g = 0; g < groups; ++g) {
+          const float a = amax(r * k + g * gs, gs);
+          const float s = a > 0 ? a / 7.0f : 1.0f;
+          w.scales[r * groups + g] = s;
+          for (int64_t i = g * gs; i < (g + 1) * gs; ++i) {
+            const float q = std::clamp(std::nearbyint(wt[r * k + i] / s), -8.0f, 7.0f);
+            w.bytes[r * k + i] = static_cast<uint8_t>(q + 8);
+          }
+        }
+      }
+      break;
+    }
+    case WeightFormat::kNvfp4: {  // ModelOpt's recipe: α = amax / (6 * 448), sf = e4m3(amax_b / (6 α))
+      const float a = amax(0, n * k);
+      w.global_scale = a > 0 ? a / (6.0f * 448.0f) : 1.0f;
+      w.bytes.assign(n * k / 2, 0);
+      w.scale_bytes.resize(n * k / 16);
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t b = 0; b < k / 16; ++b) {
+          const float ab = amax(r * k + b * 16, 16);
+          uint8_t sf = numeric::EncodeUe4m3(ab / (6.0f * w.global_scale));
+          if (numeric::DecodeE4m3(sf) == 0) sf = numeric::EncodeUe4m3(1.0f);  // all-zero block
+          w.scale_bytes[r * (k / 16) + b] = sf;
+          const float denom = numeric::DecodeE4m3(sf) * w.global_scale;
+          for (int64_t i = 0; i < 16; ++i) {
+            const int64_t kk = b * 16 + i;
+            numeric::SetE2m1Nibble(w.bytes.data() + r * (k / 2), kk, numeric::EncodeE2m1(wt[r * k + kk] / denom));
+          }
+        }
+      }
+      w.block_scales = w.scale_bytes.data();
+      break;
+    }
+    case WeightFormat::kMxfp4: {  // OCP MX FLOOR rule: e = floor(log2 amax) - 2
+      w.bytes.assign(n * k / 2, 0);
+      w.scale_bytes.resize(n * k / 32);
+      for (int64_t r = 0; r < n; ++r) {
+        for (int64_t b = 0; b < k / 32; ++b) {
+          const uint8_t e = numeric::EncodeE8m0Floor(amax(r * k + b * 32, 32), numeric::kE2m1EmaxPow2);
+          w.scale_bytes[r * (k / 32) + b] = e;
+          const float x = numeric::DecodeE8m0(e);
+          for (int64_t i = 0; i < 32; ++i) {
+            const int64_t kk = b * 32 + i;
+            numeric::SetE2m1Nibble(w.bytes.data() + r * (k / 2), kk, numeric::EncodeE2m1(wt[r * k + kk] / x));
+          }
+        }
+      }
+      w.block_scales = w.scale_bytes.data();
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError(absl::StrFormat("layer %s: no online quantizer for %s", spec.module,
+                                                        WeightFormatName(spec.weight_format)));
+  }
+  w.q = w.bytes.data();
+  return w;
+}
+
+}  // namespace tessera::quant

@@ -1,0 +1,62 @@
+// PackedWeights: a quantized linear weight in the canonical layout the CPU kernels take
+// (kernels/cpu/quant/*.h), whatever checkpoint layout it came from. The unpackers here undo each
+// producer's packing exactly (GPTQ v1/v2 along K with zero offsets, compressed-tensors
+// offset-binary, AWQ's nibble interleave, ModelOpt/CT NVFP4 global-scale conventions, gpt-oss
+// MXFP4 blocks) and the online quantizers produce the same layout from high-precision weights.
+// Byte buffers that need no transformation are views into the mapped checkpoint.
+#ifndef TESSERA_ENGINE_QUANT_PACKED_WEIGHTS_H_
+#define TESSERA_ENGINE_QUANT_PACKED_WEIGHTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/io/tensor_store.h"
+#include "engine/quant/linear_spec.h"
+#include "kernels/cpu/quant/fp4_matmul.h"
+#include "kernels/cpu/quant/fp8_matmul.h"
+#include "kernels/cpu/quant/int8_matmul.h"
+#include "kernels/cpu/quant/int_weight_only_matmul.h"
+
+namespace tessera::quant {
+
+struct PackedWeights {
+  LinearSpec spec;
+  // Owned storage (views into the checkpoint are used when no conversion is needed).
+  std::vector<uint8_t> bytes;        // codes / packed nibbles / e4m3 bytes
+  std::vector<uint8_t> scale_bytes;  // e4m3 / e8m0 block scales
+  std::vector<float> scales;         // f32 multipliers
+  std::vector<float> zeros;          // int weight-only zero points (same units as codes)
+  std::vector<int32_t> g_idx;
+  std::vector<int32_t> azp_adj;      // int8 W8A8 asymmetric-activation correction
+  const uint8_t* q = nullptr;         // -> bytes or the checkpoint
+  const uint8_t* block_scales = nullptr;  // -> scale_bytes or the checkpoint
+  float global_scale = 1.0f;          // NVFP4 α_w (multiplier)
+  float global_divisor = 0.0f;        // NVFP4 compressed-tensors weight_global_scale (divisor)
+  float input_scale = 0.0f;           // static activation scale (FP8/INT8), multiplier
+  int32_t input_zero_point = 0;
+  float input_global_scale = 0.0f;    // NVFP4 static activation global scale g (a divisor)
+
+  kernels::cpu::IntWeights AsInt() const;
+  kernels::cpu::Fp8Weights AsFp8() const;
+  kernels::cpu::Int8Weights AsInt8() const;
+  kernels::cpu::Nvfp4Weights AsNvfp4() const;
+  kernels::cpu::Mxfp4Weights AsMxfp4() const;
+
+  // Row n of the dequantized weight in f32, as the format's reference dequantization computes it.
+  void DequantizeRow(int64_t n, float* out) const;
+};
+
+// Reads a quantized module's tensors (names from `prefix`) into the canonical layout. `spec`
+// comes from QuantConfig::Resolve and says which layout the checkpoint uses.
+absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const std::string& prefix,
+                                                const io::TensorStore& store);
+
+// Quantizes a high-precision [n, k] weight with round-to-nearest into `spec`'s format
+// (from OnlineSchemeSpec).
+absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::vector<float>& w);
+
+}  // namespace tessera::quant
+
+#endif  // TESSERA_ENGINE_QUANT_PACKED_WEIGHTS_H_

@@ -1,0 +1,266 @@
+#include "engine/quant/precision_plan.h"
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "engine/common/status_macros.h"
+#include "engine/quant/name_match.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::quant {
+namespace {
+
+constexpr const char* kSchemes[] = {"bf16",     "fp8",       "ptpc_fp8",  "int8",
+                                    "int4_wo_32", "int4_wo_64", "int4_wo_128",
+                                    "int4_wo_per_channel", "nvfp4", "mxfp4"};
+
+std::string Shape(const LinearSpec& s) { return absl::StrFormat("%dx%d", s.n, s.k); }
+
+}  // namespace
+
+bool IsKnownScheme(const std::string& scheme) {
+  for (const char* s : kSchemes) {
+    if (scheme == s) return true;
+  }
+  return false;
+}
+
+absl::StatusOr<PlanOverrides> PlanOverrides::FromJson(const std::string& text) {
+  auto j = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return absl::InvalidArgumentError("precision plan: not a JSON object");
+  auto rules = j.find("rules");
+  if (rules == j.end() || !rules->is_array()) {
+    return absl::InvalidArgumentError("precision plan: missing \"rules\" array");
+  }
+  PlanOverrides out;
+  for (size_t i = 0; i < rules->size(); ++i) {
+    const auto& r = (*rules)[i];
+    const std::string where = absl::StrCat("precision plan rule ", i + 1);
+    if (!r.is_object() || !r.contains("match") || !r["match"].is_string() || !r.contains("scheme") ||
+        !r["scheme"].is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": needs string \"match\" and \"scheme\""));
+    }
+    PlanRule rule{r["match"].get<std::string>(), r["scheme"].get<std::string>(), std::nullopt};
+    if (!IsKnownScheme(rule.scheme)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": unknown scheme '", rule.scheme, "' (known: ",
+                                                     absl::StrJoin(kSchemes, ", "), ")"));
+    }
+    if (auto f = r.find("fallback"); f != r.end() && !f->is_null()) {
+      if (!f->is_string() || !IsKnownScheme(f->get<std::string>())) {
+        return absl::InvalidArgumentError(absl::StrCat(where, ": unknown fallback scheme ", f->dump()));
+      }
+      rule.fallback = f->get<std::string>();
+    }
+    out.rules.push_back(std::move(rule));
+  }
+  return out;
+}
+
+absl::StatusOr<PlanOverrides> PlanOverrides::FromFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read precision plan ", path));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto p = FromJson(ss.str());
+  if (!p.ok()) return absl::Status(p.status().code(), absl::StrCat(path, ": ", p.status().message()));
+  return p;
+}
+
+absl::StatusOr<LinearSpec> OnlineSchemeSpec(const std::string& scheme, const std::string& module,
+                                            int64_t n, int64_t k) {
+  LinearSpec s;
+  s.module = module;
+  s.n = n;
+  s.k = k;
+  s.source = "online RTN";
+  auto need = [&](int64_t multiple, const char* what) -> absl::Status {
+    if (k % multiple == 0) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrFormat("K = %d is not a multiple of %d for %s", k, multiple, what));
+  };
+  if (scheme == "bf16") {
+    s.weight_format = WeightFormat::kBF16;
+  } else if (scheme == "fp8" || scheme == "ptpc_fp8") {
+    s.weight_format = WeightFormat::kFp8E4m3;
+    s.weight_scale = scheme == "fp8" ? ScaleGranularity::kTensor : ScaleGranularity::kRowwise;
+    s.weight_scale_dtype = "F32";
+    s.activation = ActivationFormat::kFp8;
+    s.activation_scale = ScaleGranularity::kColwise;  // no calibration data: dynamic per token
+    s.activation_origin = ScaleOrigin::kDynamic;
+  } else if (scheme == "int8") {
+    s.weight_format = WeightFormat::kInt8;
+    s.weight_scale = ScaleGranularity::kRowwise;
+    s.weight_scale_dtype = "F32";
+    s.activation = ActivationFormat::kInt8;
+    s.activation_scale = ScaleGranularity::kColwise;
+    s.activation_origin = ScaleOrigin::kDynamic;
+  } else if (scheme.rfind("int4_wo_", 0) == 0) {
+    s.weight_format = WeightFormat::kInt4;
+    s.weight_scale_dtype = "F32";
+    if (scheme == "int4_wo_per_channel") {
+      s.weight_scale = ScaleGranularity::kRowwise;
+      s.group_size = -1;
+    } else {
+      s.weight_scale = ScaleGranularity::kGroup;
+      s.group_size = std::stoi(scheme.substr(8));
+      TESSERA_RETURN_IF_ERROR(need(s.group_size, scheme.c_str()));
+    }
+  } else if (scheme == "nvfp4") {
+    TESSERA_RETURN_IF_ERROR(need(16, "nvfp4"));
+    s.weight_format = WeightFormat::kNvfp4;
+    s.weight_scale = ScaleGranularity::kGroup;
+    s.group_size = 16;
+    s.weight_scale_dtype = "F8_E4M3";
+    s.global_scale = GlobalScaleConvention::kMultiplier;
+    s.activation = ActivationFormat::kNvfp4;
+    s.activation_scale = ScaleGranularity::kGroup;
+    s.activation_group = 16;
+    s.activation_origin = ScaleOrigin::kDynamic;  // global scale from each row's amax (torchao)
+  } else if (scheme == "mxfp4") {
+    TESSERA_RETURN_IF_ERROR(need(32, "mxfp4"));
+    s.weight_format = WeightFormat::kMxfp4;
+    s.weight_scale = ScaleGranularity::kGroup;
+    s.group_size = 32;
+    s.weight_scale_dtype = "E8M0";
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown scheme '", scheme, "'"));
+  }
+  return s;
+}
+
+const LinearSpec* PrecisionPlan::Find(const std::string& module) const {
+  for (const LinearSpec& s : layers_) {
+    if (s.module == module) return &s;
+  }
+  return nullptr;
+}
+
+absl::StatusOr<PrecisionPlan> PrecisionPlan::Resolve(const std::vector<LinearModule>& modules,
+                                                     const QuantConfig& quant_config,
+                                                     const io::TensorStore& store,
+                                                     const PlanOverrides& overrides,
+                                                     const KernelSelector& backend) {
+  PrecisionPlan plan;
+  plan.quant_method_ = quant_config.Summary();
+  plan.backend_ = backend.name();
+  std::vector<int> rule_hits(overrides.rules.size(), 0);
+  for (const LinearModule& m : modules) {
+    TESSERA_ASSIGN_OR_RETURN(LinearSpec stored, quant_config.Resolve(m.module, m.prefix, m.n, m.k, store));
+    LinearSpec spec = stored;
+    int rule_index = -1;
+    for (size_t i = 0; i < overrides.rules.size(); ++i) {
+      if (GlobMatch(overrides.rules[i].match, m.module)) {
+        rule_index = static_cast<int>(i);
+        break;
+      }
+    }
+    if (rule_index >= 0) {
+      const PlanRule& rule = overrides.rules[rule_index];
+      ++rule_hits[rule_index];
+      const std::string rule_name = absl::StrFormat("override rule %d: %s -> %s", rule_index + 1, rule.match, rule.scheme);
+      auto apply = [&](const std::string& scheme, const std::string& why) -> absl::StatusOr<LinearSpec> {
+        if (scheme == "bf16") {
+          if (IsHighPrecision(stored.weight_format)) {
+            LinearSpec s = stored;
+            s.reason = absl::StrCat(why, " (already ", WeightFormatName(stored.weight_format), ")");
+            return s;
+          }
+          LinearSpec s = stored;  // keep the stored layout; the backend dequantizes it at load
+          s.weight_format = WeightFormat::kBF16;
+          s.weight_scale = ScaleGranularity::kNone;
+          s.activation = ActivationFormat::kFloat;
+          s.activation_scale = ScaleGranularity::kNone;
+          s.source = absl::StrCat("dequantized from ", stored.SchemeName(), " (", stored.source, ")");
+          s.reason = absl::StrCat(why, " (dequantize ", stored.SchemeName(), ")");
+          s.global_scale = GlobalScaleConvention::kNone;
+          s.zero_point = ZeroPointKind::kNone;
+          s.act_order = false;
+          return s;
+        }
+        if (!IsHighPrecision(stored.weight_format)) {
+          if (stored.SchemeName() == scheme) {
+            LinearSpec s = stored;
+            s.reason = absl::StrCat(why, " (checkpoint already ", scheme, ")");
+            return s;
+          }
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "layer %s: %s asks for %s but the checkpoint stores %s; re-quantizing a quantized "
+              "layer to another lossy format is not allowed (use bf16 to dequantize)",
+              m.module, why, scheme, stored.SchemeName()));
+        }
+        TESSERA_ASSIGN_OR_RETURN(LinearSpec s, OnlineSchemeSpec(scheme, m.module, m.n, m.k));
+        s.reason = absl::StrCat(why, " (online RTN from ", WeightFormatName(stored.weight_format), ")");
+        return s;
+      };
+      auto primary = apply(rule.scheme, rule_name);
+      if (primary.ok()) {
+        spec = *primary;
+      } else if (rule.fallback && primary.status().code() == absl::StatusCode::kFailedPrecondition) {
+        auto fb = apply(*rule.fallback, absl::StrFormat("fallback of rule %d: %s", rule_index + 1,
+                                                        std::string(primary.status().message())));
+        if (!fb.ok()) return fb.status();
+        spec = *fb;
+      } else if (primary.status().code() == absl::StatusCode::kFailedPrecondition) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "layer %s: %s cannot apply: %s, and the rule names no fallback", m.module, rule_name,
+            primary.status().message()));
+      } else {
+        return primary.status();
+      }
+    }
+    spec.module = m.module;
+    absl::Status sel = backend.Select(&spec);
+    if (!sel.ok()) {
+      return absl::Status(sel.code(), absl::StrFormat("layer %s (%s): %s", m.module, spec.SchemeName(), sel.message()));
+    }
+    plan.layers_.push_back(std::move(spec));
+  }
+  for (size_t i = 0; i < overrides.rules.size(); ++i) {
+    if (rule_hits[i] == 0) {
+      plan.warnings_.push_back(absl::StrFormat("precision plan rule %d (%s -> %s) matches no layer", i + 1,
+                                               overrides.rules[i].match, overrides.rules[i].scheme));
+    }
+  }
+  // Fused groups (q/k/v, gate/up) run as one GEMM in fused backends: one scheme per group.
+  std::map<std::string, std::vector<const LinearSpec*>> groups;
+  for (size_t i = 0; i < modules.size(); ++i) {
+    if (!modules[i].fused_group.empty()) groups[modules[i].fused_group].push_back(&plan.layers_[i]);
+  }
+  for (const auto& [group, specs] : groups) {
+    for (const LinearSpec* s : specs) {
+      if (s->SchemeName() != specs[0]->SchemeName() || s->Describe() != specs[0]->Describe()) {
+        std::vector<std::string> parts;
+        for (const LinearSpec* t : specs) parts.push_back(absl::StrCat(t->module, " = ", t->SchemeName()));
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "%s: fused projections resolve to different precisions (%s); they must agree",
+            group, absl::StrJoin(parts, ", ")));
+      }
+    }
+  }
+  return plan;
+}
+
+std::string PrecisionPlan::ToTable() const {
+  size_t wm = 6, ws = 6, wd = 5, wk = 6;
+  for (const LinearSpec& s : layers_) {
+    wm = std::max(wm, s.module.size());
+    ws = std::max(ws, s.SchemeName().size());
+    wd = std::max(wd, s.Describe().size());
+    wk = std::max(wk, s.kernel.size());
+  }
+  std::string out = absl::StrFormat("precision plan (%s; backend %s)\n", quant_method_, backend_);
+  absl::StrAppendFormat(&out, "%-*s  %-10s  %-*s  %-*s  %-*s  %s\n", wm, "module", "n x k", ws, "scheme",
+                        wd, "format", wk, "kernel", "reason");
+  for (const LinearSpec& s : layers_) {
+    absl::StrAppendFormat(&out, "%-*s  %-10s  %-*s  %-*s  %-*s  %s\n", wm, s.module, Shape(s), ws,
+                          s.SchemeName(), wd, s.Describe(), wk, s.kernel, s.reason);
+  }
+  for (const std::string& w : warnings_) absl::StrAppend(&out, "warning: ", w, "\n");
+  return out;
+}
+
+}  // namespace tessera::quant

@@ -1,0 +1,133 @@
+// Quantized checkpoints written by their producers' own code (compressed-tensors, gguf-py,
+// transformers' FineGrainedFP8 quantizer; tools/reference/make_quant_fixtures.py): tessera's
+// plan names the stored format of every layer, its dequantized weights equal the producer's
+// bit for bit, and its logits match the producer-side fake-quant forward within the fixture's
+// tolerance (expected.json: max of twice the activation-rounding-order sensitivity, twice the
+// f32-vs-f64 gap, and 1e-4 of max |logit|).
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "engine/io/safetensors_file.h"
+#include "engine/quant/packed_weights.h"
+#include "engine/runtime/engine_loader.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::quant {
+namespace {
+
+const std::string kDir = std::string(TESSERA_SOURCE_DIR) + "/tests/data/quant/";
+
+nlohmann::json LoadJson(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return nlohmann::json::parse(ss.str());
+}
+
+struct Case {
+  std::string name;
+  std::string attn_scheme;  // expected SchemeName() of q_proj
+  std::string mlp_scheme;   // expected SchemeName() of down_proj
+  std::string attn_describe_has;
+};
+
+std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
+
+class QuantFixtureTest : public ::testing::TestWithParam<Case> {
+ protected:
+  std::string ModelPath() const {
+    const std::string dir = kDir + GetParam().name;
+    return GetParam().name.rfind("gguf", 0) == 0 ? dir + "/model.gguf" : dir;
+  }
+};
+
+TEST_P(QuantFixtureTest, PlanDequantizedWeightsAndLogits) {
+  const Case& c = GetParam();
+  const auto expected = LoadJson(kDir + c.name + "/expected.json");
+  auto engine = runtime::LoadEngine(ModelPath(), {.threads = 2, .precision_plan_path = ""});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const PrecisionPlan& plan = *(*engine)->plan;
+  const LinearSpec* q = plan.Find("model.layers.0.self_attn.q_proj");
+  const LinearSpec* down = plan.Find("model.layers.1.mlp.down_proj");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->SchemeName(), c.attn_scheme) << plan.ToTable();
+  EXPECT_EQ(down->SchemeName(), c.mlp_scheme) << plan.ToTable();
+  EXPECT_NE(q->Describe().find(c.attn_describe_has), std::string::npos) << q->Describe();
+  EXPECT_TRUE(IsHighPrecision(plan.Find("lm_head")->weight_format)) << plan.ToTable();
+
+  // Dequantized weights: bit for bit (float ==, so ModelOpt's +0 for code -0 also passes).
+  auto want_file = io::SafetensorsFile::Open(kDir + c.name + "/expected.safetensors");
+  ASSERT_TRUE(want_file.ok());
+  const auto& layer_plan = expected["layer_plan"];
+  const io::TensorStore& store = *(*engine)->source.store;
+  for (const std::string& name : (*want_file)->names()) {
+    SCOPED_TRACE(name);
+    const std::string tensor_prefix = name.substr(0, name.size() - 7);
+    std::string module = tensor_prefix;
+    if (layer_plan.contains(name) && layer_plan[name].contains("hf_module")) {
+      module = layer_plan[name]["hf_module"].get<std::string>();
+    }
+    const LinearSpec* spec = plan.Find(module);
+    ASSERT_NE(spec, nullptr) << module;
+    auto want = (*want_file)->Get(name)->CopyAs<float>();
+    ASSERT_TRUE(want.ok());
+    std::vector<float> got(spec->n * spec->k);
+    if (IsHighPrecision(spec->weight_format) || spec->weight_format >= WeightFormat::kGgufQ8_0) {
+      auto v = io::ToFloat32(*store.Get(tensor_prefix + ".weight"));
+      ASSERT_TRUE(v.ok());
+      got = *v;
+    } else {
+      auto packed = LoadPackedWeights(*spec, tensor_prefix, store);
+      ASSERT_TRUE(packed.ok()) << packed.status();
+      for (int64_t r = 0; r < spec->n; ++r) packed->DequantizeRow(r, got.data() + r * spec->k);
+    }
+    ASSERT_EQ(got.size(), want->size());
+    int mismatches = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] != (*want)[i] && ++mismatches <= 3) {
+        ADD_FAILURE() << "element " << i << ": got " << got[i] << ", producer " << (*want)[i];
+      }
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+
+  // Logits of the fixed sequence.
+  const auto ids = expected["input_ids"].get<std::vector<int32_t>>();
+  auto& model = *(*engine)->model;
+  const auto& cfg = model.config();
+  runtime::KvCache cache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, 16, 8);
+  runtime::SequenceKv seq;
+  model::SequenceChunk chunk{&seq, ids, true, false};
+  std::vector<float> logits;
+  ASSERT_TRUE(model.Forward({&chunk, 1}, cache, &logits).ok());
+  auto ref_file = io::SafetensorsFile::Open(kDir + c.name + "/logits.safetensors");
+  ASSERT_TRUE(ref_file.ok());
+  auto ref = (*ref_file)->Get("logits")->CopyAs<float>();
+  ASSERT_EQ(ref->size(), logits.size());
+  double worst = 0;
+  for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, std::abs(double(logits[i]) - (*ref)[i]));
+  const double atol = expected["logits"]["suggested_atol"].get<double>();
+  EXPECT_LE(worst, atol) << "max |logit difference| " << worst;
+  RecordProperty("max_abs_logit_error", std::to_string(worst));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Producers, QuantFixtureTest,
+    ::testing::Values(Case{"ct_fp8", "fp8", "fp8", "a: fp8 static tensor"},
+                      Case{"ct_fp8_dynamic", "ptpc_fp8", "ptpc_fp8", "a: fp8 dynamic per-token"},
+                      Case{"ct_fp8_block", "fp8", "fp8", "block-128x128"},
+                      Case{"ct_w8a8_int8", "int8", "int8", "a: int8 dynamic per-token"},
+                      Case{"ct_w4a16", "int4_wo_32", "int4_wo_32", "a: f32"},
+                      Case{"ct_w4a16_asym", "int4_wo_32", "int4_wo_32", "+zp"},
+                      Case{"ct_nvfp4", "nvfp4", "nvfp4", "a: nvfp4 static"},
+                      Case{"ct_mxfp4", "mxfp4", "mxfp4", "E8M0"},
+                      Case{"ct_mixed", "ptpc_fp8", "int4_wo_32", "a: fp8 dynamic per-token"},
+                      Case{"gguf_q8_0_q4_0", "gguf_q8_0", "gguf_q8_0", "gguf_q8_0"},
+                      Case{"hf_fp8_block", "fp8", "fp8", "block-16x32"}),
+    [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace tessera::quant
