@@ -42,6 +42,10 @@ Each fixture directory holds
                          base weights, logits vs base, f32 vs f64 reference) and a
                          tolerance note.
 
+W4A4 NVFP4 fixtures (ct_nvfp4, modelopt_nvfp4) pass a margin guard (nvfp4_margin_guard):
+no activation code within 1e-4 relative of an E2M1 / E4M3 rounding decision point, so that
+an engine's f32 summation order cannot flip a code; expected.json "margins" records it.
+
 Unquantized tensors: the RMSNorm weights stay F32; model.embed_tokens.weight and
 lm_head.weight are stored as BF16 (the base F32 values rounded to nearest even) to keep
 each fixture under 600 KB; GGUF stores token_embd/output as F16 (llama.cpp's default
@@ -266,6 +270,97 @@ def act_nvfp4(g):
         q = e2m1_val(e2m1_rne(v), x.dtype)
         return (q * sf / gg).flatten(-2)
     return f
+
+
+# --- NVFP4 activation margin guard ---------------------------------------------------
+# A W4A4 fixture is fragile when some activation sits on an E2M1 decision point
+# (|x*g/sf| = 0.25, 0.75, ..., 5) or when g*amax_block/6 sits on an E4M3 rounding midpoint:
+# an engine whose f32 sums run in another order than torch's then flips that code and the
+# logits move by O(1). The guard runs the fake-quant forward in float64 and, for every
+# module whose minimum relative distance to a decision point is below NVFP4_MARGIN, scales
+# its global scale g by NVFP4_STEP (a calibration value: the checkpoint stays a valid
+# producer checkpoint), repeating until the margin holds everywhere.
+NVFP4_MARGIN = 1e-4
+NVFP4_STEP = 1.0 - 3e-4
+NVFP4_MAX_STEPS = 20
+_E4M3_POS = torch.arange(0, 127, dtype=torch.uint8).view(F8).to(torch.float64)  # 0 .. 448
+E4M3_MIDPOINTS = (_E4M3_POS[1:] + _E4M3_POS[:-1]) / 2
+
+
+def _rel_dist(y, points):
+    """Minimum over y of min_p |y - p| / p (y >= 0, points ascending, float64)."""
+    y = y.reshape(-1).to(torch.float64).contiguous()
+    if y.numel() == 0:
+        return float("inf")
+    i = torch.searchsorted(points, y).clamp(1, points.numel() - 1)
+    lo, hi = points[i - 1], points[i]
+    d = torch.minimum((y - lo).abs() / lo, (y - hi).abs() / hi)
+    return float(d.min())
+
+
+def nvfp4_margins(x, g):
+    """(E2M1 margin, E4M3 margin) of x [rows, K] quantized with global scale g (float64)."""
+    gg = g.reshape(()).to(torch.float64)
+    xs = x.to(torch.float64).unflatten(-1, (-1, 16))
+    amax = xs.abs().amax(-1, keepdim=True)
+    y = gg * amax / 6.0
+    e4m3 = _rel_dist(y[y <= 448.0], E4M3_MIDPOINTS)
+    sf = y.clamp(max=448.0).to(F8).to(torch.float64)
+    v = (xs * torch.where(sf == 0, torch.zeros_like(sf), gg / sf)).abs()
+    e2m1 = _rel_dist(v, E2M1_BOUNDS.to(torch.float64))
+    return e2m1, e4m3
+
+
+def nvfp4_margin_guard(weights_hf, unq, params, to_g, step):
+    """params: module -> stored scalar (F32) the activation global scale g comes from;
+    to_g(param) -> g; step(param) -> param moving g by the factor NVFP4_STEP.
+    Modules are fixed in forward order (a module's g changes the inputs of every later
+    module, never of an earlier one): each pass steps the first module without margin.
+    Returns (params, act_q, margins, report)."""
+    order = [m for m in LINEARS if m in params]
+    params = {m: params[m] for m in order}
+    start = {m: float(p) for m, p in params.items()}
+    steps = {m: 0 for m in order}
+    for _ in range(NVFP4_MAX_STEPS * len(order) + 1):
+        rec = {m: [] for m in order}
+
+        def recorder(m, fn):
+            return lambda x: (rec[m].append(x.detach().clone()), fn(x))[1]
+        act = {m: recorder(m, act_nvfp4(to_g(p))) for m, p in params.items()}
+        ref_logits(weights_hf, act, unq, dtype=torch.float64)
+        per = {}
+        for m in order:
+            x = torch.cat([t.reshape(-1, t.shape[-1]) for t in rec[m]])
+            per[m] = nvfp4_margins(x, to_g(params[m]))
+        bad = [m for m in order if min(per[m]) < NVFP4_MARGIN]
+        if not bad:
+            break
+        m = bad[0]
+        assert steps[m] < NVFP4_MAX_STEPS, f"NVFP4 margin guard: {m} has no margin " \
+            f"after {steps[m]} steps: {per[m]}"
+        params[m] = step(params[m])
+        steps[m] += 1
+    print("   NVFP4 margin guard: steps " +
+          (", ".join(f"{m}: {n}" for m, n in steps.items() if n) or "none") +
+          f"; min margin {min(min(v) for v in per.values()):.2e}", flush=True)
+    act_q = {m: act_nvfp4(to_g(p)) for m, p in params.items()}
+    report = {
+        "note": "NVFP4 activation margin guard: the fake-quant forward in float64 must keep "
+                "every |x*g/sf| at least a relative " + f"{NVFP4_MARGIN:g}" + " from the E2M1 "
+                "decision points {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5} and every g*amax/6 (not "
+                "above 448) at least that far from an E4M3 rounding midpoint, so that an "
+                "engine's f32 summation order cannot flip a code; a module that fails has its "
+                "global scale g moved by the factor " + f"{NVFP4_STEP!r}" + " per step (the "
+                "stored value is a calibration value) until it holds.",
+        "min_relative_margin": NVFP4_MARGIN,
+        "step_factor_on_g": NVFP4_STEP,
+        "adjusted": {m: {"steps": steps[m], "before": start[m], "after": float(params[m])}
+                     for m in params if steps[m]},
+        "e2m1_margin": {m: per[m][0] for m in params},
+        "e4m3_margin": {m: per[m][1] for m in params},
+    }
+    margins = {m: min(per[m]) for m in params}
+    return params, act_q, margins, report
 
 
 # ---------------------------------------------------------------------------
@@ -615,6 +710,18 @@ def ct_fixture(name, groups, *, act_kind, nmse_limit, descr, plan_note=None):
             plan[mname] = entry
     plan["lm_head"] = {"ignored": True, "stored": "BF16 lm_head.weight"}
     plan["model.embed_tokens"] = {"ignored": True, "stored": "BF16 (not a Linear target)"}
+    extra = {"notes": plan_note} if plan_note else {}
+    fp4_act = [m for m in LINEARS if m + ".input_global_scale" in sd]
+    if fp4_act:  # W4A4: keep every activation code away from a rounding decision point
+        gs_new, act_new, margins, report = nvfp4_margin_guard(
+            {m: expected[m + ".weight"] for m in LINEARS}, unq,
+            {m: sd[m + ".input_global_scale"] for m in fp4_act},
+            to_g=lambda p: p, step=lambda p: p * NVFP4_STEP)
+        for m in fp4_act:
+            sd[m + ".input_global_scale"] = gs_new[m]
+            act_q[m] = act_new[m]
+        extra["margins"] = margins
+        extra["nvfp4_margin_guard"] = report
     save_file({k: v.contiguous() for k, v in sorted(sd.items())}, str(d / "model.safetensors"),
               metadata={"format": "pt"})
     write_config(d, None)
@@ -644,8 +751,7 @@ def ct_fixture(name, groups, *, act_kind, nmse_limit, descr, plan_note=None):
         quant_summary=qcfg, plan=plan, expected=expected,
         weights_hf={m: expected[m + ".weight"] for m in LINEARS},
         act_q=act_q, act_scheme=acts if act_q else "none", unquantized=unq,
-        spec_decoded=spec, nmse_limit=nmse_limit,
-        extra={"notes": plan_note} if plan_note else None)
+        spec_decoded=spec, nmse_limit=nmse_limit, extra=extra or None)
 
 
 def ct_scheme(preset=None, targets=("Linear",), **kw):
@@ -1309,6 +1415,13 @@ def make_modelopt_nvfp4(name):
                        "activation": "NVFP4 dynamic per-16 with static input_scale "
                                      "(g = 1/input_scale)", "ignored": False}
     plan["lm_head"] = {"ignored": True}
+    # W4A4: keep every activation code away from a rounding decision point (g = 1/input_scale)
+    in_scales, act_q, margins, guard = nvfp4_margin_guard(
+        {m: expected[m + ".weight"] for m in LINEARS}, unq,
+        {m: out[m + ".input_scale"] for m in LINEARS},
+        to_g=lambda p: 1.0 / p, step=lambda p: p / NVFP4_STEP)
+    for m in LINEARS:
+        out[m + ".input_scale"] = in_scales[m]
     save_file(dict(sorted(out.items())), str(d / "model.safetensors"), metadata={"format": "pt"})
     ver = modelopt.__version__
     hf_q = {"producer": {"name": "modelopt", "version": ver},
@@ -1341,7 +1454,8 @@ def make_modelopt_nvfp4(name):
         quant_summary=hf_q, plan=plan, expected=expected,
         weights_hf={m: expected[m + ".weight"] for m in LINEARS}, act_q=act_q,
         act_scheme="NVFP4 per §8.3 with g = 1/input_scale", unquantized=unq,
-        spec_decoded=spec, nmse_limit=5e-2)
+        spec_decoded=spec, nmse_limit=5e-2,
+        extra={"margins": margins, "nvfp4_margin_guard": guard})
 
 
 def make_modelopt_fp8(name):

@@ -126,7 +126,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"ct_mxfp4", "mxfp4", "mxfp4", "E8M0"},
                       Case{"ct_mixed", "ptpc_fp8", "int4_wo_32", "a: fp8 dynamic per-token"},
                       Case{"gguf_q8_0_q4_0", "gguf_q8_0", "gguf_q8_0", "gguf_q8_0"},
-                      Case{"hf_fp8_block", "fp8", "fp8", "block-16x32"}),
+                      Case{"hf_fp8_block", "fp8", "fp8", "block-16x32"},
+                      Case{"gptq_v1_sym", "int4_wo_32", "int4_wo_32", "int4 group-32 F16 scale; a"},
+                      Case{"gptq_v2_asym_desc_act", "int4_wo_32", "int4_wo_32", "+zp act-order"},
+                      Case{"awq_gemm", "int4_wo_32", "int4_wo_32", "int4_awq group-32 F16"},
+                      Case{"modelopt_nvfp4", "nvfp4", "nvfp4", "a: nvfp4 static group-16"},
+                      Case{"modelopt_fp8", "fp8", "fp8", "a: fp8 static tensor"},
+                      Case{"fbgemm_fp8", "ptpc_fp8", "ptpc_fp8", "per-token ub=1200"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 }  // namespace
