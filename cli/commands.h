@@ -9,6 +9,13 @@
 namespace tessera::cli {
 
 int RunInspect(const std::vector<std::string>& args);
+int RunGenerate(const std::vector<std::string>& args);
+int RunRemoteGenerate(const std::vector<std::string>& args);
+int RunPerplexity(const std::vector<std::string>& args);
+int RunServe(const std::vector<std::string>& args);
+int RunHealth(const std::vector<std::string>& args);
+int RunSynth(const std::vector<std::string>& args);
+int RunBench(const std::vector<std::string>& args);
 
 }  // namespace tessera::cli
 

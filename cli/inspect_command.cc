@@ -10,11 +10,14 @@
 #include "cli/commands.h"
 #include "engine/io/gguf_file.h"
 #include "engine/io/tensor_store.h"
+#include "engine/model/model_source.h"
+#include "engine/runtime/engine_loader.h"
 
 namespace tessera::cli {
 namespace {
 
 const std::vector<FlagSpec> kFlags = {
+    {"precision_plan", false, "for a model: resolve the plan with this override file"},
     {"help", true, "show this help"},
 };
 
@@ -69,6 +72,34 @@ int RunInspect(const std::vector<std::string>& argv) {
                 view->bytes.size(), dims.c_str());
   }
   std::printf("total tensor bytes: %llu\n", static_cast<unsigned long long>(total));
+
+  // A model (HF directory with config.json, or GGUF): also the precision plan, without loading.
+  const bool is_model = s.kind() == io::ContainerKind::kGguf ||
+                        std::filesystem::exists(std::filesystem::path(path) / "config.json");
+  if (!is_model) {
+    if (args->Has("precision_plan")) {
+      std::fprintf(stderr, "error: --precision_plan needs a model (HF directory or GGUF)\n");
+      return 1;
+    }
+    return 0;
+  }
+  auto source = model::ModelSource::Open(path);
+  if (!source.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(source.status().message()).c_str());
+    return 1;
+  }
+  auto quant_config = quant::ParseQuantConfig(source->config_json, source->is_hf() ? path : "",
+                                              *source->store);
+  if (!quant_config.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(quant_config.status().message()).c_str());
+    return 1;
+  }
+  auto plan = runtime::ResolvePlan(*source, **quant_config, args->GetString("precision_plan"));
+  if (!plan.ok()) {
+    std::fprintf(stderr, "error: %s\n", std::string(plan.status().message()).c_str());
+    return 1;
+  }
+  std::printf("\n%s", plan->ToTable().c_str());
   return 0;
 }
 

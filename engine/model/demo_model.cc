@@ -61,9 +61,9 @@ class OwnedTensorStore : public io::TensorStore {
     view.name = it->first;
     view.dtype = io::DType::kF32;
     view.shape = it->second.shape;
-    view.bytes = absl::Span<const uint8_t>(
-        reinterpret_cast<const uint8_t*>(it->second.values.data()),
-        it->second.values.size() * sizeof(float));
+    view.bytes =
+        absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(it->second.values.data()),
+                                  it->second.values.size() * sizeof(float));
     return view;
   }
   std::vector<std::pair<std::string, std::string>> DescribeMetadata() const override {
@@ -129,8 +129,8 @@ class DemoByteTokenizer : public tokenizer::Tokenizer {
     std::string raw;
     for (int32_t id : ids) {
       if (id < 0 || id >= kDemoVocabSize) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "token id %d is outside the vocabulary [0, %d)", id, kDemoVocabSize));
+        return absl::InvalidArgumentError(
+            absl::StrFormat("token id %d is outside the vocabulary [0, %d)", id, kDemoVocabSize));
       }
       if (id < kDemoFirstByteId) {
         if (!skip_special) raw += kSpecialText[id];
@@ -219,7 +219,8 @@ std::unique_ptr<io::TensorStore> MakeDemoTensorStore(const ModelConfig& c, uint6
   // included), so greedy text is printable and EOS is rare but possible when sampling.
   std::vector<float> head = Random(names.LmHead(), V * H, 2.0f * std::sqrt(3.0f / H), seed);
   for (int64_t id = 0; id < V; ++id) {
-    const bool readable = id >= kDemoFirstByteId && IsReadableByte(static_cast<int>(id - kDemoFirstByteId));
+    const bool readable =
+        id >= kDemoFirstByteId && IsReadableByte(static_cast<int>(id - kDemoFirstByteId));
     if (!readable) std::memset(head.data() + id * H, 0, H * sizeof(float));
   }
   store->Add(names.LmHead(), {V, H}, std::move(head));

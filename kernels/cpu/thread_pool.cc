@@ -1,8 +1,33 @@
 #include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace tessera::kernels::cpu {
+namespace {
+
+// How long a thread spins before sleeping. A decode step's ParallelFor calls are a few
+// microseconds apart, so this catches the next call; longer idle periods sleep.
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Spins until pred() holds or kSpin passes; returns pred()'s last value.
+template <typename Pred>
+bool SpinUntil(Pred pred) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (int i = 0;; ++i) {
+    if (pred()) return true;
+    CpuRelax();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() > deadline) return pred();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
@@ -28,44 +53,47 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  std::vector<std::pair<int64_t, int64_t>> chunks;
+  chunks_.clear();
   for (int64_t p = 0; p < parts; ++p) {
     const int64_t b = std::min(n, units * p / parts * grain);
     const int64_t e = std::min(n, units * (p + 1) / parts * grain);
-    chunks.emplace_back(b, e);
+    chunks_.emplace_back(b, e);
   }
+  job_ = &fn;
+  // Every worker reports back, even one with no chunk, so none can lag into the next call.
+  pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
   {
-    std::unique_lock<std::mutex> lock(mu_);
-    chunks_ = chunks;
-    job_ = &fn;
-    pending_ = static_cast<int>(parts) - 1;
-    ++generation_;
+    // Under the lock so a worker checking its wait predicate cannot miss the new generation.
+    std::lock_guard<std::mutex> lock(mu_);
+    generation_.fetch_add(1, std::memory_order_release);
   }
-  start_cv_.notify_all();
-  fn(chunks[0].first, chunks[0].second);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [this] { return pending_ == 0; });
+  start_cv_.notify_all();  // no system call when no worker sleeps
+  fn(chunks_[0].first, chunks_[0].second);
+  if (!SpinUntil([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
+  }
   job_ = nullptr;
 }
 
 void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   while (true) {
-    std::pair<int64_t, int64_t> chunk;
-    const std::function<void(int64_t, int64_t)>* job;
-    {
+    if (!SpinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      start_cv_.wait(lock, [&] {
+        return stop_ || generation_.load(std::memory_order_acquire) != seen;
+      });
       if (stop_) return;
-      seen = generation_;
-      if (index >= static_cast<int>(chunks_.size())) continue;
-      chunk = chunks_[index];
-      job = job_;
     }
-    (*job)(chunk.first, chunk.second);
-    {
+    seen = generation_.load(std::memory_order_acquire);
+    if (index < static_cast<int>(chunks_.size())) {
+      const std::pair<int64_t, int64_t> chunk = chunks_[index];
+      (*job_)(chunk.first, chunk.second);
+    }
+    if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (--pending_ == 0) done_cv_.notify_one();
+      done_cv_.notify_one();
     }
   }
 }

@@ -2,9 +2,16 @@
 // ParallelFor splits [0, n) into contiguous chunks, one per thread (the caller takes the first),
 // and returns when all are done. The split depends only on n and the thread count, never on
 // timing, so results are deterministic.
+//
+// A decode step issues hundreds of small ParallelFor calls a few microseconds apart, so a
+// futex wake-up per call (tens of microseconds on a loaded VM) would cost more than the work it
+// splits. Workers therefore spin briefly on an atomic generation counter before sleeping on the
+// condition variable, and the caller spins briefly before waiting for completion; the spin is
+// bounded so idle pools do not burn the cores other processes need.
 #ifndef TESSERA_KERNELS_CPU_THREAD_POOL_H_
 #define TESSERA_KERNELS_CPU_THREAD_POOL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -25,7 +32,8 @@ class ThreadPool {
   int size() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(begin, end) over disjoint chunks covering [0, n); chunks are multiples of `grain`
-  // (except the last) so that callers can keep SIMD-friendly boundaries.
+  // (except the last) so that callers can keep SIMD-friendly boundaries. Not reentrant: one
+  // ParallelFor at a time per pool (the engine calls it from one thread).
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
@@ -35,11 +43,14 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable start_cv_;
   std::condition_variable done_cv_;
+  // Written by the caller before `generation_` is bumped (release) and read by workers after
+  // they observe the new generation (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   std::vector<std::pair<int64_t, int64_t>> chunks_;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<int> sleepers_{0};  // workers blocked (or about to block) on start_cv_
+  bool stop_ = false;             // guarded by mu_
 };
 
 }  // namespace tessera::kernels::cpu

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernels/cpu/fast/ggml_repack.h"
 
 namespace tessera::backend::cpu {
 
@@ -37,11 +38,35 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
   return std::make_unique<DenseLinear>(*enc, weight, std::move(bias), pool);
 }
 
+DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
+                         std::vector<float> bias, kernels::cpu::ThreadPool* pool)
+    : enc_(enc), weight_(weight), bias_(std::move(bias)), pool_(pool) {
+  namespace kf = kernels::cpu::fast;
+  const int64_t n = weight_.shape[0], k = weight_.shape[1];
+  if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
+    repacked_ = hwy::AllocateAligned<uint8_t>(n * kf::RepackedRowStride(*enc_.ggml, k));
+    fast_ = kf::RepackGgmlRows(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.get());
+    return;
+  }
+  fast_.data = weight_.bytes.data();
+  fast_.n = n;
+  fast_.k = k;
+  fast_.row_stride = kernels::cpu::WeightRowBytes(enc_, k);
+  if (enc_.ggml) {
+    fast_.format = kf::FastFormat::kGgml;
+    fast_.ggml = *enc_.ggml;
+  } else {
+    fast_.format = *enc_.dense == kernels::cpu::DenseType::kF32    ? kf::FastFormat::kF32
+                   : *enc_.dense == kernels::cpu::DenseType::kBF16 ? kf::FastFormat::kBF16
+                                                                   : kf::FastFormat::kF16;
+  }
+}
+
 void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
-  const int64_t n = out_features(), k = in_features();
+  const int64_t n = out_features();
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   auto run = [&](int64_t b, int64_t e) {
-    kernels::cpu::MatmulReference(enc_, weight_.bytes.data(), n, k, x, rows, bias, y, b, e);
+    kernels::cpu::fast::FastMatmul(fast_, x, rows, bias, y, b, e);
   };
   if (pool_ != nullptr) {
     pool_->ParallelFor(n, 16, run);
@@ -51,7 +76,8 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
 }
 
 std::string DenseLinear::Describe() const {
-  return absl::StrCat(io::DTypeName(weight_.dtype), " / cpu-reference");
+  return absl::StrCat(io::DTypeName(weight_.dtype), " / cpu-fast-",
+                      kernels::cpu::fast::FastTargetName());
 }
 
 }  // namespace tessera::backend::cpu

@@ -1,6 +1,7 @@
 // The CPU Linear for unquantized and GGUF weights (f32, bf16, f16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q4_K, Q5_K, Q6_K), running the reference kernel straight from the memory-mapped tensor: no copy
-// of the weights is made, and each weight row is decoded once per call for all activation rows.
+// Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Dense and most ggml types
+// are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked once at load into
+// the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row).
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 
@@ -12,6 +13,8 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/linear.h"
 #include "engine/io/tensor_view.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -29,8 +32,7 @@ class DenseLinear : public Linear {
                                                              kernels::cpu::ThreadPool* pool);
 
   DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
-              std::vector<float> bias, kernels::cpu::ThreadPool* pool)
-      : enc_(enc), weight_(weight), bias_(std::move(bias)), pool_(pool) {}
+              std::vector<float> bias, kernels::cpu::ThreadPool* pool);
 
   int64_t out_features() const override { return weight_.shape[0]; }
   int64_t in_features() const override { return weight_.shape[1]; }
@@ -43,6 +45,8 @@ class DenseLinear : public Linear {
   io::TensorView weight_;
   std::vector<float> bias_;
   kernels::cpu::ThreadPool* pool_;
+  kernels::cpu::fast::FastWeights fast_;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> repacked_;  // Q8_0/Q4_0 only
 };
 
 }  // namespace tessera::backend::cpu

@@ -1,0 +1,153 @@
+// `tessera bench --model M [--precision_plan F] --batch 1,4,16 --prompt 128 --gen 128`: end-to-end
+// throughput of the decoder on this machine. For each batch size B it prefills B random prompts
+// in one Forward call, then decodes `gen` greedy steps with all B sequences in every step, and
+// prints prefill tokens/s, decode tokens/s per sequence and aggregate, the weight bytes streamed
+// per second at decode, and the process's peak RSS.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/runtime/engine_loader.h"
+#include "engine/runtime/kv_cache.h"
+
+namespace tessera::cli {
+namespace {
+
+const std::vector<FlagSpec> kFlags = {
+    {"model", false, "HF directory or .gguf file"},
+    {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
+    {"batch", false, "comma-separated batch sizes (default 1,4,16)"},
+    {"prompt", false, "prompt tokens per sequence (default 128)"},
+    {"gen", false, "generated tokens per sequence (default 128)"},
+    {"threads", false, "CPU threads (default: all)"},
+    {"seed", false, "seed of the random prompts (default 0)"},
+    {"help", true, "show this help"},
+};
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+double Seconds(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double PeakRssMiB() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_maxrss / 1024.0;  // Linux reports KiB
+}
+
+// Bytes of weights a decode step streams: every 2-D tensor except the embedding table, which is
+// read one row per token, unless it doubles as the (tied) lm_head.
+int64_t DecodeWeightBytes(const io::TensorStore& store) {
+  int64_t total = 0, embedding = 0;
+  bool has_output = false;
+  for (const std::string& name : store.names()) {
+    auto v = store.Get(name);
+    if (!v.ok() || v->rank() != 2) continue;
+    const int64_t bytes = static_cast<int64_t>(v->bytes.size());
+    if (name == "token_embd.weight" || name == "model.embed_tokens.weight") {
+      embedding = bytes;
+      continue;
+    }
+    if (name == "output.weight" || name == "lm_head.weight") has_output = true;
+    total += bytes;
+  }
+  return total + (has_output ? 0 : embedding);
+}
+
+}  // namespace
+
+int RunBench(const std::vector<std::string>& argv) {
+  auto args = Args::Parse(argv, kFlags);
+  if (!args.ok()) return Fail(args.status());
+  if (args->GetBool("help") || !args->Has("model")) {
+    std::fprintf(stderr, "usage: tessera bench --model PATH [--batch 1,4,16] [--prompt N] [--gen N]\n%s",
+                 FlagsHelp(kFlags).c_str());
+    return args->GetBool("help") ? 0 : 2;
+  }
+  std::vector<int64_t> batches;
+  for (absl::string_view part : absl::StrSplit(args->GetString("batch", "1,4,16"), ',')) {
+    int64_t b = 0;
+    if (!absl::SimpleAtoi(part, &b) || b <= 0) {
+      return Fail(absl::InvalidArgumentError("--batch wants positive integers, e.g. 1,4,16"));
+    }
+    batches.push_back(b);
+  }
+  auto prompt = args->GetInt("prompt", 128);
+  auto gen = args->GetInt("gen", 128);
+  auto threads = args->GetInt("threads", 0);
+  auto seed = args->GetInt("seed", 0);
+  for (const auto* v : {&prompt, &gen, &threads, &seed}) {
+    if (!v->ok()) return Fail(v->status());
+  }
+  if (*prompt <= 0 || *gen <= 0) return Fail(absl::InvalidArgumentError("--prompt and --gen must be > 0"));
+
+  auto engine = runtime::LoadEngine(args->GetString("model"),
+                                    {.threads = static_cast<int>(*threads),
+                                     .precision_plan_path = args->GetString("precision_plan")});
+  if (!engine.ok()) return Fail(engine.status());
+  auto& e = **engine;
+  const auto& c = e.model->config();
+  const int64_t weight_bytes = DecodeWeightBytes(*e.source.store);
+  std::printf("model %s: %lld layers, hidden %lld, vocab %lld; threads %d; decode weight bytes %.1f MiB; load %.2f s\n",
+              args->GetString("model").c_str(), static_cast<long long>(c.num_layers),
+              static_cast<long long>(c.hidden_size), static_cast<long long>(c.vocab_size),
+              e.pool->size(), weight_bytes / 1048576.0, e.load_seconds);
+  std::printf("%6s %8s %6s %14s %16s %16s %12s %12s\n", "batch", "prompt", "gen", "prefill tok/s",
+              "decode tok/s/seq", "decode tok/s agg", "weight GB/s", "peak RSS MiB");
+
+  std::mt19937 rng(static_cast<uint32_t>(*seed));
+  std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(c.vocab_size - 1));
+  for (const int64_t B : batches) {
+    const int64_t len = *prompt + *gen;
+    const int64_t block_tokens = 16;
+    runtime::KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, block_tokens,
+                           B * ((len + block_tokens - 1) / block_tokens));
+    std::vector<runtime::SequenceKv> seqs(B);
+    std::vector<std::vector<int32_t>> prompts(B, std::vector<int32_t>(*prompt));
+    for (auto& p : prompts) for (auto& t : p) t = tok(rng);
+    std::vector<model::SequenceChunk> chunks(B);
+    for (int64_t i = 0; i < B; ++i) chunks[i] = {&seqs[i], prompts[i], false, true};
+    std::vector<float> logits;
+    auto t0 = std::chrono::steady_clock::now();
+    if (auto st = e.model->Forward(chunks, cache, &logits); !st.ok()) return Fail(st);
+    const double prefill_s = Seconds(t0);
+
+    std::vector<std::vector<int32_t>> next(B, std::vector<int32_t>(1));
+    auto argmax = [&] {
+      for (int64_t i = 0; i < B; ++i) {
+        const float* row = logits.data() + i * c.vocab_size;
+        next[i][0] = static_cast<int32_t>(std::max_element(row, row + c.vocab_size) - row);
+      }
+    };
+    argmax();
+    t0 = std::chrono::steady_clock::now();
+    for (int64_t step = 0; step < *gen; ++step) {
+      for (int64_t i = 0; i < B; ++i) chunks[i] = {&seqs[i], next[i], false, true};
+      if (auto st = e.model->Forward(chunks, cache, &logits); !st.ok()) return Fail(st);
+      argmax();
+    }
+    const double decode_s = Seconds(t0);
+    const double per_seq = *gen / decode_s;
+    std::printf("%6lld %8lld %6lld %14.1f %16.2f %16.2f %12.2f %12.0f\n", static_cast<long long>(B),
+                static_cast<long long>(*prompt), static_cast<long long>(*gen),
+                B * *prompt / prefill_s, per_seq, per_seq * B, weight_bytes * per_seq / 1e9,
+                PeakRssMiB());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+}  // namespace tessera::cli

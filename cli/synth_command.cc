@@ -1,0 +1,55 @@
+// `tessera synth --shape NAME --type T --out FILE [--vocab-from VOCAB.gguf] [--seed N]`: writes a
+// random-weight GGUF of a real model's shape (engine/model/synth_model.h) for benchmarks.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_join.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "engine/model/synth_model.h"
+
+namespace tessera::cli {
+namespace {
+
+const std::vector<FlagSpec> kFlags = {
+    {"shape", false, "tinyllama-1.1b, llama-3.2-1b or qwen3-0.6b"},
+    {"type", false, "F32, F16, Q8_0 or Q4_0 (default Q4_0)"},
+    {"out", false, "output .gguf path"},
+    {"vocab-from", false, "GGUF whose tokenizer is copied (its vocab size must match the shape)"},
+    {"seed", false, "random seed (default 0)"},
+    {"threads", false, "accepted for symmetry with other commands; synth is single-threaded"},
+    {"help", true, "show this help"},
+};
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "error: %s\n", std::string(s.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+
+int RunSynth(const std::vector<std::string>& argv) {
+  auto args = Args::Parse(argv, kFlags);
+  if (!args.ok()) return Fail(args.status());
+  if (args->GetBool("help") || !args->Has("shape") || !args->Has("out")) {
+    std::fprintf(stderr, "usage: tessera synth --shape NAME --type T --out FILE [--vocab-from F]\n"
+                 "shapes: %s\n%s", absl::StrJoin(model::SynthShapeNames(), ", ").c_str(),
+                 FlagsHelp(kFlags).c_str());
+    return args->GetBool("help") ? 0 : 2;
+  }
+  auto seed = args->GetInt("seed", 0);
+  if (!seed.ok()) return Fail(seed.status());
+  model::SynthOptions o;
+  o.shape = args->GetString("shape");
+  o.type = args->GetString("type", "Q4_0");
+  o.seed = static_cast<uint64_t>(*seed);
+  o.vocab_from = args->GetString("vocab-from");
+  const std::string out = args->GetString("out");
+  if (auto st = model::WriteSynthGguf(o, out); !st.ok()) return Fail(st);
+  std::printf("wrote %s (%s, %s, seed %lld)\n", out.c_str(), o.shape.c_str(), o.type.c_str(),
+              static_cast<long long>(*seed));
+  return 0;
+}
+
+}  // namespace tessera::cli

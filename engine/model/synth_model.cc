@@ -1,0 +1,278 @@
+#include "engine/model/synth_model.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "engine/common/status_macros.h"
+#include "engine/io/gguf_file.h"
+#include "engine/io/gguf_writer.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::model {
+namespace {
+
+// ggml type ids (ggml.h) and llama_ftype values for general.file_type.
+constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8;
+
+struct TypeInfo {
+  uint32_t ggml_type;
+  uint32_t file_type;
+  int64_t block;  // values per block
+  int64_t bytes;  // bytes per block
+};
+
+absl::StatusOr<TypeInfo> LookupType(const std::string& t) {
+  if (t == "F32") return TypeInfo{kGgmlF32, 0, 1, 4};
+  if (t == "F16") return TypeInfo{kGgmlF16, 1, 1, 2};
+  if (t == "Q4_0") return TypeInfo{kGgmlQ4_0, 2, 32, 18};
+  if (t == "Q8_0") return TypeInfo{kGgmlQ8_0, 7, 32, 34};
+  return absl::InvalidArgumentError(
+      absl::StrCat("synth type '", t, "' is not supported (F32, F16, Q8_0, Q4_0)"));
+}
+
+uint64_t SplitMix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+uint64_t HashName(const std::string& s) {
+  uint64_t h = 1469598103934665603ull;  // FNV-1a
+  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Approximately N(0, std²): the sum of four uniforms (Irwin-Hall), cheap and deterministic.
+void FillRandom(uint64_t seed, const std::string& name, float stddev, float* out, int64_t n) {
+  uint64_t s = seed ^ HashName(name);
+  // Each term is uniform on [0, 65536): the centred sum has variance 4 · 65536² / 12.
+  const float scale = stddev * std::sqrt(3.0f) / 65536.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t r = SplitMix(s);
+    const int32_t a = static_cast<int32_t>(r & 0xFFFF) + static_cast<int32_t>((r >> 16) & 0xFFFF) +
+                      static_cast<int32_t>((r >> 32) & 0xFFFF) + static_cast<int32_t>(r >> 48) -
+                      2 * 65535;
+    out[i] = static_cast<float>(a) * scale;
+  }
+}
+
+void PutHalf(uint8_t* p, float v) {
+  const uint16_t h = numeric::FloatToHalf(v);
+  std::memcpy(p, &h, 2);
+}
+
+io::GgufValue Value(io::GgufValueType type, decltype(io::GgufValue::value) v) {
+  io::GgufValue out;
+  out.type = type;
+  out.value = std::move(v);
+  return out;
+}
+
+io::GgufValue ArrayOf(io::GgufValueType element) {
+  io::GgufValue out = Value(io::GgufValueType::kArray, std::vector<io::GgufValue>{});
+  out.element_type = element;
+  return out;
+}
+
+// A llama SentencePiece vocabulary: <unk> <s> </s>, the 256 byte tokens, then placeholders.
+void AddGeneratedTokenizer(io::GgufWriter& w, int64_t vocab) {
+  io::GgufValue tokens = ArrayOf(io::GgufValueType::kString);
+  io::GgufValue scores = ArrayOf(io::GgufValueType::kF32);
+  io::GgufValue types = ArrayOf(io::GgufValueType::kI32);
+  auto& tv = std::get<std::vector<io::GgufValue>>(tokens.value);
+  auto& sv = std::get<std::vector<io::GgufValue>>(scores.value);
+  auto& yv = std::get<std::vector<io::GgufValue>>(types.value);
+  for (int64_t i = 0; i < vocab; ++i) {
+    std::string text;
+    int64_t type = 1;  // normal
+    if (i == 0) { text = "<unk>"; type = 2; }
+    else if (i <= 2) { text = i == 1 ? "<s>" : "</s>"; type = 3; }
+    else if (i < 3 + 256) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "<0x%02X>", static_cast<int>(i - 3));
+      text = buf;
+      type = 6;  // byte
+    } else {
+      text = absl::StrCat("\xE2\x96\x81t", i);  // "▁t<i>"
+    }
+    tv.push_back(Value(io::GgufValueType::kString, text));
+    sv.push_back(Value(io::GgufValueType::kF32, -static_cast<double>(i)));
+    yv.push_back(Value(io::GgufValueType::kI32, type));
+  }
+  w.AddString("tokenizer.ggml.model", "llama");
+  w.AddMetadata("tokenizer.ggml.tokens", std::move(tokens));
+  w.AddMetadata("tokenizer.ggml.scores", std::move(scores));
+  w.AddMetadata("tokenizer.ggml.token_type", std::move(types));
+  w.AddUint32("tokenizer.ggml.bos_token_id", 1);
+  w.AddUint32("tokenizer.ggml.eos_token_id", 2);
+  w.AddUint32("tokenizer.ggml.unknown_token_id", 0);
+}
+
+}  // namespace
+
+double SynthShape::LinearParams() const {
+  const double per_layer = static_cast<double>(hidden) * (heads * head_dim) * 2 +
+                           static_cast<double>(hidden) * (kv_heads * head_dim) * 2 +
+                           static_cast<double>(hidden) * ffn * 3;
+  return per_layer * layers + static_cast<double>(hidden) * vocab;
+}
+
+std::vector<std::string> SynthShapeNames() { return {"tinyllama-1.1b", "llama-3.2-1b", "qwen3-0.6b"}; }
+
+absl::StatusOr<SynthShape> FindSynthShape(const std::string& name) {
+  SynthShape s;
+  s.name = name;
+  if (name == "tinyllama-1.1b") {
+    s.arch = "llama";
+    s.hidden = 2048, s.layers = 22, s.heads = 32, s.kv_heads = 4, s.head_dim = 64, s.ffn = 5632;
+    s.vocab = 32000, s.context = 2048, s.rope_theta = 10000.0, s.rms_eps = 1e-5;
+  } else if (name == "llama-3.2-1b") {
+    // GGUF carries no llama3 rope scaling here; the shape, not the frequencies, is the point.
+    s.arch = "llama";
+    s.hidden = 2048, s.layers = 16, s.heads = 32, s.kv_heads = 8, s.head_dim = 64, s.ffn = 8192;
+    s.vocab = 128256, s.context = 131072, s.rope_theta = 500000.0, s.rms_eps = 1e-5;
+    s.tied_embeddings = true;
+  } else if (name == "qwen3-0.6b") {
+    s.arch = "qwen3";
+    s.hidden = 1024, s.layers = 28, s.heads = 16, s.kv_heads = 8, s.head_dim = 128, s.ffn = 3072;
+    s.vocab = 151936, s.context = 40960, s.rope_theta = 1000000.0, s.rms_eps = 1e-6;
+    s.tied_embeddings = true;
+  } else {
+    return absl::NotFoundError(absl::StrCat("unknown synth shape '", name, "' (",
+                                            absl::StrJoin(SynthShapeNames(), ", "), ")"));
+  }
+  return s;
+}
+
+void QuantizeQ8_0(const float* x, int64_t k, uint8_t* out) {
+  for (int64_t b = 0; b < k / 32; ++b, x += 32, out += 34) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    PutHalf(out, d);
+    for (int j = 0; j < 32; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
+  }
+}
+
+void QuantizeQ4_0(const float* x, int64_t k, uint8_t* out) {
+  for (int64_t b = 0; b < k / 32; ++b, x += 32, out += 18) {
+    float amax = 0.0f, max = 0.0f;
+    for (int j = 0; j < 32; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        max = x[j];
+      }
+    }
+    const float d = max / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    PutHalf(out, d);
+    for (int j = 0; j < 16; ++j) {
+      const int q0 = std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f)));
+      const int q1 = std::min(15, static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 8.5f)));
+      out[2 + j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+absl::Status WriteSynthGguf(const SynthOptions& o, const std::string& out_path) {
+  TESSERA_ASSIGN_OR_RETURN(SynthShape s, FindSynthShape(o.shape));
+  TESSERA_ASSIGN_OR_RETURN(TypeInfo ti, LookupType(o.type));
+  io::GgufWriter w;
+  const std::string a = s.arch;
+  w.AddString("general.architecture", a);
+  w.AddString("general.name", absl::StrCat("synth-", s.name, "-", o.type, "-seed", o.seed));
+  w.AddUint32("general.file_type", ti.file_type);
+  if (ti.block > 1) w.AddUint32("general.quantization_version", 2);
+  w.AddUint32(a + ".context_length", static_cast<uint32_t>(s.context));
+  w.AddUint32(a + ".embedding_length", static_cast<uint32_t>(s.hidden));
+  w.AddUint32(a + ".block_count", static_cast<uint32_t>(s.layers));
+  w.AddUint32(a + ".feed_forward_length", static_cast<uint32_t>(s.ffn));
+  w.AddUint32(a + ".rope.dimension_count", static_cast<uint32_t>(s.head_dim));
+  w.AddUint32(a + ".attention.head_count", static_cast<uint32_t>(s.heads));
+  w.AddUint32(a + ".attention.head_count_kv", static_cast<uint32_t>(s.kv_heads));
+  w.AddUint32(a + ".attention.key_length", static_cast<uint32_t>(s.head_dim));
+  w.AddUint32(a + ".attention.value_length", static_cast<uint32_t>(s.head_dim));
+  w.AddFloat32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(s.rms_eps));
+  w.AddFloat32(a + ".rope.freq_base", static_cast<float>(s.rope_theta));
+  w.AddUint32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
+
+  std::unique_ptr<io::GgufFile> vocab;
+  if (!o.vocab_from.empty()) {
+    TESSERA_ASSIGN_OR_RETURN(vocab, io::GgufFile::Open(o.vocab_from));
+    TESSERA_ASSIGN_OR_RETURN(auto tokens, vocab->metadata().GetArray("tokenizer.ggml.tokens"));
+    if (static_cast<int64_t>(tokens->size()) != s.vocab) {
+      return absl::InvalidArgumentError(absl::StrCat("--vocab-from '", o.vocab_from, "' has ",
+                                                     tokens->size(), " tokens; shape ", s.name,
+                                                     " needs ", s.vocab));
+    }
+    for (const io::GgufKeyValue& kv : vocab->metadata().entries()) {
+      if (kv.key.rfind("tokenizer.", 0) == 0) w.AddMetadata(kv.key, kv.value);
+    }
+  } else {
+    AddGeneratedTokenizer(w, s.vocab);
+  }
+
+  // Every tensor in llama.cpp's order and naming; dims in GGUF order [ne0 = in, ne1 = out].
+  const uint64_t seed = o.seed;
+  auto norm = [&](const std::string& name, int64_t n) {
+    w.AddTensor(name, {n}, kGgmlF32, n * 4, [n](std::vector<uint8_t>* out) {
+      out->resize(n * 4);
+      const float one = 1.0f;
+      for (int64_t i = 0; i < n; ++i) std::memcpy(out->data() + 4 * i, &one, 4);
+      return absl::OkStatus();
+    });
+  };
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
+    const uint64_t bytes = static_cast<uint64_t>(rows) * (cols / ti.block) * ti.bytes;
+    const std::string type = o.type;
+    w.AddTensor(name, {cols, rows}, ti.ggml_type, bytes,
+                [=](std::vector<uint8_t>* out) {
+                  out->resize(bytes);
+                  std::vector<float> row(cols);
+                  const int64_t row_bytes = cols / ti.block * ti.bytes;
+                  for (int64_t r = 0; r < rows; ++r) {
+                    FillRandom(seed + static_cast<uint64_t>(r) * 0x632BE59BD9B4E019ull, name, 0.02f,
+                               row.data(), cols);
+                    uint8_t* dst = out->data() + r * row_bytes;
+                    if (type == "F32") {
+                      std::memcpy(dst, row.data(), cols * 4);
+                    } else if (type == "F16") {
+                      for (int64_t i = 0; i < cols; ++i) PutHalf(dst + 2 * i, row[i]);
+                    } else if (type == "Q8_0") {
+                      QuantizeQ8_0(row.data(), cols, dst);
+                    } else {
+                      QuantizeQ4_0(row.data(), cols, dst);
+                    }
+                  }
+                  return absl::OkStatus();
+                });
+  };
+  const int64_t q = s.heads * s.head_dim, kv = s.kv_heads * s.head_dim;
+  matrix("token_embd.weight", s.vocab, s.hidden);
+  for (int64_t i = 0; i < s.layers; ++i) {
+    const std::string p = absl::StrCat("blk.", i, ".");
+    norm(p + "attn_norm.weight", s.hidden);
+    matrix(p + "attn_q.weight", q, s.hidden);
+    matrix(p + "attn_k.weight", kv, s.hidden);
+    matrix(p + "attn_v.weight", kv, s.hidden);
+    matrix(p + "attn_output.weight", s.hidden, q);
+    if (s.arch == "qwen3") {
+      norm(p + "attn_q_norm.weight", s.head_dim);
+      norm(p + "attn_k_norm.weight", s.head_dim);
+    }
+    norm(p + "ffn_norm.weight", s.hidden);
+    matrix(p + "ffn_gate.weight", s.ffn, s.hidden);
+    matrix(p + "ffn_up.weight", s.ffn, s.hidden);
+    matrix(p + "ffn_down.weight", s.hidden, s.ffn);
+  }
+  norm("output_norm.weight", s.hidden);
+  if (!s.tied_embeddings) matrix("output.weight", s.vocab, s.hidden);
+  return w.Write(out_path);
+}
+
+}  // namespace tessera::model

@@ -1,0 +1,50 @@
+// Random-weight models of real architectures' shapes (tessera synth), for benchmarks and load
+// tests where only the shape and the weight format matter. Weights are deterministic for a seed
+// (each tensor's stream is seeded from the seed and the tensor's name), drawn ~N(0, 0.02²) like an
+// initialized transformer, norms are 1. The output is a llama.cpp-style GGUF with complete
+// architecture metadata and a tokenizer copied from a vocab GGUF (or a minimal byte-fallback
+// SentencePiece vocabulary when none is given), so llama.cpp and gguf-py read it too.
+#ifndef TESSERA_ENGINE_MODEL_SYNTH_MODEL_H_
+#define TESSERA_ENGINE_MODEL_SYNTH_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace tessera::model {
+
+struct SynthShape {
+  std::string name;
+  std::string arch;  // GGUF general.architecture: "llama" or "qwen3"
+  int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
+  int64_t context = 2048;
+  double rope_theta = 10000.0;
+  double rms_eps = 1e-5;
+  bool tied_embeddings = false;
+
+  // Bytes of the linear weights read per decoded token (all layers + lm_head) at `bits_per_weight`.
+  double LinearParams() const;
+};
+
+// The named shapes: tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b.
+std::vector<std::string> SynthShapeNames();
+absl::StatusOr<SynthShape> FindSynthShape(const std::string& name);
+
+struct SynthOptions {
+  std::string shape;
+  std::string type = "Q4_0";  // F32, F16, Q8_0, Q4_0
+  uint64_t seed = 0;
+  std::string vocab_from;     // a GGUF whose tokenizer.* keys are copied; empty = generated
+};
+
+absl::Status WriteSynthGguf(const SynthOptions& options, const std::string& out_path);
+
+// ggml's reference quantizers (quantize_row_q8_0_ref / q4_0_ref), k a multiple of 32.
+void QuantizeQ8_0(const float* x, int64_t k, uint8_t* out);
+void QuantizeQ4_0(const float* x, int64_t k, uint8_t* out);
+
+}  // namespace tessera::model
+
+#endif  // TESSERA_ENGINE_MODEL_SYNTH_MODEL_H_

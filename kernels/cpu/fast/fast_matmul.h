@@ -1,0 +1,53 @@
+// Fast CPU matrix products y = x · Wᵀ (+ b) for dense (f32, bf16, f16) and GGUF block weights,
+// vectorized with Highway and dispatched at run time to the best x86 target (SSE4, AVX2,
+// AVX-512). Q8_0 and Q4_0 read the repacked layout of ggml_repack.h; other ggml block types are
+// decoded with the scalar reference decoder and then share the same f32 inner kernel.
+//
+// Numerics: every weight value is decoded exactly as the reference decodes it, and each output
+// (row m, column n) is one lane-parallel dot product in a fixed order: chunk c of Lanes(f32)
+// values is accumulated with one FMA into one accumulator, c ascending, and the lanes are summed
+// at the end. That order depends only on k, never on how many rows share the call or how the
+// columns are split across threads, so a row's result is batch-invariant and the GEMV (few rows,
+// weights decoded in registers) and GEMM (weights decoded to an L2-resident tile) paths give
+// bit-identical results. The order differs from DotF32's, so results differ from the reference by
+// float reassociation only (tests bound it by 1e-5 of Σ|x·w|).
+#ifndef TESSERA_KERNELS_CPU_FAST_FAST_MATMUL_H_
+#define TESSERA_KERNELS_CPU_FAST_FAST_MATMUL_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/ggml_dequant.h"
+
+namespace tessera::kernels::cpu::fast {
+
+enum class FastFormat {
+  kF32,
+  kBF16,
+  kF16,
+  kQ8_0,  // repacked (ggml_repack.h)
+  kQ4_0,  // repacked (ggml_repack.h)
+  kGgml,  // any other ggml block type, in the file's own block layout
+};
+
+// One [n, k] weight matrix as the fast kernels read it: row r starts at data + r * row_stride.
+struct FastWeights {
+  FastFormat format = FastFormat::kF32;
+  const uint8_t* data = nullptr;
+  int64_t n = 0;
+  int64_t k = 0;
+  int64_t row_stride = 0;    // bytes
+  int64_t quant_offset = 0;  // repacked Q8_0/Q4_0: bytes from a row's start to its quants
+  GgmlBlockType ggml = GgmlBlockType::kQ8_0;  // kGgml only
+};
+
+// y[m, n] = Σ_k x[m, k] · W[n, k] (+ bias[n]) for columns [n_begin, n_end); x is [rows, k]
+// (contiguous), y is [rows, w.n]. Callers split columns across threads.
+void FastMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
+                int64_t n_begin, int64_t n_end);
+
+// The name of the SIMD target the dispatcher picked on this machine (e.g. "AVX3").
+const char* FastTargetName();
+
+}  // namespace tessera::kernels::cpu::fast
+
+#endif  // TESSERA_KERNELS_CPU_FAST_FAST_MATMUL_H_

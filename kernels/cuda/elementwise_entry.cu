@@ -1,0 +1,168 @@
+// Entry point of the elementwise kernel family: validation and launches. All kernels are
+// generic (no arch cascade): they are memory-bound, and the sm_80 code is what every later arch
+// runs. Contraction into FMA is disabled where the CPU reference's rounding order matters
+// (__fmul_rn / __fadd_rn), so the residual stream does not drift from the CPU path.
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/reduce.cuh"
+#include "kernels/numeric/half.h"
+
+namespace tessera::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned GridFor(int64_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
+
+__global__ void EmbeddingKernel(const void* __restrict__ table, bool bf16, int64_t vocab,
+                                int64_t hidden, const int32_t* __restrict__ tokens,
+                                float* __restrict__ out) {
+  const int64_t r = blockIdx.x;
+  const int32_t tok = tokens[r];
+  for (int64_t i = threadIdx.x; i < hidden; i += blockDim.x) {
+    float v;
+    if (tok < 0 || tok >= vocab) {
+      v = __int_as_float(0x7FC00000);
+    } else if (bf16) {
+      v = numeric::Bf16ToFloat(static_cast<const uint16_t*>(table)[tok * hidden + i]);
+    } else {
+      v = static_cast<const float*>(table)[tok * hidden + i];
+    }
+    out[r * hidden + i] = v;
+  }
+}
+
+__global__ void RmsNormKernel(const float* x, const float* __restrict__ weight, int64_t n,
+                              float eps, float* out, uint16_t* __restrict__ out_bf16) {
+  const int64_t r = blockIdx.x;
+  const float* xr = x + r * n;
+  double ss = 0;  // double, like the CPU reference, so the order of the sum does not matter
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    ss += static_cast<double>(xr[i]) * static_cast<double>(xr[i]);
+  }
+  ss = BlockSum(ss);
+  const float mean = static_cast<float>(ss / static_cast<double>(n));
+  const float inv = 1.0f / sqrtf(mean + eps);
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float v = __fmul_rn(weight[i], __fmul_rn(xr[i], inv));
+    out[r * n + i] = v;
+    if (out_bf16 != nullptr) out_bf16[r * n + i] = numeric::FloatToBf16(v);
+  }
+}
+
+__global__ void RopeKernel(float* __restrict__ x, int64_t heads, int64_t head_dim,
+                           int64_t rope_dim, const int32_t* __restrict__ positions,
+                           const float* __restrict__ inv_freq, bool interleaved) {
+  const int64_t t = blockIdx.x;
+  const int64_t half = rope_dim / 2;
+  const float pos = static_cast<float>(positions[t]);
+  for (int64_t j = threadIdx.x; j < heads * half; j += blockDim.x) {
+    const int64_t h = j / half;
+    const int64_t i = j % half;
+    const float angle = __fmul_rn(pos, inv_freq[i]);
+    float s, c;
+    sincosf(angle, &s, &c);
+    float* v = x + (t * heads + h) * head_dim;
+    const int64_t a = interleaved ? 2 * i : i;
+    const int64_t b = interleaved ? 2 * i + 1 : i + half;
+    const float x0 = v[a], x1 = v[b];
+    v[a] = __fadd_rn(__fmul_rn(x0, c), -__fmul_rn(x1, s));
+    v[b] = __fadd_rn(__fmul_rn(x1, c), __fmul_rn(x0, s));
+  }
+}
+
+__global__ void SwiGluKernel(const float* __restrict__ gate, const float* __restrict__ up,
+                             int64_t n, float* __restrict__ out, uint16_t* __restrict__ out_bf16) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const float g = gate[i];
+  const float v = __fmul_rn(g / (1.0f + expf(-g)), up[i]);
+  out[i] = v;
+  if (out_bf16 != nullptr) out_bf16[i] = numeric::FloatToBf16(v);
+}
+
+__global__ void AddKernel(float* __restrict__ y, const float* __restrict__ x, int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += x[i];
+}
+
+__global__ void ToBf16Kernel(const float* __restrict__ x, int64_t n, uint16_t* __restrict__ out) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = numeric::FloatToBf16(x[i]);
+}
+
+absl::Status CheckCount(int64_t n, const char* what) {
+  if (n < 0 || n / kThreads >= INT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": bad element count ", n));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status Embedding(const void* table, TableDtype dtype, int64_t vocab, int64_t hidden,
+                       const int32_t* tokens, int64_t rows, float* out, cudaStream_t stream) {
+  if (vocab <= 0 || hidden <= 0 || rows < 0 || rows > INT32_MAX) {
+    return absl::InvalidArgumentError("Embedding: bad shape");
+  }
+  if (rows == 0) return absl::OkStatus();
+  EmbeddingKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(
+      table, dtype == TableDtype::kBf16, vocab, hidden, tokens, out);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+absl::Status RmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps,
+                     float* out, uint16_t* out_bf16, cudaStream_t stream) {
+  if (rows < 0 || rows > INT32_MAX || n <= 0) return absl::InvalidArgumentError("RmsNorm: bad shape");
+  if (rows == 0) return absl::OkStatus();
+  RmsNormKernel<<<static_cast<unsigned>(rows), kThreads, 0, stream>>>(x, weight, n, eps, out,
+                                                                      out_bf16);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+absl::Status Rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rope_dim,
+                  const int32_t* positions, const float* inv_freq, RopePairing pairing,
+                  cudaStream_t stream) {
+  if (tokens < 0 || tokens > INT32_MAX || heads <= 0 || rope_dim <= 0 || rope_dim % 2 != 0 ||
+      rope_dim > head_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("Rope: bad shape (head_dim ", head_dim,
+                                                   ", rope_dim ", rope_dim, ")"));
+  }
+  if (tokens == 0) return absl::OkStatus();
+  RopeKernel<<<static_cast<unsigned>(tokens), kThreads, 0, stream>>>(
+      x, heads, head_dim, rope_dim, positions, inv_freq, pairing == RopePairing::kInterleaved);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+absl::Status SwiGlu(const float* gate, const float* up, int64_t n, float* out, uint16_t* out_bf16,
+                    cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(CheckCount(n, "SwiGlu"));
+  if (n == 0) return absl::OkStatus();
+  SwiGluKernel<<<GridFor(n), kThreads, 0, stream>>>(gate, up, n, out, out_bf16);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+absl::Status AddInPlace(float* y, const float* x, int64_t n, cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(CheckCount(n, "AddInPlace"));
+  if (n == 0) return absl::OkStatus();
+  AddKernel<<<GridFor(n), kThreads, 0, stream>>>(y, x, n);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+absl::Status F32ToBf16(const float* x, int64_t n, uint16_t* out, cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(CheckCount(n, "F32ToBf16"));
+  if (n == 0) return absl::OkStatus();
+  ToBf16Kernel<<<GridFor(n), kThreads, 0, stream>>>(x, n, out);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::kernels::cuda

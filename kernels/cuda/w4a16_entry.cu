@@ -1,0 +1,100 @@
+// Entry point of the W4A16 kernel family: the capability query, argument validation and the
+// format dispatch. Arch cascade: one generic mma.sync kernel serves sm_80 and every later arch
+// (Hopper and Blackwell still execute warp-level MMA); below sm_80 there is no bf16 MMA. Native
+// FP4 MMA (W4A4) lives in the cuBLASLt block-scaled path, not here.
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/w4a16_gemm.h"
+#include "kernels/cuda/w4a16_kernel.cuh"
+
+namespace tessera::kernels::cuda {
+namespace {
+
+absl::string_view FormatName(W4Format f) {
+  switch (f) {
+    case W4Format::kNvfp4: return "nvfp4";
+    case W4Format::kMxfp4: return "mxfp4";
+    case W4Format::kInt4: return "int4";
+  }
+  return "?";
+}
+
+template <typename Dequant>
+absl::Status Launch(const uint8_t* packed, const Dequant& dequant, float alpha, int64_t n,
+                    int64_t k, const uint16_t* x, int64_t m, const float* bias, float* y,
+                    cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((n + w4a16::kBlockN - 1) / w4a16::kBlockN),
+                  static_cast<unsigned>((m + w4a16::kBlockM - 1) / w4a16::kBlockM));
+  w4a16::W4A16Kernel<Dequant><<<grid, w4a16::kWarpsPerBlock * 32, 0, stream>>>(
+      packed, dequant, alpha, n, k, x, m, bias, y);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SupportsW4A16(const W4A16Problem& p, int sm) {
+  const std::string what = absl::StrCat("w4a16 ", FormatName(p.format), " [", p.n, " x ", p.k, "]");
+  if (sm < 80) {
+    return absl::UnimplementedError(
+        absl::StrCat(what, ": sm_", sm, " has no bf16 mma.sync (needs sm_80+)"));
+  }
+  if (!CanRunGenericKernels(sm)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": not compiled for sm_", sm, " (CMAKE_CUDA_ARCHITECTURES=", CompiledArchsString(),
+        ")"));
+  }
+  if (p.n <= 0 || p.k <= 0 || p.k % kW4A16KChunk != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": K must be a positive multiple of ", kW4A16KChunk));
+  }
+  if (p.format == W4Format::kInt4) {
+    if (p.act_order) {
+      return absl::UnimplementedError(
+          absl::StrCat(what, ": act-order (g_idx) is not supported by the CUDA kernel"));
+    }
+    if (p.group_size <= 0 || p.group_size % 16 != 0 || p.k % p.group_size != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": group size ", p.group_size, " must be a multiple of 16 that divides K"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,
+                       const float* bias, float* y, cudaStream_t stream) {
+  // The query's shape rules; sm 80 stands for "any arch this build runs on".
+  TESSERA_RETURN_IF_ERROR(SupportsW4A16({w.format, n, k, w.group_size, false}, 80));
+  if (m < 0 || (m + w4a16::kBlockM - 1) / w4a16::kBlockM > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("w4a16: bad row count ", m));
+  }
+  if (w.packed == nullptr || x == nullptr || y == nullptr) {
+    return absl::InvalidArgumentError("w4a16: null weight, activation or output pointer");
+  }
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w.packed) % 8 != 0) {
+    return absl::InvalidArgumentError("w4a16: x must be 16-byte and weights 8-byte aligned");
+  }
+  if (m == 0) return absl::OkStatus();
+  switch (w.format) {
+    case W4Format::kNvfp4:
+      if (w.block_scales == nullptr) return absl::InvalidArgumentError("nvfp4: no block scales");
+      return Launch(w.packed, w4a16::Nvfp4Dequant{w.block_scales, k}, w.global_scale, n, k, x, m,
+                    bias, y, stream);
+    case W4Format::kMxfp4:
+      if (w.block_scales == nullptr) return absl::InvalidArgumentError("mxfp4: no scales");
+      return Launch(w.packed, w4a16::Mxfp4Dequant{w.block_scales, k}, 1.0f, n, k, x, m, bias, y,
+                    stream);
+    case W4Format::kInt4:
+      if (w.scales == nullptr || w.zeros == nullptr) {
+        return absl::InvalidArgumentError("int4: no scales or zero points");
+      }
+      return Launch(w.packed, w4a16::Int4Dequant{w.scales, w.zeros, k / w.group_size, w.group_size},
+                    1.0f, n, k, x, m, bias, y, stream);
+  }
+  return absl::InvalidArgumentError("w4a16: unknown format");
+}
+
+}  // namespace tessera::kernels::cuda

@@ -1,0 +1,130 @@
+// The CUDA kernel selector for sm 80/89/90/100/120, without a device: kernel ids, the fallback
+// chain and the reasons it records.
+#include "engine/backend/cuda/cuda_kernel_selector.h"
+
+#include <gtest/gtest.h>
+
+#include "kernels/cuda/device.h"
+
+namespace tessera::backend::cuda {
+namespace {
+
+using quant::ActivationFormat;
+using quant::LinearSpec;
+using quant::ScaleGranularity;
+using quant::WeightFormat;
+
+LinearSpec Nvfp4W4A4() {
+  LinearSpec s;
+  s.module = "model.layers.0.mlp.down_proj";
+  s.n = 4096;
+  s.k = 4096;
+  s.weight_format = WeightFormat::kNvfp4;
+  s.activation = ActivationFormat::kNvfp4;
+  s.reason = "checkpoint: modelopt NVFP4";
+  return s;
+}
+
+LinearSpec Fp8(ScaleGranularity w, ScaleGranularity a) {
+  LinearSpec s;
+  s.module = "model.layers.0.self_attn.q_proj";
+  s.n = 4096;
+  s.k = 4096;
+  s.weight_format = WeightFormat::kFp8E4m3;
+  s.weight_scale = w;
+  s.block_n = s.block_k = 128;
+  s.activation = ActivationFormat::kFp8;
+  s.activation_scale = a;
+  s.activation_group = 128;
+  return s;
+}
+
+bool Compiled(int sm) { return kernels::cuda::HasArchSpecificTarget(sm); }
+
+TEST(CudaKernelSelectorTest, Nvfp4W4A4FallsBackBelowBlackwell) {
+  for (int sm : {80, 89, 90}) {
+    LinearSpec s = Nvfp4W4A4();
+    ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok()) << sm;
+    EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
+    EXPECT_EQ(s.reason, "checkpoint: modelopt NVFP4; fallback: sm_" + std::to_string(sm) +
+                            " has no FP4 MMA, using W4A16");
+  }
+  for (int sm : {100, 120}) {
+    LinearSpec s = Nvfp4W4A4();
+    ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok()) << sm;
+    if (Compiled(sm)) {
+      EXPECT_EQ(s.kernel, "cuda/nvfp4-w4a4-cublaslt");
+      EXPECT_EQ(s.reason, "checkpoint: modelopt NVFP4");
+    } else {
+      EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
+      EXPECT_NE(s.reason.find("not compiled for sm_" + std::to_string(sm)), std::string::npos)
+          << s.reason;
+    }
+  }
+}
+
+TEST(CudaKernelSelectorTest, Fp8Cascade) {
+  LinearSpec s = Fp8(ScaleGranularity::kRowwise, ScaleGranularity::kColwise);
+  ASSERT_TRUE(CudaKernelSelector(80).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cuda/fp8-w8a16-dequant-bf16");
+  EXPECT_EQ(s.reason, "fallback: sm_80 has no FP8 MMA, using W8A16");
+
+  s = Fp8(ScaleGranularity::kRowwise, ScaleGranularity::kColwise);
+  ASSERT_TRUE(CudaKernelSelector(89).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cuda/fp8-w8a8-cublaslt+epilogue");
+  for (int sm : {90, 100, 120}) {
+    s = Fp8(ScaleGranularity::kRowwise, ScaleGranularity::kColwise);
+    ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok());
+    EXPECT_EQ(s.kernel, "cuda/fp8-w8a8-cublaslt-scaled") << sm;
+    EXPECT_TRUE(s.reason.empty());
+  }
+
+  s = Fp8(ScaleGranularity::kBlock, ScaleGranularity::kGroup);
+  ASSERT_TRUE(CudaKernelSelector(89).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cuda/fp8-w8a16-dequant-bf16");
+  EXPECT_NE(s.reason.find("fallback: sm_89: cuBLASLt 128x128 block scaling needs sm_90+"),
+            std::string::npos) << s.reason;
+  s = Fp8(ScaleGranularity::kBlock, ScaleGranularity::kGroup);
+  ASSERT_TRUE(CudaKernelSelector(90).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cuda/fp8-w8a8-cublaslt-scaled");
+
+  s = Fp8(ScaleGranularity::kTensor, ScaleGranularity::kTensor);
+  ASSERT_TRUE(CudaKernelSelector(89).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cuda/fp8-w8a8-cublaslt-scaled");
+}
+
+TEST(CudaKernelSelectorTest, WeightOnlyAndErrors) {
+  LinearSpec s;
+  s.module = "m";
+  s.n = 4096;
+  s.k = 4096;
+  s.weight_format = WeightFormat::kInt4;
+  s.group_size = 128;
+  for (int sm : {80, 89, 90, 100, 120}) {
+    ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok());
+    EXPECT_EQ(s.kernel, "cuda/w4a16-mma-int4");
+  }
+  s.act_order = true;
+  absl::Status st = CudaKernelSelector(90).Select(&s);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("act-order"), absl::string_view::npos);
+
+  s.act_order = false;
+  s.weight_format = WeightFormat::kMxfp4;
+  ASSERT_TRUE(CudaKernelSelector(120).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cuda/w4a16-mma-mxfp4");
+
+  s.weight_format = WeightFormat::kGgufQ4_K;
+  st = CudaKernelSelector(90).Select(&s);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(st.message().find("no CUDA kernel"), absl::string_view::npos) << st;
+
+  s.weight_format = WeightFormat::kBF16;
+  EXPECT_EQ(CudaKernelSelector(75).Select(&s).code(), absl::StatusCode::kUnimplemented);
+  ASSERT_TRUE(CudaKernelSelector(80).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cuda/cublaslt-bf16");
+  EXPECT_EQ(CudaKernelSelector(90).name(), "cuda sm_90");
+}
+
+}  // namespace
+}  // namespace tessera::backend::cuda

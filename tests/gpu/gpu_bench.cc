@@ -1,0 +1,127 @@
+// GPU micro-benchmarks of the CUDA kernels: achieved TFLOP/s and GB/s against the device's
+// peaks (DeviceInfo), one table row per case. Exits 0 with a note when there is no device.
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/activation_quant.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/device.h"
+#include "kernels/cuda/device_memory.h"
+#include "kernels/cuda/fp8_gemm.h"
+#include "kernels/cuda/w4a16_gemm.h"
+
+namespace kc = tessera::kernels::cuda;
+
+namespace {
+
+kc::DeviceBuffer Zeros(size_t bytes) {
+  auto b = kc::DeviceBuffer::Allocate(bytes);
+  if (!b.ok()) std::abort();
+  cudaMemset(b->data(), 0, bytes);
+  return std::move(*b);
+}
+
+// Mean milliseconds of `fn` over `iters` runs after warm-up; -1 when it fails.
+double TimeMs(const std::function<absl::Status()>& fn, int iters = 20) {
+  for (int i = 0; i < 3; ++i) {
+    if (!fn().ok()) return -1;
+  }
+  auto start = kc::CudaEvent::Create();
+  auto stop = kc::CudaEvent::Create();
+  if (!start.ok() || !stop.ok() || !start->Record(nullptr).ok()) return -1;
+  for (int i = 0; i < iters; ++i) {
+    if (!fn().ok()) return -1;
+  }
+  if (!stop->Record(nullptr).ok()) return -1;
+  auto ms = stop->ElapsedMsSince(*start);
+  return ms.ok() ? *ms / iters : -1;
+}
+
+void Row(const std::string& name, double ms, double flops, double bytes, double peak_tflops,
+         double peak_gbs) {
+  if (ms < 0) {
+    std::printf("| %-34s | %9s | %8s | %6s | %8s | %6s |\n", name.c_str(), "failed", "", "", "",
+                "");
+    return;
+  }
+  const double tflops = flops / (ms * 1e-3) * 1e-12, gbs = bytes / (ms * 1e-3) * 1e-9;
+  std::printf("| %-34s | %9.4f | %8.2f | %5.1f%% | %8.1f | %5.1f%% |\n", name.c_str(), ms, tflops,
+              peak_tflops > 0 ? 100 * tflops / peak_tflops : 0.0, gbs, 100 * gbs / peak_gbs);
+}
+
+}  // namespace
+
+int main() {
+  auto info = kc::QueryDevice(0);
+  if (!info.ok()) {
+    std::printf("gpu_bench: no device (%s)\n", info.status().ToString().c_str());
+    return 0;
+  }
+  std::printf("%s sm_%d, %d SMs, %.2f GHz, peak bf16 %.0f TF, fp8 %.0f TF, %.0f GB/s\n",
+              info->name.c_str(), info->sm, info->multiprocessors, info->clock_ghz,
+              info->PeakBf16Tflops(), info->PeakFp8Tflops(), info->memory_bandwidth_gbs);
+  std::printf("| %-34s | %9s | %8s | %6s | %8s | %6s |\n", "case", "ms", "TFLOP/s", "%peak",
+              "GB/s", "%peak");
+  const double bw = info->memory_bandwidth_gbs;
+  const int64_t n = 8192, k = 8192;
+  kc::DeviceBuffer w4 = Zeros(n * k / 2), sf = Zeros(n * k / 16), x = Zeros(4096 * k * 2),
+                   y = Zeros(4096 * n * 4);
+  for (int64_t m : {1, 16, 512, 4096}) {
+    kc::W4A16Weights w{kc::W4Format::kNvfp4, w4.as<uint8_t>(), sf.as<uint8_t>(), 1.0f};
+    const double ms = TimeMs([&] {
+      return kc::W4A16Gemm(w, n, k, x.as<uint16_t>(), m, nullptr, y.as<float>(), nullptr);
+    });
+    Row("w4a16 nvfp4 m=" + std::to_string(m) + " 8192x8192", ms, 2.0 * m * n * k,
+        n * k / 2 + n * k / 16 + m * k * 2 + m * n * 4, info->PeakBf16Tflops(), bw);
+  }
+  if (auto lt = kc::CublasLtGemm::Create(); lt.ok()) {
+    kc::DeviceBuffer w8 = Zeros(n * k), x8 = Zeros(4096 * k), sw = Zeros(n * 4),
+                     sx = Zeros(4096 * 4), yb = Zeros(4096 * n * 2);
+    for (int64_t m : {16, 4096}) {
+      const kc::Fp8GemmProblem p{n, k, kc::Fp8ActScale::kPerToken, kc::Fp8WeightScale::kPerChannel};
+      auto path = kc::ChooseFp8Path(p, info->sm);
+      if (!path.ok()) break;
+      const kc::Fp8GemmArgs a{w8.as<uint8_t>(), sw.as<float>(), x8.as<uint8_t>(), sx.as<float>(),
+                              m, yb.as<uint16_t>(), y.as<float>()};
+      const double ms = TimeMs([&] { return kc::Fp8Gemm(**lt, p, *path, a, nullptr); });
+      Row("fp8 " + std::string(kc::Fp8PathName(*path)) + " m=" + std::to_string(m), ms,
+          2.0 * m * n * k, n * k + m * k + m * n * 2, info->PeakFp8Tflops(), bw);
+    }
+  }
+  {
+    const int64_t rows = 4096, kk = 8192;
+    kc::DeviceBuffer q = Zeros(rows * kk), s = Zeros(rows * 4), g = Zeros(rows * 4);
+    Row("fp8 per-token quant 4096x8192", TimeMs([&] {
+          return kc::QuantizeFp8PerToken(y.as<float>(), rows, kk, nullptr, 0.0f, q.as<uint8_t>(),
+                                         s.as<float>(), nullptr);
+        }), 0, rows * kk * 5.0, 0, bw);
+    Row("nvfp4 quant 4096x8192", TimeMs([&] {
+          return kc::QuantizeNvfp4(y.as<float>(), rows, kk, g.as<float>(), 1, q.as<uint8_t>(),
+                                   s.as<uint8_t>(), nullptr);
+        }), 0, rows * kk * 4.5, 0, bw);
+  }
+  {
+    const int64_t seqs = 32, ctx = 4096, heads = 32, kv_heads = 8, d = 128, bt = 16;
+    const int64_t blocks = seqs * ctx / bt, block_floats = bt * kv_heads * d;
+    kc::DeviceBuffer pool = Zeros(blocks * 2 * block_floats * 4);
+    std::vector<int32_t> tables(blocks), seq(seqs), lens(seqs, ctx);
+    for (int64_t i = 0; i < blocks; ++i) tables[i] = static_cast<int32_t>(i);
+    for (int64_t i = 0; i < seqs; ++i) seq[i] = static_cast<int32_t>(i);
+    auto dt = kc::DeviceBuffer::FromVector(tables);
+    auto ds = kc::DeviceBuffer::FromVector(seq);
+    auto dl = kc::DeviceBuffer::FromVector(lens);
+    kc::DeviceBuffer q = Zeros(seqs * heads * d * 4), o = Zeros(seqs * heads * d * 4);
+    const kc::DevicePagedKv kv{pool.as<float>(), 2 * block_floats, 0, block_floats, bt, kv_heads,
+                               d};
+    const kc::AttentionBatch batch{dt->as<int32_t>(), ctx / bt, ds->as<int32_t>(), nullptr,
+                                   dl->as<int32_t>()};
+    Row("paged decode attn 32 seq x 4096 ctx", TimeMs([&] {
+          return kc::PagedAttention(q.as<float>(), seqs, heads, kv, batch, 0.088f, o.as<float>(),
+                                    nullptr);
+        }), 4.0 * seqs * heads * ctx * d, 2.0 * seqs * ctx * kv_heads * d * 4, 0, bw);
+  }
+  return 0;
+}

@@ -1,0 +1,285 @@
+// Device tests of every CUDA kernel against the CPU reference on random data. Quantizers must
+// match bit for bit; everything else within a per-format NMSE bound. Each test GTEST_SKIP()s
+// when no device is usable.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/quant/activation_quant.h"
+#include "kernels/cpu/quant/fp4_matmul.h"
+#include "kernels/cpu/quant/fp8_matmul.h"
+#include "kernels/cpu/quant/int_weight_only_matmul.h"
+#include "kernels/cpu/rope.h"
+#include "kernels/cuda/activation_quant.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/fp8_gemm.h"
+#include "kernels/cuda/w4a16_gemm.h"
+#include "kernels/numeric/half.h"
+#include "tests/kernels/cuda/cuda_test_util.h"
+
+namespace tessera::kernels::cuda {
+namespace {
+
+using testing::Alloc;
+using testing::Download;
+using testing::Nmse;
+using testing::RandomBytes;
+using testing::RandomFloats;
+using testing::Upload;
+
+TEST(ActivationQuantDeviceTest, Fp8PerTokenMatchesCpuBitForBit) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const int64_t rows = 37, k = 1000;
+  std::vector<float> x = RandomFloats(rows * k, 3.0f, 1);
+  x[5] = 0;  // and a row of zeros
+  for (int64_t i = 0; i < k; ++i) x[2 * k + i] = 0;
+  std::vector<uint8_t> q_ref(rows * k);
+  std::vector<float> s_ref(rows);
+  const float ub = 5.0f;
+  cpu::QuantizeFp8PerToken(x.data(), rows, k, &ub, cpu::kFp8PerTokenMinScale, q_ref.data(),
+                           s_ref.data());
+  DeviceBuffer dx = Upload(x), dub = Upload(std::vector<float>{ub});
+  DeviceBuffer dq = Alloc(rows * k), ds = Alloc(rows * 4);
+  ASSERT_TRUE(QuantizeFp8PerToken(dx.as<float>(), rows, k, dub.as<float>(),
+                                  cpu::kFp8PerTokenMinScale, dq.as<uint8_t>(), ds.as<float>(),
+                                  nullptr).ok());
+  EXPECT_EQ(Download<uint8_t>(dq, rows * k), q_ref);
+  EXPECT_EQ(Download<float>(ds, rows), s_ref);
+}
+
+TEST(ActivationQuantDeviceTest, Fp8PerTokenGroupMatchesCpuInBothLayouts) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const int64_t rows = 9, k = 1000, group = 128, groups = cpu::NumGroups(k, group);
+  std::vector<float> x = RandomFloats(rows * k, 2.0f, 2);
+  std::vector<uint8_t> q_ref(rows * k);
+  std::vector<float> s_ref(rows * groups);
+  cpu::QuantizeFp8PerTokenGroup(x.data(), rows, k, group, cpu::kFp8PerTokenGroupEps, q_ref.data(),
+                                s_ref.data());
+  DeviceBuffer dx = Upload(x), dq = Alloc(rows * k), ds = Alloc(rows * groups * 4);
+  for (GroupScaleLayout layout : {GroupScaleLayout::kRowMajor, GroupScaleLayout::kGroupMajor}) {
+    ASSERT_TRUE(QuantizeFp8PerTokenGroup(dx.as<float>(), rows, k, group,
+                                         cpu::kFp8PerTokenGroupEps, layout, dq.as<uint8_t>(),
+                                         ds.as<float>(), nullptr).ok());
+    EXPECT_EQ(Download<uint8_t>(dq, rows * k), q_ref);
+    const std::vector<float> s = Download<float>(ds, rows * groups);
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t g = 0; g < groups; ++g) {
+        const float got = layout == GroupScaleLayout::kRowMajor ? s[m * groups + g]
+                                                                : s[g * rows + m];
+        EXPECT_EQ(got, s_ref[m * groups + g]);
+      }
+    }
+  }
+}
+
+TEST(ActivationQuantDeviceTest, Nvfp4MatchesCpuBitForBit) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const int64_t rows = 11, k = 512;
+  std::vector<float> x = RandomFloats(rows * k, 1.5f, 3);
+  std::vector<float> g_ref(rows);
+  cpu::Nvfp4DynamicGlobalScalePerRow(x.data(), rows, k, g_ref.data());
+  std::vector<uint8_t> q_ref(rows * k / 2), sf_ref(rows * k / 16);
+  ASSERT_TRUE(cpu::QuantizeNvfp4(x.data(), rows, k, g_ref.data(), 1, q_ref.data(), sf_ref.data()));
+  DeviceBuffer dx = Upload(x), dg = Alloc(rows * 4), dq = Alloc(rows * k / 2),
+               dsf = Alloc(rows * k / 16);
+  ASSERT_TRUE(Nvfp4DynamicGlobalScalePerRow(dx.as<float>(), rows, k, dg.as<float>(), nullptr).ok());
+  EXPECT_EQ(Download<float>(dg, rows), g_ref);
+  ASSERT_TRUE(QuantizeNvfp4(dx.as<float>(), rows, k, dg.as<float>(), 1, dq.as<uint8_t>(),
+                            dsf.as<uint8_t>(), nullptr).ok());
+  EXPECT_EQ(Download<uint8_t>(dq, rows * k / 2), q_ref);
+  EXPECT_EQ(Download<uint8_t>(dsf, rows * k / 16), sf_ref);
+}
+
+TEST(ElementwiseDeviceTest, RmsNormSwiGluEmbeddingRope) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const int64_t rows = 5, n = 896;
+  std::vector<float> x = RandomFloats(rows * n, 1.0f, 4), w = RandomFloats(n, 1.0f, 5);
+  std::vector<float> ref(rows * n);
+  cpu::RmsNorm(x.data(), w.data(), rows, n, 1e-6f, ref.data());
+  DeviceBuffer dx = Upload(x), dw = Upload(w), dout = Alloc(rows * n * 4),
+               dbf = Alloc(rows * n * 2);
+  ASSERT_TRUE(RmsNorm(dx.as<float>(), dw.as<float>(), rows, n, 1e-6f, dout.as<float>(),
+                      dbf.as<uint16_t>(), nullptr).ok());
+  EXPECT_LT(Nmse(Download<float>(dout, rows * n), ref), 1e-12);
+
+  std::vector<float> up = RandomFloats(rows * n, 1.0f, 6), swi(rows * n);
+  cpu::SwiGlu(x.data(), up.data(), rows * n, swi.data());
+  DeviceBuffer dup = Upload(up);
+  ASSERT_TRUE(SwiGlu(dx.as<float>(), dup.as<float>(), rows * n, dout.as<float>(), nullptr,
+                     nullptr).ok());
+  EXPECT_LT(Nmse(Download<float>(dout, rows * n), swi), 1e-12);
+
+  const std::vector<int32_t> tokens = {3, 0, 7};
+  std::vector<uint16_t> table(10 * n);
+  for (size_t i = 0; i < table.size(); ++i) table[i] = numeric::FloatToBf16(0.01f * i);
+  DeviceBuffer dt = Upload(table), dtok = Upload(tokens);
+  ASSERT_TRUE(Embedding(dt.data(), TableDtype::kBf16, 10, n, dtok.as<int32_t>(), 3,
+                        dout.as<float>(), nullptr).ok());
+  const std::vector<float> emb = Download<float>(dout, 3 * n);
+  for (int r = 0; r < 3; ++r) {
+    for (int64_t i = 0; i < n; i += 97) {
+      EXPECT_EQ(emb[r * n + i], numeric::Bf16ToFloat(table[tokens[r] * n + i]));
+    }
+  }
+
+  const int64_t heads = 4, head_dim = 128;
+  std::vector<float> q = RandomFloats(3 * heads * head_dim, 1.0f, 7), q_ref = q;
+  std::vector<float> inv_freq(head_dim / 2);
+  for (int64_t i = 0; i < head_dim / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / head_dim);
+  const std::vector<int32_t> pos = {0, 17, 40000};
+  for (int t = 0; t < 3; ++t) {
+    cpu::ApplyRope(q_ref.data() + t * heads * head_dim, heads, head_dim, head_dim, pos[t],
+                   inv_freq.data(), cpu::RopePairing::kRotateHalf);
+  }
+  DeviceBuffer dq = Upload(q), dpos = Upload(pos), dfreq = Upload(inv_freq);
+  ASSERT_TRUE(Rope(dq.as<float>(), 3, heads, head_dim, head_dim, dpos.as<int32_t>(),
+                   dfreq.as<float>(), RopePairing::kRotateHalf, nullptr).ok());
+  EXPECT_LT(Nmse(Download<float>(dq, q.size()), q_ref), 1e-10);
+}
+
+TEST(AttentionDeviceTest, PagedDecodeAndPrefillMatchCpu) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const int64_t layers = 2, kv_heads = 2, heads = 8, d = 128, block_tokens = 16, blocks = 12;
+  const int64_t block_floats = block_tokens * kv_heads * d;
+  std::vector<float> pool = RandomFloats(blocks * layers * 2 * block_floats, 1.0f, 8);
+  // Sequence 0: blocks {5, 2, 9} with 40 positions; sequence 1: blocks {0, 7} with 17.
+  const std::vector<int32_t> tables = {5, 2, 9, 0, 7, 0};
+  const int64_t max_blocks = 3, layer = 1;
+  // Query tokens: the decode token of seq 0 and three prefill tokens of seq 1 (causal).
+  const std::vector<int32_t> token_seq = {0, 1, 1, 1};
+  const std::vector<int32_t> lens = {40, 15, 16, 17};
+  std::vector<float> q = RandomFloats(4 * heads * d, 1.0f, 9), ref(4 * heads * d);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  for (int t = 0; t < 4; ++t) {
+    std::vector<const float*> kb, vb;
+    for (int b = 0; b < max_blocks; ++b) {
+      const float* base = pool.data() + (tables[token_seq[t] * max_blocks + b] * layers + layer) *
+                                            2 * block_floats;
+      kb.push_back(base);
+      vb.push_back(base + block_floats);
+    }
+    cpu::PagedKvView view{kb.data(), vb.data(), block_tokens, kv_heads, d};
+    std::vector<float> scratch(lens[t]);
+    cpu::PagedAttention(q.data() + t * heads * d, heads, view, lens[t], scale, 0, heads,
+                        scratch.data(), ref.data() + t * heads * d);
+  }
+  DeviceBuffer dpool = Upload(pool), dtables = Upload(tables), dseq = Upload(token_seq),
+               dlens = Upload(lens), dq = Upload(q), dout = Alloc(q.size() * 4);
+  DevicePagedKv kv{dpool.as<float>(), layers * 2 * block_floats, layer * 2 * block_floats,
+                   block_floats, block_tokens, kv_heads, d};
+  AttentionBatch batch{dtables.as<int32_t>(), max_blocks, dseq.as<int32_t>(), nullptr,
+                       dlens.as<int32_t>()};
+  ASSERT_TRUE(PagedAttention(dq.as<float>(), 4, heads, kv, batch, scale, dout.as<float>(),
+                             nullptr).ok());
+  EXPECT_LT(Nmse(Download<float>(dout, q.size()), ref), 1e-10);
+}
+
+// x rounded to bf16 is what the kernel sees; the reference gets the same values.
+std::vector<uint16_t> ToBf16(std::vector<float>& x) {
+  std::vector<uint16_t> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    out[i] = numeric::FloatToBf16(x[i]);
+    x[i] = numeric::Bf16ToFloat(out[i]);
+  }
+  return out;
+}
+
+class W4A16DeviceTest : public ::testing::TestWithParam<W4Format> {};
+
+TEST_P(W4A16DeviceTest, MatchesCpuReference) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const W4Format format = GetParam();
+  for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 256, 512}, {5, 200, 256},
+                         {33, 384, 1024}}) {
+    std::vector<float> x = RandomFloats(m * k, 1.0f, 10);
+    const std::vector<uint16_t> xb = ToBf16(x);
+    const std::vector<uint8_t> packed = RandomBytes(n * k / 2, 11);
+    std::vector<float> ref(m * n), bias = RandomFloats(n, 1.0f, 12);
+    W4A16Weights w;
+    w.format = format;
+    DeviceBuffer dpacked = Upload(packed), dscales, dzeros, dsf;
+    std::vector<uint8_t> sf;
+    std::vector<float> scales, zeros;
+    const int64_t group = 128;
+    if (format == W4Format::kNvfp4) {
+      sf = RandomBytes(n * k / 16, 13, 0x20, 0x50);
+      cpu::Nvfp4Weights cw{packed.data(), sf.data(), 0.37f};
+      ASSERT_TRUE(cpu::MatmulNvfp4W4A16(cw, n, k, x.data(), m, bias.data(), ref.data(), 0, n));
+      w.global_scale = 0.37f;
+    } else if (format == W4Format::kMxfp4) {
+      sf = RandomBytes(n * k / 32, 14, 120, 130);
+      cpu::Mxfp4Weights cw{packed.data(), sf.data()};
+      ASSERT_TRUE(cpu::MatmulMxfp4W4A16(cw, n, k, x.data(), m, bias.data(), ref.data(), 0, n));
+    } else {
+      scales = RandomFloats(n * k / group, 0.01f, 15);
+      zeros = std::vector<float>(n * k / group, 8.0f);
+      cpu::IntWeights cw{cpu::IntWeightPacking::kU4Pairs, packed.data(), scales.data(),
+                         zeros.data(), k / group, group, nullptr};
+      ASSERT_TRUE(cpu::MatmulIntWeightOnly(cw, n, k, x.data(), m, bias.data(), ref.data(), 0, n));
+      dscales = Upload(scales);
+      dzeros = Upload(zeros);
+      w.scales = dscales.as<float>();
+      w.zeros = dzeros.as<float>();
+      w.group_size = group;
+    }
+    if (!sf.empty()) {
+      dsf = Upload(sf);
+      w.block_scales = dsf.as<uint8_t>();
+    }
+    w.packed = dpacked.as<uint8_t>();
+    DeviceBuffer dx = Upload(xb), dbias = Upload(bias), dy = Alloc(m * n * 4);
+    ASSERT_TRUE(W4A16Gemm(w, n, k, dx.as<uint16_t>(), m, dbias.as<float>(), dy.as<float>(),
+                          nullptr).ok());
+    // NVFP4/MXFP4 weights are exact in bf16: only f32 summation order differs. INT4 weights
+    // are rounded to bf16 (relative error 2^-9 per weight, NMSE ~ 2^-18 / 3).
+    const double bound = format == W4Format::kInt4 ? 1e-5 : 1e-10;
+    EXPECT_LT(Nmse(Download<float>(dy, m * n), ref), bound) << m << "x" << n << "x" << k;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, W4A16DeviceTest,
+                         ::testing::Values(W4Format::kNvfp4, W4Format::kMxfp4, W4Format::kInt4));
+
+TEST(Fp8GemmDeviceTest, PerTokenPerChannelMatchesCpu) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  auto info = QueryDevice(0);
+  const Fp8GemmProblem p{512, 1024, Fp8ActScale::kPerToken, Fp8WeightScale::kPerChannel};
+  absl::StatusOr<Fp8Path> path = ChooseFp8Path(p, info->sm);
+  if (!path.ok()) GTEST_SKIP() << path.status();
+  auto lt = CublasLtGemm::Create();
+  ASSERT_TRUE(lt.ok()) << lt.status();
+  const int64_t m = 24;
+  std::vector<float> x = RandomFloats(m * p.k, 1.0f, 16);
+  std::vector<uint8_t> qx(m * p.k);
+  std::vector<float> sx(m);
+  cpu::QuantizeFp8PerToken(x.data(), m, p.k, nullptr, cpu::kFp8PerTokenMinScale, qx.data(),
+                           sx.data());
+  std::vector<uint8_t> qw = RandomBytes(p.n * p.k, 17, 0, 0x76);  // finite, mixed signs
+  for (size_t i = 0; i < qw.size(); i += 2) qw[i] |= 0x80;
+  std::vector<float> sw = RandomFloats(p.n, 0.01f, 18);
+  for (float& s : sw) s = std::fabs(s) + 1e-3f;
+  std::vector<float> ref(m * p.n);
+  cpu::Fp8Weights cw{qw.data(), cpu::Fp8WeightScaleLayout::kPerRow, sw.data(), 0, 0};
+  cpu::Fp8Activations ca{qx.data(), cpu::Fp8ActScaleLayout::kPerToken, sx.data(), 0};
+  ASSERT_TRUE(cpu::MatmulFp8W8A8(cw, p.n, p.k, ca, m, nullptr, ref.data(), 0, p.n));
+  DeviceBuffer dqw = Upload(qw), dsw = Upload(sw), dqx = Upload(qx), dsx = Upload(sx),
+               dy = Alloc(m * p.n * 2), dscratch = Alloc(m * p.n * 4);
+  const Fp8GemmArgs args{dqw.as<uint8_t>(), dsw.as<float>(), dqx.as<uint8_t>(), dsx.as<float>(),
+                         m, dy.as<uint16_t>(), dscratch.as<float>()};
+  ASSERT_TRUE(Fp8Gemm(**lt, p, *path, args, nullptr).ok());
+  ASSERT_TRUE(Fp8Gemm(**lt, p, *path, args, nullptr).ok());  // second call hits the plan cache
+  EXPECT_EQ((*lt)->cached_plans(), 1);
+  const std::vector<uint16_t> y = Download<uint16_t>(dy, m * p.n);
+  std::vector<float> got(y.size());
+  for (size_t i = 0; i < y.size(); ++i) got[i] = numeric::Bf16ToFloat(y[i]);
+  EXPECT_LT(Nmse(got, ref), 1e-5);  // bf16 output rounding dominates (2^-18 / 3)
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cuda
