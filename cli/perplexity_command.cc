@@ -9,6 +9,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "engine/model/decoder_model.h"
 #include "engine/model/perplexity.h"
 #include "engine/runtime/engine_loader.h"
 

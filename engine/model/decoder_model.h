@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/backend/linear.h"
+#include "engine/model/decoder.h"
 #include "engine/io/tensor_store.h"
 #include "engine/model/model_config.h"
 #include "engine/model/weight_names.h"
@@ -19,14 +20,6 @@
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::model {
-
-// New tokens of one sequence for one step. Positions continue from kv->length.
-struct SequenceChunk {
-  runtime::SequenceKv* kv = nullptr;
-  absl::Span<const int32_t> tokens;
-  bool all_logits = false;   // logits for every new position (perplexity, tests)
-  bool last_logits = true;   // logits for the last new position (generation)
-};
 
 // Builds the Linear for one named module from its tensors; lets quantized formats plug in.
 class LinearFactory {
@@ -42,7 +35,7 @@ class LinearFactory {
 // The default factory: DenseLinear over the mapped tensor (f32, bf16, f16, GGUF blocks).
 std::unique_ptr<LinearFactory> MakeDenseLinearFactory(kernels::cpu::ThreadPool* pool);
 
-class DecoderModel {
+class DecoderModel : public Decoder {
  public:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
@@ -56,7 +49,9 @@ class DecoderModel {
                                                             LinearFactory& factory,
                                                             kernels::cpu::ThreadPool* pool);
 
-  const ModelConfig& config() const { return config_; }
+  const ModelConfig& config() const override { return config_; }
+  std::string device() const override { return "cpu"; }
+  bool uses_host_kv_storage() const override { return true; }
   const std::vector<Layer>& layers() const { return layers_; }
   const backend::Linear& lm_head() const { return *lm_head_; }
 
@@ -65,7 +60,7 @@ class DecoderModel {
   // [rows, vocab] in chunk order: every position of all_logits chunks, else the last position of
   // last_logits chunks.
   absl::Status Forward(absl::Span<const SequenceChunk> chunks, runtime::KvCache& cache,
-                       std::vector<float>* logits);
+                       std::vector<float>* logits) override;
 
  private:
   absl::Status EmbedToken(int32_t token, float* out) const;

@@ -8,7 +8,7 @@
 namespace tessera::model {
 
 absl::StatusOr<PerplexityResult> ComputePerplexity(
-    DecoderModel& model, absl::Span<const int32_t> tokens, int64_t n_ctx, int32_t bos_id,
+    Decoder& model, absl::Span<const int32_t> tokens, int64_t n_ctx, int32_t bos_id,
     const std::function<void(int64_t, double)>& progress) {
   const int64_t vocab = model.config().vocab_size;
   if (n_ctx < 4) return absl::InvalidArgumentError("ctx must be at least 4");
@@ -22,7 +22,8 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(
         "the text has %d tokens, fewer than one window of ctx %d", tokens.size(), n_ctx));
   }
   const auto& c = model.config();
-  runtime::KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, (n_ctx + 15) / 16);
+  runtime::KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, (n_ctx + 15) / 16,
+                         model.uses_host_kv_storage());
   PerplexityResult result;
   result.n_ctx = n_ctx;
   double nll_sum = 0, nll2_sum = 0;

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/model/decoder_model.h"
+#include "engine/model/decoder.h"
 
 namespace tessera::model {
 
@@ -27,7 +27,7 @@ struct PerplexityResult {
 
 // `progress` (optional) is called after each window with (window index, its perplexity).
 absl::StatusOr<PerplexityResult> ComputePerplexity(
-    DecoderModel& model, absl::Span<const int32_t> tokens, int64_t n_ctx, int32_t bos_id,
+    Decoder& model, absl::Span<const int32_t> tokens, int64_t n_ctx, int32_t bos_id,
     const std::function<void(int64_t, double)>& progress = nullptr);
 
 }  // namespace tessera::model

@@ -5,12 +5,14 @@
 namespace tessera::runtime {
 
 KvCache::KvCache(int64_t num_layers, int64_t kv_heads, int64_t head_dim, int64_t block_tokens,
-                 int64_t num_blocks)
+                 int64_t num_blocks, bool host_storage)
     : num_layers_(num_layers),
       block_tokens_(block_tokens),
       num_blocks_(num_blocks),
       block_floats_(block_tokens * kv_heads * head_dim),
-      storage_(static_cast<size_t>(num_blocks * num_layers * 2 * block_tokens * kv_heads * head_dim)) {
+      storage_(host_storage ? static_cast<size_t>(num_blocks * num_layers * 2 * block_tokens *
+                                                  kv_heads * head_dim)
+                            : 0) {
   free_.reserve(num_blocks);
   for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }

@@ -21,8 +21,10 @@ struct SequenceKv {
 
 class KvCache {
  public:
+  // host_storage: allocate the K/V floats here (CPU backend); false when a device backend keeps
+  // the blocks in its own memory and uses this object only as the block allocator.
   KvCache(int64_t num_layers, int64_t kv_heads, int64_t head_dim, int64_t block_tokens,
-          int64_t num_blocks);
+          int64_t num_blocks, bool host_storage = true);
 
   int64_t block_tokens() const { return block_tokens_; }
   int64_t num_blocks() const { return num_blocks_; }

@@ -57,7 +57,7 @@ void RequestHandle::Push(TokenEvent event) {
 // ---------------------------------------------------------------------------------------------
 // Scheduler
 
-Scheduler::Scheduler(model::DecoderModel& model, const tokenizer::Tokenizer& tokenizer,
+Scheduler::Scheduler(model::Decoder& model, const tokenizer::Tokenizer& tokenizer,
                      SchedulerOptions options)
     : model_(model), tokenizer_(tokenizer), options_(options) {
   const auto& c = model_.config();
@@ -69,7 +69,8 @@ Scheduler::Scheduler(model::DecoderModel& model, const tokenizer::Tokenizer& tok
     options_.kv_blocks = per_seq * std::max(1, options_.max_running);
   }
   cache_ = std::make_unique<KvCache>(c.num_layers, c.num_kv_heads, c.head_dim,
-                                     options_.kv_block_tokens, options_.kv_blocks);
+                                     options_.kv_block_tokens, options_.kv_blocks,
+                                     model_.uses_host_kv_storage());
 }
 
 Scheduler::~Scheduler() { Stop(); }

@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/model/decoder_model.h"
+#include "engine/model/decoder.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/sampler.h"
 #include "engine/runtime/sampling_params.h"
@@ -113,7 +113,7 @@ struct SchedulerStats {
 class Scheduler {
  public:
   // The model and tokenizer must outlive the scheduler.
-  Scheduler(model::DecoderModel& model, const tokenizer::Tokenizer& tokenizer,
+  Scheduler(model::Decoder& model, const tokenizer::Tokenizer& tokenizer,
             SchedulerOptions options);
   ~Scheduler();  // stops the engine thread; pending requests finish with kCancelled
 
@@ -137,7 +137,7 @@ class Scheduler {
   void Step();
   void Finish(Sequence& seq, FinishReason reason, absl::Status status);
 
-  model::DecoderModel& model_;
+  model::Decoder& model_;
   const tokenizer::Tokenizer& tokenizer_;
   SchedulerOptions options_;
   std::unique_ptr<KvCache> cache_;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "engine/model/model_source.h"
+#include "engine/model/decoder_model.h"
 #include "engine/model/perplexity.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
