@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Sets up, builds, and runs the project's main job. Until the gRPC server lands this is
-# `tessera inspect` on the repo's own GGUF fixture (written by gguf-py).
+# Sets up, builds, and runs the project's main job: `tessera serve` on the built-in demo model
+# (gRPC on 0.0.0.0:50051, Prometheus metrics on 0.0.0.0:9090). Extra arguments go to `serve`,
+# e.g. `./tools/run.sh --model ../shared/models/stories260K/stories260K.gguf`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./tools/setup.sh
 ./tools/build.sh tessera
-exec "${BUILD_DIR:-build/release}/cli/tessera" inspect tests/data/io/gguf/blocks.gguf "$@"
+exec "${BUILD_DIR:-build/release}/cli/tessera" serve "$@"
