@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/model/decoder_model.h"
+#include "engine/model/decoder.h"
 #include "engine/runtime/engine_loader.h"
 #include "engine/tokenizer/tokenizer.h"
 
@@ -33,7 +33,8 @@ struct LoadedModel {
   std::vector<PlanRow> plan;
   std::unique_ptr<runtime::LoadedEngine> engine;
 
-  model::DecoderModel& model() const { return *engine->model; }
+  // The decoder, whichever backend runs it (the scheduler steps it).
+  model::Decoder& model() const { return *engine->model; }
   const tokenizer::Tokenizer& tokenizer() const { return *engine->tokenizer; }
   const model::ModelConfig& config() const { return engine->model->config(); }
   double load_seconds() const { return engine->load_seconds; }

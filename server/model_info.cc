@@ -29,8 +29,7 @@ tessera::v1::ModelInfo BuildModelInfo(const LoadedModel& model,
     r->set_in_features(row.in_features);
   }
   info.set_backend(model.backend());
-  // The decoder runs on the CPU backend only, for now.
-  info.set_device("cpu");
+  info.set_device(model.model().device());
   const runtime::SchedulerOptions& o = scheduler.options();
   tessera::v1::Limits* limits = info.mutable_limits();
   limits->set_max_running_requests(o.max_running);

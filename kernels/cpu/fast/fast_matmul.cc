@@ -293,9 +293,9 @@ void TiledPath(const FastWeights& w, const float* x, int64_t rows, const float* 
   // About 256 KiB of decoded weights per tile: stays in L2 while all rows stream past it.
   const int64_t tile_cols =
       std::clamp<int64_t>((int64_t{1} << 16) / kpad / kTileCols * kTileCols, kTileCols, 64);
-  // Rows go in blocks of about 256 KiB of activations, so a block stays in L2 while every column
-  // tile passes; the weights are decoded once per row block (amortized over >= 8 rows).
-  const int64_t row_block = std::max<int64_t>(8, (int64_t{1} << 16) / kpad / 4 * 4);
+  // Rows go in blocks of about 512 KiB of activations, so a block stays in L2 while every column
+  // tile passes; the weights are re-read and decoded once per row block (>= 16 rows).
+  const int64_t row_block = std::max<int64_t>(16, (int64_t{1} << 17) / kpad / 4 * 4);
   s.tile.resize(tile_cols * kpad);
   s.scales.resize(w.k / 32 + 1);
   s.out.resize(std::min(rows, row_block) * kTileCols);
