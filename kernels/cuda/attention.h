@@ -45,8 +45,8 @@ absl::Status AppendKv(const float* k, const float* v, int64_t tokens, const Devi
                       const AttentionBatch& batch, cudaStream_t stream);
 
 // out[t, h, :] = softmax(scale * q[t, h, :] · K[0..len)ᵀ) · V[0..len) for q, out
-// [tokens, heads, head_dim]. head_dim must be a multiple of 32 and at most 256; heads a multiple
-// of kv_heads. A token with context length 0 gets zeros.
+// [tokens, heads, head_dim]. head_dim must be at most 256 (any value: lanes past it idle); heads
+// a multiple of kv_heads. A token with context length 0 gets zeros.
 absl::Status PagedAttention(const float* q, int64_t tokens, int64_t heads,
                             const DevicePagedKv& kv, const AttentionBatch& batch, float scale,
                             float* out, cudaStream_t stream);
