@@ -57,6 +57,22 @@ TEST_P(QuantFixtureTest, PlanDequantizedWeightsAndLogits) {
   EXPECT_EQ(down->SchemeName(), c.mlp_scheme) << plan.ToTable();
   EXPECT_NE(q->Describe().find(c.attn_describe_has), std::string::npos) << q->Describe();
   EXPECT_TRUE(IsHighPrecision(plan.Find("lm_head")->weight_format)) << plan.ToTable();
+  // Every layer of the producer's plan: ignored layers run unquantized, the others quantized
+  // with the producer's bit width.
+  for (const auto& [key, entry] : expected["layer_plan"].items()) {
+    std::string module = entry.contains("hf_module") && entry["hf_module"].is_string()
+                             ? entry["hf_module"].get<std::string>()
+                             : key;
+    if (module == "output.weight") module = "lm_head";  // GGUF's name for it
+    if (module == "model.embed_tokens" || module == "token_embd.weight") continue;  // not linear
+    const LinearSpec* spec = plan.Find(module);
+    ASSERT_NE(spec, nullptr) << module;
+    const bool ignored = entry.value("ignored", false);
+    EXPECT_EQ(ignored, IsHighPrecision(spec->weight_format)) << module << ": " << spec->Describe();
+    if (!ignored && entry.contains("weight") && entry["weight"].contains("num_bits")) {
+      EXPECT_EQ(WeightBits(spec->weight_format), entry["weight"]["num_bits"].get<int>()) << module;
+    }
+  }
 
   // Dequantized weights: bit for bit (float ==, so ModelOpt's +0 for code -0 also passes).
   auto want_file = io::SafetensorsFile::Open(kDir + c.name + "/expected.safetensors");
