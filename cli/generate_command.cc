@@ -63,6 +63,9 @@ int RunGenerate(const std::vector<std::string>& argv) {
   auto engine = runtime::LoadEngine(args->GetString("model"), {.threads = static_cast<int>(*threads), .precision_plan_path = args->GetString("precision_plan")});
   if (!engine.ok()) return Fail(engine.status());
   auto& e = **engine;
+  if (args->GetString("prompt").empty()) {
+    return Fail(absl::InvalidArgumentError("--prompt: the prompt is empty"));
+  }
   const bool add_bos = !args->GetBool("no_bos");
   auto ids = e.tokenizer->Encode(args->GetString("prompt"), add_bos);
   if (!ids.ok()) return Fail(ids.status());
