@@ -29,6 +29,7 @@ const std::vector<FlagSpec> kFlags = {
     {"prompt", false, "prompt tokens per sequence (default 128)"},
     {"gen", false, "generated tokens per sequence (default 128)"},
     {"threads", false, "CPU threads (default: all)"},
+    {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
     {"seed", false, "seed of the random prompts (default 0)"},
     {"help", true, "show this help"},
 };
@@ -96,7 +97,8 @@ int RunBench(const std::vector<std::string>& argv) {
 
   auto engine = runtime::LoadEngine(args->GetString("model"),
                                     {.threads = static_cast<int>(*threads),
-                                     .precision_plan_path = args->GetString("precision_plan")});
+                                     .precision_plan_path = args->GetString("precision_plan"),
+                                     .cpu_int8_activations = args->GetBool("cpu_int8_activations")});
   if (!engine.ok()) return Fail(engine.status());
   auto& e = **engine;
   const auto& c = e.model->config();

@@ -24,7 +24,9 @@ std::vector<FlagSpec> Flags() {
       {"server", false, "stream from a running tessera server at ADDR instead"},
       {"prompt", false, "prompt text"},
       {"threads", false, "CPU threads (default: all)"},
+      {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
       {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
+      {"device", false, "cpu (default), cuda or cuda:N"},
       {"no_bos", true, "do not add the BOS token"},
       {"log_level", false, "debug, info, warning, error"},
       {"help", true, "show this help"},
@@ -60,7 +62,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
   runtime::GenerationRequest request;
   if (absl::Status s = ParseSamplingFlags(*args, &request); !s.ok()) return Fail(s);
 
-  auto engine = runtime::LoadEngine(args->GetString("model"), {.threads = static_cast<int>(*threads), .precision_plan_path = args->GetString("precision_plan")});
+  auto engine = runtime::LoadEngine(args->GetString("model"), {.threads = static_cast<int>(*threads), .precision_plan_path = args->GetString("precision_plan"), .cpu_int8_activations = args->GetBool("cpu_int8_activations"), .device = args->Has("device") ? args->GetString("device") : std::string("cpu")});
   if (!engine.ok()) return Fail(engine.status());
   auto& e = **engine;
   if (args->GetString("prompt").empty()) {

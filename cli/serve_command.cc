@@ -43,6 +43,8 @@ std::vector<FlagSpec> Flags() {
       {"kv_cache_tokens", false, "KV cache size in tokens (default: max_running full contexts)"},
       {"prefill_chunk_tokens", false, "prompt tokens prefilled per engine step (default 256)"},
       {"threads", false, "CPU threads (default: all)"},
+      {"device", false, "cpu (default), cuda or cuda:N"},
+      {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
       {"tls_cert", false, "PEM certificate chain: serve gRPC over TLS"},
       {"tls_key", false, "PEM private key for --tls_cert"},
       {"api_key_file", false, "require 'authorization: Bearer KEY' (one key per line)"},
@@ -166,7 +168,10 @@ int RunServe(const std::vector<std::string>& argv) {
   std::fflush(stdout);
 
   auto model = server::LoadModel(args->GetString("model"), static_cast<int>(*threads),
-                                 args->GetString("precision_plan"));
+                                 args->GetString("precision_plan"),
+                                 args->GetBool("cpu_int8_activations"),
+                                 args->Has("device") ? args->GetString("device") : "cpu",
+                                 sched_opts->kv_blocks);
   if (!model.ok()) {
     (*server)->Shutdown();
     return finish(Fail(model.status()));

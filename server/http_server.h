@@ -3,22 +3,20 @@
 // stalled). It exists beside gRPC because Prometheus scrapes HTTP and plain HTTP probes are what
 // load balancers and humans with curl have.
 //
-// Built on civetweb's C API directly rather than prometheus-cpp's Exposer: the Exposer (1.0.1)
-// can only serve registries, with no way to add the two health handlers, and a second HTTP port
-// just for them would be one more thing to configure and expose. civetweb is what the Exposer
-// runs on anyway (libcivetweb-dev comes with prometheus-cpp-dev), and its C API reports errors
-// as return values instead of C++ exceptions.
+// A deliberately small HTTP/1.1 server on POSIX sockets with one accept thread: three GET routes,
+// one response per connection. Not civetweb: its worker threads get a compiled-in ~100 KB stack,
+// and once cuBLASLt (94 KB of static TLS) is linked into the binary glibc refuses to create them
+// (EINVAL); not prometheus-cpp's Exposer either, which cannot serve the health routes.
 #ifndef TESSERA_SERVER_HTTP_SERVER_H_
 #define TESSERA_SERVER_HTTP_SERVER_H_
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "absl/status/statusor.h"
-
-struct mg_context;
-struct mg_connection;
 
 namespace tessera::server {
 
@@ -36,7 +34,7 @@ class HttpServer {
                                                            Handlers handlers);
   // Use Start(); public only so that Start can use std::make_unique.
   explicit HttpServer(Handlers handlers) : handlers_(std::move(handlers)) {}
-  ~HttpServer();  // stops serving and joins civetweb's threads
+  ~HttpServer();  // stops serving and joins the accept thread
   HttpServer(const HttpServer&) = delete;
   HttpServer& operator=(const HttpServer&) = delete;
 
@@ -44,13 +42,14 @@ class HttpServer {
   int port() const { return port_; }
 
  private:
-  static int HandleMetrics(mg_connection* conn, void* self);
-  static int HandleHealthz(mg_connection* conn, void* self);
-  static int HandleReadyz(mg_connection* conn, void* self);
+  void AcceptLoop();
+  void Serve(int fd);
 
   Handlers handlers_;
-  mg_context* ctx_ = nullptr;
+  int listen_fd_ = -1;
   int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
 };
 
 }  // namespace tessera::server

@@ -1,5 +1,6 @@
 #include "server/loaded_model.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "engine/common/logging.h"
 #include "engine/common/status_macros.h"
@@ -51,8 +52,15 @@ std::string LoadedModel::backend() const {
 }
 
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path, int threads,
-                                                       const std::string& precision_plan_path) {
+                                                       const std::string& precision_plan_path,
+                                                       bool cpu_int8_activations,
+                                                       const std::string& device,
+                                                       int64_t kv_blocks) {
   auto lm = std::make_unique<LoadedModel>();
+  if (path.empty() && !device.empty() && device != "cpu") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--device ", device, ": the built-in demo model runs on the CPU only (pass --model)"));
+  }
   if (path.empty()) {
     lm->name = "demo";
     lm->is_demo = true;
@@ -62,6 +70,9 @@ absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path, 
     runtime::EngineOptions options;
     options.threads = threads;
     options.precision_plan_path = precision_plan_path;
+    options.cpu_int8_activations = cpu_int8_activations;
+    options.device = device;
+    options.kv_blocks = kv_blocks;
     TESSERA_ASSIGN_OR_RETURN(lm->engine, runtime::LoadEngine(path, options));
   }
   if (lm->tokenizer().vocab_size() > lm->config().vocab_size) {

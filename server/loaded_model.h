@@ -44,9 +44,14 @@ struct LoadedModel {
 
 // Loads `path` (an HF directory or a .gguf file); an empty path loads the built-in demo model.
 // `precision_plan_path` (may be empty) is a plan file with override rules. `threads` <= 0 uses
-// every hardware thread.
+// every hardware thread. `cpu_int8_activations`: see runtime::EngineOptions (ignored for the
+// demo model, which has no GGUF layers). `device` and `kv_blocks`: see runtime::EngineOptions
+// (the demo runs on the CPU only).
 absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path, int threads,
-                                                       const std::string& precision_plan_path = "");
+                                                       const std::string& precision_plan_path = "",
+                                                       bool cpu_int8_activations = false,
+                                                       const std::string& device = "cpu",
+                                                       int64_t kv_blocks = 0);
 
 }  // namespace tessera::server
 

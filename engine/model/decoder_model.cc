@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/backend/cpu/dense_linear.h"
 #include "engine/common/status_macros.h"
+#include "engine/model/kv_cache_scales.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/matmul_reference.h"
@@ -62,9 +63,11 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(const ModelConf
                                                                  const io::TensorStore& store,
                                                                  NamingScheme naming,
                                                                  LinearFactory& factory,
-                                                                 kc::ThreadPool* pool) {
+                                                                 kc::ThreadPool* pool,
+                                                                 runtime::KvCacheFormat kv_format) {
   TESSERA_RETURN_IF_ERROR(config.Validate());
   auto m = std::make_unique<DecoderModel>();
+  m->kv_format_ = kv_format;
   m->config_ = config;
   m->pool_ = pool;
   m->inv_freq_ = RopeInverseFrequencies(config);
@@ -107,6 +110,11 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(const ModelConf
     TESSERA_ASSIGN_OR_RETURN(L.gate, linear(i, LayerTensor::kGate, std::nullopt, c.intermediate_size, c.hidden_size));
     TESSERA_ASSIGN_OR_RETURN(L.up, linear(i, LayerTensor::kUp, std::nullopt, c.intermediate_size, c.hidden_size));
     TESSERA_ASSIGN_OR_RETURN(L.down, linear(i, LayerTensor::kDown, std::nullopt, c.hidden_size, c.intermediate_size));
+    if (kv_format == runtime::KvCacheFormat::kFp8E4m3) {
+      TESSERA_ASSIGN_OR_RETURN(KvCacheScales kvs, ReadKvCacheScales(store, i));
+      L.k_scale = kvs.k_scale;
+      L.v_scale = kvs.v_scale;
+    }
     m->layers_.push_back(std::move(L));
   }
   // An absent lm_head means tied embeddings (GGUF omits output.weight; HF sets the flag).
@@ -132,6 +140,11 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
                                    std::vector<float>* logits) {
   const ModelConfig& c = config_;
   // Validate everything before touching the cache, so a bad request changes nothing.
+  if (cache.format() != kv_format_) {
+    return absl::FailedPreconditionError(
+        "KV cache format differs from the one the model was loaded for (kv_cache_format())");
+  }
+  const bool fp8_kv = kv_format_ == runtime::KvCacheFormat::kFp8E4m3;
   int64_t total = 0;
   for (const SequenceChunk& ch : chunks) {
     if (ch.tokens.empty()) return absl::InvalidArgumentError("a sequence chunk has no tokens");
@@ -212,6 +225,11 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
       const int32_t block = seq.blocks[row_pos[r] / cache.block_tokens()];
       const int64_t slot = row_pos[r] % cache.block_tokens();
+      if (fp8_kv) {
+        kc::EncodeKvFp8(kr, KV, L.k_scale, cache.KBlockFp8(li, block) + slot * KV);
+        kc::EncodeKvFp8(v.data() + r * KV, KV, L.v_scale, cache.VBlockFp8(li, block) + slot * KV);
+        continue;
+      }
       std::copy(kr, kr + KV, cache.KBlock(li, block) + slot * KV);
       std::copy(v.data() + r * KV, v.data() + (r + 1) * KV, cache.VBlock(li, block) + slot * KV);
     }
@@ -219,9 +237,23 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     auto attend = [&](int64_t b, int64_t e) {
       std::vector<float> scratch(max_ctx);
       std::vector<const float*> kb, vb;
+      std::vector<const uint8_t*> kb8, vb8;
       for (int64_t idx = b; idx < e; ++idx) {
         const int64_t r = idx / c.num_heads, head = idx % c.num_heads;
         const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
+        if (fp8_kv) {  // E4M3 blocks, decoded on the fly with this layer's scales
+          kb8.clear();
+          vb8.clear();
+          for (int32_t blk : seq.blocks) {
+            kb8.push_back(cache.KBlockFp8(li, blk));
+            vb8.push_back(cache.VBlockFp8(li, blk));
+          }
+          kc::PagedKvViewFp8 view{kb8.data(), vb8.data(), cache.block_tokens(), c.num_kv_heads,
+                                  c.head_dim, L.k_scale, L.v_scale};
+          kc::PagedAttentionFp8(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale, head,
+                                head + 1, scratch.data(), attn.data() + r * Q);
+          continue;
+        }
         kb.clear();
         vb.clear();
         for (int32_t blk : seq.blocks) {

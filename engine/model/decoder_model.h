@@ -40,14 +40,17 @@ class DecoderModel : public Decoder {
   struct Layer {
     std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
     std::unique_ptr<backend::Linear> q, k, v, o, gate, up, down;
+    float k_scale = 1.0f, v_scale = 1.0f;  // FP8 KV cache (kv_cache_scales.h)
   };
 
-  // `store` must outlive the model (weights stay memory-mapped).
-  static absl::StatusOr<std::unique_ptr<DecoderModel>> Load(const ModelConfig& config,
-                                                            const io::TensorStore& store,
-                                                            NamingScheme naming,
-                                                            LinearFactory& factory,
-                                                            kernels::cpu::ThreadPool* pool);
+  // `store` must outlive the model (weights stay memory-mapped). `kv_format` kFp8E4m3 reads the
+  // per-layer k/v scales (missing: 1.0); Forward then needs a cache of that format.
+  static absl::StatusOr<std::unique_ptr<DecoderModel>> Load(
+      const ModelConfig& config, const io::TensorStore& store, NamingScheme naming,
+      LinearFactory& factory, kernels::cpu::ThreadPool* pool,
+      runtime::KvCacheFormat kv_format = runtime::KvCacheFormat::kF32);
+
+  runtime::KvCacheFormat kv_cache_format() const { return kv_format_; }
 
   const ModelConfig& config() const override { return config_; }
   std::string device() const override { return "cpu"; }
@@ -72,6 +75,7 @@ class DecoderModel : public Decoder {
   std::unique_ptr<backend::Linear> lm_head_;
   std::vector<float> inv_freq_;
   kernels::cpu::ThreadPool* pool_ = nullptr;
+  runtime::KvCacheFormat kv_format_ = runtime::KvCacheFormat::kF32;
 };
 
 }  // namespace tessera::model

@@ -49,7 +49,9 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
                      (spec->weight_format >= WeightFormat::kGgufQ8_0);
   if (dense && spec->source.rfind("dequantized from", 0) != 0) {
     TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(weight_name));
-    TESSERA_ASSIGN_OR_RETURN(auto l, backend::cpu::DenseLinear::Create(view, std::move(bias), pool_));
+    const bool int8_acts = spec->activation == quant::ActivationFormat::kInt8Block32;
+    TESSERA_ASSIGN_OR_RETURN(auto l, backend::cpu::DenseLinear::Create(view, std::move(bias), pool_,
+                                                                       int8_acts));
     return std::unique_ptr<backend::Linear>(std::move(l));
   }
   if (dense) {

@@ -120,10 +120,15 @@ absl::Status UnpackCtPacked(const LinearSpec& s, const std::string& p, const io:
   return absl::OkStatus();
 }
 
-// AWQ GEMM (and Quark int4 in the same layout): qweight [K, N/8] along N with the AWQ nibble
-// order; qzeros [K/g, N/8] likewise; scales [K/g, N].
+// AWQ GEMM (and Quark int4/uint4 in the same layout): qweight [K, N/8] along N with the AWQ
+// nibble order; qzeros [K/g, N/8] likewise; scales [K/g, N]. `twos_complement` (Quark int4:
+// amd-quark's Pack_4_bits writes value & 0xF and sign-extends on unpack) maps a nibble c to the
+// offset-binary code c ^ 8 = signed(c) + 8, and the zero point likewise (absent: signed 0 -> 8),
+// so that code - zero = signed(c) - signed(z) in the shared (q - z) * s dequantization.
 absl::Status UnpackAwq(const LinearSpec& s, const std::string& qname, const std::string& zname,
-                       const std::string& sname, const io::TensorStore& st, PackedWeights& w) {
+                       const std::string& sname, bool twos_complement, const io::TensorStore& st,
+                       PackedWeights& w) {
+  const uint32_t flip = twos_complement ? 8 : 0;
   static constexpr int kRev[8] = {0, 4, 1, 5, 2, 6, 3, 7};
   const int64_t n = s.n, k = s.k, groups = k / s.group_size, cols = n / 8;
   TESSERA_ASSIGN_OR_RETURN(std::vector<int32_t> qw, Ints(st, qname));
@@ -132,7 +137,7 @@ absl::Status UnpackAwq(const LinearSpec& s, const std::string& qname, const std:
   for (int64_t kk = 0; kk < k; ++kk) {
     for (int64_t c = 0; c < cols; ++c) {
       const uint32_t word = static_cast<uint32_t>(qw[kk * cols + c]);
-      for (int j = 0; j < 8; ++j) w.bytes[(8 * c + j) * k + kk] = (word >> (4 * kRev[j])) & 15;
+      for (int j = 0; j < 8; ++j) w.bytes[(8 * c + j) * k + kk] = ((word >> (4 * kRev[j])) & 15) ^ flip;
     }
   }
   w.scales.resize(n * groups);
@@ -146,7 +151,7 @@ absl::Status UnpackAwq(const LinearSpec& s, const std::string& qname, const std:
       w.scales[c * groups + gi] = sc[gi * n + c];
       if (!qz.empty()) {
         const uint32_t word = static_cast<uint32_t>(qz[gi * cols + c / 8]);
-        w.zeros[c * groups + gi] = static_cast<float>((word >> (4 * kRev[c % 8])) & 15);
+        w.zeros[c * groups + gi] = static_cast<float>(((word >> (4 * kRev[c % 8])) & 15) ^ flip);
       }
     }
   }
@@ -256,9 +261,11 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
       return w;
     case WeightFormat::kInt4Awq:
       if (src.rfind("quark", 0) == 0) {
-        TESSERA_RETURN_IF_ERROR(UnpackAwq(spec, p + ".weight", p + ".weight_zero_point", p + ".weight_scale", st, w));
+        const bool twos_complement = src.rfind("quark int4", 0) == 0;
+        TESSERA_RETURN_IF_ERROR(UnpackAwq(spec, p + ".weight", p + ".weight_zero_point", p + ".weight_scale",
+                                          twos_complement, st, w));
       } else {
-        TESSERA_RETURN_IF_ERROR(UnpackAwq(spec, p + ".qweight", p + ".qzeros", p + ".scales", st, w));
+        TESSERA_RETURN_IF_ERROR(UnpackAwq(spec, p + ".qweight", p + ".qzeros", p + ".scales", false, st, w));
       }
       w.q = w.bytes.data();
       return w;

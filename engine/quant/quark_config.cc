@@ -1,7 +1,7 @@
 // AMD Quark (quant-formats.md §4.1, §5.5, §6.2, §7.3, §9.4): exclude (names, globs, re:), then
 // layer_quant_config (fnmatch keys, first match), layer_type_quant_config (by class), then
 // global_quant_config. Specs: fp8_e4m3, int8, int4/uint4 per-group (AWQ layout under Quark
-// names), fp4 (MXFP4 with E8M0 scales).
+// names; int4 nibbles are two's complement), fp4 (MXFP4 with E8M0 scales).
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -90,7 +90,9 @@ class QuarkConfig : public QuantConfig {
       s.group_size = g;
       s.weight_scale_dtype = std::string(io::DTypeName(sc.dtype));
       if (store.Contains(prefix + ".weight_zero_point")) s.zero_point = ZeroPointKind::kInt;
-      s.source = "quark int4 (awq-gemm layout)";
+      // amd-quark's Pack_4_bits stores int4 as two's-complement nibbles (value & 0xF) and uint4
+      // as plain codes; the unpacker needs to know which (it sign-extends int4).
+      s.source = dtype == "int4" ? "quark int4 (awq-gemm layout)" : "quark uint4 (awq-gemm layout)";
       return s;
     }
     if (dtype == "fp4") {

@@ -1,16 +1,93 @@
 #include "engine/runtime/engine_loader.h"
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "engine/common/logging.h"
 #include "engine/backend/cpu/cpu_kernel_selector.h"
+#include "engine/common/logging.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/plan_linear_factory.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "engine/backend/cuda/cuda_decoder.h"
+#include "engine/backend/cuda/cuda_kernel_selector.h"
+#endif
 
 namespace tessera::runtime {
+namespace {
+
+[[maybe_unused]] absl::Status NoCudaBackend(const std::string& device) {
+  return absl::UnimplementedError(absl::StrCat(
+      "--device ", device, ": this build has no CUDA backend (configure with "
+      "-DTESSERA_ENABLE_CUDA=ON)"));
+}
+
+// The plan for the chosen backend and the decoder that runs it, on `e` (whose source, pool and
+// quant config are set).
+absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cuda_ordinal) {
+  if (cuda_ordinal < 0) {
+    TESSERA_ASSIGN_OR_RETURN(quant::PrecisionPlan plan,
+                             ResolvePlan(e.source, *e.quant_config, options.precision_plan_path,
+                                       options.cpu_int8_activations));
+    e.plan = std::make_unique<quant::PrecisionPlan>(std::move(plan));
+    TLOG_INFO("%s", e.plan->ToTable());
+    for (const std::string& w : e.plan->warnings()) TLOG_WARNING("%s", w);
+    e.factory = std::make_unique<model::PlanLinearFactory>(*e.plan, *e.quant_config, e.pool.get());
+    TESSERA_ASSIGN_OR_RETURN(e.model,
+                             model::DecoderModel::Load(e.source.config, *e.source.store,
+                                                       e.source.naming, *e.factory, e.pool.get()));
+    return absl::OkStatus();
+  }
+#ifdef TESSERA_HAVE_CUDA
+  TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info,
+                           backend::cuda::OpenCudaDevice(cuda_ordinal));
+  const backend::cuda::CudaKernelSelector selector(info.sm);
+  TESSERA_ASSIGN_OR_RETURN(quant::PrecisionPlan plan,
+                           ResolvePlan(e.source, *e.quant_config, options.precision_plan_path,
+                                       false, &selector));
+  e.plan = std::make_unique<quant::PrecisionPlan>(std::move(plan));
+  TLOG_INFO("%s", e.plan->ToTable());
+  for (const std::string& w : e.plan->warnings()) TLOG_WARNING("%s", w);
+  TESSERA_ASSIGN_OR_RETURN(
+      e.model, backend::cuda::CudaDecoder::Create(e.source, *e.plan, *e.quant_config,
+                                                  cuda_ordinal, options.kv_blocks,
+                                                  options.kv_block_tokens));
+  return absl::OkStatus();
+#else
+  return NoCudaBackend(options.device);
+#endif
+}
+
+// A CUDA device is usable (or why not) before the model is read, so `--device cuda:0` on a
+// machine without a GPU fails in milliseconds with the runtime's reason.
+absl::Status CheckDevice([[maybe_unused]] const EngineOptions& options, int cuda_ordinal) {
+  if (cuda_ordinal < 0) return absl::OkStatus();
+#ifdef TESSERA_HAVE_CUDA
+  return backend::cuda::OpenCudaDevice(cuda_ordinal).status();
+#else
+  return NoCudaBackend(options.device);
+#endif
+}
+
+}  // namespace
+
+absl::StatusOr<int> ParseDevice(const std::string& device) {
+  if (device.empty() || device == "cpu") return -1;
+  if (device == "cuda") return 0;
+  int ordinal = 0;
+  if (device.rfind("cuda:", 0) == 0 && absl::SimpleAtoi(device.substr(5), &ordinal) &&
+      ordinal >= 0) {
+    return ordinal;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--device: '", device, "' is not cpu, cuda or cuda:N"));
+}
 
 absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path,
                                                          const EngineOptions& options) {
   const absl::Time start = absl::Now();
+  // The device string is checked before anything is read, so a typo fails fast.
+  TESSERA_ASSIGN_OR_RETURN(const int cuda_ordinal, ParseDevice(options.device));
+  TESSERA_RETURN_IF_ERROR(CheckDevice(options, cuda_ordinal));
   auto e = std::make_unique<LoadedEngine>();
   TESSERA_ASSIGN_OR_RETURN(e->source, model::ModelSource::Open(path));
   if (const io::GgufFile* g = e->source.gguf()) {
@@ -22,34 +99,30 @@ absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path
   const std::string directory = e->source.is_hf() ? path : "";
   TESSERA_ASSIGN_OR_RETURN(e->quant_config,
                            quant::ParseQuantConfig(e->source.config_json, directory, *e->source.store));
-  TESSERA_ASSIGN_OR_RETURN(quant::PrecisionPlan plan,
-                           ResolvePlan(e->source, *e->quant_config, options.precision_plan_path));
-  e->plan = std::make_unique<quant::PrecisionPlan>(std::move(plan));
-  TLOG_INFO("%s", e->plan->ToTable());
-  for (const std::string& w : e->plan->warnings()) TLOG_WARNING("%s", w);
-  e->factory = std::make_unique<model::PlanLinearFactory>(*e->plan, *e->quant_config, e->pool.get());
-  TESSERA_ASSIGN_OR_RETURN(e->model, model::DecoderModel::Load(e->source.config, *e->source.store,
-                                                                e->source.naming, *e->factory,
-                                                                e->pool.get()));
+  TESSERA_RETURN_IF_ERROR(BuildDecoder(*e, options, cuda_ordinal));
   e->load_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const auto& c = e->source.config;
   TLOG_INFO("loaded %s: %s, %d layers, hidden %d, heads %d/%d, vocab %d, context %d; tokenizer %s; "
-            "%d threads; %.3f s",
+            "%d threads; device %s; %.3f s",
             path, c.ArchitectureName(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
-            c.vocab_size, c.max_context, e->tokenizer->Describe(), e->pool->size(), e->load_seconds);
+            c.vocab_size, c.max_context, e->tokenizer->Describe(), e->pool->size(),
+            e->model->device(), e->load_seconds);
   return e;
 }
 
 absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& source,
                                                  const quant::QuantConfig& quant_config,
-                                                 const std::string& precision_plan_path) {
+                                                 const std::string& precision_plan_path,
+                                                 bool cpu_int8_activations,
+                                                 const quant::KernelSelector* backend) {
   quant::PlanOverrides overrides;
   if (!precision_plan_path.empty()) {
     TESSERA_ASSIGN_OR_RETURN(overrides, quant::PlanOverrides::FromFile(precision_plan_path));
   }
   const auto modules = model::DecoderLinearModules(source.config, source.naming, *source.store);
-  backend::cpu::CpuKernelSelector cpu;
-  return quant::PrecisionPlan::Resolve(modules, quant_config, *source.store, overrides, cpu);
+  backend::cpu::CpuKernelSelector cpu(cpu_int8_activations);
+  return quant::PrecisionPlan::Resolve(modules, quant_config, *source.store, overrides,
+                                       backend != nullptr ? *backend : cpu);
 }
 
 }  // namespace tessera::runtime

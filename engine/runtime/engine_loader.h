@@ -1,6 +1,9 @@
 // LoadEngine: everything a command needs to run a model, built in load-path order (design.md §2):
 // open the source, read the config, build the tokenizer, prepare every linear layer, and time it.
-// `tessera generate`, `perplexity`, `serve` and `bench` all load through here.
+// `tessera generate`, `perplexity`, `serve` and `bench` all load through here. EngineOptions::device
+// picks the backend: "cpu" (model::DecoderModel) or "cuda" / "cuda:N" (the plan is resolved with
+// CudaKernelSelector for that device's sm and a backend::cuda::CudaDecoder runs it; only in builds
+// with TESSERA_HAVE_CUDA, else UNIMPLEMENTED).
 #ifndef TESSERA_ENGINE_RUNTIME_ENGINE_LOADER_H_
 #define TESSERA_ENGINE_RUNTIME_ENGINE_LOADER_H_
 
@@ -8,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "engine/model/decoder.h"
 #include "engine/model/decoder_model.h"
 #include "engine/model/model_source.h"
 #include "engine/quant/precision_plan.h"
@@ -22,8 +26,8 @@ struct LoadedEngine {
   std::unique_ptr<kernels::cpu::ThreadPool> pool;
   std::unique_ptr<quant::QuantConfig> quant_config;
   std::unique_ptr<quant::PrecisionPlan> plan;
-  std::unique_ptr<model::LinearFactory> factory;
-  std::unique_ptr<model::DecoderModel> model;
+  std::unique_ptr<model::LinearFactory> factory;  // CPU only
+  std::unique_ptr<model::Decoder> model;  // model::DecoderModel or backend::cuda::CudaDecoder
   std::unique_ptr<tokenizer::Tokenizer> tokenizer;
   double load_seconds = 0;
 };
@@ -31,12 +35,28 @@ struct LoadedEngine {
 struct EngineOptions {
   int threads = 0;  // 0 = all hardware threads
   std::string precision_plan_path;  // a plan file with override rules; empty = checkpoint as is
+  // GGUF Q4_0/Q8_0 layers quantize their activations to int8 blocks of 32 (llama.cpp's method,
+  // VNNI kernels): faster, but results differ from f32 activations by the activation rounding.
+  bool cpu_int8_activations = false;
+  std::string device = "cpu";  // "cpu", "cuda" (= cuda:0) or "cuda:N"
+  // CUDA only: the device KV pool, in blocks of kv_block_tokens positions (the scheduler's
+  // KvCache must use the same block size and at most this many blocks). 0: sized from free
+  // device memory.
+  int64_t kv_blocks = 0;
+  int64_t kv_block_tokens = 16;
 };
+
+// "cpu" (or empty) -> -1, "cuda" -> 0, "cuda:N" -> N; anything else is INVALID_ARGUMENT naming
+// --device.
+absl::StatusOr<int> ParseDevice(const std::string& device);
 
 // Resolves the precision plan of an opened model without preparing weights (for inspect).
 absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& source,
                                                  const quant::QuantConfig& quant_config,
-                                                 const std::string& precision_plan_path);
+                                                 const std::string& precision_plan_path,
+                                                 bool cpu_int8_activations = false,
+                                                 const quant::KernelSelector* backend = nullptr);
+// (`backend` null: the CPU selector, with cpu_int8_activations.)
 
 absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path,
                                                          const EngineOptions& options);

@@ -4,15 +4,26 @@
 
 namespace tessera::runtime {
 
+std::optional<KvCacheFormat> ParseKvCacheFormat(std::string_view name) {
+  if (name == "f32") return KvCacheFormat::kF32;
+  if (name == "fp8") return KvCacheFormat::kFp8E4m3;
+  return std::nullopt;
+}
+
 KvCache::KvCache(int64_t num_layers, int64_t kv_heads, int64_t head_dim, int64_t block_tokens,
-                 int64_t num_blocks, bool host_storage)
+                 int64_t num_blocks, bool host_storage, KvCacheFormat format)
     : num_layers_(num_layers),
       block_tokens_(block_tokens),
       num_blocks_(num_blocks),
       block_floats_(block_tokens * kv_heads * head_dim),
-      storage_(host_storage ? static_cast<size_t>(num_blocks * num_layers * 2 * block_tokens *
-                                                  kv_heads * head_dim)
-                            : 0) {
+      format_(format) {
+  const size_t elements =
+      host_storage ? static_cast<size_t>(num_blocks * num_layers * 2 * block_floats_) : 0;
+  if (format == KvCacheFormat::kF32) {
+    storage_.resize(elements);
+  } else {
+    bytes_.resize(elements);
+  }
   free_.reserve(num_blocks);
   for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));
 }

@@ -1,17 +1,26 @@
 // The paged KV cache: a fixed pool of blocks, each holding K and V for `block_tokens` positions of
 // every layer, handed out by a free-list allocator; a sequence owns a block table (SequenceKv).
 // Memory is allocated once at start-up, so admission control can reason in blocks and a finished
-// or cancelled sequence returns its blocks immediately.
+// or cancelled sequence returns its blocks immediately. Two storage formats: F32 (exact) and FP8
+// E4M3 bytes (quant-formats.md §10: the model stores sat_e4m3(k / k_scale) and attention decodes
+// fp32(kv8) * k_scale on the fly), which holds a quarter of the bytes per position.
 #ifndef TESSERA_ENGINE_RUNTIME_KV_CACHE_H_
 #define TESSERA_ENGINE_RUNTIME_KV_CACHE_H_
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 
 namespace tessera::runtime {
+
+enum class KvCacheFormat { kF32, kFp8E4m3 };
+
+// "f32" / "fp8" (the --kv_cache_dtype spelling); nullopt for anything else.
+std::optional<KvCacheFormat> ParseKvCacheFormat(std::string_view name);
 
 // The blocks and filled length of one sequence.
 struct SequenceKv {
@@ -21,10 +30,14 @@ struct SequenceKv {
 
 class KvCache {
  public:
-  // host_storage: allocate the K/V floats here (CPU backend); false when a device backend keeps
-  // the blocks in its own memory and uses this object only as the block allocator.
+  // host_storage: allocate the K/V here (CPU backend); false when a device backend keeps the
+  // blocks in its own memory and uses this object only as the block allocator. `format` picks
+  // float or E4M3-byte blocks; only the matching accessors below are valid.
   KvCache(int64_t num_layers, int64_t kv_heads, int64_t head_dim, int64_t block_tokens,
-          int64_t num_blocks, bool host_storage = true);
+          int64_t num_blocks, bool host_storage = true,
+          KvCacheFormat format = KvCacheFormat::kF32);
+
+  KvCacheFormat format() const { return format_; }
 
   int64_t block_tokens() const { return block_tokens_; }
   int64_t num_blocks() const { return num_blocks_; }
@@ -45,17 +58,24 @@ class KvCache {
   // [block_tokens, kv_heads, head_dim] for one layer of one block.
   float* KBlock(int64_t layer, int32_t block) { return Block(layer, block, 0); }
   float* VBlock(int64_t layer, int32_t block) { return Block(layer, block, 1); }
+  // The same layout in E4M3 bytes (format kFp8E4m3).
+  uint8_t* KBlockFp8(int64_t layer, int32_t block) { return BlockFp8(layer, block, 0); }
+  uint8_t* VBlockFp8(int64_t layer, int32_t block) { return BlockFp8(layer, block, 1); }
 
  private:
-  float* Block(int64_t layer, int32_t block, int kv) {
-    return storage_.data() + ((block * num_layers_ + layer) * 2 + kv) * block_floats_;
+  int64_t Offset(int64_t layer, int32_t block, int kv) const {
+    return ((block * num_layers_ + layer) * 2 + kv) * block_floats_;
   }
+  float* Block(int64_t layer, int32_t block, int kv) { return storage_.data() + Offset(layer, block, kv); }
+  uint8_t* BlockFp8(int64_t layer, int32_t block, int kv) { return bytes_.data() + Offset(layer, block, kv); }
 
   int64_t num_layers_;
   int64_t block_tokens_;
   int64_t num_blocks_;
   int64_t block_floats_;
-  std::vector<float> storage_;
+  KvCacheFormat format_;
+  std::vector<float> storage_;   // format kF32
+  std::vector<uint8_t> bytes_;   // format kFp8E4m3
   std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
 };
 

@@ -23,6 +23,24 @@ struct PagedKvView {
 void PagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
                     float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out);
 
+// FP8 E4M3 blocks (quant-formats.md §10): element = fp32(byte) * k_scale (v_scale for V), decoded
+// on the fly; otherwise the same arithmetic, in the same order, as PagedAttention.
+struct PagedKvViewFp8 {
+  const uint8_t* const* k_blocks;
+  const uint8_t* const* v_blocks;
+  int64_t block_tokens;
+  int64_t kv_heads;
+  int64_t head_dim;
+  float k_scale;
+  float v_scale;
+};
+
+void PagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv, int64_t context_len,
+                       float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out);
+
+// Stores `count` values as sat_e4m3(x / scale) (the division, as vLLM's scaled_vec_conversion).
+void EncodeKvFp8(const float* x, int64_t count, float scale, uint8_t* out);
+
 }  // namespace tessera::kernels::cpu
 
 #endif  // TESSERA_KERNELS_CPU_ATTENTION_H_

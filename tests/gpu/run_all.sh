@@ -10,7 +10,8 @@ jobs="${JOBS:-2}"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTESSERA_ENABLE_CUDA=ON \
   "-DCMAKE_CUDA_ARCHITECTURES=$archs" >/dev/null || exit 1
 tests=(kernels_cuda_no_device_test kernels_cuda_device_test kernels_cuda_ptxas_report_test
-       engine_backend_cuda_selector_test)
+       engine_backend_cuda_selector_test engine_backend_cuda_arena_test
+       engine_backend_cuda_decoder_test engine_loader_device_test)
 ninja -C "$build" -j"$jobs" "${tests[@]}" tessera_gpu_bench || exit 1
 status=0
 summary=()

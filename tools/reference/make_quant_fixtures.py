@@ -1538,6 +1538,17 @@ BUILDERS = {
 DEFAULT = list(BUILDERS)[:11]
 
 
+def _spec_builder(fn):
+    """Builders of tools/reference/quant_fixtures_quark.py get this module for its helpers."""
+    return lambda n: fn(sys.modules[__name__], n)
+
+
+# spec-built AMD Quark and gpt-oss mxfp4 fixtures (beyond the default set; build by name)
+import quant_fixtures_quark  # noqa: E402  (this script's directory is sys.path[0])
+
+BUILDERS.update({n: _spec_builder(f) for n, f in quant_fixtures_quark.builders().items()})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("names", nargs="*", help="fixtures to (re)build; default: the default set")

@@ -27,6 +27,15 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kMxfp4:
       spec->kernel = "cpu/mxfp4-w4a16-ref";
       break;
+    case WeightFormat::kGgufQ4_0: case WeightFormat::kGgufQ8_0:
+      if (int8_activations_) {
+        spec->activation = ActivationFormat::kInt8Block32;
+        spec->activation_scale = quant::ScaleGranularity::kGroup;
+        spec->activation_group = 32;
+        spec->kernel = absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-vnni");
+        break;
+      }
+      [[fallthrough]];
     default:
       spec->kernel = absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-ref");
   }

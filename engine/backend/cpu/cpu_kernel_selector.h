@@ -11,8 +11,14 @@ namespace tessera::backend::cpu {
 
 class CpuKernelSelector : public quant::KernelSelector {
  public:
+  // int8_activations: run GGUF Q4_0/Q8_0 layers with int8 (Q8_0-block) activations and the VNNI
+  // kernels (a: q8_0 act) instead of exact f32 activations.
+  explicit CpuKernelSelector(bool int8_activations = false) : int8_activations_(int8_activations) {}
   std::string name() const override { return "cpu"; }
   absl::Status Select(quant::LinearSpec* spec) const override;
+
+ private:
+  bool int8_activations_;
 };
 
 }  // namespace tessera::backend::cpu

@@ -1,8 +1,11 @@
 #include "engine/backend/cpu/dense_linear.h"
 
+#include <functional>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/cpu/fast/ggml_repack.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
 
 namespace tessera::backend::cpu {
 
@@ -24,7 +27,8 @@ absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorVi
 
 absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::TensorView& weight,
                                                                  std::vector<float> bias,
-                                                                 kernels::cpu::ThreadPool* pool) {
+                                                                 kernels::cpu::ThreadPool* pool,
+                                                                 bool int8_activations) {
   if (weight.rank() != 2) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tensor '%s' has shape %s, expected a 2-D [out, in] weight", weight.name, weight.ShapeString()));
@@ -35,12 +39,23 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
-  return std::make_unique<DenseLinear>(*enc, weight, std::move(bias), pool);
+  if (int8_activations && !(enc->ggml && (*enc->ggml == kernels::cpu::GgmlBlockType::kQ4_0 ||
+                                           *enc->ggml == kernels::cpu::GgmlBlockType::kQ8_0))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s': int8 activations need Q4_0 or Q8_0 weights, not %s", weight.name,
+        io::DTypeName(weight.dtype)));
+  }
+  return std::make_unique<DenseLinear>(*enc, weight, std::move(bias), pool, int8_activations);
 }
 
 DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
-                         std::vector<float> bias, kernels::cpu::ThreadPool* pool)
-    : enc_(enc), weight_(weight), bias_(std::move(bias)), pool_(pool) {
+                         std::vector<float> bias, kernels::cpu::ThreadPool* pool,
+                         bool int8_activations)
+    : enc_(enc),
+      weight_(weight),
+      bias_(std::move(bias)),
+      pool_(pool),
+      int8_activations_(int8_activations) {
   namespace kf = kernels::cpu::fast;
   const int64_t n = weight_.shape[0], k = weight_.shape[1];
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
@@ -65,9 +80,24 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
 void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
   const int64_t n = out_features();
   const float* bias = bias_.empty() ? nullptr : bias_.data();
-  auto run = [&](int64_t b, int64_t e) {
-    kernels::cpu::fast::FastMatmul(fast_, x, rows, bias, y, b, e);
-  };
+  namespace kf = kernels::cpu::fast;
+  std::function<void(int64_t, int64_t)> run;
+  kf::Q8Acts acts;
+  if (int8_activations_) {
+    // Quantized once per call, before the column split; the buffer is reused across calls (one
+    // Forward at a time per thread).
+    thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> scratch;
+    thread_local int64_t scratch_bytes = 0;
+    const int64_t need = kf::Q8ActScratchBytes(rows, in_features());
+    if (need > scratch_bytes) {
+      scratch = hwy::AllocateAligned<uint8_t>(need);
+      scratch_bytes = need;
+    }
+    acts = kf::QuantizeActsQ8Block32(fast_.format, x, rows, in_features(), scratch.get());
+    run = [&](int64_t b, int64_t e) { kf::Q8ActMatmul(fast_, acts, bias, y, b, e); };
+  } else {
+    run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, x, rows, bias, y, b, e); };
+  }
   if (pool_ != nullptr) {
     pool_->ParallelFor(n, 16, run);
   } else {
@@ -76,6 +106,10 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
 }
 
 std::string DenseLinear::Describe() const {
+  if (int8_activations_) {
+    return absl::StrCat(io::DTypeName(weight_.dtype), " x q8_0 act / cpu-",
+                        kernels::cpu::fast::Q8ActKernelName());
+  }
   return absl::StrCat(io::DTypeName(weight_.dtype), " / cpu-fast-",
                       kernels::cpu::fast::FastTargetName());
 }

@@ -26,13 +26,17 @@ absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorVi
 class DenseLinear : public Linear {
  public:
   // `weight` must be [N, K] and outlive this object (it points into the mapped checkpoint).
-  // `bias` is empty or N values. `pool` may be null (single-threaded).
+  // `bias` is empty or N values. `pool` may be null (single-threaded). `int8_activations`
+  // (Q4_0/Q8_0 only, else an error) quantizes each input row to int8 blocks of 32 per call and
+  // runs the int8 kernels of kernels/cpu/fast/q8_act_matmul.h.
   static absl::StatusOr<std::unique_ptr<DenseLinear>> Create(const io::TensorView& weight,
                                                              std::vector<float> bias,
-                                                             kernels::cpu::ThreadPool* pool);
+                                                             kernels::cpu::ThreadPool* pool,
+                                                             bool int8_activations = false);
 
   DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
-              std::vector<float> bias, kernels::cpu::ThreadPool* pool);
+              std::vector<float> bias, kernels::cpu::ThreadPool* pool,
+              bool int8_activations = false);
 
   int64_t out_features() const override { return weight_.shape[0]; }
   int64_t in_features() const override { return weight_.shape[1]; }
@@ -47,6 +51,7 @@ class DenseLinear : public Linear {
   kernels::cpu::ThreadPool* pool_;
   kernels::cpu::fast::FastWeights fast_;
   hwy::AlignedFreeUniquePtr<uint8_t[]> repacked_;  // Q8_0/Q4_0 only
+  bool int8_activations_ = false;
 };
 
 }  // namespace tessera::backend::cpu

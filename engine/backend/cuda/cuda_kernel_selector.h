@@ -3,7 +3,8 @@
 // walks an explicit fallback chain, recording the kernel in spec->kernel and every fallback with
 // its cause in spec->reason ("fallback: sm_90 has no FP4 MMA, using W4A16"):
 //   FP8 W8A8   -> cuBLASLt scaled / cuBLASLt + epilogue -> W8A16 (weights dequantized to bf16)
-//   NVFP4 W4A4 -> cuBLASLt VEC16_UE4M3 (sm_100a/sm_120a) -> NVFP4 W4A16 mma.sync
+//   NVFP4 W4A4 -> NVFP4 W4A16 mma.sync on every arch for now (the decoder does not yet swizzle
+//                 activation scales for cuBLASLt VEC16_UE4M3 on sm_100a/sm_120a)
 //   NVFP4/MXFP4/INT4/AWQ W4A16 -> mma.sync W4A16; bf16/f16/f32 -> cuBLASLt bf16
 // Anything else is an error naming the format, so the plan fails at load, never at run time. It
 // needs no device: the plan can be resolved (and tested) for any sm.
@@ -13,8 +14,13 @@
 #include <string>
 
 #include "engine/quant/precision_plan.h"
+#include "kernels/cuda/fp8_gemm.h"
 
 namespace tessera::backend::cuda {
+
+// The FP8 GEMM problem (scale granularities) of an FP8 W8A8 spec, or why the CUDA kernels have
+// none; shared by the selector and the weight upload so both read the spec the same way.
+absl::StatusOr<kernels::cuda::Fp8GemmProblem> Fp8ProblemFor(const quant::LinearSpec& spec);
 
 class CudaKernelSelector : public quant::KernelSelector {
  public:

@@ -148,7 +148,17 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"awq_gemm", "int4_wo_32", "int4_wo_32", "int4_awq group-32 F16"},
                       Case{"modelopt_nvfp4", "nvfp4", "nvfp4", "a: nvfp4 static group-16"},
                       Case{"modelopt_fp8", "fp8", "fp8", "a: fp8 static tensor"},
-                      Case{"fbgemm_fp8", "ptpc_fp8", "ptpc_fp8", "per-token ub=1200"}),
+                      Case{"fbgemm_fp8", "ptpc_fp8", "ptpc_fp8", "per-token ub=1200"},
+                      // Spec-built (amd-quark 0.13 cannot be installed next to transformers
+                      // 4.57: it needs huggingface_hub 2.x, transformers < 1.0). Layer 1
+                      // down_proj is excluded by the glob "*.1.mlp.down_proj" (quark_fp8) or
+                      // overridden by a layer_quant_config glob (the others).
+                      Case{"quark_fp8", "fp8", "f32", "a: fp8 static tensor"},
+                      Case{"quark_int8", "int8", "int8", "a: int8 static tensor"},
+                      Case{"quark_int4", "int4_wo_32", "int4_wo_64", "+zp"},
+                      Case{"quark_mxfp4", "mxfp4", "fp8_wo", "E8M0"},
+                      // gpt-oss `mxfp4` naming (<module>_blocks/_scales) on the dense MLPs.
+                      Case{"gptoss_mxfp4_dense", "f32", "mxfp4", "f32"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 }  // namespace

@@ -1,0 +1,219 @@
+// CudaDecoder::Forward: validation and KV reservation exactly as model::DecoderModel::Forward
+// does them (so a bad request changes nothing), then one device pass per max_step_tokens rows,
+// each running every layer on the stream, and one synchronization at the end.
+#include "engine/backend/cuda/cuda_decoder.h"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/common/status_macros.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/elementwise.h"
+
+namespace tessera::backend::cuda {
+
+namespace kc = ::tessera::kernels::cuda;
+
+std::string CudaDecoder::device() const {
+  return absl::StrCat("cuda:", info_.ordinal, " (sm_", info_.sm, ")");
+}
+
+absl::Status CudaDecoder::Forward(absl::Span<const model::SequenceChunk> chunks,
+                                  runtime::KvCache& cache, std::vector<float>* logits) {
+  const model::ModelConfig& c = config_;
+  if (cache.block_tokens() != kv_block_tokens_ || cache.num_blocks() > kv_blocks_) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "KV cache of %d blocks x %d tokens does not fit the %s pool of %d blocks x %d tokens",
+        cache.num_blocks(), cache.block_tokens(), device(), kv_blocks_, kv_block_tokens_));
+  }
+  // Validate everything before touching the cache, so a bad request changes nothing.
+  int64_t total = 0;
+  for (const model::SequenceChunk& ch : chunks) {
+    if (ch.tokens.empty()) return absl::InvalidArgumentError("a sequence chunk has no tokens");
+    if (ch.kv->length + static_cast<int64_t>(ch.tokens.size()) > c.max_context) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "sequence of %d tokens exceeds the context length %d",
+          ch.kv->length + static_cast<int64_t>(ch.tokens.size()), c.max_context));
+    }
+    for (int32_t t : ch.tokens) {
+      if (t < 0 || t >= c.vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("token id %d is outside the vocabulary [0, %d)", t, c.vocab_size));
+      }
+    }
+    total += static_cast<int64_t>(ch.tokens.size());
+  }
+  {
+    int64_t need = 0;
+    for (const model::SequenceChunk& ch : chunks) {
+      need += cache.BlocksFor(ch.kv->length + static_cast<int64_t>(ch.tokens.size())) -
+              static_cast<int64_t>(ch.kv->blocks.size());
+    }
+    if (need > cache.free_blocks()) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "KV cache: this step needs %d more blocks, %d free", need, cache.free_blocks()));
+    }
+    for (const model::SequenceChunk& ch : chunks) {
+      TESSERA_RETURN_IF_ERROR(
+          cache.Reserve(*ch.kv, ch.kv->length + static_cast<int64_t>(ch.tokens.size())));
+    }
+  }
+
+  // Row bookkeeping (chunk, position) and the rows whose logits were asked for, in chunk order.
+  std::vector<int> row_chunk(total);
+  std::vector<int64_t> row_pos(total);
+  std::vector<int64_t> selected;
+  {
+    int64_t r = 0;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const int64_t n = static_cast<int64_t>(chunks[i].tokens.size());
+      for (int64_t j = 0; j < n; ++j, ++r) {
+        row_chunk[r] = static_cast<int>(i);
+        row_pos[r] = chunks[i].kv->length + j;
+        if (chunks[i].all_logits || (chunks[i].last_logits && j == n - 1)) selected.push_back(r);
+      }
+    }
+  }
+  logits->assign(selected.size() * c.vocab_size, 0.0f);
+  // The current device is per host thread; the scheduler's thread is not the loader's.
+  RETURN_IF_CUDA_ERROR(cudaSetDevice(info_.ordinal));
+  size_t sel_begin = 0;
+  for (int64_t begin = 0; begin < total; begin += limits_.max_step_tokens) {
+    const int64_t end = std::min(total, begin + limits_.max_step_tokens);
+    size_t sel_end = sel_begin;
+    while (sel_end < selected.size() && selected[sel_end] < end) ++sel_end;
+    TESSERA_RETURN_IF_ERROR(RunPass(chunks, row_chunk, row_pos, begin, end,
+                                    absl::MakeConstSpan(selected).subspan(sel_begin,
+                                                                          sel_end - sel_begin),
+                                    logits->data() + sel_begin * c.vocab_size));
+    sel_begin = sel_end;
+  }
+  TESSERA_RETURN_IF_ERROR(stream_.Synchronize());
+  for (const model::SequenceChunk& ch : chunks) ch.kv->length += static_cast<int64_t>(ch.tokens.size());
+  return absl::OkStatus();
+}
+
+absl::Status CudaDecoder::RunPass(absl::Span<const model::SequenceChunk> chunks,
+                                  absl::Span<const int> row_chunk,
+                                  absl::Span<const int64_t> row_pos, int64_t begin, int64_t end,
+                                  absl::Span<const int64_t> selected, float* logits_out) {
+  const model::ModelConfig& c = config_;
+  const int64_t T = limits_.max_step_tokens, rows = end - begin;
+  const cudaStream_t stream = stream_.get();
+  // Step metadata, laid out as CarveScratch sized it: tokens, positions, token_seq,
+  // context_lens, selected rows (each T), then the block tables of this pass's sequences.
+  std::vector<int32_t> ints(5 * T, 0);
+  std::vector<int> chunk_seq(chunks.size(), -1);
+  int32_t num_seqs = 0;
+  for (int64_t r = begin; r < end; ++r) {
+    const int ci = row_chunk[r];
+    if (chunk_seq[ci] < 0) {
+      chunk_seq[ci] = num_seqs++;
+      const std::vector<int32_t>& blocks = chunks[ci].kv->blocks;
+      if (static_cast<int64_t>(blocks.size()) > max_blocks_per_seq_) {
+        return absl::InternalError("a sequence holds more blocks than its context needs");
+      }
+      ints.resize(5 * T + num_seqs * max_blocks_per_seq_, 0);
+      std::copy(blocks.begin(), blocks.end(),
+                ints.begin() + 5 * T + chunk_seq[ci] * max_blocks_per_seq_);
+    }
+    const int64_t i = r - begin;
+    const model::SequenceChunk& ch = chunks[ci];
+    ints[i] = ch.tokens[row_pos[r] - ch.kv->length];
+    ints[T + i] = static_cast<int32_t>(row_pos[r]);
+    ints[2 * T + i] = chunk_seq[ci];
+    ints[3 * T + i] = static_cast<int32_t>(row_pos[r] + 1);
+  }
+  for (size_t i = 0; i < selected.size(); ++i) {
+    ints[4 * T + i] = static_cast<int32_t>(selected[i] - begin);
+  }
+  RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(s_.ints, ints.data(), ints.size() * sizeof(int32_t),
+                                       cudaMemcpyHostToDevice, stream));
+  kc::AttentionBatch batch;
+  batch.block_tables = s_.ints + 5 * T;
+  batch.max_blocks_per_seq = max_blocks_per_seq_;
+  batch.token_seq = s_.ints + 2 * T;
+  batch.positions = s_.ints + T;
+  batch.context_lens = s_.ints + 3 * T;
+
+  TESSERA_RETURN_IF_ERROR(kc::Embedding(
+      embedding_, embedding_bf16_ ? kc::TableDtype::kBf16 : kc::TableDtype::kF32, c.vocab_size,
+      c.hidden_size, s_.ints, rows, s_.h, stream));
+  TESSERA_RETURN_IF_ERROR(RunLayers(rows, batch));
+
+  // Final norm and lm_head on the selected rows only, max_logit_rows at a time.
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const int64_t R = limits_.max_logit_rows, count = static_cast<int64_t>(selected.size());
+  for (int64_t off = 0; off < count; off += R) {
+    const int64_t n = std::min(R, count - off);
+    TESSERA_RETURN_IF_ERROR(
+        kc::GatherRows(s_.h, s_.ints + 4 * T + off, n, c.hidden_size, s_.sel, stream));
+    TESSERA_RETURN_IF_ERROR(
+        kc::RmsNorm(s_.sel, final_norm_, n, c.hidden_size, eps, s_.sel, s_.sel_bf16, stream));
+    TESSERA_RETURN_IF_ERROR(
+        RunLinear(lm_head_, s_.sel, s_.sel_bf16, n, s_.logits, s_.linear, *lt_, stream));
+    RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(logits_out + off * c.vocab_size, s_.logits,
+                                         n * c.vocab_size * sizeof(float),
+                                         cudaMemcpyDeviceToHost, stream));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batch) {
+  const model::ModelConfig& c = config_;
+  const cudaStream_t stream = stream_.get();
+  const int64_t H = c.hidden_size, F = c.intermediate_size;
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const kc::RopePairing pairing = c.rope_style == model::RopeStyle::kRotateHalf
+                                      ? kc::RopePairing::kRotateHalf
+                                      : kc::RopePairing::kInterleaved;
+  const int64_t block_floats = kv_block_tokens_ * c.num_kv_heads * c.head_dim;
+  kc::CublasLtGemm& lt = *lt_;
+  for (size_t li = 0; li < layers_.size(); ++li) {
+    const Layer& L = layers_[li];
+    TESSERA_RETURN_IF_ERROR(kc::RmsNorm(s_.h, L.attn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
+    TESSERA_RETURN_IF_ERROR(RunLinear(L.q, s_.xn, s_.act_bf16, rows, s_.q, s_.linear, lt, stream));
+    TESSERA_RETURN_IF_ERROR(RunLinear(L.k, s_.xn, s_.act_bf16, rows, s_.k, s_.linear, lt, stream));
+    TESSERA_RETURN_IF_ERROR(RunLinear(L.v, s_.xn, s_.act_bf16, rows, s_.v, s_.linear, lt, stream));
+    if (c.qk_norm) {
+      TESSERA_RETURN_IF_ERROR(kc::RmsNorm(s_.q, L.q_norm, rows * c.num_heads, c.head_dim, eps,
+                                          s_.q, nullptr, stream));
+      TESSERA_RETURN_IF_ERROR(kc::RmsNorm(s_.k, L.k_norm, rows * c.num_kv_heads, c.head_dim, eps,
+                                          s_.k, nullptr, stream));
+    }
+    TESSERA_RETURN_IF_ERROR(kc::Rope(s_.q, rows, c.num_heads, c.head_dim, c.rope_dim,
+                                     batch.positions, inv_freq_, pairing, stream));
+    TESSERA_RETURN_IF_ERROR(kc::Rope(s_.k, rows, c.num_kv_heads, c.head_dim, c.rope_dim,
+                                     batch.positions, inv_freq_, pairing, stream));
+    kc::DevicePagedKv kv;
+    kv.base = kv_pool_;
+    kv.block_stride = c.num_layers * 2 * block_floats;
+    kv.layer_offset = static_cast<int64_t>(li) * 2 * block_floats;
+    kv.v_offset = block_floats;
+    kv.block_tokens = kv_block_tokens_;
+    kv.kv_heads = c.num_kv_heads;
+    kv.head_dim = c.head_dim;
+    TESSERA_RETURN_IF_ERROR(kc::AppendKv(s_.k, s_.v, rows, kv, batch, stream));
+    TESSERA_RETURN_IF_ERROR(
+        kc::PagedAttention(s_.q, rows, c.num_heads, kv, batch, scale, s_.attn, stream));
+    TESSERA_RETURN_IF_ERROR(RunLinear(L.o, s_.attn, nullptr, rows, s_.tmp, s_.linear, lt, stream));
+    TESSERA_RETURN_IF_ERROR(kc::AddInPlace(s_.h, s_.tmp, rows * H, stream));
+    TESSERA_RETURN_IF_ERROR(kc::RmsNorm(s_.h, L.ffn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
+    TESSERA_RETURN_IF_ERROR(
+        RunLinear(L.gate, s_.xn, s_.act_bf16, rows, s_.gate, s_.linear, lt, stream));
+    TESSERA_RETURN_IF_ERROR(RunLinear(L.up, s_.xn, s_.act_bf16, rows, s_.up, s_.linear, lt, stream));
+    TESSERA_RETURN_IF_ERROR(kc::SwiGlu(s_.gate, s_.up, rows * F, s_.gate, s_.act_bf16, stream));
+    TESSERA_RETURN_IF_ERROR(
+        RunLinear(L.down, s_.gate, s_.act_bf16, rows, s_.tmp, s_.linear, lt, stream));
+    TESSERA_RETURN_IF_ERROR(kc::AddInPlace(s_.h, s_.tmp, rows * H, stream));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::backend::cuda

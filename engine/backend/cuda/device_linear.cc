@@ -1,0 +1,109 @@
+#include "engine/backend/cuda/device_linear.h"
+
+#include "absl/strings/str_cat.h"
+#include "engine/common/status_macros.h"
+#include "kernels/cpu/quant/activation_quant.h"  // kFp8PerTokenMinScale, kFp8PerTokenGroupEps
+#include "kernels/cuda/activation_quant.h"
+#include "kernels/cuda/decoder_ops.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/fp8_gemm.h"
+#include "kernels/cuda/w4a16_gemm.h"
+
+namespace tessera::backend::cuda {
+namespace {
+
+namespace kc = ::tessera::kernels::cuda;
+
+constexpr int64_t kGroup = 128;
+
+// ceil(K / 128) per row <= K / 128 + 1 per row.
+int64_t ScaleSlots(int64_t rows, int64_t x_elems) { return x_elems / kGroup + rows; }
+
+}  // namespace
+
+size_t LinearScratch::Bytes(int64_t rows, int64_t x_elems, int64_t y_elems) {
+  const auto x = static_cast<size_t>(x_elems), y = static_cast<size_t>(y_elems);
+  return ArenaAligned(x * 2) + ArenaAligned(x) +
+         ArenaAligned(static_cast<size_t>(ScaleSlots(rows, x_elems)) * 4) + ArenaAligned(y * 2) +
+         ArenaAligned(y * 4);
+}
+
+absl::StatusOr<LinearScratch> LinearScratch::Carve(int64_t rows, int64_t x_elems,
+                                                   int64_t y_elems, ArenaRegion& region) {
+  LinearScratch s;
+  s.rows = rows;
+  s.x_elems = x_elems;
+  s.y_elems = y_elems;
+  TESSERA_ASSIGN_OR_RETURN(s.x_bf16, region.AllocateArray<uint16_t>(x_elems, "x bf16"));
+  TESSERA_ASSIGN_OR_RETURN(s.x_fp8, region.AllocateArray<uint8_t>(x_elems, "x fp8"));
+  TESSERA_ASSIGN_OR_RETURN(s.x_scales,
+                           region.AllocateArray<float>(ScaleSlots(rows, x_elems), "x scales"));
+  TESSERA_ASSIGN_OR_RETURN(s.y_bf16, region.AllocateArray<uint16_t>(y_elems, "y bf16"));
+  TESSERA_ASSIGN_OR_RETURN(s.y_f32, region.AllocateArray<float>(y_elems, "y f32"));
+  return s;
+}
+
+absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_bf16,
+                       int64_t rows, float* y, const LinearScratch& s, kc::CublasLtGemm& lt,
+                       cudaStream_t stream) {
+  const bool fp8 = l.kind == DeviceLinearKind::kFp8W8A8;
+  if (rows > s.rows || rows * l.k > s.x_elems || (fp8 && rows * l.n > s.y_elems)) {
+    return absl::InternalError(absl::StrCat(l.module, ": ", rows, " rows of [", l.n, " x ", l.k,
+                                            "] exceed the linear scratch (", s.rows, " rows, ",
+                                            s.x_elems, " / ", s.y_elems, " elements)"));
+  }
+  if (rows == 0) return absl::OkStatus();
+  if (l.kind != DeviceLinearKind::kFp8W8A8 && x_bf16 == nullptr) {
+    TESSERA_RETURN_IF_ERROR(kc::F32ToBf16(x, rows * l.k, s.x_bf16, stream));
+    x_bf16 = s.x_bf16;
+  }
+  switch (l.kind) {
+    case DeviceLinearKind::kBf16: {
+      kc::LtGemmConfig config;
+      config.kind = kc::LtGemmKind::kBf16;
+      config.m = rows;
+      config.n = l.n;
+      config.k = l.k;
+      config.f32_output = true;  // the residual stream stays f32, as on the CPU
+      kc::LtGemmArgs args;
+      args.weights = l.bf16;
+      args.activations = x_bf16;
+      args.out = y;
+      TESSERA_RETURN_IF_ERROR(lt.Run(config, args, stream));
+      if (l.bias != nullptr) TESSERA_RETURN_IF_ERROR(kc::AddBiasRows(y, l.bias, rows, l.n, stream));
+      return absl::OkStatus();
+    }
+    case DeviceLinearKind::kW4A16:
+      return kc::W4A16Gemm(l.w4, l.n, l.k, x_bf16, rows, l.bias, y, stream);
+    case DeviceLinearKind::kFp8W8A8: {
+      const float* x_scales = s.x_scales;
+      if (l.static_input_scale != nullptr) {
+        TESSERA_RETURN_IF_ERROR(
+            kc::QuantizeFp8StaticDivide(x, rows * l.k, l.static_input_scale, s.x_fp8, stream));
+        x_scales = l.static_input_scale;
+      } else if (l.activation_group > 0) {
+        // Group-major [K/128, rows]: the order cuBLASLt's VEC128_32F mode reads.
+        TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerTokenGroup(
+            x, rows, l.k, l.activation_group, kernels::cpu::kFp8PerTokenGroupEps,
+            kc::GroupScaleLayout::kGroupMajor, s.x_fp8, s.x_scales, stream));
+      } else {
+        TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerToken(x, rows, l.k, l.scale_ub,
+                                                        kernels::cpu::kFp8PerTokenMinScale,
+                                                        s.x_fp8, s.x_scales, stream));
+      }
+      kc::Fp8GemmArgs args;
+      args.w = l.fp8;
+      args.w_scales = l.fp8_scales;
+      args.x = s.x_fp8;
+      args.x_scales = x_scales;
+      args.m = rows;
+      args.y = s.y_bf16;
+      args.f32_scratch = s.y_f32;
+      TESSERA_RETURN_IF_ERROR(kc::Fp8Gemm(lt, l.fp8_problem, l.fp8_path, args, stream));
+      return kc::Bf16RowsToF32(s.y_bf16, rows, l.n, l.bias, y, stream);
+    }
+  }
+  return absl::InternalError("unknown device linear kind");
+}
+
+}  // namespace tessera::backend::cuda

@@ -1,0 +1,46 @@
+// Running one uploaded linear layer (weight_upload.h) on a stream: y[rows, N] f32 = x · Wᵀ + b,
+// whatever kernel the precision plan chose — the cuBLASLt bf16 GEMM (dense and W8A16), the
+// W4A16 mma.sync kernel, or FP8 W8A8 (activation quantization as the CPU QuantizedLinear does
+// it: static per-tensor, dynamic per-token with vLLM's minimum scale and the optional fbgemm
+// upper bound, or per-token-group 128; then cuBLASLt, then bf16 -> f32 with the bias). The
+// temporaries come from a LinearScratch carved once from the arena, sized for the largest
+// layer and step.
+#ifndef TESSERA_ENGINE_BACKEND_CUDA_DEVICE_LINEAR_H_
+#define TESSERA_ENGINE_BACKEND_CUDA_DEVICE_LINEAR_H_
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "engine/backend/cuda/device_arena.h"
+#include "engine/backend/cuda/weight_upload.h"
+#include "kernels/cuda/cublaslt_gemm.h"
+
+namespace tessera::backend::cuda {
+
+// Device temporaries of RunLinear, sized in elements so that the layers (many rows, moderate N)
+// and lm_head (few rows, N = vocab) share one set: a call needs rows <= rows, rows * K <= x_elems
+// and rows * N <= y_elems.
+struct LinearScratch {
+  int64_t rows = 0, x_elems = 0, y_elems = 0;
+  uint16_t* x_bf16 = nullptr;     // [x_elems] when the caller has no bf16 copy
+  uint8_t* x_fp8 = nullptr;       // [x_elems]
+  float* x_scales = nullptr;      // [x_elems / 128 + rows] per token or per 128-group
+  uint16_t* y_bf16 = nullptr;     // [y_elems] FP8 GEMM output
+  float* y_f32 = nullptr;         // [y_elems] FP8 epilogue-path accumulator
+
+  static size_t Bytes(int64_t rows, int64_t x_elems, int64_t y_elems);
+  static absl::StatusOr<LinearScratch> Carve(int64_t rows, int64_t x_elems, int64_t y_elems,
+                                             ArenaRegion& region);
+};
+
+// y = x · Wᵀ (+ bias) for `rows` <= scratch.rows. `x` is f32 [rows, K]; `x_bf16` is the same
+// values in bf16 when the caller already has them (RmsNorm and SwiGLU write both), else null.
+absl::Status RunLinear(const DeviceLinear& layer, const float* x, const uint16_t* x_bf16,
+                       int64_t rows, float* y, const LinearScratch& scratch,
+                       kernels::cuda::CublasLtGemm& lt, cudaStream_t stream);
+
+}  // namespace tessera::backend::cuda
+
+#endif  // TESSERA_ENGINE_BACKEND_CUDA_DEVICE_LINEAR_H_

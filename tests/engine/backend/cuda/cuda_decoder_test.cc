@@ -1,0 +1,166 @@
+// CudaDecoder against the CPU model::DecoderModel on the same checkpoints: logits of a prefill
+// (every position), decode steps, and a mixed step (one sequence decoding while another
+// prefills), compared as max |gpu - cpu| / max(1, max |cpu|) with per-format tolerances — bf16
+// weights and activations on the GPU against f32 on the CPU, FP8 W8A8 with a bf16 GEMM output,
+// and NVFP4 run as W4A16 on the GPU against the CPU's W4A4. Also: splitting a step into passes
+// (tiny Limits) changes nothing, and without a device Create is UNAVAILABLE with the reason.
+// Device tests skip without a GPU.
+#include "engine/backend/cuda/cuda_decoder.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/backend/cuda/cuda_kernel_selector.h"
+#include "engine/runtime/engine_loader.h"
+#include "kernels/cuda/device.h"
+
+namespace tessera::backend::cuda {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kData = std::string(TESSERA_SOURCE_DIR) + "/tests/data/";
+
+bool HaveDevice() { return kernels::cuda::DeviceCount().ok(); }
+
+double RelDiff(const std::vector<float>& gpu, const std::vector<float>& cpu) {
+  double diff = 0, scale = 1;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    diff = std::max(diff, std::abs(static_cast<double>(gpu[i]) - cpu[i]));
+    scale = std::max(scale, std::abs(static_cast<double>(cpu[i])));
+  }
+  return diff / scale;
+}
+
+std::unique_ptr<runtime::LoadedEngine> Load(const std::string& path, const std::string& device) {
+  runtime::EngineOptions options;
+  options.threads = 2;
+  options.device = device;
+  options.kv_blocks = 32;
+  auto e = runtime::LoadEngine(path, options);
+  EXPECT_TRUE(e.ok()) << device << ": " << e.status();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+// Runs the same three kinds of steps on `a` and `b` and returns the worst relative difference.
+double CompareSteps(model::Decoder& a, model::Decoder& b) {
+  const auto& c = a.config();
+  runtime::KvCache ca(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16, a.uses_host_kv_storage());
+  runtime::KvCache cb(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16, b.uses_host_kv_storage());
+  runtime::SequenceKv a1, a2, b1, b2;
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 21; ++i) prompt.push_back(static_cast<int32_t>((7 * i + 3) % c.vocab_size));
+  double worst = 0;
+  std::vector<float> la, lb;
+  auto step = [&](std::vector<model::SequenceChunk> ka, std::vector<model::SequenceChunk> kb) {
+    absl::Status sa = a.Forward(ka, ca, &la);
+    absl::Status sb = b.Forward(kb, cb, &lb);
+    EXPECT_TRUE(sa.ok()) << sa;
+    EXPECT_TRUE(sb.ok()) << sb;
+    EXPECT_EQ(la.size(), lb.size());
+    if (sa.ok() && sb.ok() && la.size() == lb.size()) worst = std::max(worst, RelDiff(lb, la));
+  };
+  step({{&a1, prompt, true, false}}, {{&b1, prompt, true, false}});  // prefill, every position
+  for (int t = 0; t < 3; ++t) {
+    const int32_t next = static_cast<int32_t>(
+        std::max_element(la.end() - c.vocab_size, la.end()) - (la.end() - c.vocab_size));
+    const std::vector<int32_t> tok = {next};
+    step({{&a1, tok, false, true}}, {{&b1, tok, false, true}});
+  }
+  const std::vector<int32_t> one = {5}, two(prompt.begin(), prompt.begin() + 9);
+  step({{&a1, one, false, true}, {&a2, two, false, true}},
+       {{&b1, one, false, true}, {&b2, two, false, true}});  // decode + prefill in one step
+  return worst;
+}
+
+struct Fixture {
+  std::string name, path;
+  double tolerance;
+};
+
+class CudaDecoderVsCpuTest : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(CudaDecoderVsCpuTest, LogitsMatchCpu) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  auto cpu = Load(GetParam().path, "cpu");
+  auto gpu = Load(GetParam().path, "cuda:0");
+  ASSERT_TRUE(cpu && gpu);
+  for (const quant::LinearSpec& s : gpu->plan->layers()) {
+    EXPECT_EQ(s.kernel.rfind("cuda/", 0), 0u) << s.module << " " << s.kernel;
+  }
+  const double diff = CompareSteps(*cpu->model, *gpu->model);
+  EXPECT_LE(diff, GetParam().tolerance) << GetParam().name;
+  std::printf("%s: max relative logit difference %.3g (tolerance %.3g)\n",
+              GetParam().name.c_str(), diff, GetParam().tolerance);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Fixtures, CudaDecoderVsCpuTest,
+    ::testing::Values(Fixture{"llama_bf16", kData + "models/llama", 3e-2},
+                      Fixture{"ct_w4a16", kData + "quant/ct_w4a16", 3e-2},
+                      Fixture{"ct_fp8_dynamic", kData + "quant/ct_fp8_dynamic", 5e-2},
+                      // W4A16 on the GPU against the CPU's W4A4 reference: activation FP4
+                      // rounding is only on the CPU side.
+                      Fixture{"ct_nvfp4", kData + "quant/ct_nvfp4", 0.25}),
+    [](const auto& info) { return info.param.name; });
+
+// Without a device: the plan CudaKernelSelector makes for each fixture on every target arch only
+// names kernels the decoder runs, and the arena sizing accepts every layer.
+TEST(CudaDecoderTest, FixturePlansAreRunnable) {
+  for (const char* dir : {"models/llama", "quant/ct_w4a16", "quant/ct_fp8_dynamic",
+                          "quant/ct_nvfp4"}) {
+    auto e = Load(kData + dir, "cpu");
+    ASSERT_TRUE(e);
+    for (int sm : {80, 89, 90, 100, 120}) {
+      const CudaKernelSelector selector(sm);
+      auto plan = runtime::ResolvePlan(e->source, *e->quant_config, "", false, &selector);
+      ASSERT_TRUE(plan.ok()) << dir << " sm_" << sm << ": " << plan.status();
+      for (const quant::LinearSpec& s : plan->layers()) {
+        auto bytes = DeviceLinearBytes(s, false);
+        EXPECT_TRUE(bytes.ok()) << dir << " sm_" << sm << ": " << bytes.status();
+      }
+    }
+  }
+}
+
+TEST(CudaDecoderTest, PassesAreExact) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  auto e = Load(kData + "models/llama", "cuda:0");
+  ASSERT_TRUE(e);
+  CudaDecoder::Limits tiny;
+  tiny.max_step_tokens = 3;
+  tiny.max_logit_rows = 2;
+  auto split = CudaDecoder::Create(e->source, *e->plan, *e->quant_config, 0, 32, 16, tiny);
+  ASSERT_TRUE(split.ok()) << split.status();
+  // Only the GEMM's row count differs (cuBLASLt may pick another algorithm), so nearly exact.
+  EXPECT_LE(CompareSteps(*e->model, **split), 1e-3);
+}
+
+TEST(CudaDecoderTest, RejectsForeignCacheAndNoDevice) {
+  if (!HaveDevice()) {
+    auto e = Load(kData + "models/llama", "cpu");
+    ASSERT_TRUE(e);
+    auto d = CudaDecoder::Create(e->source, *e->plan, *e->quant_config, 0, 8, 16);
+    ASSERT_FALSE(d.ok());
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kUnavailable);
+    EXPECT_THAT(std::string(d.status().message()), HasSubstr("no CUDA device: cudaGetDeviceCount"));
+    return;
+  }
+  auto e = Load(kData + "models/llama", "cuda:0");
+  ASSERT_TRUE(e);
+  const auto& c = e->model->config();
+  runtime::KvCache big(c.num_layers, c.num_kv_heads, c.head_dim, 16, 1000, false);
+  runtime::SequenceKv seq;
+  const std::vector<int32_t> tok = {1};
+  model::SequenceChunk chunk{&seq, tok, false, true};
+  std::vector<float> logits;
+  absl::Status st = e->model->Forward({&chunk, 1}, big, &logits);
+  EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
+  EXPECT_EQ(seq.length, 0);
+}
+
+}  // namespace
+}  // namespace tessera::backend::cuda
