@@ -26,6 +26,7 @@ std::vector<FlagSpec> Flags() {
       {"threads", false, "CPU threads (default: all)"},
       {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
       {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
+      {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
       {"device", false, "cpu (default), cuda or cuda:N"},
       {"no_bos", true, "do not add the BOS token"},
       {"log_level", false, "debug, info, warning, error"},
@@ -62,7 +63,13 @@ int RunGenerate(const std::vector<std::string>& argv) {
   runtime::GenerationRequest request;
   if (absl::Status s = ParseSamplingFlags(*args, &request); !s.ok()) return Fail(s);
 
-  auto engine = runtime::LoadEngine(args->GetString("model"), {.threads = static_cast<int>(*threads), .precision_plan_path = args->GetString("precision_plan"), .cpu_int8_activations = args->GetBool("cpu_int8_activations"), .device = args->Has("device") ? args->GetString("device") : std::string("cpu")});
+  runtime::EngineOptions options;
+  options.threads = static_cast<int>(*threads);
+  options.precision_plan_path = args->GetString("precision_plan");
+  options.cpu_int8_activations = args->GetBool("cpu_int8_activations");
+  options.device = args->GetString("device", "cpu");
+  options.kv_cache_dtype = args->GetString("kv_cache_dtype", "f32");
+  auto engine = runtime::LoadEngine(args->GetString("model"), options);
   if (!engine.ok()) return Fail(engine.status());
   auto& e = **engine;
   if (args->GetString("prompt").empty()) {

@@ -44,6 +44,7 @@ std::vector<FlagSpec> Flags() {
       {"prefill_chunk_tokens", false, "prompt tokens prefilled per engine step (default 256)"},
       {"threads", false, "CPU threads (default: all)"},
       {"device", false, "cpu (default), cuda or cuda:N"},
+      {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
       {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
       {"tls_cert", false, "PEM certificate chain: serve gRPC over TLS"},
       {"tls_key", false, "PEM private key for --tls_cert"},
@@ -167,11 +168,14 @@ int RunServe(const std::vector<std::string>& argv) {
   }
   std::fflush(stdout);
 
-  auto model = server::LoadModel(args->GetString("model"), static_cast<int>(*threads),
-                                 args->GetString("precision_plan"),
-                                 args->GetBool("cpu_int8_activations"),
-                                 args->Has("device") ? args->GetString("device") : "cpu",
-                                 sched_opts->kv_blocks);
+  runtime::EngineOptions engine_options;
+  engine_options.threads = static_cast<int>(*threads);
+  engine_options.precision_plan_path = args->GetString("precision_plan");
+  engine_options.cpu_int8_activations = args->GetBool("cpu_int8_activations");
+  engine_options.device = args->GetString("device", "cpu");
+  engine_options.kv_blocks = sched_opts->kv_blocks;
+  engine_options.kv_cache_dtype = args->GetString("kv_cache_dtype", "f32");
+  auto model = server::LoadModel(args->GetString("model"), engine_options);
   if (!model.ok()) {
     (*server)->Shutdown();
     return finish(Fail(model.status()));

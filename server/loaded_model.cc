@@ -51,28 +51,19 @@ std::string LoadedModel::backend() const {
                                                                      : "cpu";
 }
 
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path, int threads,
-                                                       const std::string& precision_plan_path,
-                                                       bool cpu_int8_activations,
-                                                       const std::string& device,
-                                                       int64_t kv_blocks) {
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path,
+                                                       const runtime::EngineOptions& options) {
   auto lm = std::make_unique<LoadedModel>();
-  if (path.empty() && !device.empty() && device != "cpu") {
+  if (path.empty() && !options.device.empty() && options.device != "cpu") {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--device ", device, ": the built-in demo model runs on the CPU only (pass --model)"));
+        "--device ", options.device, ": the built-in demo model runs on the CPU only (pass --model)"));
   }
   if (path.empty()) {
     lm->name = "demo";
     lm->is_demo = true;
-    TESSERA_ASSIGN_OR_RETURN(lm->engine, LoadDemo(threads, precision_plan_path));
+    TESSERA_ASSIGN_OR_RETURN(lm->engine, LoadDemo(options.threads, options.precision_plan_path));
   } else {
     lm->name = path;
-    runtime::EngineOptions options;
-    options.threads = threads;
-    options.precision_plan_path = precision_plan_path;
-    options.cpu_int8_activations = cpu_int8_activations;
-    options.device = device;
-    options.kv_blocks = kv_blocks;
     TESSERA_ASSIGN_OR_RETURN(lm->engine, runtime::LoadEngine(path, options));
   }
   if (lm->tokenizer().vocab_size() > lm->config().vocab_size) {

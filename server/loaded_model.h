@@ -42,16 +42,10 @@ struct LoadedModel {
   std::string backend() const;
 };
 
-// Loads `path` (an HF directory or a .gguf file); an empty path loads the built-in demo model.
-// `precision_plan_path` (may be empty) is a plan file with override rules. `threads` <= 0 uses
-// every hardware thread. `cpu_int8_activations`: see runtime::EngineOptions (ignored for the
-// demo model, which has no GGUF layers). `device` and `kv_blocks`: see runtime::EngineOptions
-// (the demo runs on the CPU only).
-absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path, int threads,
-                                                       const std::string& precision_plan_path = "",
-                                                       bool cpu_int8_activations = false,
-                                                       const std::string& device = "cpu",
-                                                       int64_t kv_blocks = 0);
+// Loads `path` (an HF directory or a .gguf file); an empty path loads the built-in demo model
+// (CPU only; of `options` it uses threads and precision_plan_path).
+absl::StatusOr<std::unique_ptr<LoadedModel>> LoadModel(const std::string& path,
+                                                       const runtime::EngineOptions& options);
 
 }  // namespace tessera::server
 

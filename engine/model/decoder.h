@@ -32,6 +32,8 @@ class Decoder {
   // Whether the K/V blocks live in runtime::KvCache's host storage (false: in device memory
   // owned by the decoder, indexed by the same block ids).
   virtual bool uses_host_kv_storage() const = 0;
+  // The element format of the K/V blocks the cache must be created with.
+  virtual runtime::KvCacheFormat kv_cache_format() const { return runtime::KvCacheFormat::kF32; }
   // Runs one step (see DecoderModel::Forward for the contract).
   virtual absl::Status Forward(absl::Span<const SequenceChunk> chunks, runtime::KvCache& cache,
                                std::vector<float>* logits) = 0;

@@ -50,7 +50,7 @@ class DecoderModel : public Decoder {
       LinearFactory& factory, kernels::cpu::ThreadPool* pool,
       runtime::KvCacheFormat kv_format = runtime::KvCacheFormat::kF32);
 
-  runtime::KvCacheFormat kv_cache_format() const { return kv_format_; }
+  runtime::KvCacheFormat kv_cache_format() const override { return kv_format_; }
 
   const ModelConfig& config() const override { return config_; }
   std::string device() const override { return "cpu"; }

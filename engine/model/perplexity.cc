@@ -23,7 +23,7 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(
   }
   const auto& c = model.config();
   runtime::KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, (n_ctx + 15) / 16,
-                         model.uses_host_kv_storage());
+                         model.uses_host_kv_storage(), model.kv_cache_format());
   PerplexityResult result;
   result.n_ctx = n_ctx;
   double nll_sum = 0, nll2_sum = 0;

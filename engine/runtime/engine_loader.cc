@@ -32,10 +32,20 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
     TLOG_INFO("%s", e.plan->ToTable());
     for (const std::string& w : e.plan->warnings()) TLOG_WARNING("%s", w);
     e.factory = std::make_unique<model::PlanLinearFactory>(*e.plan, *e.quant_config, e.pool.get());
+    const auto kv_format = runtime::ParseKvCacheFormat(options.kv_cache_dtype);
+    if (!kv_format) {
+      return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype '", options.kv_cache_dtype,
+                                                     "' is not f32 or fp8"));
+    }
     TESSERA_ASSIGN_OR_RETURN(e.model,
                              model::DecoderModel::Load(e.source.config, *e.source.store,
-                                                       e.source.naming, *e.factory, e.pool.get()));
+                                                       e.source.naming, *e.factory, e.pool.get(),
+                                                       *kv_format));
     return absl::OkStatus();
+  }
+  if (options.kv_cache_dtype != "f32") {
+    return absl::UnimplementedError(absl::StrCat("--kv_cache_dtype ", options.kv_cache_dtype,
+                                                 ": the CUDA decoder keeps an f32 KV cache"));
   }
 #ifdef TESSERA_HAVE_CUDA
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info,

@@ -44,6 +44,8 @@ struct EngineOptions {
   // device memory.
   int64_t kv_blocks = 0;
   int64_t kv_block_tokens = 16;
+  // "f32" or "fp8" (E4M3 with the checkpoint's per-layer k_scale/v_scale; CPU backend only).
+  std::string kv_cache_dtype = "f32";
 };
 
 // "cpu" (or empty) -> -1, "cuda" -> 0, "cuda:N" -> N; anything else is INVALID_ARGUMENT naming

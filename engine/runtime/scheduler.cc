@@ -70,7 +70,7 @@ Scheduler::Scheduler(model::Decoder& model, const tokenizer::Tokenizer& tokenize
   }
   cache_ = std::make_unique<KvCache>(c.num_layers, c.num_kv_heads, c.head_dim,
                                      options_.kv_block_tokens, options_.kv_blocks,
-                                     model_.uses_host_kv_storage());
+                                     model_.uses_host_kv_storage(), model_.kv_cache_format());
 }
 
 Scheduler::~Scheduler() { Stop(); }

@@ -33,7 +33,9 @@ absl::StatusOr<std::unique_ptr<TestServer>> TestServer::Start(TestServerOptions 
   auto server = TesseraServer::Start(options.server);
   if (!server.ok()) return server.status();
   ts->server_ = *std::move(server);
-  auto model = LoadModel(options.model_path, 2);
+  runtime::EngineOptions engine_options;
+  engine_options.threads = 2;
+  auto model = LoadModel(options.model_path, engine_options);
   if (!model.ok()) return model.status();
   ts->model_ = *std::move(model);
   ts->scheduler_ = std::make_unique<runtime::Scheduler>(ts->model_->model(),
