@@ -16,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/args.h"
 #include "cli/commands.h"
+#include "engine/model/decoder_model.h"
 #include "engine/runtime/engine_loader.h"
 #include "engine/runtime/kv_cache.h"
 
@@ -102,7 +103,17 @@ int RunBench(const std::vector<std::string>& argv) {
   if (!engine.ok()) return Fail(engine.status());
   auto& e = **engine;
   const auto& c = e.model->config();
-  const int64_t weight_bytes = DecodeWeightBytes(*e.source.store);
+  // The CPU model knows what its Linears stream (quantized plans shrink it); otherwise count the
+  // file's tensors.
+  int64_t weight_bytes = DecodeWeightBytes(*e.source.store);
+  if (const auto* dm = dynamic_cast<const model::DecoderModel*>(e.model.get()); dm != nullptr) {
+    weight_bytes = dm->lm_head().weight_bytes();
+    for (const auto& l : dm->layers()) {
+      for (const auto* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
+        if (*lin != nullptr) weight_bytes += (*lin)->weight_bytes();
+      }
+    }
+  }
   std::printf("model %s: %lld layers, hidden %lld, vocab %lld; threads %d; decode weight bytes %.1f MiB; load %.2f s\n",
               args->GetString("model").c_str(), static_cast<long long>(c.num_layers),
               static_cast<long long>(c.hidden_size), static_cast<long long>(c.vocab_size),

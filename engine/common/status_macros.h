@@ -1,29 +1,8 @@
-// Status plumbing shared by every engine module. Abseil 20220623 ships absl::Status but no
-// RETURN_IF_ERROR / ASSIGN_OR_RETURN, so the project keeps its own two macros here; they are the
-// only way errors cross module boundaries (no exceptions leave a module).
+// The engine's status macros are the kernels' (kernels/common/status_macros.h, the lowest layer
+// that uses absl::Status); this header keeps engine code including them from its own folder.
 #ifndef TESSERA_ENGINE_COMMON_STATUS_MACROS_H_
 #define TESSERA_ENGINE_COMMON_STATUS_MACROS_H_
 
-#include <utility>
-
-#include "absl/status/status.h"
-#include "absl/status/statusor.h"
-
-#define TESSERA_CONCAT_INNER_(a, b) a##b
-#define TESSERA_CONCAT_(a, b) TESSERA_CONCAT_INNER_(a, b)
-
-#define TESSERA_RETURN_IF_ERROR(expr)                \
-  do {                                               \
-    ::absl::Status tessera_status_ = (expr);         \
-    if (!tessera_status_.ok()) return tessera_status_; \
-  } while (0)
-
-#define TESSERA_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
-  auto tmp = (expr);                                   \
-  if (!tmp.ok()) return std::move(tmp).status();       \
-  lhs = std::move(tmp).value()
-
-#define TESSERA_ASSIGN_OR_RETURN(lhs, expr) \
-  TESSERA_ASSIGN_OR_RETURN_IMPL_(TESSERA_CONCAT_(tessera_statusor_, __LINE__), lhs, expr)
+#include "kernels/common/status_macros.h"
 
 #endif  // TESSERA_ENGINE_COMMON_STATUS_MACROS_H_

@@ -42,7 +42,8 @@ absl::StatusOr<QuantArgs> ParseArgs(const OrderedJson& j, const std::string& whe
     if (a.actorder == "static") a.actorder = "weight";
   }
   if (auto bs = j.find("block_structure"); bs != j.end()) {
-    if (bs->is_array() && bs->size() == 2) {
+    if (bs->is_array() && bs->size() == 2 && (*bs)[0].is_number_integer() &&
+        (*bs)[1].is_number_integer() && (*bs)[0].get<int64_t>() > 0 && (*bs)[1].get<int64_t>() > 0) {
       a.block_n = (*bs)[0].get<int64_t>();
       a.block_k = (*bs)[1].get<int64_t>();
     } else if (bs->is_string()) {
@@ -50,6 +51,9 @@ absl::StatusOr<QuantArgs> ParseArgs(const OrderedJson& j, const std::string& whe
       if (sscanf(s.c_str(), "%ldx%ld", &a.block_n, &a.block_k) != 2) {
         return absl::InvalidArgumentError(absl::StrCat(where, ".block_structure '", s, "' is not NxK"));
       }
+    } else if (!bs->is_null()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ".block_structure must be [rows, cols] positive integers or \"NxK\""));
     }
   }
   if (a.strategy.empty()) {

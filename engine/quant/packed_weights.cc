@@ -167,7 +167,7 @@ const uint8_t* Bytes(const io::TensorStore& st, const std::string& name) {
 
 kc::IntWeights PackedWeights::AsInt() const {
   kc::IntWeights w;
-  w.packing = kc::IntWeightPacking::kU8;
+  w.packing = int_packing;
   w.q = q;
   w.scales = scales.data();
   w.zeros = zeros.data();
@@ -175,6 +175,18 @@ kc::IntWeights PackedWeights::AsInt() const {
   w.group_size = spec.group_size > 0 ? spec.group_size : spec.k;
   w.g_idx = g_idx.empty() ? nullptr : g_idx.data();
   return w;
+}
+
+void PackedWeights::PackInt4Pairs() {
+  const bool int4 = spec.weight_format == WeightFormat::kInt4 ||
+                    spec.weight_format == WeightFormat::kInt4Awq;
+  if (!int4 || int_packing != kc::IntWeightPacking::kU8 || q == nullptr) return;
+  const int64_t n = spec.n, k = spec.k, row_bytes = kc::IntWeightRowBytes(kc::IntWeightPacking::kU4Pairs, k);
+  std::vector<uint8_t> packed(static_cast<size_t>(n * row_bytes));
+  for (int64_t r = 0; r < n; ++r) kc::PackU4Pairs(q + r * k, k, packed.data() + r * row_bytes);
+  bytes = std::move(packed);
+  q = bytes.data();
+  int_packing = kc::IntWeightPacking::kU4Pairs;
 }
 
 kc::Fp8Weights PackedWeights::AsFp8() const {

@@ -37,6 +37,12 @@ struct PackedWeights {
   float input_scale = 0.0f;           // static activation scale (FP8/INT8), multiplier
   int32_t input_zero_point = 0;
   float input_global_scale = 0.0f;    // NVFP4 static activation global scale g (a divisor)
+  // Integer weight-only codes: one per byte as loaded; PackInt4Pairs halves 4-bit ones in place.
+  kernels::cpu::IntWeightPacking int_packing = kernels::cpu::IntWeightPacking::kU8;
+
+  // For 4-bit integer weight-only formats with codes one per byte, repacks them into nibble pairs
+  // (kU4Pairs, what the fast CPU kernel reads) and frees the byte copy. No-op otherwise.
+  void PackInt4Pairs();
 
   kernels::cpu::IntWeights AsInt() const;
   kernels::cpu::Fp8Weights AsFp8() const;

@@ -116,9 +116,14 @@ class QuarkConfig : public QuantConfig {
 
 absl::StatusOr<std::unique_ptr<QuantConfig>> ParseQuark(const OrderedJson& qc, const io::TensorStore& /*store*/) {
   auto c = std::make_unique<QuarkConfig>();
-  c->global_ = qc.value("global_quant_config", OrderedJson::object());
-  c->layer_ = qc.value("layer_quant_config", OrderedJson::object());
-  c->layer_type_ = qc.value("layer_type_quant_config", OrderedJson::object());
+  // Not OrderedJson::value(): it throws when a key holds another type.
+  auto object_or_empty = [&](const char* key) {
+    auto it = qc.find(key);
+    return (it == qc.end() || it->is_null()) ? OrderedJson::object() : *it;
+  };
+  c->global_ = object_or_empty("global_quant_config");
+  c->layer_ = object_or_empty("layer_quant_config");
+  c->layer_type_ = object_or_empty("layer_type_quant_config");
   c->exclude_ = parse::StringList(qc, "exclude");
   if (!c->global_.is_object() || !c->layer_.is_object() || !c->layer_type_.is_object()) {
     return absl::InvalidArgumentError("quark config: global/layer/layer_type quant configs must be objects");

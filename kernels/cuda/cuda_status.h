@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "engine/common/status_macros.h"  // header-only: TESSERA_RETURN_IF_ERROR
+#include "kernels/common/status_macros.h"  // TESSERA_RETURN_IF_ERROR
 
 namespace tessera::kernels::cuda {
 

@@ -1,9 +1,14 @@
 #include "engine/backend/cpu/quantized_linear.h"
 
+#include <algorithm>
+#include <cstdlib>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
+#include "kernels/numeric/fp4.h"
+#include "kernels/numeric/fp8.h"
 
 namespace tessera::backend::cpu {
 namespace {
@@ -13,12 +18,181 @@ using quant::ActivationFormat;
 using quant::ScaleGranularity;
 using quant::ScaleOrigin;
 using quant::WeightFormat;
+namespace kf = kernels::cpu::fast;
+
+// The W8A8 fast path folds the weight scale into the epilogue and decodes bare codes.
+constexpr float kUnitScale = 1.0f;
+
+// Decodes NVFP4 activation codes (e2m1 · sf, exact in f32) straight into the fast kernel's 4-bit
+// lane order (kf::FastQuantPermuteActivations): per 32 elements the even ones, then the odd ones.
+void DecodeNvfp4ActivationsPermuted(const uint8_t* packed, const uint8_t* sf, int64_t rows,
+                                    int64_t k, float* out) {
+  for (int64_t b = 0; b < rows * k / 32; ++b) {
+    for (int l = 0; l < 16; ++l) {
+      const float s = numeric::DecodeUe4m3(sf[2 * b + l / 8]);
+      const uint8_t byte = packed[b * 16 + l];
+      out[b * 32 + l] = numeric::DecodeE2m1(numeric::LowNibble(byte)) * s;
+      out[b * 32 + 16 + l] = numeric::DecodeE2m1(numeric::HighNibble(byte)) * s;
+    }
+  }
+}
 
 }  // namespace
 
-int64_t QuantizedLinear::weight_bytes() const {
+void QuantizedLinear::InitFast() {
+  // Escape hatch for A/B measurements and bisecting: keep every layer on the reference kernels.
+  if (std::getenv("TESSERA_QUANT_REFERENCE") != nullptr) return;
   const auto& s = w_.spec;
-  return s.n * s.k * quant::WeightBits(s.weight_format) / 8;
+  kf::FastQuantWeights f;
+  f.n = s.n;
+  f.k = s.k;
+  switch (s.weight_format) {
+    case WeightFormat::kFp8E4m3: {
+      const kc::Fp8Weights fw = w_.AsFp8();
+      if (s.activation == ActivationFormat::kFloat) {
+        f.scales = fw.scales;
+        if (fw.layout == kc::Fp8WeightScaleLayout::kBlock) {
+          if (fw.block_n <= 0 || fw.block_k <= 0) return;
+          f.scale_rows = fw.block_n;
+          f.scale_row_stride = kc::NumGroups(s.k, fw.block_k);
+          f.scale_k = fw.block_k;
+        } else {
+          const bool per_row = fw.layout == kc::Fp8WeightScaleLayout::kPerRow;
+          f.scale_rows = per_row ? 1 : std::max<int64_t>(1, s.n);
+          f.scale_row_stride = per_row ? 1 : 0;
+          f.scale_k = s.k;
+        }
+      } else {
+        // W8A8: bare codes; the weight scale goes to the epilogue, as in the reference.
+        if (fw.layout == kc::Fp8WeightScaleLayout::kBlock) return;
+        if (s.activation_origin != ScaleOrigin::kStatic &&
+            s.activation_scale == ScaleGranularity::kGroup) {
+          return;
+        }
+        f.scales = &kUnitScale;
+        f.scale_rows = std::max<int64_t>(1, s.n);
+        f.scale_k = s.k;
+      }
+      f.decode = kf::QuantDecode::kFp8;
+      f.q = fw.q;
+      if (fw.q == nullptr || kf::Fp8HasNanCodes(fw.q, s.n * s.k)) return;
+      break;
+    }
+    case WeightFormat::kInt4:
+    case WeightFormat::kInt4Awq: {
+      if (!w_.g_idx.empty() || s.k % 32 != 0) return;  // act-order stays on the reference path
+      w_.PackInt4Pairs();
+      const kc::IntWeights iw = w_.AsInt();
+      f.decode = kf::QuantDecode::kInt4;
+      f.q = iw.q;
+      f.scales = iw.scales;
+      f.zeros = iw.zeros;
+      f.scale_row_stride = iw.num_groups;
+      f.scale_k = iw.group_size;
+      if (iw.num_groups * iw.group_size != s.k) return;
+      fast_permute_ = true;
+      break;
+    }
+    case WeightFormat::kNvfp4: {
+      const kc::Nvfp4Weights nw = w_.AsNvfp4();
+      f.decode = kf::QuantDecode::kNvfp4;
+      f.q = nw.packed;
+      f.block_scales = nw.block_scales;
+      f.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
+      fast_permute_ = true;
+      break;
+    }
+    case WeightFormat::kMxfp4: {
+      const kc::Mxfp4Weights mw = w_.AsMxfp4();
+      f.decode = kf::QuantDecode::kMxfp4;
+      f.q = mw.packed;
+      f.block_scales = mw.scales;
+      fast_permute_ = true;
+      break;
+    }
+    default:
+      return;
+  }
+  fast_ = f;
+  fast_ok_ = kf::FastQuantSupported(fast_);
+}
+
+bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const {
+  const auto& s = w_.spec;
+  const int64_t n = s.n, k = s.k;
+  kf::FastQuantWeights f = fast_;
+  // Per-call buffers: decoded / permuted activations and the epilogue's row scales. Everything is
+  // computed once per call, before the column split, and per row (batch-invariant).
+  std::vector<float> xa, sa;
+  std::vector<uint8_t> qa, qa_scales;
+  const float* xin = x;
+  if (s.weight_format == WeightFormat::kFp8E4m3 && s.activation != ActivationFormat::kFloat) {
+    const kc::Fp8Weights fw = w_.AsFp8();
+    qa.resize(rows * k);
+    if (s.activation_origin == ScaleOrigin::kStatic) {
+      kc::QuantizeFp8Static(x, rows * k, w_.input_scale, kc::Fp8ScaleOp::kDivide, qa.data());
+      sa.assign(1, w_.input_scale);
+      f.row_scale_stride = 0;
+    } else {
+      sa.resize(rows);
+      const float ub = s.activation_scale_ub.value_or(0.0f);
+      kc::QuantizeFp8PerToken(x, rows, k, s.activation_scale_ub ? &ub : nullptr,
+                              kc::kFp8PerTokenMinScale, qa.data(), sa.data());
+      f.row_scale_stride = 1;
+    }
+    xa.resize(rows * k);
+    for (int64_t i = 0; i < rows * k; ++i) xa[i] = numeric::DecodeE4m3(qa[i]);
+    f.row_scale = sa.data();
+    f.col_scale = fw.scales;
+    f.col_scale_stride = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? 1 : 0;
+    xin = xa.data();
+  } else if (s.weight_format == WeightFormat::kNvfp4 && s.activation == ActivationFormat::kNvfp4) {
+    qa.resize(rows * k / 2);
+    qa_scales.resize(rows * k / 16);
+    std::vector<float> gscale;
+    if (s.activation_origin == ScaleOrigin::kStatic) {
+      gscale.assign(1, w_.input_global_scale);
+      sa.assign(1, kc::Nvfp4Alpha(w_.global_scale, w_.input_global_scale));
+    } else {
+      gscale.resize(rows);
+      kc::Nvfp4DynamicGlobalScalePerRow(x, rows, k, gscale.data());
+      sa.resize(rows);
+      for (int64_t r = 0; r < rows; ++r) sa[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
+    }
+    const int64_t stride = gscale.size() == 1 ? 0 : 1;
+    if (!kc::QuantizeNvfp4(x, rows, k, gscale.data(), stride, qa.data(), qa_scales.data())) {
+      return false;
+    }
+    xa.resize(rows * k);
+    DecodeNvfp4ActivationsPermuted(qa.data(), qa_scales.data(), rows, k, xa.data());
+    f.row_scale = sa.data();
+    f.row_scale_stride = stride;
+    xin = xa.data();
+  } else if (fast_permute_) {
+    xa.resize(rows * k);
+    kf::FastQuantPermuteActivations(x, rows, k, xa.data());
+    xin = xa.data();
+  }
+  const float* bias = bias_.empty() ? nullptr : bias_.data();
+  auto run = [&](int64_t b, int64_t e) { kf::FastQuantMatmul(f, xin, rows, bias, y, b, e); };
+  if (pool_ != nullptr) {
+    pool_->ParallelFor(n, 16, run);
+  } else {
+    run(0, n);
+  }
+  return true;
+}
+
+int64_t QuantizedLinear::weight_bytes() const {
+  // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s).
+  const auto& s = w_.spec;
+  const int64_t codes = s.n * s.k * quant::WeightBits(s.weight_format) / 8;
+  switch (s.weight_format) {
+    case WeightFormat::kNvfp4: return codes + s.n * s.k / kc::kNvfp4BlockSize;
+    case WeightFormat::kMxfp4: return codes + s.n * s.k / kc::kMxfp4BlockSize;
+    default:
+      return codes + static_cast<int64_t>((w_.scales.size() + w_.zeros.size()) * sizeof(float));
+  }
 }
 
 std::string QuantizedLinear::Describe() const {
@@ -26,6 +200,11 @@ std::string QuantizedLinear::Describe() const {
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
+  if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y)) return;
+  ForwardReference(x, rows, y);
+}
+
+void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) const {
   const auto& s = w_.spec;
   const int64_t n = s.n, k = s.k;
   const float* bias = bias_.empty() ? nullptr : bias_.data();
@@ -43,7 +222,7 @@ void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
     case WeightFormat::kFp8E4m3: {
       const kc::Fp8Weights fw = w_.AsFp8();
       if (s.activation == ActivationFormat::kFloat) {
-        run = [&](int64_t b, int64_t e) { kc::MatmulFp8W8A16(fw, n, k, x, rows, bias, y, b, e); };
+        run = [&, fw](int64_t b, int64_t e) { kc::MatmulFp8W8A16(fw, n, k, x, rows, bias, y, b, e); };
         break;
       }
       qa.resize(rows * k);
@@ -65,7 +244,7 @@ void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
         fa.layout = kc::Fp8ActScaleLayout::kPerToken;
       }
       fa.scales = sa.data();
-      run = [&](int64_t b, int64_t e) { kc::MatmulFp8W8A8(fw, n, k, fa, rows, bias, y, b, e); };
+      run = [&, fw](int64_t b, int64_t e) { kc::MatmulFp8W8A8(fw, n, k, fa, rows, bias, y, b, e); };
       break;
     }
     case WeightFormat::kInt8:
@@ -89,7 +268,7 @@ void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
           kc::QuantizeInt8PerTokenSymmetric(x, rows, k, qa8.data(), sa.data());
         }
         ia.scales = sa.data();
-        run = [&](int64_t b, int64_t e) { kc::MatmulInt8W8A8(iw, n, k, ia, rows, bias, y, b, e); };
+        run = [&, iw](int64_t b, int64_t e) { kc::MatmulInt8W8A8(iw, n, k, ia, rows, bias, y, b, e); };
         break;
       }
       [[fallthrough]];

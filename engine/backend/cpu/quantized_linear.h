@@ -4,6 +4,14 @@
 // groups, zero points, act-order); NVFP4 W4A4 (static or dynamic activation global scale) and
 // W4A16; MXFP4 W4A16. Activations are quantized once per call with the reference formulas, then
 // output columns are split across the thread pool.
+// Fast paths (kernels/cpu/fast/fast_quant_matmul.h, chosen once at construction when the layout
+// allows): FP8 W8A16 (any weight scale layout) and W8A8 with per-tensor/per-row weight scales and
+// static or per-token activations; 4-bit integer weight-only without act-order (any group size
+// that is a multiple of 32, per-channel included, zero points; codes repacked into nibble pairs
+// at load); NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0). Everything else
+// (act-order g_idx, group 16, FP8 block/group W8A8, INT8 W8A8, 2/3/8-bit weight-only, SIMD
+// targets narrower than AVX-512 for the 4-bit formats) runs the scalar reference kernels.
+// TESSERA_QUANT_REFERENCE=1 in the environment forces the reference kernels (A/B measurements).
 #ifndef TESSERA_ENGINE_BACKEND_CPU_QUANTIZED_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_QUANTIZED_LINEAR_H_
 
@@ -13,6 +21,7 @@
 
 #include "engine/backend/linear.h"
 #include "engine/quant/packed_weights.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::backend::cpu {
@@ -21,7 +30,9 @@ class QuantizedLinear : public Linear {
  public:
   QuantizedLinear(quant::PackedWeights weights, std::vector<float> bias,
                   kernels::cpu::ThreadPool* pool)
-      : w_(std::move(weights)), bias_(std::move(bias)), pool_(pool) {}
+      : w_(std::move(weights)), bias_(std::move(bias)), pool_(pool) {
+    InitFast();
+  }
 
   int64_t out_features() const override { return w_.spec.n; }
   int64_t in_features() const override { return w_.spec.k; }
@@ -29,11 +40,23 @@ class QuantizedLinear : public Linear {
   std::string Describe() const override;
   int64_t weight_bytes() const override;
   const quant::PackedWeights& weights() const { return w_; }
+  // Whether Forward runs the fast kernel (for tests and benchmarks).
+  bool uses_fast_path() const { return fast_ok_; }
+  // The scalar reference kernels, whatever the fast path would do (the tests' oracle).
+  void ForwardReference(const float* x, int64_t rows, float* y) const;
 
  private:
+  // Repacks what the fast kernel needs and fills fast_ / fast_ok_.
+  void InitFast();
+  // The fast Forward; false when this call must take the reference path.
+  bool ForwardFast(const float* x, int64_t rows, float* y) const;
+
   quant::PackedWeights w_;
   std::vector<float> bias_;
   kernels::cpu::ThreadPool* pool_;
+  kernels::cpu::fast::FastQuantWeights fast_;  // weights part; the epilogue is set per call
+  bool fast_ok_ = false;
+  bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
 };
 
 }  // namespace tessera::backend::cpu

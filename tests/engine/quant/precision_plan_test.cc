@@ -149,6 +149,13 @@ TEST(PrecisionPlanTest, CheckpointConfigErrorsNameTheLayer) {
   EXPECT_THAT(std::string(misshaped.status().message()), HasSubstr("weight_scale' has shape"));
   EXPECT_THAT(std::string(misshaped.status().message()), HasSubstr("layer model.layers.0.self_attn.q_proj"));
 
+  // A malformed field is an error naming it, never an exception out of the parser.
+  auto block = PlanFor(FixtureWithConfig("ct_fp8_block", "block", [](std::string& s) {
+    Replace(s, "\"block_structure\": [", "\"block_structure\": [\"a\", \"b\"], \"x\": [");
+  }), "");
+  ASSERT_FALSE(block.ok());
+  EXPECT_THAT(std::string(block.status().message()), HasSubstr("block_structure"));
+
   auto group = PlanFor(FixtureWithConfig("ct_w4a16", "group", [](std::string& s) {
     Replace(s, "\"group_size\": 32", "\"group_size\": 48");
   }), "");

@@ -1,0 +1,221 @@
+// QuantizedLinear's fast paths (kernels/cpu/fast/fast_quant_matmul.h) against its scalar
+// reference path (QuantizedLinear::ForwardReference) on random data and odd shapes, for FP8
+// W8A16 (per-tensor, per-row, block scales) and W8A8 (static and per-token activations), 4-bit
+// integer weight-only (group 32/64/128, per-channel, fractional zero points; group 16 checks the
+// reference fallback), NVFP4 W4A16 and W4A4
+// (static and dynamic activation global scale) and MXFP4 W4A16.
+// Tolerance: both paths sum the same exactly-decoded products (weights are decoded bit-identically,
+// activation quantization is the same reference code) in different orders, so each is within
+// (K + 8)·u·Σ|x·w| of the exact sum (u = 2^-24); the test allows twice the sum of both bounds,
+// with Σ|x·w| taken over the dequantized weights and 2|x| (a quantized activation is at most
+// twice the original in magnitude), plus a few ulps of the result for the scale epilogue.
+// Batch invariance: every row of a multi-row call (GEMV for <= 4 rows, tiled GEMM above) is
+// bit-identical to the same row computed alone, and to the result with columns split across 2 or
+// 3 threads.
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cpu/quantized_linear.h"
+#include "engine/quant/packed_weights.h"
+#include "kernels/cpu/fast/fast_matmul.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tessera::backend::cpu {
+namespace {
+
+using quant::ActivationFormat;
+using quant::PackedWeights;
+using quant::ScaleGranularity;
+using quant::ScaleOrigin;
+using quant::WeightFormat;
+
+using MakeWeights = std::function<PackedWeights()>;
+
+// The 4-bit fast kernels need 16 f32 lanes; elsewhere those layers stay on the reference path.
+bool Wide() { return std::string(kernels::cpu::fast::FastTargetName()).rfind("AVX3", 0) == 0; }
+
+float Uniform(std::mt19937& rng, float lo, float hi) {
+  return std::uniform_real_distribution<float>(lo, hi)(rng);
+}
+
+PackedWeights Fp8(int64_t n, int64_t k, ScaleGranularity scale, ActivationFormat act,
+                  ScaleOrigin origin, uint32_t seed) {
+  std::mt19937 rng(seed);
+  PackedWeights w;
+  w.spec.n = n;
+  w.spec.k = k;
+  w.spec.weight_format = WeightFormat::kFp8E4m3;
+  w.spec.weight_scale = scale;
+  w.spec.activation = act;
+  w.spec.activation_origin = origin;
+  w.spec.activation_scale = ScaleGranularity::kColwise;
+  w.spec.block_n = 16;
+  w.spec.block_k = 32;
+  w.bytes.resize(n * k);
+  for (auto& b : w.bytes) {
+    do b = static_cast<uint8_t>(rng()); while ((b & 0x7F) == 0x7F);  // no NaN codes
+  }
+  const int64_t count = scale == ScaleGranularity::kTensor ? 1
+                        : scale == ScaleGranularity::kBlock ? ((n + 15) / 16) * ((k + 31) / 32)
+                                                            : n;
+  for (int64_t i = 0; i < count; ++i) w.scales.push_back(Uniform(rng, 1e-3f, 0.1f));
+  w.q = w.bytes.data();
+  w.input_scale = 0.02f;
+  return w;
+}
+
+PackedWeights Int4(int64_t n, int64_t k, int64_t group, uint32_t seed) {
+  std::mt19937 rng(seed);
+  PackedWeights w;
+  w.spec.n = n;
+  w.spec.k = k;
+  w.spec.weight_format = WeightFormat::kInt4;
+  w.spec.group_size = group;
+  w.bytes.resize(n * k);
+  for (auto& b : w.bytes) b = static_cast<uint8_t>(rng() % 16);
+  const int64_t groups = group > 0 ? k / group : 1;
+  for (int64_t i = 0; i < n * groups; ++i) {
+    w.scales.push_back(Uniform(rng, 1e-3f, 0.05f));
+    w.zeros.push_back(i % 3 == 0 ? 8.0f : Uniform(rng, 0.0f, 15.0f));  // fractional zero points
+  }
+  w.q = w.bytes.data();
+  return w;
+}
+
+PackedWeights Fp4(WeightFormat fmt, int64_t n, int64_t k, ActivationFormat act, ScaleOrigin origin,
+                  uint32_t seed) {
+  std::mt19937 rng(seed);
+  PackedWeights w;
+  w.spec.n = n;
+  w.spec.k = k;
+  w.spec.weight_format = fmt;
+  w.spec.activation = act;
+  w.spec.activation_origin = origin;
+  w.bytes.resize(n * k / 2);
+  for (auto& b : w.bytes) b = static_cast<uint8_t>(rng());
+  const int64_t block = fmt == WeightFormat::kNvfp4 ? 16 : 32;
+  w.scale_bytes.resize(n * k / block);
+  for (auto& b : w.scale_bytes) {
+    b = fmt == WeightFormat::kNvfp4 ? static_cast<uint8_t>(rng() % 0x7F)  // UE4M3 without NaN
+                                    : static_cast<uint8_t>(110 + rng() % 25);
+  }
+  w.q = w.bytes.data();
+  w.block_scales = w.scale_bytes.data();
+  w.global_scale = 3.7e-3f;
+  w.input_global_scale = 450.0f;
+  return w;
+}
+
+std::vector<float> RandomX(int64_t rows, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = Uniform(rng, -2.0f, 2.0f);
+  if (rows > 1) x[k + 3] = 0.0f;  // a zero activation
+  return x;
+}
+
+// The checks described at the top, for weights made by `make` (called once per layer built).
+void CheckLayer(const MakeWeights& make, const char* name, bool expect_fast) {
+  SCOPED_TRACE(name);
+  const QuantizedLinear lin(make(), {}, nullptr);
+  if (expect_fast) {
+    EXPECT_TRUE(lin.uses_fast_path());
+  }
+  const int64_t n = lin.out_features(), k = lin.in_features();
+  std::vector<float> w_row(k);
+  const int64_t max_rows = 17;
+  const std::vector<float> x = RandomX(max_rows, k, 1234 + static_cast<uint32_t>(n + k));
+
+  // Accuracy against the reference path, for a GEMV-sized and a GEMM-sized call.
+  for (const int64_t rows : {int64_t{3}, max_rows}) {
+    std::vector<float> fast(rows * n), ref(rows * n);
+    lin.Forward(x.data(), rows, fast.data());
+    lin.ForwardReference(x.data(), rows, ref.data());
+    for (int64_t c = 0; c < n; ++c) {
+      lin.weights().DequantizeRow(c, w_row.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        double sum_abs = 0.0;
+        for (int64_t i = 0; i < k; ++i) sum_abs += 2.0 * std::fabs(x[r * k + i] * w_row[i]);
+        const double u = std::ldexp(1.0, -24);
+        const double tol = 4.0 * (k + 8) * u * sum_abs + 8.0 * u * std::fabs(ref[r * n + c]) + 1e-30;
+        ASSERT_NEAR(fast[r * n + c], ref[r * n + c], tol) << "row " << r << " col " << c;
+      }
+    }
+  }
+
+  // Batch invariance: each row alone vs. inside calls of every size (GEMV and GEMM paths).
+  std::vector<float> alone(max_rows * n);
+  for (int64_t r = 0; r < max_rows; ++r) lin.Forward(x.data() + r * k, 1, alone.data() + r * n);
+  for (const int64_t rows : {2, 4, 5, 9, 17}) {
+    std::vector<float> y(rows * n);
+    lin.Forward(x.data(), rows, y.data());
+    ASSERT_EQ(std::memcmp(y.data(), alone.data(), rows * n * sizeof(float)), 0) << rows << " rows";
+  }
+  // Column splits across threads.
+  for (const int threads : {2, 3}) {
+    kernels::cpu::ThreadPool pool(threads);
+    const QuantizedLinear split(make(), {}, &pool);
+    for (const int64_t rows : {1, 17}) {
+      std::vector<float> y(rows * n);
+      split.Forward(x.data(), rows, y.data());
+      ASSERT_EQ(std::memcmp(y.data(), alone.data(), rows * n * sizeof(float)), 0)
+          << threads << " threads, " << rows << " rows";
+    }
+  }
+}
+
+TEST(FastQuantTest, Fp8W8A16) {
+  for (const auto scale : {ScaleGranularity::kTensor, ScaleGranularity::kRowwise,
+                           ScaleGranularity::kBlock}) {
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}, {1, 16}}) {
+      CheckLayer([&] { return Fp8(n, k, scale, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 7); },
+                 "fp8 w8a16", scale != ScaleGranularity::kBlock || k % 32 == 0);
+    }
+  }
+}
+
+TEST(FastQuantTest, Fp8W8A8) {
+  for (const auto scale : {ScaleGranularity::kTensor, ScaleGranularity::kRowwise}) {
+    for (const auto origin : {ScaleOrigin::kStatic, ScaleOrigin::kDynamic}) {
+      for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}}) {
+        CheckLayer([&] { return Fp8(n, k, scale, ActivationFormat::kFp8, origin, 11); }, "fp8 w8a8",
+                   true);
+      }
+    }
+  }
+}
+
+TEST(FastQuantTest, Int4WeightOnly) {
+  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128}, {5, 384, 128},
+                                {67, 64, 32}, {9, 48, 16}, {33, 80, -1}, {33, 96, -1}, {3, 256, 64}}) {
+    const bool fast = Wide() && k % 32 == 0 && (g < 0 || g % 32 == 0);  // group 16: reference
+    CheckLayer([&] { return Int4(n, k, g, 3); }, "int4", fast);
+  }
+}
+
+TEST(FastQuantTest, Nvfp4) {
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {5, 288}, {67, 64}, {3, 16}}) {
+    const bool fast = Wide() && k % 32 == 0;  // k = 16: reference
+    CheckLayer([&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kFloat,
+                                ScaleOrigin::kDynamic, 5); }, "nvfp4 w4a16", fast);
+    for (const auto origin : {ScaleOrigin::kStatic, ScaleOrigin::kDynamic}) {
+      CheckLayer([&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kNvfp4, origin, 5); },
+                 "nvfp4 w4a4", fast);
+    }
+  }
+}
+
+TEST(FastQuantTest, Mxfp4) {
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {5, 288}, {67, 64}}) {
+    CheckLayer([&] { return Fp4(WeightFormat::kMxfp4, n, k, ActivationFormat::kFloat,
+                                ScaleOrigin::kDynamic, 9); }, "mxfp4", Wide());
+  }
+}
+
+}  // namespace
+}  // namespace tessera::backend::cpu
