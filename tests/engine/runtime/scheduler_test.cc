@@ -149,6 +149,30 @@ TEST_F(SchedulerTest, AdmissionControl) {
   EXPECT_EQ(s.Submit(Greedy(long_prompt, 1)).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(SchedulerTest, RequestWaitsWhileTheKvCacheIsFullThenRuns) {
+  SchedulerOptions opts;
+  opts.max_running = 4;
+  opts.kv_blocks = 6;  // 96 tokens: one request of 5 + 60 tokens (5 blocks) at a time
+  Scheduler s(*engine_->model, *engine_->tokenizer, opts);
+  s.Start();
+  const auto p = Prompt("Once upon a time");
+  auto a = s.Submit(Greedy(p, 60));
+  auto b = s.Submit(Greedy(p, 60));
+  ASSERT_TRUE(a.ok() && b.ok());
+  TokenEvent ev;
+  ASSERT_TRUE((*a)->Next(&ev, absl::Seconds(30)));
+  // The first request holds 5 of 6 blocks, so the second cannot be admitted yet.
+  EXPECT_EQ(s.Stats().waiting, 1);
+  EXPECT_EQ(s.Stats().running, 1);
+  Outcome oa = Drain(**a);
+  oa.tokens.insert(oa.tokens.begin(), ev.token_ids.begin(), ev.token_ids.end());
+  Outcome ob = Drain(**b);
+  EXPECT_EQ(oa.tokens.size(), 60u);
+  EXPECT_EQ(ob.tokens, oa.tokens);  // same prompt, greedy: same continuation once admitted
+  EXPECT_GT(ob.last.timings.queue_seconds, 0.0);
+  EXPECT_EQ(s.Stats().kv_used_blocks, 0);
+}
+
 TEST_F(SchedulerTest, StopStringAndSeededSamplingAreReproducible) {
   Scheduler s(*engine_->model, *engine_->tokenizer, {});
   s.Start();
