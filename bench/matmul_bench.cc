@@ -19,6 +19,7 @@
 #include "engine/model/synth_model.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/thread_pool.h"
@@ -179,6 +180,72 @@ void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, i
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
 }
 
+// ---- QuantizedLinear's fast kernels (kernels/cpu/fast/fast_quant_matmul.h). Random codes with
+// sane scales; only the streaming and decode cost matters. FP8 per-row scales, INT4 group 128
+// with f32 scales and zero points, NVFP4 W4A16, MXFP4. weight_GB/s counts codes + scales.
+struct QuantCopy {
+  std::vector<uint8_t> q, block_scales;
+};
+
+void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+  kf::FastQuantWeights w;
+  w.n = n;
+  w.k = k;
+  int64_t q_bytes = n * k / 2, bs_bytes = 0;
+  std::vector<float> scales, zeros;
+  if (fmt == "FP8") {
+    w.decode = kf::QuantDecode::kFp8;
+    q_bytes = n * k;
+    scales.assign(n, 0.01f);
+    w.scale_rows = 1;
+    w.scale_row_stride = 1;
+    w.scale_k = k;
+  } else if (fmt == "INT4_G128") {
+    w.decode = kf::QuantDecode::kInt4;
+    scales.assign(n * k / 128, 0.01f);
+    zeros.assign(n * k / 128, 8.0f);
+    w.scale_row_stride = k / 128;
+    w.scale_k = 128;
+  } else {
+    w.decode = fmt == "NVFP4" ? kf::QuantDecode::kNvfp4 : kf::QuantDecode::kMxfp4;
+    bs_bytes = n * k / (fmt == "NVFP4" ? 16 : 32);
+    w.alpha = 0.5f;
+  }
+  w.scales = scales.data();
+  w.zeros = zeros.data();
+  const int64_t stored = q_bytes + bs_bytes + static_cast<int64_t>((scales.size() + zeros.size()) * 4);
+  // Copies covering 256 MiB so that decode streams from DRAM (as BM_Matmul).
+  std::vector<QuantCopy> copies(std::max<int64_t>(1, (int64_t{256} << 20) / stored));
+  std::mt19937 rng(42);
+  for (auto& c : copies) {
+    c.q.resize(q_bytes);
+    for (auto& b : c.q) b = static_cast<uint8_t>(rng() & 0x77);  // no FP8 NaN codes
+    c.block_scales.assign(bs_bytes, fmt == "NVFP4" ? 0x38 : 0x7F);  // 1.0
+  }
+  w.q = copies[0].q.data();
+  w.block_scales = copies[0].block_scales.data();
+  if (!kf::FastQuantSupported(w)) {
+    state.SkipWithError("not supported on this target");
+    return;
+  }
+  std::vector<float> x(m * k), y(m * n);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  size_t next = 0;
+  for (auto _ : state) {
+    w.q = copies[next].q.data();
+    w.block_scales = copies[next].block_scales.data();
+    next = (next + 1) % copies.size();
+    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+      kf::FastQuantMatmul(w, x.data(), m, nullptr, y.data(), b, e);
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double it = static_cast<double>(state.iterations());
+  state.counters["weight_GB/s"] = benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
+}
+
 struct Shape {
   const char* label;
   int64_t n, k;  // y = x · Wᵀ with W [n, k]
@@ -189,6 +256,16 @@ void RegisterAll() {
                        {"14336x4096", 4096, 14336}};
   const Shape tiny[] = {{"1.1b_qo", 2048, 2048}, {"1.1b_kv", 256, 2048}, {"1.1b_gate_up", 5632, 2048},
                         {"1.1b_down", 2048, 5632}, {"1.1b_lm_head", 32000, 2048}};
+  for (const char* f : {"FP8", "INT4_G128", "NVFP4", "MXFP4"}) {
+    for (const Shape& s : {tiny[2], tiny[3]}) {
+      for (int64_t m : {1, 16}) {
+        benchmark::RegisterBenchmark(
+            (std::string("BM_QuantMatmul/") + f + "/" + s.label + "/M:" + std::to_string(m)).c_str(),
+            BM_QuantMatmul, std::string(f), s.n, s.k, m)
+            ->UseRealTime()->Unit(benchmark::kMicrosecond);
+      }
+    }
+  }
   const char* formats[] = {"F32", "BF16", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"};
   for (const char* f : formats) {
     for (const Shape& s : tiny) {

@@ -126,51 +126,77 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
   std::vector<float> xa, sa;
   std::vector<uint8_t> qa, qa_scales;
   const float* xin = x;
+  // The per-row quantizers run over row ranges on the pool: each row's codes depend only on that
+  // row, so the split changes nothing (batch invariance), and a batch's rows no longer wait on
+  // one thread.
+  auto for_rows = [&](const std::function<void(int64_t, int64_t)>& fn) {
+    if (pool_ != nullptr && rows > 1) {
+      pool_->ParallelFor(rows, 1, fn);
+    } else {
+      fn(0, rows);
+    }
+  };
   if (s.weight_format == WeightFormat::kFp8E4m3 && s.activation != ActivationFormat::kFloat) {
     const kc::Fp8Weights fw = w_.AsFp8();
     qa.resize(rows * k);
-    if (s.activation_origin == ScaleOrigin::kStatic) {
-      kc::QuantizeFp8Static(x, rows * k, w_.input_scale, kc::Fp8ScaleOp::kDivide, qa.data());
-      sa.assign(1, w_.input_scale);
-      f.row_scale_stride = 0;
-    } else {
-      sa.resize(rows);
-      const float ub = s.activation_scale_ub.value_or(0.0f);
-      kc::QuantizeFp8PerToken(x, rows, k, s.activation_scale_ub ? &ub : nullptr,
-                              kc::kFp8PerTokenMinScale, qa.data(), sa.data());
-      f.row_scale_stride = 1;
-    }
     xa.resize(rows * k);
-    for (int64_t i = 0; i < rows * k; ++i) xa[i] = numeric::DecodeE4m3(qa[i]);
+    const bool per_token = s.activation_origin != ScaleOrigin::kStatic;
+    if (per_token) {
+      sa.resize(rows);
+    } else {
+      sa.assign(1, w_.input_scale);
+    }
+    const float ub = s.activation_scale_ub.value_or(0.0f);
+    const float* ub_ptr = s.activation_scale_ub ? &ub : nullptr;
+    for_rows([&](int64_t r0, int64_t r1) {
+      const int64_t b = r0 * k, e = r1 * k;
+      if (per_token) {
+        kc::QuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale, qa.data() + b,
+                                sa.data() + r0);
+      } else {
+        kc::QuantizeFp8Static(x + b, e - b, w_.input_scale, kc::Fp8ScaleOp::kDivide, qa.data() + b);
+      }
+      for (int64_t i = b; i < e; ++i) xa[i] = numeric::DecodeE4m3(qa[i]);
+    });
     f.row_scale = sa.data();
+    f.row_scale_stride = per_token ? 1 : 0;
     f.col_scale = fw.scales;
     f.col_scale_stride = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? 1 : 0;
     xin = xa.data();
   } else if (s.weight_format == WeightFormat::kNvfp4 && s.activation == ActivationFormat::kNvfp4) {
+    if (k % 32 != 0) return false;
     qa.resize(rows * k / 2);
     qa_scales.resize(rows * k / 16);
+    xa.resize(rows * k);
+    const bool dynamic = s.activation_origin != ScaleOrigin::kStatic;
     std::vector<float> gscale;
-    if (s.activation_origin == ScaleOrigin::kStatic) {
+    if (dynamic) {
+      gscale.resize(rows);
+      sa.resize(rows);
+    } else {
       gscale.assign(1, w_.input_global_scale);
       sa.assign(1, kc::Nvfp4Alpha(w_.global_scale, w_.input_global_scale));
-    } else {
-      gscale.resize(rows);
-      kc::Nvfp4DynamicGlobalScalePerRow(x, rows, k, gscale.data());
-      sa.resize(rows);
-      for (int64_t r = 0; r < rows; ++r) sa[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
     }
-    const int64_t stride = gscale.size() == 1 ? 0 : 1;
-    if (!kc::QuantizeNvfp4(x, rows, k, gscale.data(), stride, qa.data(), qa_scales.data())) {
-      return false;
-    }
-    xa.resize(rows * k);
-    DecodeNvfp4ActivationsPermuted(qa.data(), qa_scales.data(), rows, k, xa.data());
+    const int64_t stride = dynamic ? 1 : 0;
+    for_rows([&](int64_t r0, int64_t r1) {
+      const int64_t nr = r1 - r0;
+      if (dynamic) {
+        kc::Nvfp4DynamicGlobalScalePerRow(x + r0 * k, nr, k, gscale.data() + r0);
+        for (int64_t r = r0; r < r1; ++r) sa[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
+      }
+      kc::QuantizeNvfp4(x + r0 * k, nr, k, gscale.data() + r0 * stride, stride,
+                        qa.data() + r0 * k / 2, qa_scales.data() + r0 * k / 16);
+      DecodeNvfp4ActivationsPermuted(qa.data() + r0 * k / 2, qa_scales.data() + r0 * k / 16, nr, k,
+                                     xa.data() + r0 * k);
+    });
     f.row_scale = sa.data();
     f.row_scale_stride = stride;
     xin = xa.data();
   } else if (fast_permute_) {
     xa.resize(rows * k);
-    kf::FastQuantPermuteActivations(x, rows, k, xa.data());
+    for_rows([&](int64_t r0, int64_t r1) {
+      kf::FastQuantPermuteActivations(x + r0 * k, r1 - r0, k, xa.data() + r0 * k);
+    });
     xin = xa.data();
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
