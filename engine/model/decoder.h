@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/model/model_config.h"
 #include "engine/runtime/kv_cache.h"
@@ -38,6 +39,12 @@ class Decoder {
   virtual absl::Status Forward(absl::Span<const SequenceChunk> chunks, runtime::KvCache& cache,
                                std::vector<float>* logits) = 0;
 };
+
+// The step preamble every backend shares: checks each chunk (non-empty, within the context,
+// token ids inside the vocabulary) and then reserves the KV blocks of all chunks at once —
+// RESOURCE_EXHAUSTED with nothing changed when they do not fit. Returns the number of new tokens.
+absl::StatusOr<int64_t> ValidateChunksAndReserve(absl::Span<const SequenceChunk> chunks,
+                                                 const ModelConfig& config, runtime::KvCache& cache);
 
 }  // namespace tessera::model
 

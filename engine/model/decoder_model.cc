@@ -145,36 +145,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
         "KV cache format differs from the one the model was loaded for (kv_cache_format())");
   }
   const bool fp8_kv = kv_format_ == runtime::KvCacheFormat::kFp8E4m3;
-  int64_t total = 0;
-  for (const SequenceChunk& ch : chunks) {
-    if (ch.tokens.empty()) return absl::InvalidArgumentError("a sequence chunk has no tokens");
-    if (ch.kv->length + static_cast<int64_t>(ch.tokens.size()) > c.max_context) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "sequence of %d tokens exceeds the context length %d",
-          ch.kv->length + static_cast<int64_t>(ch.tokens.size()), c.max_context));
-    }
-    for (int32_t t : ch.tokens) {
-      if (t < 0 || t >= c.vocab_size) {
-        return absl::InvalidArgumentError(
-            absl::StrFormat("token id %d is outside the vocabulary [0, %d)", t, c.vocab_size));
-      }
-    }
-    total += static_cast<int64_t>(ch.tokens.size());
-  }
-  {
-    int64_t need = 0;
-    for (const SequenceChunk& ch : chunks) {
-      need += cache.BlocksFor(ch.kv->length + static_cast<int64_t>(ch.tokens.size())) -
-              static_cast<int64_t>(ch.kv->blocks.size());
-    }
-    if (need > cache.free_blocks()) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "KV cache: this step needs %d more blocks, %d free", need, cache.free_blocks()));
-    }
-    for (const SequenceChunk& ch : chunks) {
-      TESSERA_RETURN_IF_ERROR(cache.Reserve(*ch.kv, ch.kv->length + static_cast<int64_t>(ch.tokens.size())));
-    }
-  }
+  TESSERA_ASSIGN_OR_RETURN(const int64_t total, ValidateChunksAndReserve(chunks, c, cache));
 
   // Row bookkeeping: which chunk and position each new token is.
   std::vector<int> row_chunk(total);
