@@ -1,7 +1,8 @@
 // The Generation service end to end over loopback gRPC with the C++ client and the built-in demo
 // model: streaming, the final message, tokenizer RPCs, model info, request validation (each bad
 // field is INVALID_ARGUMENT naming it, and the server keeps serving), queue overflow, client
-// cancellation and deadlines (both give the KV blocks back).
+// cancellation and deadlines (both give the KV blocks back). And one quantized checkpoint
+// (compressed-tensors W4A16): its model info and plan, and generation on it.
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -338,6 +339,51 @@ TEST(LoadingTest, UnavailableUntilTheEngineIsAttached) {
   EXPECT_EQ(r.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   (*ts)->Attach();
   EXPECT_TRUE(RunGenerate(*stub, GreedyRequest("late", 2)).status.ok());
+}
+
+// A quantized checkpoint served end to end: GetModelInfo reports the checkpoint's quantization
+// and the per-layer plan it produced, and generation runs on it.
+// (In the LoadingTest suite so the usual server test filters select it.)
+TEST(LoadingTest, QuantizedCompressedTensorsW4A16CheckpointReportsItsPlanAndGenerates) {
+  TestServerOptions o;
+  o.model_path = std::string(TESSERA_SOURCE_DIR) + "/tests/data/quant/ct_w4a16";
+  o.scheduler.max_new_tokens = 64;
+  auto ts = TestServer::Start(o);
+  ASSERT_TRUE(ts.ok()) << ts.status();
+  auto stub = (*ts)->NewStub();
+
+  grpc::ClientContext ctx;
+  tessera::v1::ModelInfo info;
+  ASSERT_TRUE(stub->GetModelInfo(&ctx, {}, &info).ok());
+  EXPECT_FALSE(info.is_demo());
+  EXPECT_NE(info.quantization_method().find("compressed-tensors"), std::string::npos)
+      << info.quantization_method();
+  EXPECT_EQ(info.num_layers(), 2);
+  // One row per linear layer: 2 layers x (q, k, v, o, gate, up, down) + lm_head.
+  ASSERT_EQ(info.precision_plan_size(), 2 * 7 + 1);
+  EXPECT_EQ(info.precision_plan(14).module(), "lm_head");
+  int down_proj_rows = 0;
+  for (const tessera::v1::PrecisionPlanRow& row : info.precision_plan()) {
+    if (row.module() != "model.layers.0.mlp.down_proj") continue;
+    ++down_proj_rows;
+    EXPECT_EQ(row.weight_format(), "int4_wo_32");
+    EXPECT_EQ(row.reason().rfind("checkpoint: compressed-tensors", 0), 0u) << row.reason();
+    EXPECT_EQ(row.out_features(), info.hidden_size());
+    EXPECT_FALSE(row.kernel().empty());
+  }
+  EXPECT_EQ(down_proj_rows, 1);
+
+  const StreamResult r = RunGenerate(*stub, GreedyRequest("Hello", 8));
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  EXPECT_EQ(r.token_ids.size(), 8u);
+  EXPECT_EQ(r.last.finish_reason(), tessera::v1::FINISH_REASON_LENGTH);
+  EXPECT_EQ(r.last.usage().completion_tokens(), 8);
+  for (int32_t id : r.token_ids) {
+    EXPECT_GE(id, 0);
+    EXPECT_LT(id, info.vocab_size());
+  }
+  // Greedy is deterministic on the quantized path too.
+  EXPECT_EQ(RunGenerate(*stub, GreedyRequest("Hello", 8)).token_ids, r.token_ids);
 }
 
 }  // namespace

@@ -8,7 +8,8 @@ with the example client in tools/python_client (Debian python3-grpcio, stubs com
     `tessera generate --server` prints the same text; `tessera health` exits 0 / 1;
   * a bad request is INVALID_ARGUMENT naming the field, and the server keeps serving;
   * /metrics, /healthz, /readyz on the HTTP port; `promtool check metrics` when installed;
-  * SIGTERM during a stream: the stream still completes, the process exits 0;
+  * SIGTERM while streams are mid-generation: readiness NOT_SERVING, /readyz "draining", new
+    requests UNAVAILABLE, every in-flight stream completes with all its tokens, exit code 0;
   * with --api_key_file: Generate and reflection need the key, health does not.
 Exit 0 on success, 77 (ctest SKIP_RETURN_CODE) when python3-grpcio or protoc is missing.
 """
@@ -49,11 +50,11 @@ def check(cond, what):
 class Server:
     """A `tessera serve` child process; ports parsed from its stdout."""
 
-    def __init__(self, binary, extra_args, log_path):
+    def __init__(self, binary, extra_args, log_path, threads=2):
         self.log = open(log_path, "w")
         self.proc = subprocess.Popen(
             [binary, "serve", "--grpc_address", "127.0.0.1:0", "--http_address", "127.0.0.1:0",
-             "--threads", "2"] + extra_args,
+             "--threads", str(threads)] + extra_args,
             stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.grpc = self.http = None
         deadline = time.time() + 60
@@ -170,21 +171,99 @@ def main_checks(args, stubs, work):
     else:
         print("skip  promtool not installed (Debian package prometheus)")
 
-    # SIGTERM during a stream: the stream completes, then the process exits 0.
-    long_req = c.request("Drain", max_new_tokens=1000, temperature=0, ignore_eos=True)
-    stream = c.generate(long_req, timeout=120)
-    first = next(stream)
-    srv.proc.send_signal(signal.SIGTERM)
-    n = len(first.token_ids)
-    last = first
-    for chunk in stream:
-        n += len(chunk.token_ids)
-        last = chunk
-    check(n == 1000 and last.finish_reason == pb.FINISH_REASON_LENGTH,
-          "stream in flight at SIGTERM completed: %d tokens, %s" % (
-              n, pb.FinishReason.Name(last.finish_reason)))
+    # Close the client's connection first: while an idle client connection is open, shutdown
+    # waits out the server's whole 5 s grace period.
+    c.channel.close()
     rc = srv.stop()
     check(rc == 0, "server exits 0 after SIGTERM (rc %s)" % rc)
+
+
+def drain_checks(args, stubs, work):
+    """SIGTERM while streams are mid-generation: readiness goes NOT_SERVING, /readyz says
+    "draining", a new request is UNAVAILABLE, every in-flight stream still completes with all its
+    tokens, and the process exits 0.
+
+    The streams must still be generating when the drain starts, or the test proves nothing. One
+    1000-token stream of the demo model takes ~0.1 s, so the server gets more work than that: 8
+    concurrent streams with long token-id prompts on one thread (~2 s on a fast machine; only
+    longer on a loaded one), and SIGTERM goes out once every stream has its first chunk, i.e.
+    all 8 are admitted and decoding. The checks then confirm that the drain overlapped them
+    (none had finished when readiness was seen NOT_SERVING) instead of assuming it."""
+    model_args = ["--model", args.model] if args.model else []
+    n_streams = 8
+    # stories260K is ~3x slower per token than the demo; both give ~2 s of work.
+    n_prompt = n_new = 500 if args.model else 1000
+    srv = Server(args.tessera, model_args + ["--max_running", "16", "--max_new_tokens", "1024"],
+                 os.path.join(work, "serve_drain.log"), threads=1)
+    c = tessera_client.TesseraClient(srv.grpc, stubs=stubs)
+    pb = c.pb
+    # Token ids, not text: the same length whatever the tokenizer (ids < both vocabularies).
+    prompt_ids = [3 + (i % 200) for i in range(n_prompt)]
+    results = [None] * n_streams  # (token count, last message, error)
+    first_chunk = [threading.Event() for _ in range(n_streams)]
+    done = [threading.Event() for _ in range(n_streams)]
+
+    def consume(i):
+        n, last, err = 0, None, None
+        try:
+            req = c.request(token_ids=prompt_ids, max_new_tokens=n_new, temperature=0,
+                            ignore_eos=True, request_id="drain-%d" % i)
+            for chunk in c.generate(req, timeout=120):
+                n += len(chunk.token_ids)
+                last = chunk
+                first_chunk[i].set()
+        except grpc.RpcError as e:
+            err = "%s: %s" % (e.code(), e.details())
+        results[i] = (n, last, err)
+        first_chunk[i].set()
+        done[i].set()
+
+    threads = [threading.Thread(target=consume, args=(i,), daemon=True)
+               for i in range(n_streams)]
+    for t in threads:
+        t.start()
+    started = all(e.wait(60) for e in first_chunk)
+    check(started and not any(e.is_set() for e in done),
+          "drain: all %d streams are mid-generation before SIGTERM" % n_streams)
+
+    srv.proc.send_signal(signal.SIGTERM)
+    readiness = None
+    deadline = time.time() + 10
+    while time.time() < deadline:
+        try:
+            readiness = c.health("tessera.v1.Generation", timeout=2)
+        except grpc.RpcError as e:
+            readiness = "error %s" % e.code()  # the port already closed: the drain ended
+            break
+        if readiness == "NOT_SERVING":
+            break
+        time.sleep(0.005)
+    unfinished = sum(not e.is_set() for e in done)
+    check(readiness == "NOT_SERVING", "drain: readiness goes NOT_SERVING (%s)" % readiness)
+    check(unfinished == n_streams,
+          "drain: overlapped the streams (%d of %d unfinished at NOT_SERVING)" % (
+              unfinished, n_streams))
+    if unfinished:
+        status, body = srv.get("/readyz")
+        check(status == 503 and body.strip() == "draining",
+              "drain: /readyz is 503 draining (%d %r)" % (status, body))
+        code, details = code_of(lambda: c.generate_text(c.request("late", max_new_tokens=2)))
+        check(code == grpc.StatusCode.UNAVAILABLE,
+              "drain: a new request is UNAVAILABLE (%s: %s)" % (code, details))
+    check(0 < sum(not e.is_set() for e in done),
+          "drain: streams still in flight after those checks")
+
+    for t in threads:
+        t.join(120)
+    for i, (n, last, err) in enumerate(results):
+        reason = pb.FinishReason.Name(last.finish_reason) if last is not None else None
+        check(err is None and n == n_new and reason == "FINISH_REASON_LENGTH"
+              and last.usage.completion_tokens == n_new,
+              "drain: stream %d completed: %d tokens, %s%s" % (
+                  i, n, reason, "" if err is None else ", " + err))
+    c.channel.close()
+    rc = srv.stop()
+    check(rc == 0, "drained server exits 0 after SIGTERM (rc %s)" % rc)
 
 
 def auth_checks(args, stubs, work):
@@ -206,6 +285,8 @@ def auth_checks(args, stubs, work):
     check(code_of(anon.list_services)[0] != grpc.StatusCode.OK,
           "auth: reflection without a key is refused")
     check("tessera.v1.Generation" in keyed.list_services(), "auth: reflection with the key")
+    for client in (anon, keyed, wrong):
+        client.channel.close()
     check(srv.stop() == 0, "auth server exits 0")
 
 
@@ -227,6 +308,7 @@ def main():
     work = tempfile.mkdtemp(prefix="tessera_pytest_")
     stubs = tessera_client.build_stubs(os.path.join(work, "stubs"))
     main_checks(args, stubs, work)
+    drain_checks(args, stubs, work)
     auth_checks(args, stubs, work)
     if FAILURES:
         print("%d check(s) failed; server logs in %s" % (len(FAILURES), work))
