@@ -7,19 +7,28 @@
 
 namespace tessera::kernels::cpu {
 
-void PagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
-                    float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out) {
+namespace {
+
+// One body for both cache element types: `decode_k(ptr, i)` / `decode_v(ptr, i)` turn a stored
+// element into f32, so the f32 and FP8 caches share the same arithmetic in the same order.
+template <typename View, typename DecodeK, typename DecodeV>
+void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t context_len,
+                        float scale, int64_t head_begin, int64_t head_end, float* scratch,
+                        float* out, DecodeK decode_k, DecodeV decode_v) {
   const int64_t d = kv.head_dim;
   const int64_t group = heads / kv.kv_heads;
   const int64_t token_stride = kv.kv_heads * d;
+  auto at = [&](const auto* const* blocks, int64_t t, int64_t kvh) {
+    return blocks[t / kv.block_tokens] + (t % kv.block_tokens) * token_stride + kvh * d;
+  };
   for (int64_t h = head_begin; h < head_end; ++h) {
     const float* qh = q + h * d;
     const int64_t kvh = h / group;
     float max_score = -std::numeric_limits<float>::infinity();
     for (int64_t t = 0; t < context_len; ++t) {
-      const float* k = kv.k_blocks[t / kv.block_tokens] + (t % kv.block_tokens) * token_stride + kvh * d;
+      const auto* k = at(kv.k_blocks, t, kvh);
       float dot = 0;
-      for (int64_t i = 0; i < d; ++i) dot += qh[i] * k[i];
+      for (int64_t i = 0; i < d; ++i) dot += qh[i] * decode_k(k, i);
       scratch[t] = dot * scale;
       if (scratch[t] > max_score) max_score = scratch[t];
     }
@@ -32,43 +41,26 @@ void PagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_
     float* o = out + h * d;
     for (int64_t i = 0; i < d; ++i) o[i] = 0;
     for (int64_t t = 0; t < context_len; ++t) {
-      const float* v = kv.v_blocks[t / kv.block_tokens] + (t % kv.block_tokens) * token_stride + kvh * d;
+      const auto* v = at(kv.v_blocks, t, kvh);
       const float p = scratch[t] * inv;
-      for (int64_t i = 0; i < d; ++i) o[i] += p * v[i];
+      for (int64_t i = 0; i < d; ++i) o[i] += p * decode_v(v, i);
     }
   }
 }
 
+}  // namespace
+
+void PagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
+                    float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out) {
+  auto f32 = [](const float* p, int64_t i) { return p[i]; };
+  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, f32, f32);
+}
+
 void PagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv, int64_t context_len,
                        float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out) {
-  const int64_t d = kv.head_dim;
-  const int64_t group = heads / kv.kv_heads;
-  const int64_t token_stride = kv.kv_heads * d;
-  for (int64_t h = head_begin; h < head_end; ++h) {
-    const float* qh = q + h * d;
-    const int64_t kvh = h / group;
-    float max_score = -std::numeric_limits<float>::infinity();
-    for (int64_t t = 0; t < context_len; ++t) {
-      const uint8_t* k = kv.k_blocks[t / kv.block_tokens] + (t % kv.block_tokens) * token_stride + kvh * d;
-      float dot = 0;
-      for (int64_t i = 0; i < d; ++i) dot += qh[i] * (numeric::DecodeE4m3(k[i]) * kv.k_scale);
-      scratch[t] = dot * scale;
-      if (scratch[t] > max_score) max_score = scratch[t];
-    }
-    float denom = 0;
-    for (int64_t t = 0; t < context_len; ++t) {
-      scratch[t] = std::exp(scratch[t] - max_score);
-      denom += scratch[t];
-    }
-    const float inv = 1.0f / denom;
-    float* o = out + h * d;
-    for (int64_t i = 0; i < d; ++i) o[i] = 0;
-    for (int64_t t = 0; t < context_len; ++t) {
-      const uint8_t* v = kv.v_blocks[t / kv.block_tokens] + (t % kv.block_tokens) * token_stride + kvh * d;
-      const float p = scratch[t] * inv;
-      for (int64_t i = 0; i < d; ++i) o[i] += p * (numeric::DecodeE4m3(v[i]) * kv.v_scale);
-    }
-  }
+  auto k8 = [&](const uint8_t* p, int64_t i) { return numeric::DecodeE4m3(p[i]) * kv.k_scale; };
+  auto v8 = [&](const uint8_t* p, int64_t i) { return numeric::DecodeE4m3(p[i]) * kv.v_scale; };
+  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, k8, v8);
 }
 
 void EncodeKvFp8(const float* x, int64_t count, float scale, uint8_t* out) {
