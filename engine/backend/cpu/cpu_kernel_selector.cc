@@ -17,8 +17,20 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kInt8:
       spec->kernel = spec->activation == ActivationFormat::kInt8 ? "cpu/int8-w8a8-ref" : "cpu/int-wo-ref";
       break;
-    case WeightFormat::kInt4: case WeightFormat::kInt3: case WeightFormat::kInt2:
-    case WeightFormat::kInt4Awq:
+    case WeightFormat::kInt4: case WeightFormat::kInt4Awq: {
+      const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
+      if (int8_activations_ && spec->activation == ActivationFormat::kFloat && !spec->act_order &&
+          spec->k % 32 == 0 && group % 32 == 0) {
+        spec->activation = ActivationFormat::kInt8Block32;
+        spec->activation_scale = quant::ScaleGranularity::kGroup;
+        spec->activation_group = 32;
+        spec->kernel = "cpu/int4-wo-vnni";
+        break;
+      }
+      spec->kernel = "cpu/int-wo-ref";
+      break;
+    }
+    case WeightFormat::kInt3: case WeightFormat::kInt2:
       spec->kernel = "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:

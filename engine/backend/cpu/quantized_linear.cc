@@ -5,7 +5,9 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
@@ -43,6 +45,26 @@ void QuantizedLinear::InitFast() {
   // Escape hatch for A/B measurements and bisecting: keep every layer on the reference kernels.
   if (std::getenv("TESSERA_QUANT_REFERENCE") != nullptr) return;
   const auto& s = w_.spec;
+  if (s.activation == ActivationFormat::kInt8Block32) {
+    const bool int4 = s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq;
+    if (!int4 || !w_.g_idx.empty() || s.k % 32 != 0) return;
+    w_.PackInt4Pairs();
+    const kc::IntWeights iw = w_.AsInt();
+    if (iw.packing != kc::IntWeightPacking::kU4Pairs || iw.group_size % 32 != 0 ||
+        iw.num_groups * iw.group_size != s.k || w_.zeros.size() != w_.scales.size()) {
+      return;
+    }
+    q8_.format = kf::FastFormat::kU4Groups;
+    q8_.data = iw.q;
+    q8_.n = s.n;
+    q8_.k = s.k;
+    q8_.row_stride = s.k / 2;
+    q8_.group_scales = iw.scales;
+    q8_.group_zeros = iw.zeros;
+    q8_.group_size = iw.group_size;
+    q8_ok_ = true;
+    return;
+  }
   kf::FastQuantWeights f;
   f.n = s.n;
   f.k = s.k;
@@ -225,7 +247,28 @@ std::string QuantizedLinear::Describe() const {
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel);
 }
 
+void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) const {
+  // Quantized once per call, before the column split, into a per-thread buffer reused across
+  // calls; each row's codes depend only on that row (batch invariance).
+  thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> scratch;
+  thread_local int64_t scratch_bytes = 0;
+  const int64_t need = kf::Q8ActScratchBytes(rows, w_.spec.k);
+  if (need > scratch_bytes) {
+    scratch = hwy::AllocateAligned<uint8_t>(need);
+    scratch_bytes = need;
+  }
+  const kf::Q8Acts acts = kf::QuantizeActsQ8Block32(q8_.format, x, rows, w_.spec.k, scratch.get());
+  const float* bias = bias_.empty() ? nullptr : bias_.data();
+  auto run = [&](int64_t b, int64_t e) { kf::Q8ActMatmul(q8_, acts, bias, y, b, e); };
+  if (pool_ != nullptr) {
+    pool_->ParallelFor(w_.spec.n, 16, run);
+  } else {
+    run(0, w_.spec.n);
+  }
+}
+
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
+  if (q8_ok_ && rows > 0) return ForwardInt8Acts(x, rows, y);
   if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y)) return;
   ForwardReference(x, rows, y);
 }
@@ -243,6 +286,18 @@ void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) c
   kc::Fp8Activations fa;
   kc::Int8Activations ia;
   kc::Nvfp4Activations na;
+  std::vector<float> x_q8;
+  if (s.activation == ActivationFormat::kInt8Block32) {
+    // The int8-activation scheme's math: the float kernel on x rounded to int8 blocks of 32.
+    x_q8.resize(rows * k);
+    std::vector<int8_t> q(k);
+    std::vector<float> d(k / 32);
+    for (int64_t r = 0; r < rows; ++r) {
+      kf::QuantizeRowQ8Block32(x + r * k, k, q.data(), d.data());
+      for (int64_t i = 0; i < k; ++i) x_q8[r * k + i] = static_cast<float>(q[i]) * d[i / 32];
+    }
+    x = x_q8.data();
+  }
 
   switch (s.weight_format) {
     case WeightFormat::kFp8E4m3: {

@@ -12,6 +12,11 @@
 // (act-order g_idx, group 16, FP8 block/group W8A8, INT8 W8A8, 2/3/8-bit weight-only, SIMD
 // targets narrower than AVX-512 for the 4-bit formats) runs the scalar reference kernels.
 // TESSERA_QUANT_REFERENCE=1 in the environment forces the reference kernels (A/B measurements).
+// Int8 activations (spec.activation == kInt8Block32, chosen by CpuKernelSelector under
+// --cpu_int8_activations for INT4 weight-only layers without act-order): each input row is
+// quantized to int8 blocks of 32 and the products run in kernels/cpu/fast/q8_act_matmul.h (VNNI);
+// the reference path quantizes and dequantizes the activations the same way, then runs the float
+// reference kernel.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_QUANTIZED_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_QUANTIZED_LINEAR_H_
 
@@ -21,6 +26,7 @@
 
 #include "engine/backend/linear.h"
 #include "engine/quant/packed_weights.h"
+#include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -41,7 +47,7 @@ class QuantizedLinear : public Linear {
   int64_t weight_bytes() const override;
   const quant::PackedWeights& weights() const { return w_; }
   // Whether Forward runs the fast kernel (for tests and benchmarks).
-  bool uses_fast_path() const { return fast_ok_; }
+  bool uses_fast_path() const { return fast_ok_ || q8_ok_; }
   // The scalar reference kernels, whatever the fast path would do (the tests' oracle).
   void ForwardReference(const float* x, int64_t rows, float* y) const;
 
@@ -50,6 +56,8 @@ class QuantizedLinear : public Linear {
   void InitFast();
   // The fast Forward; false when this call must take the reference path.
   bool ForwardFast(const float* x, int64_t rows, float* y) const;
+  // The int8-activation Forward (q8_ok_).
+  void ForwardInt8Acts(const float* x, int64_t rows, float* y) const;
 
   quant::PackedWeights w_;
   std::vector<float> bias_;
@@ -57,6 +65,8 @@ class QuantizedLinear : public Linear {
   kernels::cpu::fast::FastQuantWeights fast_;  // weights part; the epilogue is set per call
   bool fast_ok_ = false;
   bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
+  kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
+  bool q8_ok_ = false;
 };
 
 }  // namespace tessera::backend::cpu

@@ -27,6 +27,10 @@ enum class FastFormat {
   kQ8_0,  // repacked (ggml_repack.h)
   kQ4_0,  // repacked (ggml_repack.h)
   kGgml,  // any other ggml block type, in the file's own block layout
+  // 4-bit unsigned codes in nibble pairs (element 2j in the low nibble of byte j, 2j + 1 in the
+  // high one) with an f32 scale and zero point per (row, group): w = (q − z) · s. Read only by the
+  // int8-activation kernels (q8_act_matmul.h); FastMatmul does not take it.
+  kU4Groups,
 };
 
 // One [n, k] weight matrix as the fast kernels read it: row r starts at data + r * row_stride.
@@ -38,6 +42,10 @@ struct FastWeights {
   int64_t row_stride = 0;    // bytes
   int64_t quant_offset = 0;  // repacked Q8_0/Q4_0: bytes from a row's start to its quants
   GgmlBlockType ggml = GgmlBlockType::kQ8_0;  // kGgml only
+  // kU4Groups only: [n, k / group_size] scales and zero points; group_size % 32 == 0.
+  const float* group_scales = nullptr;
+  const float* group_zeros = nullptr;
+  int64_t group_size = 0;
 };
 
 // y[m, n] = Σ_k x[m, k] · W[n, k] (+ bias[n]) for columns [n_begin, n_end); x is [rows, k]

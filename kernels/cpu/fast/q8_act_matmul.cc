@@ -6,7 +6,9 @@
 // weights each unit of 4 blocks (128 values, 128 bytes) is stored as the values 0..15 of the 4
 // blocks (64 bytes), then their values 16..31: one 64-byte load of repacked Q4_0 quants holds
 // the 16 bytes of 4 blocks, whose low nibbles are values 0..15 and high nibbles values 16..31, so
-// the two activation vectors line up with the nibble vectors without any shuffle. Scales and code
+// the two activation vectors line up with the nibble vectors without any shuffle. For kU4Groups
+// (nibble pairs: byte j of a block holds its elements 2j and 2j + 1) a unit stores the even
+// elements of its 4 blocks, then the odd ones, for the same reason. Scales and code
 // sums are stored in the canonical lane order (Q8ActLanePerm) so the kernel loads them directly.
 #include "kernels/cpu/fast/q8_act_matmul.h"
 
@@ -44,8 +46,8 @@ float CanonicalDot(int64_t blocks, const float* dx, BlockDot block) {
     for (int l = 0; l < 16; ++l) {
       const int64_t b = g0 + Q8ActLanePerm(l);
       if (b >= blocks) continue;  // the kernel adds fma(0, 0, acc) = acc here
-      const auto [isum, dw] = block(b);
-      acc[l] = std::fma(static_cast<float>(isum), dw * dx[b], acc[l]);
+      const auto [tot, dw] = block(b);
+      acc[l] = std::fma(tot, dw * dx[b], acc[l]);
     }
   }
   float s = acc[0];
@@ -54,7 +56,7 @@ float CanonicalDot(int64_t blocks, const float* dx, BlockDot block) {
 }
 
 struct BlockSum {
-  int32_t isum;
+  float tot;  // the block's integer sum, or for kU4Groups fma(−z, Σx, Σu·x)
   float dw;
 };
 
@@ -65,13 +67,23 @@ BlockSum Q4Block(const uint8_t* qs, float dw, const int8_t* x) {
     s += ((qs[j] & 0xF) - 8) * x[j];
     s += ((qs[j] >> 4) - 8) * x[j + 16];
   }
-  return {s, dw};
+  return {static_cast<float>(s), dw};
 }
 
 BlockSum Q8Block(const int8_t* qs, float dw, const int8_t* x) {
   int32_t s = 0;
   for (int j = 0; j < 32; ++j) s += qs[j] * x[j];
-  return {s, dw};
+  return {static_cast<float>(s), dw};
+}
+
+// Block of nibble-pair codes (16 bytes: elements 2j, 2j + 1 in byte j) with the group's s and z.
+BlockSum U4Block(const uint8_t* pairs, float s, float z, const int8_t* x) {
+  int32_t dot = 0, xsum = 0;
+  for (int j = 0; j < 16; ++j) {
+    dot += (pairs[j] & 0xF) * x[2 * j] + (pairs[j] >> 4) * x[2 * j + 1];
+    xsum += x[2 * j] + x[2 * j + 1];
+  }
+  return {std::fma(-z, static_cast<float>(xsum), static_cast<float>(dot)), s};
 }
 
 // Portable path on the repacked layout and natural-order activations.
@@ -79,6 +91,17 @@ void Q8ActMatmulScalar(const FastWeights& w, const Q8Acts& a, const float* bias,
                        int64_t nb, int64_t ne) {
   const int64_t blocks = w.k / 32;
   const bool q4 = w.format == FastFormat::kQ4_0;
+  if (w.format == FastFormat::kU4Groups) {
+    for (int64_t n = nb; n < ne; ++n) {
+      for (int64_t m = 0; m < a.rows; ++m) {
+        Q8ActMatmulU4Reference(w.data + n * w.row_stride, w.group_scales + n * (w.k / w.group_size),
+                               w.group_zeros + n * (w.k / w.group_size), w.group_size, 1, w.k,
+                               a.q_nat + m * w.k, a.d_nat + m * blocks, 1,
+                               bias != nullptr ? bias + n : nullptr, y + m * w.n + n);
+      }
+    }
+    return;
+  }
   for (int64_t n = nb; n < ne; ++n) {
     const uint8_t* row = w.data + n * w.row_stride;
     const uint8_t* quants = row + w.quant_offset;
@@ -146,6 +169,14 @@ Q8Acts QuantizeActsQ8Block32(FastFormat format, const float* x, int64_t rows, in
         std::memcpy(unit, qn + b * 32, 16);
         std::memcpy(unit + 64, qn + b * 32 + 16, 16);
       }
+    } else if (format == FastFormat::kU4Groups) {
+      for (int64_t b = 0; b < blocks; ++b) {
+        int8_t* unit = qk + (b / 4) * 128 + (b % 4) * 16;
+        for (int j = 0; j < 16; ++j) {
+          unit[j] = qn[b * 32 + 2 * j];
+          unit[64 + j] = qn[b * 32 + 2 * j + 1];
+        }
+      }
     } else {
       std::memcpy(qk, qn, k);
     }
@@ -196,6 +227,23 @@ void Q8ActMatmulReference(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
         const uint8_t* blk = row + b * block_bytes;
         return q4 ? Q4Block(blk + 2, HalfAt(blk), x + b * 32)
                   : Q8Block(reinterpret_cast<const int8_t*>(blk + 2), HalfAt(blk), x + b * 32);
+      });
+      if (bias != nullptr) v += bias[c];
+      y[m * n + c] = v;
+    }
+  }
+}
+
+void Q8ActMatmulU4Reference(const uint8_t* pairs, const float* scales, const float* zeros,
+                            int64_t group_size, int64_t n, int64_t k, const int8_t* q,
+                            const float* d, int64_t rows, const float* bias, float* y) {
+  const int64_t blocks = k / 32, groups = k / group_size, per_group = group_size / 32;
+  for (int64_t c = 0; c < n; ++c) {
+    const uint8_t* row = pairs + c * k / 2;
+    for (int64_t m = 0; m < rows; ++m) {
+      float v = CanonicalDot(blocks, d + m * blocks, [&](int64_t b) {
+        const int64_t g = c * groups + b / per_group;
+        return U4Block(row + b * 16, scales[g], zeros[g], q + m * k + b * 32);
       });
       if (bias != nullptr) v += bias[c];
       y[m * n + c] = v;

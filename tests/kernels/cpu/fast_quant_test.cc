@@ -198,6 +198,19 @@ TEST(FastQuantTest, Int4WeightOnly) {
   }
 }
 
+// --cpu_int8_activations on INT4 weight-only layers: the VNNI int8-activation kernel against the
+// reference path, which quantizes and dequantizes the activations the same way.
+TEST(FastQuantTest, Int4Int8Activations) {
+  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128}, {5, 384, 128},
+                                {67, 64, 32}, {33, 96, -1}, {3, 256, 64}, {20, 2048, 128}}) {
+    CheckLayer([&] {
+      PackedWeights w = Int4(n, k, g, 5);
+      w.spec.activation = ActivationFormat::kInt8Block32;
+      return w;
+    }, "int4 x q8_0 act", true);
+  }
+}
+
 TEST(FastQuantTest, Nvfp4) {
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {5, 288}, {67, 64}, {3, 16}}) {
     const bool fast = Wide() && k % 32 == 0;  // k = 16: reference

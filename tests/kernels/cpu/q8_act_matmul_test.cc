@@ -159,5 +159,123 @@ INSTANTIATE_TEST_SUITE_P(Formats, Q8ActTest,
                            return info.param == GgmlBlockType::kQ4_0 ? "Q4_0" : "Q8_0";
                          });
 
+// ---- 4-bit integer weights with per-group scales and zero points (FastFormat::kU4Groups). ----
+struct U4Matrix {
+  std::vector<uint8_t> pairs;
+  std::vector<float> scales, zeros;
+  FastWeights fw;
+};
+
+U4Matrix RandomU4(int64_t n, int64_t k, int64_t group, bool integer_zeros, std::mt19937& rng) {
+  U4Matrix m;
+  m.pairs.resize(n * k / 2);
+  for (auto& b : m.pairs) b = static_cast<uint8_t>(rng());
+  const int64_t groups = k / group;
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f), zero(0.0f, 15.0f);
+  for (int64_t i = 0; i < n * groups; ++i) {
+    m.scales.push_back(scale(rng));
+    m.zeros.push_back(integer_zeros ? std::round(zero(rng)) : zero(rng));
+  }
+  m.fw.format = FastFormat::kU4Groups;
+  m.fw.data = m.pairs.data();
+  m.fw.n = n;
+  m.fw.k = k;
+  m.fw.row_stride = k / 2;
+  m.fw.group_scales = m.scales.data();
+  m.fw.group_zeros = m.zeros.data();
+  m.fw.group_size = group;
+  return m;
+}
+
+struct U4Case {
+  int64_t n, k, group;
+};
+
+TEST(Q8ActU4Test, MatchesScalarReferenceBitForBit) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const U4Case c : {U4Case{37, 128, 128}, U4Case{19, 384, 128}, U4Case{8, 544, 32},
+                         U4Case{33, 1024, 64}, U4Case{5, 2048, 128}, U4Case{3, 5632, 128},
+                         U4Case{7, 640, 640}, U4Case{6, 96, 32}}) {
+    for (bool integer_zeros : {true, false}) {
+      const U4Matrix w = RandomU4(c.n, c.k, c.group, integer_zeros, rng);
+      for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
+        std::vector<float> x(rows * c.k), bias(c.n);
+        for (auto& v : x) v = nd(rng);
+        for (auto& v : bias) v = nd(rng);
+        const std::vector<float> y = RunFast(w.fw, x.data(), rows, bias.data(), 0, c.n);
+        std::vector<int8_t> q(rows * c.k);
+        std::vector<float> d(rows * c.k / 32);
+        for (int64_t m = 0; m < rows; ++m) {
+          QuantizeRowQ8Block32(x.data() + m * c.k, c.k, q.data() + m * c.k, d.data() + m * c.k / 32);
+        }
+        std::vector<float> ref(rows * c.n);
+        Q8ActMatmulU4Reference(w.pairs.data(), w.scales.data(), w.zeros.data(), c.group, c.n, c.k,
+                               q.data(), d.data(), rows, bias.data(), ref.data());
+        for (int64_t i = 0; i < rows * c.n; ++i) {
+          ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
+              << Q8ActKernelName() << " n=" << c.n << " k=" << c.k << " g=" << c.group
+              << " rows=" << rows << " i=" << i << ": " << y[i] << " vs " << ref[i];
+        }
+      }
+    }
+  }
+}
+
+TEST(Q8ActU4Test, BatchAndColumnSplitInvariant) {
+  std::mt19937 rng(13);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 45, k = 1152, rows = 17;
+  const U4Matrix w = RandomU4(n, k, 128, true, rng);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  const std::vector<float> all = RunFast(w.fw, x.data(), rows, nullptr, 0, n);
+  std::vector<float> split(rows * n, -1.0f);
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
+    split = RunFast(w.fw, x.data(), rows, nullptr, b, e, &split);
+  }
+  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
+  for (int64_t m = 0; m < rows; ++m) {
+    const std::vector<float> one = RunFast(w.fw, x.data() + m * k, 1, nullptr, 0, n);
+    ASSERT_EQ(std::memcmp(one.data(), all.data() + m * n, n * 4), 0) << "row " << m;
+  }
+}
+
+// Against float activations and the reference dequantization (u − z)·s: each activation code is
+// off by at most half a step, so the error is within Σ_b d_b/2 · Σ_j |(u − z)·s| plus the f32
+// summation (1e-5 of Σ|x·w|).
+TEST(Q8ActU4Test, CloseToFloatActivations) {
+  std::mt19937 rng(17);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 16, k = 2048, rows = 3, blocks = k / 32, group = 128;
+  const U4Matrix w = RandomU4(n, k, group, false, rng);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  const std::vector<float> y = RunFast(w.fw, x.data(), rows, nullptr, 0, n);
+  for (int64_t m = 0; m < rows; ++m) {
+    std::vector<int8_t> q(k);
+    std::vector<float> d(blocks);
+    QuantizeRowQ8Block32(x.data() + m * k, k, q.data(), d.data());
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0, bound = 0, mag = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        double wsum = 0;
+        for (int j = 0; j < 32; ++j) {
+          const int64_t i = b * 32 + j, g = c * (k / group) + i / group;
+          const uint8_t byte = w.pairs[c * k / 2 + i / 2];
+          const int u = (i % 2 == 0) ? (byte & 0xF) : (byte >> 4);
+          const double wv = (static_cast<float>(u) - w.zeros[g]) * w.scales[g];
+          const double xv = x[m * k + i];
+          exact += wv * xv;
+          mag += std::fabs(wv * xv);
+          wsum += std::fabs(wv);
+        }
+        bound += wsum * d[b] / 2;
+      }
+      EXPECT_NEAR(y[m * n + c], exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::kernels::cpu::fast
