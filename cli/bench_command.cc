@@ -2,7 +2,10 @@
 // throughput of the decoder on this machine. For each batch size B it prefills B random prompts
 // in one Forward call, then decodes `gen` greedy steps with all B sequences in every step, and
 // prints prefill tokens/s, decode tokens/s per sequence and aggregate, the weight bytes streamed
-// per second at decode, and the process's peak RSS.
+// per second at decode, and the process's peak RSS. A triad and a read-only stream
+// (kernels/cpu/memory_bandwidth.h) run on the same thread pool before the first batch and after
+// every batch; each row reports the higher of the two readings around it and the weight rate as a
+// percentage of that triad, so the ratio comes from one run at one moment.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include "engine/model/decoder_model.h"
 #include "engine/runtime/engine_loader.h"
 #include "engine/runtime/kv_cache.h"
+#include "kernels/cpu/memory_bandwidth.h"
 
 namespace tessera::cli {
 namespace {
@@ -118,8 +122,10 @@ int RunBench(const std::vector<std::string>& argv) {
               args->GetString("model").c_str(), static_cast<long long>(c.num_layers),
               static_cast<long long>(c.hidden_size), static_cast<long long>(c.vocab_size),
               e.pool->size(), weight_bytes / 1048576.0, e.load_seconds);
-  std::printf("%6s %8s %6s %14s %16s %16s %12s %12s\n", "batch", "prompt", "gen", "prefill tok/s",
-              "decode tok/s/seq", "decode tok/s agg", "weight GB/s", "peak RSS MiB");
+  std::printf("%6s %8s %6s %14s %16s %16s %12s %11s %10s %8s %12s\n", "batch", "prompt", "gen",
+              "prefill tok/s", "decode tok/s/seq", "decode tok/s agg", "weight GB/s", "triad GB/s",
+              "read GB/s", "% triad", "peak RSS MiB");
+  kernels::cpu::MemoryBandwidth before = kernels::cpu::MeasureMemoryBandwidth(e.pool.get());
 
   std::mt19937 rng(static_cast<uint32_t>(*seed));
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(c.vocab_size - 1));
@@ -154,10 +160,15 @@ int RunBench(const std::vector<std::string>& argv) {
     }
     const double decode_s = Seconds(t0);
     const double per_seq = *gen / decode_s;
-    std::printf("%6lld %8lld %6lld %14.1f %16.2f %16.2f %12.2f %12.0f\n", static_cast<long long>(B),
-                static_cast<long long>(*prompt), static_cast<long long>(*gen),
-                B * *prompt / prefill_s, per_seq, per_seq * B, weight_bytes * per_seq / 1e9,
-                PeakRssMiB());
+    const kernels::cpu::MemoryBandwidth after = kernels::cpu::MeasureMemoryBandwidth(e.pool.get());
+    const double triad = std::max(before.triad_gbs, after.triad_gbs);
+    const double read = std::max(before.read_gbs, after.read_gbs);
+    before = after;
+    const double weight_gbs = weight_bytes * per_seq / 1e9;
+    std::printf("%6lld %8lld %6lld %14.1f %16.2f %16.2f %12.2f %11.1f %10.1f %7.0f%% %12.0f\n",
+                static_cast<long long>(B), static_cast<long long>(*prompt),
+                static_cast<long long>(*gen), B * *prompt / prefill_s, per_seq, per_seq * B,
+                weight_gbs, triad, read, 100.0 * weight_gbs / triad, PeakRssMiB());
     std::fflush(stdout);
   }
   return 0;
