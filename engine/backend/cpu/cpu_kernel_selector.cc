@@ -34,6 +34,13 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       spec->kernel = "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:
+      if (int8_activations_ && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0) {
+        spec->activation = ActivationFormat::kInt8Block32;
+        spec->activation_scale = quant::ScaleGranularity::kGroup;
+        spec->activation_group = 32;
+        spec->kernel = "cpu/nvfp4-w4a16-vnni";
+        break;
+      }
       spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-ref" : "cpu/nvfp4-w4a16-ref";
       break;
     case WeightFormat::kMxfp4:

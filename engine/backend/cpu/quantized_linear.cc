@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
@@ -45,6 +46,28 @@ void QuantizedLinear::InitFast() {
   // Escape hatch for A/B measurements and bisecting: keep every layer on the reference kernels.
   if (std::getenv("TESSERA_QUANT_REFERENCE") != nullptr) return;
   const auto& s = w_.spec;
+  const bool nvfp4_int_acts = s.weight_format == WeightFormat::kNvfp4 &&
+                              (s.activation == ActivationFormat::kNvfp4 ||
+                               s.activation == ActivationFormat::kInt8Block32);
+  if (nvfp4_int_acts && s.k % 32 == 0 && std::strcmp(kf::Q8ActKernelName(), "avx512-vnni") == 0) {
+    // NVFP4 codes times int8 activation codes with VNNI: exact per half block, so W4A4 takes it by
+    // default; W4A16 only with int8 activations (--cpu_int8_activations). A NaN block scale (never
+    // written by a producer) keeps the layer on the float paths, which propagate it.
+    const kc::Nvfp4Weights nw = w_.AsNvfp4();
+    bool nan_scale = false;
+    for (int64_t i = 0; i < s.n * s.k / 16; ++i) nan_scale |= (nw.block_scales[i] & 0x7F) == 0x7F;
+    if (!nan_scale && nw.packed != nullptr) {
+      q8_.format = kf::FastFormat::kNvfp4Pairs;
+      q8_.data = nw.packed;
+      q8_.n = s.n;
+      q8_.k = s.k;
+      q8_.row_stride = s.k / 2;
+      q8_.block_scales = nw.block_scales;
+      q8_.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
+      q8_ok_ = true;
+      return;
+    }
+  }
   if (s.activation == ActivationFormat::kInt8Block32) {
     const bool int4 = s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq;
     if (!int4 || !w_.g_idx.empty() || s.k % 32 != 0) return;
@@ -257,7 +280,41 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
     scratch = hwy::AllocateAligned<uint8_t>(need);
     scratch_bytes = need;
   }
-  const kf::Q8Acts acts = kf::QuantizeActsQ8Block32(q8_.format, x, rows, w_.spec.k, scratch.get());
+  const auto& s = w_.spec;
+  const int64_t k = s.k;
+  kf::Q8Acts acts;
+  std::vector<uint8_t> qa, qa_scales;
+  std::vector<float> gscale, alpha;
+  if (s.activation == ActivationFormat::kNvfp4) {
+    // W4A4: the reference NVFP4 activation quantizer (per-row dynamic or static global scale).
+    qa.resize(rows * k / 2);
+    qa_scales.resize(rows * k / 16);
+    const bool dynamic = s.activation_origin != ScaleOrigin::kStatic;
+    if (dynamic) {
+      gscale.resize(rows);
+      alpha.resize(rows);
+    } else {
+      gscale.assign(1, w_.input_global_scale);
+      alpha.assign(1, kc::Nvfp4Alpha(w_.global_scale, w_.input_global_scale));
+    }
+    const int64_t stride = dynamic ? 1 : 0;
+    auto quantize = [&](int64_t r0, int64_t r1) {
+      if (dynamic) {
+        kc::Nvfp4DynamicGlobalScalePerRow(x + r0 * k, r1 - r0, k, gscale.data() + r0);
+        for (int64_t r = r0; r < r1; ++r) alpha[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
+      }
+      kc::QuantizeNvfp4(x + r0 * k, r1 - r0, k, gscale.data() + r0 * stride, stride,
+                        qa.data() + r0 * k / 2, qa_scales.data() + r0 * k / 16);
+    };
+    if (pool_ != nullptr && rows > 1) {
+      pool_->ParallelFor(rows, 1, quantize);
+    } else {
+      quantize(0, rows);
+    }
+    acts = kf::PackNvfp4Acts(qa.data(), qa_scales.data(), rows, k, alpha.data(), stride, scratch.get());
+  } else {
+    acts = kf::QuantizeActsQ8Block32(q8_.format, x, rows, k, scratch.get());
+  }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   auto run = [&](int64_t b, int64_t e) { kf::Q8ActMatmul(q8_, acts, bias, y, b, e); };
   if (pool_ != nullptr) {
@@ -287,7 +344,7 @@ void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) c
   kc::Int8Activations ia;
   kc::Nvfp4Activations na;
   std::vector<float> x_q8;
-  if (s.activation == ActivationFormat::kInt8Block32) {
+  if (s.activation == ActivationFormat::kInt8Block32 && k % 32 == 0) {
     // The int8-activation scheme's math: the float kernel on x rounded to int8 blocks of 32.
     x_q8.resize(rows * k);
     std::vector<int8_t> q(k);

@@ -13,7 +13,7 @@
 // targets narrower than AVX-512 for the 4-bit formats) runs the scalar reference kernels.
 // TESSERA_QUANT_REFERENCE=1 in the environment forces the reference kernels (A/B measurements).
 // Int8 activations (spec.activation == kInt8Block32, chosen by CpuKernelSelector under
-// --cpu_int8_activations for INT4 weight-only layers without act-order): each input row is
+// --cpu_int8_activations for INT4 weight-only layers without act-order and NVFP4 W4A16): each input row is
 // quantized to int8 blocks of 32 and the products run in kernels/cpu/fast/q8_act_matmul.h (VNNI);
 // the reference path quantizes and dequantizes the activations the same way, then runs the float
 // reference kernel.

@@ -31,6 +31,10 @@ enum class FastFormat {
   // high one) with an f32 scale and zero point per (row, group): w = (q − z) · s. Read only by the
   // int8-activation kernels (q8_act_matmul.h); FastMatmul does not take it.
   kU4Groups,
+  // NVFP4: E2M1 codes in nibble pairs (as kU4Groups), a UE4M3 scale per 16 elements
+  // (block_scales [n, k / 16]) and the global multiplier `alpha`: w = e2m1 · sf · alpha. Read only
+  // by the int8-activation kernels.
+  kNvfp4Pairs,
 };
 
 // One [n, k] weight matrix as the fast kernels read it: row r starts at data + r * row_stride.
@@ -46,6 +50,9 @@ struct FastWeights {
   const float* group_scales = nullptr;
   const float* group_zeros = nullptr;
   int64_t group_size = 0;
+  // kNvfp4Pairs only.
+  const uint8_t* block_scales = nullptr;
+  float alpha = 1.0f;
 };
 
 // y[m, n] = Σ_k x[m, k] · W[n, k] (+ bias[n]) for columns [n_begin, n_end); x is [rows, k]

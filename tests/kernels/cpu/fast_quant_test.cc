@@ -23,6 +23,7 @@
 #include "engine/quant/packed_weights.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::backend::cpu {
@@ -220,6 +221,12 @@ TEST(FastQuantTest, Nvfp4) {
       CheckLayer([&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kNvfp4, origin, 5); },
                  "nvfp4 w4a4", fast);
     }
+    // --cpu_int8_activations: W4A16 with int8 activations (VNNI), against the reference on the
+    // same quantized-and-dequantized activations.
+    if (k % 32 != 0) continue;  // the selector only picks int8 blocks of 32 for k % 32 == 0
+    CheckLayer([&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kInt8Block32,
+                                ScaleOrigin::kDynamic, 5); }, "nvfp4 w4a16 x q8_0 act",
+               fast && std::string(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni");
   }
 }
 

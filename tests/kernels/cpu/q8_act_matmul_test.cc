@@ -15,6 +15,9 @@
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/ggml_repack.h"
+#include "kernels/cpu/quant/fp4_matmul.h"
+#include "kernels/numeric/fp4.h"
+#include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -274,6 +277,166 @@ TEST(Q8ActU4Test, CloseToFloatActivations) {
       }
       EXPECT_NEAR(y[m * n + c], exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
     }
+  }
+}
+
+// ---- NVFP4 weights (FastFormat::kNvfp4Pairs): W4A16 with int8 activations, and W4A4. ----
+struct Nvfp4Matrix {
+  std::vector<uint8_t> pairs, sf;
+  FastWeights fw;
+};
+
+Nvfp4Matrix RandomNvfp4(int64_t n, int64_t k, float alpha, std::mt19937& rng) {
+  Nvfp4Matrix m;
+  m.pairs.resize(n * k / 2);
+  for (auto& b : m.pairs) b = static_cast<uint8_t>(rng());
+  m.sf.resize(n * k / 16);
+  for (auto& b : m.sf) b = static_cast<uint8_t>(rng() % 0x7F);  // every UE4M3 code but NaN
+  m.sf[0] = 0x01;                                                // a subnormal scale
+  m.fw.format = FastFormat::kNvfp4Pairs;
+  m.fw.data = m.pairs.data();
+  m.fw.n = n;
+  m.fw.k = k;
+  m.fw.row_stride = k / 2;
+  m.fw.block_scales = m.sf.data();
+  m.fw.alpha = alpha;
+  return m;
+}
+
+// W4A4 activations from QuantizeNvfp4-like random codes and scales.
+struct Nvfp4ActsData {
+  std::vector<uint8_t> pairs, sf;
+  std::vector<float> alpha;
+};
+
+Nvfp4ActsData RandomNvfp4Acts(int64_t rows, int64_t k, std::mt19937& rng) {
+  Nvfp4ActsData a;
+  a.pairs.resize(rows * k / 2);
+  for (auto& b : a.pairs) b = static_cast<uint8_t>(rng());
+  a.sf.resize(rows * k / 16);
+  for (auto& b : a.sf) b = static_cast<uint8_t>(0x20 + rng() % 0x40);
+  std::uniform_real_distribution<float> al(1e-4f, 1e-2f);
+  for (int64_t r = 0; r < rows; ++r) a.alpha.push_back(al(rng));
+  return a;
+}
+
+std::vector<float> RunNvfp4W4A4(const FastWeights& fw, const Nvfp4ActsData& d, int64_t row0,
+                                int64_t rows, const float* bias, int64_t nb, int64_t ne,
+                                bool portable, std::vector<float>* y_inout = nullptr) {
+  auto scratch = hwy::AllocateAligned<uint8_t>(Q8ActScratchBytes(rows, fw.k));
+  const Q8Acts a = PackNvfp4Acts(d.pairs.data() + row0 * fw.k / 2, d.sf.data() + row0 * fw.k / 16,
+                                 rows, fw.k, d.alpha.data() + row0, 1, scratch.get());
+  std::vector<float> y = y_inout ? *y_inout : std::vector<float>(rows * fw.n, -1.0f);
+  if (portable) {
+    Q8ActMatmulPortable(fw, a, bias, y.data(), nb, ne);
+  } else {
+    Q8ActMatmul(fw, a, bias, y.data(), nb, ne);
+  }
+  return y;
+}
+
+TEST(Q8ActNvfp4Test, W4A16MatchesPortableBitForBit) {
+  std::mt19937 rng(23);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const Shape s : {Shape{37, 32}, Shape{19, 96}, Shape{8, 544}, Shape{5, 2048}, Shape{3, 5632}}) {
+    const Nvfp4Matrix w = RandomNvfp4(s.n, s.k, 3.7e-3f, rng);
+    for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
+      std::vector<float> x(rows * s.k), bias(s.n);
+      for (auto& v : x) v = nd(rng);
+      for (auto& v : bias) v = nd(rng);
+      auto scratch = hwy::AllocateAligned<uint8_t>(Q8ActScratchBytes(rows, s.k));
+      const Q8Acts a = QuantizeActsQ8Block32(FastFormat::kNvfp4Pairs, x.data(), rows, s.k, scratch.get());
+      std::vector<float> y(rows * s.n), ref(rows * s.n);
+      Q8ActMatmul(w.fw, a, bias.data(), y.data(), 0, s.n);
+      Q8ActMatmulPortable(w.fw, a, bias.data(), ref.data(), 0, s.n);
+      for (int64_t i = 0; i < rows * s.n; ++i) {
+        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0) << Q8ActKernelName() << " n=" << s.n
+                                                     << " k=" << s.k << " rows=" << rows << " i=" << i;
+      }
+    }
+  }
+}
+
+// W4A16 against float activations and the reference dequantization (e2m1 · sf) · alpha.
+TEST(Q8ActNvfp4Test, W4A16CloseToFloatActivations) {
+  std::mt19937 rng(29);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 16, k = 2048, rows = 3, blocks = k / 32;
+  const Nvfp4Matrix w = RandomNvfp4(n, k, 3.7e-3f, rng);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  auto scratch = hwy::AllocateAligned<uint8_t>(Q8ActScratchBytes(rows, k));
+  const Q8Acts a = QuantizeActsQ8Block32(FastFormat::kNvfp4Pairs, x.data(), rows, k, scratch.get());
+  std::vector<float> y(rows * n);
+  Q8ActMatmul(w.fw, a, nullptr, y.data(), 0, n);
+  for (int64_t m = 0; m < rows; ++m) {
+    std::vector<int8_t> q(k);
+    std::vector<float> d(blocks);
+    QuantizeRowQ8Block32(x.data() + m * k, k, q.data(), d.data());
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0, bound = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const float e2m1 = numeric::DecodeE2m1At(w.pairs.data() + c * k / 2, i);
+        const double wv = (e2m1 * numeric::DecodeUe4m3(w.sf[c * k / 16 + i / 16])) * w.fw.alpha;
+        exact += wv * x[m * k + i];
+        mag += std::fabs(wv * x[m * k + i]);
+        bound += std::fabs(wv) * d[i / 32] / 2;
+      }
+      EXPECT_NEAR(y[m * n + c], exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
+    }
+  }
+}
+
+// W4A4: the integer path is exact per half block, so against the reference MatmulNvfp4W4A4 only
+// the f32 accumulation order differs: within 2(K/16 + 16)·u·Σ|terms|.
+TEST(Q8ActNvfp4Test, W4A4MatchesReferenceAndPortable) {
+  std::mt19937 rng(31);
+  for (const Shape s : {Shape{37, 32}, Shape{19, 96}, Shape{8, 544}, Shape{5, 2048}, Shape{3, 5632}}) {
+    const Nvfp4Matrix w = RandomNvfp4(s.n, s.k, 1.0f, rng);
+    const int64_t rows = 9;
+    const Nvfp4ActsData d = RandomNvfp4Acts(rows, s.k, rng);
+    std::vector<float> bias(s.n, 0.25f);
+    const std::vector<float> y = RunNvfp4W4A4(w.fw, d, 0, rows, bias.data(), 0, s.n, false);
+    const std::vector<float> portable = RunNvfp4W4A4(w.fw, d, 0, rows, bias.data(), 0, s.n, true);
+    for (size_t i = 0; i < y.size(); ++i) {
+      ASSERT_EQ(std::memcmp(&y[i], &portable[i], 4), 0)
+          << "n=" << s.n << " k=" << s.k << " i=" << i << ": " << y[i] << " vs " << portable[i];
+    }
+    Nvfp4Weights rw{w.pairs.data(), w.sf.data(), 1.0f};
+    Nvfp4Activations ra{d.pairs.data(), d.sf.data(), d.alpha.data(), 1};
+    std::vector<float> ref(rows * s.n);
+    ASSERT_TRUE(MatmulNvfp4W4A4(rw, s.n, s.k, ra, rows, bias.data(), ref.data(), 0, s.n));
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t c = 0; c < s.n; ++c) {
+        double mag = 0;
+        for (int64_t i = 0; i < s.k; ++i) {
+          mag += std::fabs(numeric::DecodeE2m1At(w.pairs.data() + c * s.k / 2, i) *
+                           numeric::DecodeUe4m3(w.sf[c * s.k / 16 + i / 16]) *
+                           numeric::DecodeE2m1At(d.pairs.data() + m * s.k / 2, i) *
+                           numeric::DecodeUe4m3(d.sf[m * s.k / 16 + i / 16]));
+        }
+        const double tol = 2.0 * (s.k / 16 + 16) * std::ldexp(1.0, -24) * mag * d.alpha[m] +
+                           std::ldexp(1.0, -23) * (std::fabs(ref[m * s.n + c]) + 0.25);
+        ASSERT_NEAR(y[m * s.n + c], ref[m * s.n + c], tol) << "m=" << m << " c=" << c;
+      }
+    }
+  }
+}
+
+TEST(Q8ActNvfp4Test, W4A4BatchAndColumnSplitInvariant) {
+  std::mt19937 rng(37);
+  const int64_t n = 45, k = 1088, rows = 17;
+  const Nvfp4Matrix w = RandomNvfp4(n, k, 1.0f, rng);
+  const Nvfp4ActsData d = RandomNvfp4Acts(rows, k, rng);
+  const std::vector<float> all = RunNvfp4W4A4(w.fw, d, 0, rows, nullptr, 0, n, false);
+  std::vector<float> split(rows * n, -1.0f);
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
+    split = RunNvfp4W4A4(w.fw, d, 0, rows, nullptr, b, e, false, &split);
+  }
+  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
+  for (int64_t m = 0; m < rows; ++m) {
+    const std::vector<float> one = RunNvfp4W4A4(w.fw, d, m, 1, nullptr, 0, n, false);
+    ASSERT_EQ(std::memcmp(one.data(), all.data() + m * n, n * 4), 0) << "row " << m;
   }
 }
 
