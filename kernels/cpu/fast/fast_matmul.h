@@ -35,6 +35,8 @@ enum class FastFormat {
   // (block_scales [n, k / 16]) and the global multiplier `alpha`: w = e2m1 · sf · alpha. Read only
   // by the int8-activation kernels.
   kNvfp4Pairs,
+  // GGUF Q4_0 in 16-column tiles (q4_0_x16.h); int8-activation kernels only.
+  kQ4_0x16,
 };
 
 // One [n, k] weight matrix as the fast kernels read it: row r starts at data + r * row_stride.

@@ -1,0 +1,139 @@
+// Q4_0 in 16-column tiles with int8 activations (kernels/cpu/fast/q4_0_x16.h) on random data:
+//  * the kernel (VNNI here) equals the portable loop of the canonical order bit for bit, for
+//    column counts that are not multiples of 16 and every row count up to two row tiles;
+//  * each row's result is the same alone or with other rows, and however columns are split;
+//  * against float activations and ggml's dequantization the error is within the activation
+//    rounding bound Σ_b |d_w|·Σ_j|w_q|·d_x/2 plus 1e-5 of Σ|x·w|.
+#include "kernels/cpu/fast/q4_0_x16.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+struct Matrix {
+  std::vector<uint8_t> ggml;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> tiles;
+  FastWeights fw;
+};
+
+Matrix Random(int64_t n, int64_t k, std::mt19937& rng) {
+  Matrix m;
+  const int64_t blocks = k / 32;
+  m.ggml.resize(n * blocks * 18);
+  std::uniform_real_distribution<float> scale(-0.05f, 0.05f);
+  for (int64_t i = 0; i < n * blocks; ++i) {
+    uint8_t* b = m.ggml.data() + i * 18;
+    const uint16_t h = numeric::FloatToHalf(scale(rng));
+    std::memcpy(b, &h, 2);
+    for (int j = 2; j < 18; ++j) b[j] = static_cast<uint8_t>(rng());
+  }
+  m.tiles = hwy::AllocateAligned<uint8_t>(Q4_0x16Bytes(n, k));
+  m.fw = RepackQ4_0x16(m.ggml.data(), n, k, m.tiles.get());
+  return m;
+}
+
+struct Acts {
+  std::vector<int8_t> q;
+  std::vector<float> d, s;
+  Q4_0x16Acts view;
+};
+
+Acts Quantize(const float* x, int64_t rows, int64_t k) {
+  Acts a;
+  a.q.resize(rows * k);
+  a.d.resize(rows * k / 32);
+  a.s.resize(rows * k / 32);
+  QuantizeActsQ4_0x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
+  a.view = {rows, a.q.data(), a.d.data(), a.s.data()};
+  return a;
+}
+
+TEST(Q4_0x16Test, MatchesPortableBitForBit) {
+  std::mt19937 rng(41);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {19, 96}, {16, 544}, {33, 1056},
+                             {5, 2048}, {3, 5632}}) {
+    const Matrix w = Random(n, k, rng);
+    for (int64_t rows : {1, 2, 3, 4, 5, 8, 9, 16, 17}) {
+      std::vector<float> x(rows * k), bias(n);
+      for (auto& v : x) v = nd(rng);
+      for (auto& v : bias) v = nd(rng);
+      const Acts a = Quantize(x.data(), rows, k);
+      std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
+      Q4_0x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
+      Q4_0x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
+      for (int64_t i = 0; i < rows * n; ++i) {
+        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0) << Q8ActKernelName() << " n=" << n << " k=" << k
+                                                     << " rows=" << rows << " i=" << i << ": " << y[i]
+                                                     << " vs " << ref[i];
+      }
+    }
+  }
+}
+
+TEST(Q4_0x16Test, BatchAndColumnSplitInvariant) {
+  std::mt19937 rng(43);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 45, k = 1088, rows = 17;
+  const Matrix w = Random(n, k, rng);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  const Acts a = Quantize(x.data(), rows, k);
+  std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
+  Q4_0x16Matmul(w.fw, a.view, nullptr, all.data(), 0, n);
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
+    Q4_0x16Matmul(w.fw, a.view, nullptr, split.data(), b, e);
+  }
+  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
+  for (int64_t m = 0; m < rows; ++m) {
+    const Acts one = Quantize(x.data() + m * k, 1, k);
+    std::vector<float> y(n);
+    Q4_0x16Matmul(w.fw, one.view, nullptr, y.data(), 0, n);
+    ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
+  }
+}
+
+TEST(Q4_0x16Test, CloseToFloatActivations) {
+  std::mt19937 rng(47);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 21, k = 2048, rows = 3, blocks = k / 32;
+  const Matrix w = Random(n, k, rng);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  const Acts a = Quantize(x.data(), rows, k);
+  std::vector<float> y(rows * n);
+  Q4_0x16Matmul(w.fw, a.view, nullptr, y.data(), 0, n);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0, bound = 0, mag = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* blk = w.ggml.data() + (c * blocks + b) * 18;
+        uint16_t h;
+        std::memcpy(&h, blk, 2);
+        const double dw = numeric::HalfToFloat(h);
+        double wsum = 0;
+        for (int j = 0; j < 32; ++j) {
+          const int wq = (j < 16 ? blk[2 + j] & 0xF : blk[2 + j - 16] >> 4) - 8;
+          const double xv = x[m * k + b * 32 + j];
+          exact += dw * wq * xv;
+          mag += std::fabs(dw * wq * xv);
+          wsum += std::abs(wq);
+        }
+        bound += std::fabs(dw) * wsum * a.d[m * blocks + b] / 2;
+      }
+      EXPECT_NEAR(y[m * n + c], exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
