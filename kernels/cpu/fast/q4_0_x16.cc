@@ -13,6 +13,8 @@ namespace internal {
 bool HasVnni();  // q8_act_vnni.cc
 void Q4_0x16MatmulVnni(const FastWeights& w, const Q4_0x16Acts& a, const float* bias, float* y,
                        int64_t n_begin, int64_t n_end);
+void QuantizeActsQ4_0x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
+                               float* d, float* s);
 }  // namespace internal
 
 namespace {
@@ -73,6 +75,7 @@ FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 
 void QuantizeActsQ4_0x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q, float* d,
                          float* s) {
+  if (internal::HasVnni()) return internal::QuantizeActsQ4_0x16Avx512(x, k, r0, r1, q, d, s);
   const int64_t blocks = k / 32;
   for (int64_t r = r0; r < r1; ++r) {
     QuantizeRowQ8Block32(x + r * k, k, q + r * k, d + r * blocks);

@@ -88,6 +88,40 @@ void Rows(const FastWeights& w, const Q4_0x16Acts& a, const float* bias, float* 
 
 }  // namespace
 
+// QuantizeRowQ8Block32 vectorized, bit-identical: amax ignores NaN as std::max does (vmaxps
+// returns its second operand when the first is NaN), d = amax / 127 and id = 1 / d are the same
+// IEEE operations, vroundscaleps rounds half to even as nearbyint does in the default mode, and
+// NaN products become code 0.
+void QuantizeActsQ4_0x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
+                               float* d, float* s) {
+  const int64_t blocks = k / 32;
+  const __m512 lim = _mm512_set1_ps(127.0f), neg_lim = _mm512_set1_ps(-127.0f);
+  const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + r * k + b * 32;
+      const __m512 v0 = _mm512_loadu_ps(xb), v1 = _mm512_loadu_ps(xb + 16);
+      __m512 amax = _mm512_max_ps(_mm512_and_ps(v0, sign), _mm512_setzero_ps());
+      amax = _mm512_max_ps(_mm512_and_ps(v1, sign), amax);
+      const float db = _mm512_reduce_max_ps(amax) / 127.0f;
+      const float id = db != 0.0f ? 1.0f / db : 0.0f;
+      const __m512 idv = _mm512_set1_ps(id);
+      __m512i codes[2];
+      const __m512 vs[2] = {v0, v1};
+      for (int h = 0; h < 2; ++h) {
+        __m512 t = _mm512_roundscale_ps(_mm512_mul_ps(vs[h], idv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        const __mmask16 ordered = _mm512_cmp_ps_mask(t, t, _CMP_ORD_Q);
+        t = _mm512_min_ps(_mm512_max_ps(t, neg_lim), lim);
+        codes[h] = _mm512_maskz_cvtps_epi32(ordered, t);
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32), _mm512_cvtsepi32_epi8(codes[0]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32 + 16), _mm512_cvtsepi32_epi8(codes[1]));
+      d[r * blocks + b] = db;
+      s[r * blocks + b] = static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(codes[0], codes[1])));
+    }
+  }
+}
+
 void Q4_0x16MatmulVnni(const FastWeights& w, const Q4_0x16Acts& a, const float* bias, float* y,
                        int64_t n_begin, int64_t n_end) {
   for (int64_t g = n_begin / kCols; g * kCols < n_end; ++g) {
@@ -119,6 +153,7 @@ HWY_POP_ATTRIBUTES
 namespace tessera::kernels::cpu::fast::internal {
 void Q4_0x16MatmulVnni(const FastWeights&, const Q4_0x16Acts&, const float*, float*, int64_t,
                        int64_t) {}
+void QuantizeActsQ4_0x16Avx512(const float*, int64_t, int64_t, int64_t, int8_t*, float*, float*) {}
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #endif

@@ -57,6 +57,35 @@ Acts Quantize(const float* x, int64_t rows, int64_t k) {
   return a;
 }
 
+// The (vectorized) activation quantizer equals the scalar QuantizeRowQ8Block32 bit for bit,
+// including zero blocks, NaN and infinite inputs and values on rounding ties.
+TEST(Q4_0x16Test, QuantizerMatchesScalar) {
+  std::mt19937 rng(53);
+  std::normal_distribution<float> nd(0.0f, 3.0f);
+  const int64_t rows = 5, k = 320, blocks = k / 32;
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  for (int j = 0; j < 32; ++j) x[32 + j] = 0.0f;                       // an all-zero block
+  x[70] = std::nanf("");                                               // NaN inside a block
+  x[100] = INFINITY;                                                   // infinite amax
+  for (int j = 0; j < 32; ++j) x[128 + j] = static_cast<float>(j) - 15.5f;  // .5 ties
+  x[160] = 127.0f;
+  x[161] = -63.5f;
+  const Acts a = Quantize(x.data(), rows, k);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::vector<int8_t> q(k);
+    std::vector<float> d(blocks);
+    QuantizeRowQ8Block32(x.data() + r * k, k, q.data(), d.data());
+    for (int64_t i = 0; i < k; ++i) ASSERT_EQ(q[i], a.q[r * k + i]) << "row " << r << " i " << i;
+    for (int64_t b = 0; b < blocks; ++b) {
+      ASSERT_EQ(std::memcmp(&d[b], &a.d[r * blocks + b], 4), 0) << "row " << r << " block " << b;
+      int sum = 0;
+      for (int j = 0; j < 32; ++j) sum += q[b * 32 + j];
+      ASSERT_EQ(static_cast<float>(sum), a.s[r * blocks + b]);
+    }
+  }
+}
+
 TEST(Q4_0x16Test, MatchesPortableBitForBit) {
   std::mt19937 rng(41);
   std::normal_distribution<float> nd(0.0f, 1.0f);
