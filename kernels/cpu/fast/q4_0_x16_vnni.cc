@@ -26,6 +26,10 @@ namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
 constexpr int64_t kCols = 16;
+#ifndef TESSERA_Q4X16_PREFETCH
+#define TESSERA_Q4X16_PREFETCH 8
+#endif
+constexpr int64_t kPrefetchBlocks = TESSERA_Q4X16_PREFETCH;
 
 int64_t ScaleAreaBytes(int64_t blocks) { return (blocks * kCols * 2 + 63) / 64 * 64; }
 
@@ -50,6 +54,12 @@ void Tile(const uint8_t* group, int64_t blocks, const Q4_0x16Acts& a, int64_t k,
   for (int64_t b = 0; b < blocks; ++b) {
     const __m512 sw = _mm512_cvtph_ps(
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kCols * 2)));
+    if constexpr (MR <= 2) {
+      // One or two rows: the loop is bound by DRAM latency; fetch kPrefetchBlocks ahead (the
+      // next group's tile follows contiguously, so running past this one's end is useful too).
+      const uint8_t* ahead = codes + (b + kPrefetchBlocks) * 256;
+      for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
+    }
     __m512i isum[MR];
     for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
     for (int q = 0; q < 4; ++q) {
