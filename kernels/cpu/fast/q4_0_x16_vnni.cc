@@ -33,10 +33,18 @@ constexpr int64_t kPrefetchBlocks = TESSERA_Q4X16_PREFETCH;
 
 int64_t ScaleAreaBytes(int64_t blocks) { return (blocks * kCols * 2 + 63) / 64 * 64; }
 
-inline __m512i Bcast4(const int8_t* p) {
+// acc += w (unsigned bytes) · the 4 signed bytes at p broadcast to every lane. Written as inline
+// asm so that the broadcast is the instruction's embedded {1to16} memory operand: GCC 12 emits a
+// separate vpbroadcastd for _mm512_set1_epi32, one extra uop per vpdpbusd in the hottest loop.
+inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
+#if defined(__GNUC__)
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+  return acc;
+#else
   int32_t v;
   std::memcpy(&v, p, 4);
-  return _mm512_set1_epi32(v);
+  return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(v));
+#endif
 }
 
 // Accumulators of rows [r0, r0 + MR) for one column group.
@@ -68,8 +76,8 @@ void Tile(const uint8_t* group, int64_t blocks, const Q4_0x16Acts& a, int64_t k,
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
       for (int r = 0; r < MR; ++r) {
         const int8_t* x = xrow[r] + b * 32 + 8 * q;
-        isum[r] = _mm512_dpbusd_epi32(isum[r], lo, Bcast4(x));
-        isum[r] = _mm512_dpbusd_epi32(isum[r], hi, Bcast4(x + 4));
+        isum[r] = DpbusdBcast(isum[r], lo, x);
+        isum[r] = DpbusdBcast(isum[r], hi, x + 4);
       }
     }
     for (int r = 0; r < MR; ++r) {
