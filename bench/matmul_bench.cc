@@ -4,8 +4,11 @@
 // format read per second: the decode-relevant number at M=1), GFLOP/s (2·M·N·K per second) and,
 // for the triad, GB/s with STREAM's convention (3 arrays × 4 bytes per element, no write-allocate).
 // Threads: TESSERA_THREADS (default: all hardware threads), split over output columns exactly as
-// DenseLinear does.
+// DenseLinear does. BM_Peak* measure the compute roofline (f32 FMA, VNNI, BF16 dot on zmm
+// registers, all pool threads) so GEMM rates can be quoted as a fraction of peak; with
+// TESSERA_HAVE_ONEDNN, onednn_bench.cc adds oneDNN's matmul on the same shapes.
 #include <benchmark/benchmark.h>
+#include <immintrin.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -21,11 +24,19 @@
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::bench {
+
+#ifdef TESSERA_HAVE_ONEDNN
+// onednn_bench.cc.
+void RegisterOneDnnBenchmarks(int threads);
+void AddOneDnnContext();
+#endif
+
 namespace {
 
 namespace kc = kernels::cpu;
@@ -69,6 +80,79 @@ void BM_Triad(benchmark::State& state) {
                                               benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Triad)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// ---- Compute roofline: 24 independent zmm accumulators per thread (more than latency × the
+// two vector pipes), one instruction stream per pool thread. Ops count 2 per multiply-add: an
+// FMA lane is 2 FLOP, a vpdpbusd lane 4 u8·s8 MACs = 8 ops, a vdpbf16ps lane 2 bf16 MACs =
+// 4 FLOP. The loops are inline assembly (in functions compiled for the ISA, called only after
+// __builtin_cpu_supports): with intrinsics GCC 12 copies accumulator arrays through the stack
+// and the VNNI "peak" came out at half of what oneDNN's GEMM reaches. ----
+constexpr int kPeakAcc = 24;
+constexpr int64_t kPeakIters = int64_t{1} << 16;
+
+#define TESSERA_PEAK_OP(op, r) op " %%zmm30, %%zmm31, %%zmm" #r "\n\t"
+#define TESSERA_PEAK_8(op, a, b, c, d, e, f, g, h)                                         \
+  TESSERA_PEAK_OP(op, a) TESSERA_PEAK_OP(op, b) TESSERA_PEAK_OP(op, c) TESSERA_PEAK_OP(op, d) \
+  TESSERA_PEAK_OP(op, e) TESSERA_PEAK_OP(op, f) TESSERA_PEAK_OP(op, g) TESSERA_PEAK_OP(op, h)
+#define TESSERA_PEAK_24(op)                                                            \
+  TESSERA_PEAK_8(op, 0, 1, 2, 3, 4, 5, 6, 7) TESSERA_PEAK_8(op, 8, 9, 10, 11, 12, 13, 14, 15) \
+  TESSERA_PEAK_8(op, 16, 17, 18, 19, 20, 21, 22, 23)
+// zmm30/zmm31 = broadcast a/b, zmm0..23 = 0, then `iters` rounds of 24 independent `op`s.
+#define TESSERA_PEAK_LOOP(op)                                                          \
+  asm volatile("vpbroadcastd %k[a], %%zmm30\n\t"                                       \
+               "vpbroadcastd %k[b], %%zmm31\n\t"                                       \
+               TESSERA_PEAK_24("vpxord")                                               \
+               "1:\n\t"                                                                \
+               TESSERA_PEAK_24(op)                                                     \
+               "dec %[n]\n\t"                                                          \
+               "jnz 1b\n\t"                                                            \
+               "vzeroupper\n\t"                                                        \
+               : [n] "+r"(iters)                                                       \
+               : [a] "r"(a), [b] "r"(b)                                                \
+               : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", \
+                 "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", \
+                 "xmm17", "xmm18", "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm30", \
+                 "xmm31", "cc")
+
+// a, b: the 32-bit lane patterns of the two operands (small values: no overflow, no denormals).
+__attribute__((target("avx512f"))) void PeakFmaRun(int64_t iters) {
+  const uint32_t a = 0x3A83126Fu, b = 0x3F800000u;  // 1e-3f, 1.0f
+  TESSERA_PEAK_LOOP("vfmadd231ps");
+}
+
+__attribute__((target("avx512f,avx512vnni"))) void PeakVnniRun(int64_t iters) {
+  const uint32_t a = 0x01020304u, b = 0x01FF01FFu;
+  TESSERA_PEAK_LOOP("vpdpbusd");
+}
+
+__attribute__((target("avx512f,avx512bf16"))) void PeakBf16Run(int64_t iters) {
+  const uint32_t a = 0x3A833A83u, b = 0x3F803F80u;  // bf16 pairs (~1e-3, ~1e-3), (1, 1)
+  TESSERA_PEAK_LOOP("vdpbf16ps");
+}
+
+#undef TESSERA_PEAK_LOOP
+#undef TESSERA_PEAK_24
+#undef TESSERA_PEAK_8
+#undef TESSERA_PEAK_OP
+
+// ops_per_lane: operations one instruction performs per 32-bit lane.
+void BM_Peak(benchmark::State& state, void (*run)(int64_t), bool supported, double ops_per_lane,
+             const char* counter) {
+  if (!supported) {
+    state.SkipWithError("instruction not supported on this CPU");
+    return;
+  }
+  const int threads = Pool().size();
+  for (auto _ : state) {
+    Pool().ParallelFor(threads, 1, [&](int64_t b, int64_t e) {
+      for (int64_t t = b; t < e; ++t) run(kPeakIters);
+    });
+  }
+  const double ops = ops_per_lane * 16 * kPeakAcc * kPeakIters * threads;
+  state.counters[counter] =
+      benchmark::Counter(ops * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
+}
 
 // ---- Weights of one format and shape, prepared as DenseLinear prepares them. ----
 struct Prepared {
@@ -151,24 +235,83 @@ const Prepared& Weights(const std::string& fmt, int64_t n, int64_t k) {
   return *cached;
 }
 
-void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
-  const Prepared& w = Weights(fmt, n, k);
-  // Decode streams weights from DRAM, never from the 32 MiB L3: iterate over enough byte-wise
-  // copies of the matrix (same values, different addresses) to cover 256 MiB.
-  static std::vector<std::vector<uint8_t>> copies;
+// splitmix64: a fast random stream for filling hundreds of MiB.
+uint64_t Mix(uint64_t& s) {
+  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+// p[i * step] ^= (random byte & mask) for i < count.
+void XorStrided(uint8_t* p, int64_t count, int64_t step, uint8_t mask, uint64_t& s) {
+  uint64_t r = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    if ((i & 7) == 0) r = Mix(s);
+    p[i * step] ^= static_cast<uint8_t>(r >> (8 * (i & 7))) & mask;
+  }
+}
+
+// Makes a copy of a prepared matrix differ from the original in every cache line while keeping
+// every value valid: low mantissa bits of F32/BF16/F16 values, the codes of repacked Q4_0/Q8_0
+// (block scales kept; Q8_0 codes stay in [-127, 127]) and all bytes of the Q4_K/Q6_K blocks but
+// their f16 scales.
+void Perturb(const std::string& fmt, const kf::FastWeights& fw, uint8_t* data, uint64_t seed) {
+  uint64_t s = seed;
+  const int64_t span = fw.n * fw.row_stride;
+  if (fmt == "F32") {
+    XorStrided(data, span / 4, 4, 0xFF, s);
+  } else if (fmt == "BF16" || fmt == "F16") {
+    XorStrided(data, span / 2, 2, fmt == "BF16" ? 0x07 : 0x3F, s);
+  } else if (fmt == "Q4_0" || fmt == "Q8_0") {
+    for (int64_t r = 0; r < fw.n; ++r) {
+      uint8_t* q = data + r * fw.row_stride + fw.quant_offset;
+      if (fmt == "Q4_0") {
+        XorStrided(q, fw.k / 2, 1, 0xFF, s);
+      } else {
+        XorStrided(q, fw.k, 1, 0x0F, s);
+        for (int64_t i = 0; i < fw.k; ++i) q[i] = q[i] == 0x80 ? 0x81 : q[i];
+      }
+    }
+  } else {  // Q4_K: d, dmin at bytes 0-3 of 144; Q6_K: d at bytes 208-209 of 210
+    const int64_t bb = fmt == "Q4_K" ? 144 : 210;
+    for (int64_t b = 0; b < span / bb; ++b) {
+      if (fmt == "Q4_K") XorStrided(data + b * bb + 4, 140, 1, 0xFF, s);
+      else XorStrided(data + b * bb, 208, 1, 0xFF, s);
+    }
+  }
+}
+
+// Decode streams weights from DRAM, never from the 32 MiB L3: benchmarks iterate over enough
+// copies of the matrix to cover 256 MiB. The copies hold different bytes: this VM's hypervisor
+// merges identical pages, and byte-identical copies were then served from one cached page.
+// One set cached at a time, next to Weights().
+const std::vector<kf::FastWeights>& WeightViews(const std::string& fmt, int64_t n, int64_t k) {
+  static std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> copies;
+  static std::vector<kf::FastWeights> views;
   static std::string copies_key;
-  const int64_t span = w.fw.n * w.fw.row_stride;
-  const int64_t ncopies = std::max<int64_t>(1, (int64_t{256} << 20) / std::max<int64_t>(span, 1));
-  const std::string key = fmt + std::to_string(n) + "/" + std::to_string(k);
+  const Prepared& w = Weights(fmt, n, k);
+  const std::string key = fmt + "/" + std::to_string(n) + "/" + std::to_string(k);
   if (copies_key != key) {
-    copies.assign(ncopies - 1, std::vector<uint8_t>(w.fw.data, w.fw.data + span));
+    copies.clear();
+    views.assign(1, w.fw);
+    const int64_t span = w.fw.n * w.fw.row_stride;
+    const int64_t ncopies = std::max<int64_t>(1, (int64_t{256} << 20) / std::max<int64_t>(span, 1));
+    for (int64_t c = 1; c < ncopies; ++c) {
+      copies.push_back(hwy::AllocateAligned<uint8_t>(span));
+      std::memcpy(copies.back().get(), w.fw.data, span);
+      Perturb(fmt, w.fw, copies.back().get(), 1000 + static_cast<uint64_t>(c));
+      views.push_back(w.fw);
+      views.back().data = copies.back().get();
+    }
     copies_key = key;
   }
-  std::vector<kf::FastWeights> views(1, w.fw);
-  for (const auto& c : copies) {
-    views.push_back(w.fw);
-    views.back().data = c.data();
-  }
+  return views;
+}
+
+void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+  const Prepared& w = Weights(fmt, n, k);
+  const std::vector<kf::FastWeights>& views = WeightViews(fmt, n, k);
   std::vector<float> x(m * k), y(m * n);
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -187,30 +330,59 @@ void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, i
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
 }
 
+// ---- The int8-activation VNNI kernel for repacked Q4_0 / Q8_0 (q8_act_matmul.h), as
+// DenseLinear runs it with --cpu_int8_activations: the activations are quantized once per call
+// (serially, before the column split; inside the timing, it is part of the cost), then the
+// columns are split over the pool. ----
+void BM_Q8ActMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+  const Prepared& w = Weights(fmt, n, k);
+  const std::vector<kf::FastWeights>& views = WeightViews(fmt, n, k);
+  auto scratch = hwy::AllocateAligned<uint8_t>(kf::Q8ActScratchBytes(m, k));
+  std::vector<float> x(m * k), y(m * n);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  size_t next = 0;
+  for (auto _ : state) {
+    const kf::FastWeights& fw = views[next];
+    next = (next + 1) % views.size();
+    const kf::Q8Acts acts = kf::QuantizeActsQ8Block32(fw.format, x.data(), m, k, scratch.get());
+    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+      kf::Q8ActMatmul(fw, acts, nullptr, y.data(), b, e);
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double it = static_cast<double>(state.iterations());
+  state.counters["weight_GB/s"] = benchmark::Counter(w.stored_bytes * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
+  state.SetLabel(kf::Q8ActKernelName());
+}
+
 // ---- QuantizedLinear's fast kernels (kernels/cpu/fast/fast_quant_matmul.h). Random codes with
 // sane scales; only the streaming and decode cost matters. FP8 per-row scales, INT4 group 128
 // with f32 scales and zero points, NVFP4 W4A16, MXFP4. weight_GB/s counts codes + scales.
+// Every copy (256 MiB in all, as BM_Matmul) has its own random codes and scales, so no two
+// pages are identical.
 struct QuantCopy {
   std::vector<uint8_t> q, block_scales;
+  std::vector<float> scales, zeros;
 };
 
 void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
   kf::FastQuantWeights w;
   w.n = n;
   w.k = k;
-  int64_t q_bytes = n * k / 2, bs_bytes = 0;
-  std::vector<float> scales, zeros;
+  int64_t q_bytes = n * k / 2, bs_bytes = 0, n_scales = 0, n_zeros = 0;
   if (fmt == "FP8") {
     w.decode = kf::QuantDecode::kFp8;
     q_bytes = n * k;
-    scales.assign(n, 0.01f);
+    n_scales = n;
     w.scale_rows = 1;
     w.scale_row_stride = 1;
     w.scale_k = k;
   } else if (fmt == "INT4_G128") {
     w.decode = kf::QuantDecode::kInt4;
-    scales.assign(n * k / 128, 0.01f);
-    zeros.assign(n * k / 128, 8.0f);
+    n_scales = n_zeros = n * k / 128;
     w.scale_row_stride = k / 128;
     w.scale_k = 128;
   } else {
@@ -218,30 +390,38 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     bs_bytes = n * k / (fmt == "NVFP4" ? 16 : 32);
     w.alpha = 0.5f;
   }
-  w.scales = scales.data();
-  w.zeros = zeros.data();
-  const int64_t stored = q_bytes + bs_bytes + static_cast<int64_t>((scales.size() + zeros.size()) * 4);
-  // Copies covering 256 MiB so that decode streams from DRAM (as BM_Matmul).
+  const int64_t stored = q_bytes + bs_bytes + (n_scales + n_zeros) * 4;
   std::vector<QuantCopy> copies(std::max<int64_t>(1, (int64_t{256} << 20) / stored));
-  std::mt19937 rng(42);
+  uint64_t seed = 42;
   for (auto& c : copies) {
     c.q.resize(q_bytes);
-    for (auto& b : c.q) b = static_cast<uint8_t>(rng() & 0x77);  // no FP8 NaN codes
-    c.block_scales.assign(bs_bytes, fmt == "NVFP4" ? 0x38 : 0x7F);  // 1.0
+    XorStrided(c.q.data(), q_bytes, 1, 0x77, seed);  // ≤ 0x77: no FP8 NaN codes (0x7F / 0xFF)
+    // Block scales near 1: E4M3 0x30-0x3F (NVFP4), E8M0 0x7E-0x81 (MXFP4).
+    c.block_scales.assign(bs_bytes, fmt == "NVFP4" ? 0x30 : 0x7E);
+    XorStrided(c.block_scales.data(), bs_bytes, 1, fmt == "NVFP4" ? 0x0F : 0x03, seed);
+    c.scales.resize(n_scales);
+    for (auto& v : c.scales) v = 0.01f * (1.0f + static_cast<float>(Mix(seed) % 64) / 64.0f);
+    c.zeros.resize(n_zeros);
+    for (auto& v : c.zeros) v = static_cast<float>(6 + Mix(seed) % 5);
   }
-  w.q = copies[0].q.data();
-  w.block_scales = copies[0].block_scales.data();
+  auto use = [&](const QuantCopy& c) {
+    w.q = c.q.data();
+    w.block_scales = c.block_scales.data();
+    w.scales = c.scales.data();
+    w.zeros = c.zeros.data();
+  };
+  use(copies[0]);
   if (!kf::FastQuantSupported(w)) {
     state.SkipWithError("not supported on this target");
     return;
   }
   std::vector<float> x(m * k), y(m * n);
+  std::mt19937 rng(42);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
   size_t next = 0;
   for (auto _ : state) {
-    w.q = copies[next].q.data();
-    w.block_scales = copies[next].block_scales.data();
+    use(copies[next]);
     next = (next + 1) % copies.size();
     Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
       kf::FastQuantMatmul(w, x.data(), m, nullptr, y.data(), b, e);
@@ -258,40 +438,58 @@ struct Shape {
   int64_t n, k;  // y = x · Wᵀ with W [n, k]
 };
 
+void Register(const std::string& name,
+              void (*fn)(benchmark::State&, std::string, int64_t, int64_t, int64_t),
+              const char* fmt, const Shape& s, int64_t m) {
+  benchmark::RegisterBenchmark((name + "/" + fmt + "/" + s.label + "/M:" + std::to_string(m)).c_str(),
+                               fn, std::string(fmt), s.n, s.k, m)
+      ->UseRealTime()->Unit(benchmark::kMicrosecond);
+}
+
 void RegisterAll() {
+  benchmark::RegisterBenchmark("BM_PeakFma", BM_Peak, PeakFmaRun,
+                               __builtin_cpu_supports("avx512f") != 0, 2.0, "GFLOP/s")
+      ->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_PeakVnni", BM_Peak, PeakVnniRun,
+                               __builtin_cpu_supports("avx512vnni") != 0, 8.0, "GOP/s")
+      ->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_PeakBf16Dot", BM_Peak, PeakBf16Run,
+                               __builtin_cpu_supports("avx512bf16") != 0, 4.0, "GFLOP/s")
+      ->UseRealTime()->Unit(benchmark::kMicrosecond);
+
   const Shape big[] = {{"4096x4096", 4096, 4096}, {"4096x14336", 14336, 4096},
                        {"14336x4096", 4096, 14336}};
   const Shape tiny[] = {{"1.1b_qo", 2048, 2048}, {"1.1b_kv", 256, 2048}, {"1.1b_gate_up", 5632, 2048},
                         {"1.1b_down", 2048, 5632}, {"1.1b_lm_head", 32000, 2048}};
+  // The prefill shapes compared with oneDNN (onednn_bench.cc has the same list) get M = 128.
+  auto prefill = [&](const Shape& s) {
+    return std::string(s.label) != "1.1b_kv" && std::string(s.label) != "1.1b_lm_head";
+  };
+  const Shape gemm[] = {big[0], big[1], big[2], tiny[0], tiny[2], tiny[3]};
   for (const char* f : {"FP8", "INT4_G128", "NVFP4", "MXFP4"}) {
-    for (const Shape& s : {tiny[2], tiny[3]}) {
-      for (int64_t m : {1, 16}) {
-        benchmark::RegisterBenchmark(
-            (std::string("BM_QuantMatmul/") + f + "/" + s.label + "/M:" + std::to_string(m)).c_str(),
-            BM_QuantMatmul, std::string(f), s.n, s.k, m)
-            ->UseRealTime()->Unit(benchmark::kMicrosecond);
-      }
+    for (const Shape& s : gemm) {
+      for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
     }
   }
   const char* formats[] = {"F32", "BF16", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"};
   for (const char* f : formats) {
     for (const Shape& s : tiny) {
-      for (int64_t m : {1, 16}) {
-        benchmark::RegisterBenchmark(
-            (std::string("BM_Matmul/") + f + "/" + s.label + "/M:" + std::to_string(m)).c_str(),
-            BM_Matmul, std::string(f), s.n, s.k, m)
-            ->UseRealTime()->Unit(benchmark::kMicrosecond);
+      for (int64_t m : {1, 16, 128}) {
+        if (m != 128 || prefill(s)) Register("BM_Matmul", BM_Matmul, f, s, m);
       }
     }
     for (const Shape& s : big) {
-      for (int64_t m : {1, 16, 128}) {
-        benchmark::RegisterBenchmark(
-            (std::string("BM_Matmul/") + f + "/" + s.label + "/M:" + std::to_string(m)).c_str(),
-            BM_Matmul, std::string(f), s.n, s.k, m)
-            ->UseRealTime()->Unit(benchmark::kMicrosecond);
-      }
+      for (int64_t m : {1, 16, 128}) Register("BM_Matmul", BM_Matmul, f, s, m);
     }
   }
+  for (const char* f : {"Q4_0", "Q8_0"}) {
+    for (const Shape& s : gemm) {
+      for (int64_t m : {1, 16, 128}) Register("BM_Q8ActMatmul", BM_Q8ActMatmul, f, s, m);
+    }
+  }
+#ifdef TESSERA_HAVE_ONEDNN
+  RegisterOneDnnBenchmarks(Pool().size());
+#endif
 }
 
 }  // namespace
@@ -302,6 +500,10 @@ int main(int argc, char** argv) {
   tessera::bench::RegisterAll();
   benchmark::AddCustomContext("simd_target", tessera::kernels::cpu::fast::FastTargetName());
   benchmark::AddCustomContext("threads", std::to_string(tessera::bench::Pool().size()));
+  benchmark::AddCustomContext("q8_act_kernel", tessera::kernels::cpu::fast::Q8ActKernelName());
+#ifdef TESSERA_HAVE_ONEDNN
+  tessera::bench::AddOneDnnContext();
+#endif
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

@@ -8,7 +8,7 @@ PACKAGES=(
   cmake ninja-build pkg-config g++ ccache
   libgrpc++-dev libgrpc-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev prometheus-cpp-dev nlohmann-json3-dev libgtest-dev libgmock-dev googletest
-  libbenchmark-dev libhwy-dev libpcre2-dev libicu-dev
+  libbenchmark-dev libdnnl-dev libhwy-dev libpcre2-dev libicu-dev
   grpc-proto openssl prometheus python3-grpcio python3-grpc-tools python3-yaml
 )
 
