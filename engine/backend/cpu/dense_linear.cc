@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "kernels/cpu/fast/ggml_repack.h"
-#include "kernels/cpu/fast/q4_0_x16.h"
+#include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 
 namespace tessera::backend::cpu {
@@ -61,7 +61,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   namespace kf = kernels::cpu::fast;
   const int64_t n = weight_.shape[0], k = weight_.shape[1];
   if (int8_activations_ && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_0) {
-    // Int8 activations on Q4_0: 16-column tiles (q4_0_x16.h), one layout for decode and batches.
+    // Int8 activations on Q4_0: 16-column tiles (int4_x16.h), one layout for decode and batches.
     repacked_ = hwy::AllocateAligned<uint8_t>(kf::Q4_0x16Bytes(n, k));
     fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.get());
     return;
@@ -91,7 +91,7 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
   namespace kf = kernels::cpu::fast;
   std::function<void(int64_t, int64_t)> run;
   kf::Q8Acts acts;
-  kf::Q4_0x16Acts acts16;
+  kf::Int4x16Acts acts16;
   if (fast_.format == kf::FastFormat::kQ4_0x16) {
     const int64_t k = in_features(), blocks = k / 32;
     thread_local std::vector<int8_t> q;
@@ -103,14 +103,14 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
     float* dp = d.data();
     float* sp = s.data();
     // Per-row quantization split over the pool: each row's codes depend on that row only.
-    auto quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsQ4_0x16(x, k, r0, r1, qp, dp, sp); };
+    auto quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp); };
     if (pool_ != nullptr && rows > 1) {
       pool_->ParallelFor(rows, 1, quantize);
     } else {
       quantize(0, rows);
     }
     acts16 = {rows, qp, dp, sp};
-    run = [&](int64_t b, int64_t e) { kf::Q4_0x16Matmul(fast_, acts16, bias, y, b, e); };
+    run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(fast_, acts16, bias, y, b, e); };
   } else if (int8_activations_) {
     // Quantized once per call, before the column split; the buffer is reused across calls (one
     // Forward at a time per thread).

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/fp4.h"
@@ -85,6 +86,10 @@ void QuantizedLinear::InitFast() {
     q8_.group_scales = iw.scales;
     q8_.group_zeros = iw.zeros;
     q8_.group_size = iw.group_size;
+    // 16-column tiles (int4_x16.h): reduction-free VNNI for one row and for batches. They copy
+    // the codes; the nibble pairs stay for the reference path (ForwardReference, the tests).
+    x16_ = hwy::AllocateAligned<uint8_t>(kf::U4x16Bytes(s.n, s.k, iw.group_size));
+    q8_ = kf::RepackU4x16(q8_, x16_.get());
     q8_ok_ = true;
     return;
   }
@@ -285,6 +290,33 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
   kf::Q8Acts acts;
   std::vector<uint8_t> qa, qa_scales;
   std::vector<float> gscale, alpha;
+  if (q8_.format == kf::FastFormat::kU4x16) {
+    const int64_t blocks = k / 32;
+    thread_local std::vector<int8_t> q;
+    thread_local std::vector<float> d, sums;
+    q.resize(rows * k);
+    d.resize(rows * blocks);
+    sums.resize(rows * blocks);
+    // Plain pointers: a thread_local named inside the lambda would be the worker's own copy.
+    int8_t* qp = q.data();
+    float* dp = d.data();
+    float* sp = sums.data();
+    auto quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp); };
+    if (pool_ != nullptr && rows > 1) {
+      pool_->ParallelFor(rows, 1, quantize);
+    } else {
+      quantize(0, rows);
+    }
+    const kf::Int4x16Acts acts16{rows, qp, dp, sp};
+    const float* bias = bias_.empty() ? nullptr : bias_.data();
+    auto run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(q8_, acts16, bias, y, b, e); };
+    if (pool_ != nullptr) {
+      pool_->ParallelFor(s.n, 16, run);
+    } else {
+      run(0, s.n);
+    }
+    return;
+  }
   if (s.activation == ActivationFormat::kNvfp4) {
     // W4A4: the reference NVFP4 activation quantizer (per-row dynamic or static global scale).
     qa.resize(rows * k / 2);

@@ -26,6 +26,7 @@
 
 #include "engine/backend/linear.h"
 #include "engine/quant/packed_weights.h"
+#include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/thread_pool.h"
@@ -66,6 +67,7 @@ class QuantizedLinear : public Linear {
   bool fast_ok_ = false;
   bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
+  hwy::AlignedFreeUniquePtr<uint8_t[]> x16_;  // INT4: the 16-column tiles q8_ points into
   bool q8_ok_ = false;
 };
 

@@ -350,7 +350,8 @@ void FastMatmulImpl(const FastWeights& w, const float* x, int64_t rows, const fl
     case FastFormat::kGgml: return TiledPath<void>(w, x, rows, bias, y, nb, ne);
     case FastFormat::kU4Groups:
     case FastFormat::kNvfp4Pairs:
-    case FastFormat::kQ4_0x16: break;  // int8-activation kernels only (q8_act_matmul.h)
+    case FastFormat::kQ4_0x16:
+    case FastFormat::kU4x16: break;  // int8-activation kernels only (q8_act_matmul.h)
   }
 }
 

@@ -35,8 +35,11 @@ enum class FastFormat {
   // (block_scales [n, k / 16]) and the global multiplier `alpha`: w = e2m1 · sf · alpha. Read only
   // by the int8-activation kernels.
   kNvfp4Pairs,
-  // GGUF Q4_0 in 16-column tiles (q4_0_x16.h); int8-activation kernels only.
+  // GGUF Q4_0 in 16-column tiles (int4_x16.h); int8-activation kernels only.
   kQ4_0x16,
+  // 4-bit codes with f32 scale and zero point per (column, group) in 16-column tiles (int4_x16.h),
+  // from kU4Groups weights; int8-activation kernels only.
+  kU4x16,
 };
 
 // One [n, k] weight matrix as the fast kernels read it: row r starts at data + r * row_stride.

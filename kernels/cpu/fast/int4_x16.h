@@ -1,23 +1,27 @@
-// GGUF Q4_0 weights repacked in tiles of 16 output columns for the int8-activation path
-// (FastFormat::kQ4_0x16, q8_act_matmul.h), llama.cpp's "Q4_0 x 8/16 interleaved" idea: one
-// AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of 16 columns at once (one column per
-// int32 lane) with 4 activation bytes broadcast to every lane, so a block's integer total lands
-// in its column's lane without the horizontal reductions a row-major layout needs. The same
-// layout serves one row (decode) and many rows (batched decode, prefill): weights are unpacked
-// once per block and reused for every activation row in registers.
+// 4-bit weights repacked in tiles of 16 output columns for the int8-activation path: GGUF Q4_0
+// (FastFormat::kQ4_0x16) and integer 4-bit codes with an f32 scale and zero point per group
+// (FastFormat::kU4x16: GPTQ / AWQ / compressed-tensors INT4 without act-order). llama.cpp's
+// "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
+// 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
+// so a block's integer total lands in its column's lane without the horizontal reductions a
+// row-major layout needs. The same layout serves one row (decode) and many rows (batched decode,
+// prefill): weights are unpacked once per block and reused for every activation row in registers.
 //
-// Layout of column group j (columns 16j .. 16j+15, zero columns past n): the f16 block scales
-// [blocks][16] (padded to 64 bytes), then the codes [blocks][4 chunks][16 columns][4 bytes],
-// where byte i of chunk q, column c holds the codes of K = 8q + i (low nibble) and 8q + 4 + i
-// (high nibble) of the block. Bytes per column stay Q4_0's 18 per 32 values (plus padding).
+// Layout of column group j (columns 16j .. 16j+15, zero columns past n): a scale area, then the
+// codes [blocks][4 chunks][16 columns][4 bytes], where byte i of chunk q, column c holds the codes
+// of K = 8q + i (low nibble) and 8q + 4 + i (high nibble) of the block. Scale area: kQ4_0x16 the
+// f16 block scales [blocks][16]; kU4x16 the f32 scales [groups][16] then zero points [groups][16].
+// Each area starts on 64 bytes.
 //
-// Numerics (the canonical order, shared with Q4_0x16MatmulPortable bit for bit): with the
-// activation blocks of q8_act_matmul.h (codes x, scale d, code sum s per block), per output
-//   acc = 0;  for b ascending: t = fma(−8, s_b, float(Σ_j u_j·x_j)); acc = fma(t, d_w·d_x, acc)
-// then + bias. t is the exact block integer Σ (u − 8)·x. The order depends only on k, so results
-// are batch-invariant and identical on the one-row and many-row paths.
-#ifndef TESSERA_KERNELS_CPU_FAST_Q4_0_X16_H_
-#define TESSERA_KERNELS_CPU_FAST_Q4_0_X16_H_
+// Numerics (the canonical order, shared with Int4x16MatmulPortable bit for bit): with the
+// activation blocks of q8_act_matmul.h (codes x, scale d, code sum s per block of 32), per output
+//   acc = 0;  for b ascending: t = fma(−z, s_b, float(Σ_j u_j·x_j)); acc = fma(t, w_s · d_b, acc)
+// then + bias, where u are the unsigned codes, z = 8 and w_s the block's f16 scale for Q4_0, and
+// z, w_s the zero point and scale of the block's group for kU4x16. For Q4_0 (and integer zero
+// points) t is the exact block integer Σ (u − z)·x. The order depends only on k, so results are
+// batch-invariant and identical on the one-row and many-row paths.
+#ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
+#define TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 
 #include <cstdint>
 
@@ -25,18 +29,20 @@
 
 namespace tessera::kernels::cpu::fast {
 
-// Bytes of one column group's tile for k values (k % 32 == 0).
-int64_t Q4_0x16GroupStride(int64_t k);
-
-// Bytes of the whole repacked matrix of n columns.
+// Bytes of the repacked matrix (n columns of k values, k % 32 == 0; group_size % 32 == 0 and
+// k % group_size == 0 for kU4x16).
 int64_t Q4_0x16Bytes(int64_t n, int64_t k);
+int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size);
 
 // Rewrites n ggml Q4_0 rows of k values into `dst` (Q4_0x16Bytes, 64-byte aligned) and returns
-// the FastWeights (format kQ4_0x16, row_stride = group stride) describing it.
+// the FastWeights (format kQ4_0x16, row_stride = bytes per column group) describing it.
 FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
+// The same for kU4Groups weights (nibble pairs + per-group scales and zero points).
+FastWeights RepackU4x16(const FastWeights& u4_groups, uint8_t* dst);
+
 // Activations in natural order: codes q [rows][k], per block scale d and code sum s [rows][k/32].
-struct Q4_0x16Acts {
+struct Int4x16Acts {
   int64_t rows = 0;
   const int8_t* q = nullptr;
   const float* d = nullptr;
@@ -45,17 +51,17 @@ struct Q4_0x16Acts {
 
 // Quantizes rows [r0, r1) of x [rows, k] into q / d / s (QuantizeRowQ8Block32 of q8_act_matmul.h
 // plus the block code sums). Rows are independent, so callers may split them across threads.
-void QuantizeActsQ4_0x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q, float* d,
+void QuantizeActsInt4x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q, float* d,
                          float* s);
 
 // y[m, n] for n in [n_begin, n_end), the canonical order above; AVX-512 VNNI when present.
-void Q4_0x16Matmul(const FastWeights& w, const Q4_0x16Acts& a, const float* bias, float* y,
+void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end);
 
 // The scalar loop of the same order (the tests' oracle; the fallback without VNNI).
-void Q4_0x16MatmulPortable(const FastWeights& w, const Q4_0x16Acts& a, const float* bias,
+void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const float* bias,
                            float* y, int64_t n_begin, int64_t n_end);
 
 }  // namespace tessera::kernels::cpu::fast
 
-#endif  // TESSERA_KERNELS_CPU_FAST_Q4_0_X16_H_
+#endif  // TESSERA_KERNELS_CPU_FAST_INT4_X16_H_

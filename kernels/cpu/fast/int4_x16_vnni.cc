@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernel of q4_0_x16.h. Intrinsics under target attributes (Highway 1.0.3 has no
+// AVX-512 VNNI kernel of int4_x16.h (Q4_0 and per-group INT4 tiles). Intrinsics under target attributes (Highway 1.0.3 has no
 // vpdpbusd); called only after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
 //
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
@@ -16,7 +16,7 @@
 #include <cstring>
 
 #include "hwy/base.h"
-#include "kernels/cpu/fast/q4_0_x16.h"
+#include "kernels/cpu/fast/int4_x16.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
@@ -26,12 +26,12 @@ namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
 constexpr int64_t kCols = 16;
-#ifndef TESSERA_Q4X16_PREFETCH
-#define TESSERA_Q4X16_PREFETCH 8
+#ifndef TESSERA_INT4X16_PREFETCH
+#define TESSERA_INT4X16_PREFETCH 8
 #endif
-constexpr int64_t kPrefetchBlocks = TESSERA_Q4X16_PREFETCH;
+constexpr int64_t kPrefetchBlocks = TESSERA_INT4X16_PREFETCH;
 
-int64_t ScaleAreaBytes(int64_t blocks) { return (blocks * kCols * 2 + 63) / 64 * 64; }
+int64_t Align64(int64_t v) { return (v + 63) / 64 * 64; }
 
 // acc += w (unsigned bytes) · the 4 signed bytes at p broadcast to every lane. Written as inline
 // asm so that the broadcast is the instruction's embedded {1to16} memory operand: GCC 12 emits a
@@ -47,12 +47,18 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-// Accumulators of rows [r0, r0 + MR) for one column group.
-template <int MR>
-void Tile(const uint8_t* group, int64_t blocks, const Q4_0x16Acts& a, int64_t k, int64_t r0,
+// Accumulators of rows [r0, r0 + MR) for one column group; kU4: per-group f32 scales and zero
+// points, else Q4_0's f16 block scales and zero point 8.
+template <int MR, bool kU4>
+void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
           __m512* out) {
+  const int64_t k = w.k, blocks = k / 32;
+  const int64_t area = kU4 ? Align64(k / w.group_size * kCols * 4) : Align64(blocks * kCols * 2);
   const uint8_t* scales = group;
-  const uint8_t* codes = group + ScaleAreaBytes(blocks);
+  const auto* gscales = reinterpret_cast<const float*>(group);
+  const auto* gzeros = reinterpret_cast<const float*>(group + area);
+  const uint8_t* codes = group + (kU4 ? 2 * area : area);
+  const int64_t blocks_per_group = kU4 ? w.group_size / 32 : 1;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512 eight = _mm512_set1_ps(8.0f);
   __m512 acc[MR];
@@ -60,8 +66,15 @@ void Tile(const uint8_t* group, int64_t blocks, const Q4_0x16Acts& a, int64_t k,
   const int8_t* xrow[MR];
   for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
   for (int64_t b = 0; b < blocks; ++b) {
-    const __m512 sw = _mm512_cvtph_ps(
-        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kCols * 2)));
+    __m512 sw, zv;
+    if constexpr (kU4) {
+      const int64_t i = b / blocks_per_group;
+      sw = _mm512_loadu_ps(gscales + i * kCols);
+      zv = _mm512_loadu_ps(gzeros + i * kCols);
+    } else {
+      sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kCols * 2)));
+      zv = eight;
+    }
     if constexpr (MR <= 2) {
       // One or two rows: the loop is bound by DRAM latency; fetch kPrefetchBlocks ahead (the
       // next group's tile follows contiguously, so running past this one's end is useful too).
@@ -82,7 +95,7 @@ void Tile(const uint8_t* group, int64_t blocks, const Q4_0x16Acts& a, int64_t k,
     }
     for (int r = 0; r < MR; ++r) {
       const int64_t off = (r0 + r) * blocks + b;
-      const __m512 t = _mm512_fnmadd_ps(eight, _mm512_set1_ps(a.s[off]), _mm512_cvtepi32_ps(isum[r]));
+      const __m512 t = _mm512_fnmadd_ps(zv, _mm512_set1_ps(a.s[off]), _mm512_cvtepi32_ps(isum[r]));
       acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw, _mm512_set1_ps(a.d[off])), acc[r]);
     }
   }
@@ -90,11 +103,14 @@ void Tile(const uint8_t* group, int64_t blocks, const Q4_0x16Acts& a, int64_t k,
 }
 
 template <int MR>
-void Rows(const FastWeights& w, const Q4_0x16Acts& a, const float* bias, float* y, int64_t g,
+void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y, int64_t g,
           int64_t c0, int64_t c1, int64_t r0) {
-  const int64_t blocks = w.k / 32;
   __m512 acc[MR];
-  Tile<MR>(w.data + g * w.row_stride, blocks, a, w.k, r0, acc);
+  if (w.format == FastFormat::kU4x16) {
+    Tile<MR, true>(w.data + g * w.row_stride, w, a, r0, acc);
+  } else {
+    Tile<MR, false>(w.data + g * w.row_stride, w, a, r0, acc);
+  }
   const __mmask16 m = static_cast<__mmask16>(((1u << (c1 - c0)) - 1) << c0);
   const int64_t n0 = g * kCols;
   for (int r = 0; r < MR; ++r) {
@@ -110,7 +126,7 @@ void Rows(const FastWeights& w, const Q4_0x16Acts& a, const float* bias, float* 
 // returns its second operand when the first is NaN), d = amax / 127 and id = 1 / d are the same
 // IEEE operations, vroundscaleps rounds half to even as nearbyint does in the default mode, and
 // NaN products become code 0.
-void QuantizeActsQ4_0x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
+void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
                                float* d, float* s) {
   const int64_t blocks = k / 32;
   const __m512 lim = _mm512_set1_ps(127.0f), neg_lim = _mm512_set1_ps(-127.0f);
@@ -140,7 +156,7 @@ void QuantizeActsQ4_0x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1
   }
 }
 
-void Q4_0x16MatmulVnni(const FastWeights& w, const Q4_0x16Acts& a, const float* bias, float* y,
+void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                        int64_t n_begin, int64_t n_end) {
   for (int64_t g = n_begin / kCols; g * kCols < n_end; ++g) {
     // Columns of this group inside [n_begin, n_end) (the mask keeps other callers' columns and
@@ -169,9 +185,9 @@ HWY_POP_ATTRIBUTES
 #else  // not x86-64 GCC/Clang
 
 namespace tessera::kernels::cpu::fast::internal {
-void Q4_0x16MatmulVnni(const FastWeights&, const Q4_0x16Acts&, const float*, float*, int64_t,
+void Int4x16MatmulVnni(const FastWeights&, const Int4x16Acts&, const float*, float*, int64_t,
                        int64_t) {}
-void QuantizeActsQ4_0x16Avx512(const float*, int64_t, int64_t, int64_t, int8_t*, float*, float*) {}
+void QuantizeActsInt4x16Avx512(const float*, int64_t, int64_t, int64_t, int8_t*, float*, float*) {}
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #endif

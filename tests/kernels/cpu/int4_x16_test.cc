@@ -1,14 +1,16 @@
-// Q4_0 in 16-column tiles with int8 activations (kernels/cpu/fast/q4_0_x16.h) on random data:
+// Q4_0 and per-group INT4 in 16-column tiles with int8 activations (kernels/cpu/fast/int4_x16.h)
+// on random data:
 //  * the kernel (VNNI here) equals the portable loop of the canonical order bit for bit, for
 //    column counts that are not multiples of 16 and every row count up to two row tiles;
 //  * each row's result is the same alone or with other rows, and however columns are split;
 //  * against float activations and ggml's dequantization the error is within the activation
 //    rounding bound Σ_b |d_w|·Σ_j|w_q|·d_x/2 plus 1e-5 of Σ|x·w|.
-#include "kernels/cpu/fast/q4_0_x16.h"
+#include "kernels/cpu/fast/int4_x16.h"
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -44,7 +46,7 @@ Matrix Random(int64_t n, int64_t k, std::mt19937& rng) {
 struct Acts {
   std::vector<int8_t> q;
   std::vector<float> d, s;
-  Q4_0x16Acts view;
+  Int4x16Acts view;
 };
 
 Acts Quantize(const float* x, int64_t rows, int64_t k) {
@@ -52,7 +54,7 @@ Acts Quantize(const float* x, int64_t rows, int64_t k) {
   a.q.resize(rows * k);
   a.d.resize(rows * k / 32);
   a.s.resize(rows * k / 32);
-  QuantizeActsQ4_0x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
+  QuantizeActsInt4x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
   a.view = {rows, a.q.data(), a.d.data(), a.s.data()};
   return a;
 }
@@ -98,8 +100,8 @@ TEST(Q4_0x16Test, MatchesPortableBitForBit) {
       for (auto& v : bias) v = nd(rng);
       const Acts a = Quantize(x.data(), rows, k);
       std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
-      Q4_0x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
-      Q4_0x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
+      Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
+      Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
       for (int64_t i = 0; i < rows * n; ++i) {
         ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0) << Q8ActKernelName() << " n=" << n << " k=" << k
                                                      << " rows=" << rows << " i=" << i << ": " << y[i]
@@ -118,15 +120,15 @@ TEST(Q4_0x16Test, BatchAndColumnSplitInvariant) {
   for (auto& v : x) v = nd(rng);
   const Acts a = Quantize(x.data(), rows, k);
   std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
-  Q4_0x16Matmul(w.fw, a.view, nullptr, all.data(), 0, n);
+  Int4x16Matmul(w.fw, a.view, nullptr, all.data(), 0, n);
   for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
-    Q4_0x16Matmul(w.fw, a.view, nullptr, split.data(), b, e);
+    Int4x16Matmul(w.fw, a.view, nullptr, split.data(), b, e);
   }
   ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
   for (int64_t m = 0; m < rows; ++m) {
     const Acts one = Quantize(x.data() + m * k, 1, k);
     std::vector<float> y(n);
-    Q4_0x16Matmul(w.fw, one.view, nullptr, y.data(), 0, n);
+    Int4x16Matmul(w.fw, one.view, nullptr, y.data(), 0, n);
     ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
   }
 }
@@ -140,7 +142,7 @@ TEST(Q4_0x16Test, CloseToFloatActivations) {
   for (auto& v : x) v = nd(rng);
   const Acts a = Quantize(x.data(), rows, k);
   std::vector<float> y(rows * n);
-  Q4_0x16Matmul(w.fw, a.view, nullptr, y.data(), 0, n);
+  Int4x16Matmul(w.fw, a.view, nullptr, y.data(), 0, n);
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t c = 0; c < n; ++c) {
       double exact = 0, bound = 0, mag = 0;
@@ -158,6 +160,109 @@ TEST(Q4_0x16Test, CloseToFloatActivations) {
           wsum += std::abs(wq);
         }
         bound += std::fabs(dw) * wsum * a.d[m * blocks + b] / 2;
+      }
+      EXPECT_NEAR(y[m * n + c], exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
+    }
+  }
+}
+
+// ---- Per-group INT4 (kU4x16, from kU4Groups nibble pairs). ----
+struct U4Matrix {
+  std::vector<uint8_t> pairs;
+  std::vector<float> scales, zeros;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> tiles;
+  FastWeights fw;
+};
+
+U4Matrix RandomU4(int64_t n, int64_t k, int64_t group, std::mt19937& rng) {
+  U4Matrix m;
+  m.pairs.resize(n * k / 2);
+  for (auto& b : m.pairs) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(0.001f, 0.05f), zero(0.0f, 15.0f);
+  for (int64_t i = 0; i < n * (k / group); ++i) {
+    m.scales.push_back(scale(rng));
+    m.zeros.push_back(i % 3 == 0 ? 8.0f : zero(rng));  // integer and fractional zero points
+  }
+  FastWeights src;
+  src.format = FastFormat::kU4Groups;
+  src.data = m.pairs.data();
+  src.n = n;
+  src.k = k;
+  src.row_stride = k / 2;
+  src.group_scales = m.scales.data();
+  src.group_zeros = m.zeros.data();
+  src.group_size = group;
+  m.tiles = hwy::AllocateAligned<uint8_t>(U4x16Bytes(n, k, group));
+  m.fw = RepackU4x16(src, m.tiles.get());
+  return m;
+}
+
+TEST(U4x16Test, MatchesPortableBitForBit) {
+  std::mt19937 rng(59);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128}, {19, 384, 128},
+                                {8, 544, 32}, {33, 1024, 64}, {5, 2048, 128}, {7, 640, 640}}) {
+    const U4Matrix w = RandomU4(n, k, g, rng);
+    for (int64_t rows : {1, 2, 5, 8, 9, 17}) {
+      std::vector<float> x(rows * k), bias(n);
+      for (auto& v : x) v = nd(rng);
+      for (auto& v : bias) v = nd(rng);
+      const Acts a = Quantize(x.data(), rows, k);
+      std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
+      Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
+      Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
+      for (int64_t i = 0; i < rows * n; ++i) {
+        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0) << "n=" << n << " k=" << k << " g=" << g
+                                                     << " rows=" << rows << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(U4x16Test, BatchAndColumnSplitInvariant) {
+  std::mt19937 rng(61);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 45, k = 1152, rows = 17;
+  const U4Matrix w = RandomU4(n, k, 128, rng);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  const Acts a = Quantize(x.data(), rows, k);
+  std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
+  Int4x16Matmul(w.fw, a.view, nullptr, all.data(), 0, n);
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
+    Int4x16Matmul(w.fw, a.view, nullptr, split.data(), b, e);
+  }
+  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
+  for (int64_t m = 0; m < rows; ++m) {
+    const Acts one = Quantize(x.data() + m * k, 1, k);
+    std::vector<float> y(n);
+    Int4x16Matmul(w.fw, one.view, nullptr, y.data(), 0, n);
+    ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
+  }
+}
+
+// Against float activations and the reference dequantization (u − z)·s.
+TEST(U4x16Test, CloseToFloatActivations) {
+  std::mt19937 rng(67);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 21, k = 2048, rows = 3, blocks = k / 32, group = 128;
+  const U4Matrix w = RandomU4(n, k, group, rng);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  const Acts a = Quantize(x.data(), rows, k);
+  std::vector<float> y(rows * n);
+  Int4x16Matmul(w.fw, a.view, nullptr, y.data(), 0, n);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0, bound = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t g = c * (k / group) + i / group;
+        const uint8_t byte = w.pairs[c * k / 2 + i / 2];
+        const int u = (i % 2 == 0) ? (byte & 0xF) : (byte >> 4);
+        const double wv = (static_cast<float>(u) - w.zeros[g]) * w.scales[g];
+        exact += wv * x[m * k + i];
+        mag += std::fabs(wv * x[m * k + i]);
+        bound += std::fabs(wv) * a.d[m * blocks + i / 32] / 2;
       }
       EXPECT_NEAR(y[m * n + c], exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
     }
