@@ -65,6 +65,8 @@ void QuantizedLinear::InitFast() {
       q8_.row_stride = s.k / 2;
       q8_.block_scales = nw.block_scales;
       q8_.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
+      x16_ = hwy::AllocateAligned<uint8_t>(kf::Nvfp4x16Bytes(s.n, s.k));
+      q8_ = kf::RepackNvfp4x16(q8_, x16_.get());
       q8_ok_ = true;
       return;
     }
@@ -276,49 +278,27 @@ std::string QuantizedLinear::Describe() const {
 }
 
 void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) const {
-  // Quantized once per call, before the column split, into a per-thread buffer reused across
-  // calls; each row's codes depend only on that row (batch invariance).
-  thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> scratch;
-  thread_local int64_t scratch_bytes = 0;
-  const int64_t need = kf::Q8ActScratchBytes(rows, w_.spec.k);
-  if (need > scratch_bytes) {
-    scratch = hwy::AllocateAligned<uint8_t>(need);
-    scratch_bytes = need;
-  }
+  // Activations are quantized once per call, before the column split, per row (batch
+  // invariance), with the rows split over the pool, into per-thread buffers reused across calls.
   const auto& s = w_.spec;
-  const int64_t k = s.k;
-  kf::Q8Acts acts;
+  const int64_t k = s.k, blocks = k / 32;
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> d, d2, sums, sums2;
+  q.resize(rows * k);
+  for (auto* v : {&d, &d2, &sums, &sums2}) v->resize(rows * blocks);
+  // Plain pointers: a thread_local named inside a lambda is the running worker's own copy.
+  int8_t* qp = q.data();
+  float* dp = d.data();
+  float* d2p = d2.data();
+  float* sp = sums.data();
+  float* s2p = sums2.data();
+  kf::Int4x16Acts acts{rows, qp, dp, sp};
   std::vector<uint8_t> qa, qa_scales;
   std::vector<float> gscale, alpha;
-  if (q8_.format == kf::FastFormat::kU4x16) {
-    const int64_t blocks = k / 32;
-    thread_local std::vector<int8_t> q;
-    thread_local std::vector<float> d, sums;
-    q.resize(rows * k);
-    d.resize(rows * blocks);
-    sums.resize(rows * blocks);
-    // Plain pointers: a thread_local named inside the lambda would be the worker's own copy.
-    int8_t* qp = q.data();
-    float* dp = d.data();
-    float* sp = sums.data();
-    auto quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp); };
-    if (pool_ != nullptr && rows > 1) {
-      pool_->ParallelFor(rows, 1, quantize);
-    } else {
-      quantize(0, rows);
-    }
-    const kf::Int4x16Acts acts16{rows, qp, dp, sp};
-    const float* bias = bias_.empty() ? nullptr : bias_.data();
-    auto run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(q8_, acts16, bias, y, b, e); };
-    if (pool_ != nullptr) {
-      pool_->ParallelFor(s.n, 16, run);
-    } else {
-      run(0, s.n);
-    }
-    return;
-  }
+  std::function<void(int64_t, int64_t)> quantize;
   if (s.activation == ActivationFormat::kNvfp4) {
-    // W4A4: the reference NVFP4 activation quantizer (per-row dynamic or static global scale).
+    // W4A4: the reference NVFP4 activation quantizer (per-row dynamic or static global scale),
+    // then the codes as int8 2·e2m1 with half-block scales.
     qa.resize(rows * k / 2);
     qa_scales.resize(rows * k / 16);
     const bool dynamic = s.activation_origin != ScaleOrigin::kStatic;
@@ -330,29 +310,41 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
       alpha.assign(1, kc::Nvfp4Alpha(w_.global_scale, w_.input_global_scale));
     }
     const int64_t stride = dynamic ? 1 : 0;
-    auto quantize = [&](int64_t r0, int64_t r1) {
+    quantize = [&, stride, dynamic](int64_t r0, int64_t r1) {
       if (dynamic) {
         kc::Nvfp4DynamicGlobalScalePerRow(x + r0 * k, r1 - r0, k, gscale.data() + r0);
         for (int64_t r = r0; r < r1; ++r) alpha[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
       }
       kc::QuantizeNvfp4(x + r0 * k, r1 - r0, k, gscale.data() + r0 * stride, stride,
                         qa.data() + r0 * k / 2, qa_scales.data() + r0 * k / 16);
+      kf::PackNvfp4ActsInt4x16(qa.data(), qa_scales.data(), k, r0, r1, qp, dp, d2p, sp, s2p);
     };
-    if (pool_ != nullptr && rows > 1) {
-      pool_->ParallelFor(rows, 1, quantize);
-    } else {
-      quantize(0, rows);
-    }
-    acts = kf::PackNvfp4Acts(qa.data(), qa_scales.data(), rows, k, alpha.data(), stride, scratch.get());
+    acts.d2 = d2p;
+    acts.s2 = s2p;
+    acts.row_scale = alpha.data();
+    acts.row_scale_stride = stride;
+  } else if (q8_.format == kf::FastFormat::kNvfp4x16) {
+    // W4A16 with int8 blocks of 32: both halves share the block scale, the sums are per half.
+    quantize = [&](int64_t r0, int64_t r1) {
+      kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp, s2p);
+      std::copy(dp + r0 * blocks, dp + r1 * blocks, d2p + r0 * blocks);
+    };
+    acts.d2 = d2p;
+    acts.s2 = s2p;
   } else {
-    acts = kf::QuantizeActsQ8Block32(q8_.format, x, rows, k, scratch.get());
+    quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp); };
+  }
+  if (pool_ != nullptr && rows > 1) {
+    pool_->ParallelFor(rows, 1, quantize);
+  } else {
+    quantize(0, rows);
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
-  auto run = [&](int64_t b, int64_t e) { kf::Q8ActMatmul(q8_, acts, bias, y, b, e); };
+  auto run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(q8_, acts, bias, y, b, e); };
   if (pool_ != nullptr) {
-    pool_->ParallelFor(w_.spec.n, 16, run);
+    pool_->ParallelFor(s.n, 16, run);
   } else {
-    run(0, w_.spec.n);
+    run(0, s.n);
   }
 }
 

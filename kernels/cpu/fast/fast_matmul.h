@@ -40,6 +40,8 @@ enum class FastFormat {
   // 4-bit codes with f32 scale and zero point per (column, group) in 16-column tiles (int4_x16.h),
   // from kU4Groups weights; int8-activation kernels only.
   kU4x16,
+  // NVFP4 (as kNvfp4Pairs) in 16-column tiles (int4_x16.h); int8-activation kernels only.
+  kNvfp4x16,
 };
 
 // One [n, k] weight matrix as the fast kernels read it: row r starts at data + r * row_stride.

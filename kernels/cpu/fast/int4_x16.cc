@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -15,7 +16,7 @@ bool HasVnni();  // q8_act_vnni.cc
 void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                        int64_t n_begin, int64_t n_end);
 void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
-                               float* d, float* s);
+                               float* d, float* s, float* s2);
 }  // namespace internal
 
 namespace {
@@ -28,8 +29,12 @@ int64_t Align64(int64_t v) { return (v + 63) / 64 * 64; }
 // Bytes before the codes in one column group's tile.
 int64_t ScaleAreaBytes(const FastWeights& w) {
   if (w.format == FastFormat::kQ4_0x16) return Align64(w.k / 32 * kCols * 2);
+  if (w.format == FastFormat::kNvfp4x16) return Align64(w.k / 32 * 2 * kCols);
   return 2 * Align64(w.k / w.group_size * kCols * 4);
 }
+
+// 2·e2m1 for each 4-bit code (exact integers in [−12, 12]).
+constexpr int kTwiceE2m1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
 // Writes the codes of block b, column c, given code(j) for j in 0..31.
 template <class Code>
@@ -57,6 +62,10 @@ FastWeights Describe(FastFormat format, uint8_t* dst, int64_t n, int64_t k, int6
 
 int64_t Q4_0x16Bytes(int64_t n, int64_t k) {
   return (n + kCols - 1) / kCols * Describe(FastFormat::kQ4_0x16, nullptr, n, k, 32).row_stride;
+}
+
+int64_t Nvfp4x16Bytes(int64_t n, int64_t k) {
+  return (n + kCols - 1) / kCols * Describe(FastFormat::kNvfp4x16, nullptr, n, k, 32).row_stride;
 }
 
 int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size) {
@@ -115,16 +124,66 @@ FastWeights RepackU4x16(const FastWeights& src, uint8_t* dst) {
   return w;
 }
 
+FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
+  const int64_t n = src.n, k = src.k;
+  FastWeights w = Describe(FastFormat::kNvfp4x16, dst, n, k, 32);
+  w.alpha = src.alpha;
+  const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
+  std::memset(dst, 0, groups * w.row_stride);
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* sf = dst + g * w.row_stride;
+    uint8_t* codes = sf + ScaleAreaBytes(w);
+    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
+      const int64_t col = g * kCols + c;
+      const uint8_t* row = src.data + col * src.row_stride;
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int h = 0; h < 2; ++h) sf[(b * 2 + h) * kCols + c] = src.block_scales[col * (k / 16) + 2 * b + h];
+        PutCodes(codes, b, c, [&](int j) {
+          const uint8_t byte = row[(b * 32 + j) / 2];
+          return (j % 2 == 0) ? (byte & 0xF) : (byte >> 4);
+        });
+      }
+    }
+  }
+  return w;
+}
+
 void QuantizeActsInt4x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q, float* d,
-                         float* s) {
-  if (internal::HasVnni()) return internal::QuantizeActsInt4x16Avx512(x, k, r0, r1, q, d, s);
+                         float* s, float* s2) {
+  if (internal::HasVnni()) return internal::QuantizeActsInt4x16Avx512(x, k, r0, r1, q, d, s, s2);
   const int64_t blocks = k / 32;
   for (int64_t r = r0; r < r1; ++r) {
     QuantizeRowQ8Block32(x + r * k, k, q + r * k, d + r * blocks);
     for (int64_t b = 0; b < blocks; ++b) {
-      int32_t sum = 0;
-      for (int j = 0; j < 32; ++j) sum += q[r * k + b * 32 + j];
-      s[r * blocks + b] = static_cast<float>(sum);
+      int32_t lo = 0, hi = 0;
+      for (int j = 0; j < 16; ++j) lo += q[r * k + b * 32 + j];
+      for (int j = 16; j < 32; ++j) hi += q[r * k + b * 32 + j];
+      if (s2 != nullptr) {
+        s[r * blocks + b] = static_cast<float>(lo);
+        s2[r * blocks + b] = static_cast<float>(hi);
+      } else {
+        s[r * blocks + b] = static_cast<float>(lo + hi);
+      }
+    }
+  }
+}
+
+void PackNvfp4ActsInt4x16(const uint8_t* packed, const uint8_t* sf, int64_t k, int64_t r0,
+                          int64_t r1, int8_t* q, float* d, float* d2, float* s, float* s2) {
+  const int64_t blocks = k / 32;
+  for (int64_t r = r0; r < r1; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      int32_t sum[2] = {0, 0};
+      for (int j = 0; j < 32; ++j) {
+        const uint8_t byte = packed[r * k / 2 + (b * 32 + j) / 2];
+        const int v = kTwiceE2m1[(j % 2 == 0) ? (byte & 0xF) : (byte >> 4)];
+        q[r * k + b * 32 + j] = static_cast<int8_t>(v);
+        sum[j / 16] += v;
+      }
+      d[r * blocks + b] = numeric::DecodeUe4m3(sf[r * k / 16 + 2 * b]) * 0.5f;
+      d2[r * blocks + b] = numeric::DecodeUe4m3(sf[r * k / 16 + 2 * b + 1]) * 0.5f;
+      s[r * blocks + b] = static_cast<float>(sum[0]);
+      s2[r * blocks + b] = static_cast<float>(sum[1]);
     }
   }
 }
@@ -133,7 +192,48 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
                            float* y, int64_t n_begin, int64_t n_end) {
   const int64_t blocks = w.k / 32;
   const bool q4_0 = w.format == FastFormat::kQ4_0x16;
-  const int64_t ngroups = q4_0 ? 0 : w.k / w.group_size;
+  const bool nvfp4 = w.format == FastFormat::kNvfp4x16;
+  const int64_t ngroups = (q4_0 || nvfp4) ? 0 : w.k / w.group_size;
+  auto finish = [&](float acc, int64_t m, int64_t n) {
+    if (a.row_scale != nullptr) {
+      const float rs = a.row_scale[m * a.row_scale_stride];
+      acc = bias != nullptr ? std::fma(acc, rs, bias[n]) : acc * rs;
+    } else if (bias != nullptr) {
+      acc += bias[n];
+    }
+    y[m * w.n + n] = acc;
+  };
+  if (nvfp4) {
+    for (int64_t n = n_begin; n < n_end; ++n) {
+      const int64_t g = n / kCols, c = n % kCols;
+      const uint8_t* sf = w.data + g * w.row_stride;
+      const uint8_t* codes = sf + ScaleAreaBytes(w);
+      for (int64_t m = 0; m < a.rows; ++m) {
+        const int8_t* x = a.q + m * w.k;
+        float acc = 0.0f;
+        for (int64_t b = 0; b < blocks; ++b) {
+          for (int h = 0; h < 2; ++h) {  // half h: chunks 2h and 2h + 1 (K 16h .. 16h + 15)
+            int32_t dot = 0;
+            for (int q = 2 * h; q < 2 * h + 2; ++q) {
+              for (int i = 0; i < 4; ++i) {
+                const uint8_t byte = codes[b * 256 + q * 64 + c * 4 + i];
+                dot += (kTwiceE2m1[byte & 0xF] + 12) * x[b * 32 + 8 * q + i] +
+                       (kTwiceE2m1[byte >> 4] + 12) * x[b * 32 + 8 * q + 4 + i];
+              }
+            }
+            const int64_t off = m * blocks + b;
+            const float xs = h == 0 ? a.s[off] : a.s2[off];
+            const float dx = h == 0 ? a.d[off] : a.d2[off];
+            const float sw = numeric::DecodeUe4m3(sf[(b * 2 + h) * kCols + c] & 0x7F) * w.alpha * 0.5f;
+            const float t = std::fma(-12.0f, xs, static_cast<float>(dot));
+            acc = std::fma(t, sw * dx, acc);
+          }
+        }
+        finish(acc, m, n);
+      }
+    }
+    return;
+  }
   for (int64_t n = n_begin; n < n_end; ++n) {
     const int64_t g = n / kCols, c = n % kCols;
     const uint8_t* tile = w.data + g * w.row_stride;
@@ -165,8 +265,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
         const float t = std::fma(-zero, a.s[m * blocks + b], static_cast<float>(dot));
         acc = std::fma(t, scale * a.d[m * blocks + b], acc);
       }
-      if (bias != nullptr) acc += bias[n];
-      y[m * w.n + n] = acc;
+      finish(acc, m, n);
     }
   }
 }

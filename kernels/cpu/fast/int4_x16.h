@@ -1,6 +1,7 @@
 // 4-bit weights repacked in tiles of 16 output columns for the int8-activation path: GGUF Q4_0
-// (FastFormat::kQ4_0x16) and integer 4-bit codes with an f32 scale and zero point per group
-// (FastFormat::kU4x16: GPTQ / AWQ / compressed-tensors INT4 without act-order). llama.cpp's
+// (FastFormat::kQ4_0x16), integer 4-bit codes with an f32 scale and zero point per group
+// (FastFormat::kU4x16: GPTQ / AWQ / compressed-tensors INT4 without act-order) and NVFP4
+// (FastFormat::kNvfp4x16, W4A16 with int8 activations or W4A4 with NVFP4 activations). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
 // so a block's integer total lands in its column's lane without the horizontal reductions a
@@ -10,16 +11,23 @@
 // Layout of column group j (columns 16j .. 16j+15, zero columns past n): a scale area, then the
 // codes [blocks][4 chunks][16 columns][4 bytes], where byte i of chunk q, column c holds the codes
 // of K = 8q + i (low nibble) and 8q + 4 + i (high nibble) of the block. Scale area: kQ4_0x16 the
-// f16 block scales [blocks][16]; kU4x16 the f32 scales [groups][16] then zero points [groups][16].
-// Each area starts on 64 bytes.
+// f16 block scales [blocks][16]; kU4x16 the f32 scales [groups][16] then zero points [groups][16];
+// kNvfp4x16 the UE4M3 scale bytes [blocks][2 halves][16] (codes are E2M1 nibbles). Each area
+// starts on 64 bytes.
 //
 // Numerics (the canonical order, shared with Int4x16MatmulPortable bit for bit): with the
 // activation blocks of q8_act_matmul.h (codes x, scale d, code sum s per block of 32), per output
 //   acc = 0;  for b ascending: t = fma(−z, s_b, float(Σ_j u_j·x_j)); acc = fma(t, w_s · d_b, acc)
 // then + bias, where u are the unsigned codes, z = 8 and w_s the block's f16 scale for Q4_0, and
 // z, w_s the zero point and scale of the block's group for kU4x16. For Q4_0 (and integer zero
-// points) t is the exact block integer Σ (u − z)·x. The order depends only on k, so results are
-// batch-invariant and identical on the one-row and many-row paths.
+// points) t is the exact block integer Σ (u − z)·x. kNvfp4x16 works per half block of 16 (its
+// scale block): u = 2·e2m1 + 12, z = 12, w_s = sf · alpha / 2, and the activation scale and code
+// sum are per half (d2 / s2 for the second halves); each block adds its first half, then its
+// second half. With NVFP4 activations (x = 2·e2m1, d = sf_x / 2, alpha = 1) every term is exact
+// and only the f32 accumulation rounds, like the reference MatmulNvfp4W4A4; the per-row α
+// (row_scale) multiplies the sum. The final step is fma(acc, α, bias) with a row scale, else
+// acc + bias. The order depends only on k, so results are batch-invariant and identical on the
+// one-row and many-row paths.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 
@@ -33,6 +41,7 @@ namespace tessera::kernels::cpu::fast {
 // k % group_size == 0 for kU4x16).
 int64_t Q4_0x16Bytes(int64_t n, int64_t k);
 int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size);
+int64_t Nvfp4x16Bytes(int64_t n, int64_t k);
 
 // Rewrites n ggml Q4_0 rows of k values into `dst` (Q4_0x16Bytes, 64-byte aligned) and returns
 // the FastWeights (format kQ4_0x16, row_stride = bytes per column group) describing it.
@@ -41,18 +50,32 @@ FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 // The same for kU4Groups weights (nibble pairs + per-group scales and zero points).
 FastWeights RepackU4x16(const FastWeights& u4_groups, uint8_t* dst);
 
+// The same for kNvfp4Pairs weights (E2M1 pairs + UE4M3 block scales, alpha kept).
+FastWeights RepackNvfp4x16(const FastWeights& nvfp4_pairs, uint8_t* dst);
+
 // Activations in natural order: codes q [rows][k], per block scale d and code sum s [rows][k/32].
 struct Int4x16Acts {
   int64_t rows = 0;
   const int8_t* q = nullptr;
   const float* d = nullptr;
   const float* s = nullptr;
+  // kNvfp4x16: d / s above are the first halves' (elements 0..15 of each block), these the second.
+  const float* d2 = nullptr;
+  const float* s2 = nullptr;
+  const float* row_scale = nullptr;  // kNvfp4x16 W4A4: α(m) = row_scale[m * row_scale_stride]
+  int64_t row_scale_stride = 0;
 };
 
 // Quantizes rows [r0, r1) of x [rows, k] into q / d / s (QuantizeRowQ8Block32 of q8_act_matmul.h
-// plus the block code sums). Rows are independent, so callers may split them across threads.
+// plus the block code sums; with s2, s gets the first halves' sums and s2 the second halves').
+// Rows are independent, so callers may split them across threads.
 void QuantizeActsInt4x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q, float* d,
-                         float* s);
+                         float* s, float* s2 = nullptr);
+
+// NVFP4 activations (QuantizeNvfp4's packed [rows, k / 2] E2M1 pairs and sf [rows, k / 16]) of
+// rows [r0, r1) as codes 2·e2m1, half-block scales sf / 2 (d, d2) and half-block sums (s, s2).
+void PackNvfp4ActsInt4x16(const uint8_t* packed, const uint8_t* sf, int64_t k, int64_t r0,
+                          int64_t r1, int8_t* q, float* d, float* d2, float* s, float* s2);
 
 // y[m, n] for n in [n_begin, n_end), the canonical order above; AVX-512 VNNI when present.
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,

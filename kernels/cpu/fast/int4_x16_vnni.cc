@@ -22,6 +22,8 @@
 
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,avx2,fma,f16c")
 
+#include "kernels/cpu/fast/avx512_decode.h"
+
 namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
@@ -102,11 +104,64 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   for (int r = 0; r < MR; ++r) out[r] = acc[r];
 }
 
+// NVFP4 tiles: E2M1 nibbles through the 2·e2m1 + 12 byte table, chunks 0-1 and 2-3 summed
+// apart (the two scale halves of a block), UE4M3 scales decoded per block for the 16 columns.
+template <int MR>
+void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
+               __m512* out) {
+  const int64_t k = w.k, blocks = k / 32;
+  const uint8_t* sf = group;
+  const uint8_t* codes = group + Align64(blocks * 2 * kCols);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), lut = TwiceE2m1Plus12Table();
+  const __m512 twelve = _mm512_set1_ps(12.0f);
+  __m512 acc[MR];
+  for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
+  const int8_t* xrow[MR];
+  for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
+  for (int64_t b = 0; b < blocks; ++b) {
+    if constexpr (MR <= 2) {
+      const uint8_t* ahead = codes + (b + kPrefetchBlocks) * 256;
+      for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
+    }
+    __m512 sw[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sf + (b * 2 + h) * kCols));
+      // (sf · alpha) · 0.5, the portable loop's order.
+      sw[h] = _mm512_mul_ps(_mm512_mul_ps(DecodeUe4m3(_mm512_cvtepu8_epi32(bytes)),
+                                          _mm512_set1_ps(w.alpha)), _mm512_set1_ps(0.5f));
+    }
+    for (int h = 0; h < 2; ++h) {
+      __m512i isum[MR];
+      for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
+      for (int q = 2 * h; q < 2 * h + 2; ++q) {
+        const __m512i v = _mm512_loadu_si512(codes + b * 256 + q * 64);
+        const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
+        const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
+        for (int r = 0; r < MR; ++r) {
+          const int8_t* x = xrow[r] + b * 32 + 8 * q;
+          isum[r] = DpbusdBcast(isum[r], lo, x);
+          isum[r] = DpbusdBcast(isum[r], hi, x + 4);
+        }
+      }
+      const float* xs = h == 0 ? a.s : a.s2;
+      const float* dx = h == 0 ? a.d : a.d2;
+      for (int r = 0; r < MR; ++r) {
+        const int64_t off = (r0 + r) * blocks + b;
+        const __m512 t = _mm512_fnmadd_ps(twelve, _mm512_set1_ps(xs[off]), _mm512_cvtepi32_ps(isum[r]));
+        acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw[h], _mm512_set1_ps(dx[off])), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < MR; ++r) out[r] = acc[r];
+}
+
 template <int MR>
 void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y, int64_t g,
           int64_t c0, int64_t c1, int64_t r0) {
   __m512 acc[MR];
-  if (w.format == FastFormat::kU4x16) {
+  if (w.format == FastFormat::kNvfp4x16) {
+    TileNvfp4<MR>(w.data + g * w.row_stride, w, a, r0, acc);
+  } else if (w.format == FastFormat::kU4x16) {
     Tile<MR, true>(w.data + g * w.row_stride, w, a, r0, acc);
   } else {
     Tile<MR, false>(w.data + g * w.row_stride, w, a, r0, acc);
@@ -115,7 +170,13 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
   const int64_t n0 = g * kCols;
   for (int r = 0; r < MR; ++r) {
     __m512 v = acc[r];
-    if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + n0));
+    if (a.row_scale != nullptr) {  // fma(acc, α, bias), as the portable loop
+      const __m512 rs = _mm512_set1_ps(a.row_scale[(r0 + r) * a.row_scale_stride]);
+      v = bias != nullptr ? _mm512_fmadd_ps(v, rs, _mm512_maskz_loadu_ps(m, bias + n0))
+                          : _mm512_mul_ps(v, rs);
+    } else if (bias != nullptr) {
+      v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + n0));
+    }
     _mm512_mask_storeu_ps(y + (r0 + r) * w.n + n0, m, v);
   }
 }
@@ -127,7 +188,7 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
 // IEEE operations, vroundscaleps rounds half to even as nearbyint does in the default mode, and
 // NaN products become code 0.
 void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
-                               float* d, float* s) {
+                               float* d, float* s, float* s2) {
   const int64_t blocks = k / 32;
   const __m512 lim = _mm512_set1_ps(127.0f), neg_lim = _mm512_set1_ps(-127.0f);
   const __m512 sign = _mm512_castsi512_ps(_mm512_set1_epi32(0x7FFFFFFF));
@@ -151,7 +212,12 @@ void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1
       _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32), _mm512_cvtsepi32_epi8(codes[0]));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32 + 16), _mm512_cvtsepi32_epi8(codes[1]));
       d[r * blocks + b] = db;
-      s[r * blocks + b] = static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(codes[0], codes[1])));
+      if (s2 != nullptr) {
+        s[r * blocks + b] = static_cast<float>(_mm512_reduce_add_epi32(codes[0]));
+        s2[r * blocks + b] = static_cast<float>(_mm512_reduce_add_epi32(codes[1]));
+      } else {
+        s[r * blocks + b] = static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(codes[0], codes[1])));
+      }
     }
   }
 }
@@ -187,7 +253,8 @@ HWY_POP_ATTRIBUTES
 namespace tessera::kernels::cpu::fast::internal {
 void Int4x16MatmulVnni(const FastWeights&, const Int4x16Acts&, const float*, float*, int64_t,
                        int64_t) {}
-void QuantizeActsInt4x16Avx512(const float*, int64_t, int64_t, int64_t, int8_t*, float*, float*) {}
+void QuantizeActsInt4x16Avx512(const float*, int64_t, int64_t, int64_t, int8_t*, float*, float*,
+                               float*) {}
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #endif

@@ -50,6 +50,8 @@ bool HasVnni() {
 
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,avx2,fma,f16c")
 
+#include "kernels/cpu/fast/avx512_decode.h"
+
 namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
@@ -74,15 +76,6 @@ inline void ReduceHalves(__m512i a0, __m512i a1, __m512i a2, __m512i a3, __m512i
   *B = _mm512_unpackhi_epi64(p, r);
 }
 
-// UE4M3 codes (int32 lanes, bit 7 ignored) to f32, exactly numeric::DecodeUe4m3 without NaN:
-// normal codes by exponent rebias, subnormal ones (c < 8) as c · 2^-9.
-inline __m512 DecodeUe4m3(__m512i c) {
-  c = _mm512_and_si512(c, _mm512_set1_epi32(0x7F));
-  const __m512 normal = _mm512_castsi512_ps(
-      _mm512_add_epi32(_mm512_slli_epi32(c, 20), _mm512_set1_epi32(120 << 23)));
-  const __m512 sub = _mm512_mul_ps(_mm512_cvtepi32_ps(c), _mm512_set1_ps(1.0f / 512.0f));
-  return _mm512_mask_blend_ps(_mm512_cmplt_epi32_mask(c, _mm512_set1_epi32(8)), normal, sub);
-}
 
 // Column n's weight scales (and, for kU4, zero points) per block in lane order, zero beyond the
 // last block. GGUF: the repacked row's f16 block scales (its scale area is zero-padded to 64
@@ -193,8 +186,7 @@ inline void Q8Group(const uint8_t* wq, const int8_t* const* x, __m512i* out) {
 template <int MR, int U>
 inline void Nvfp4Group(const uint8_t* wq, const int8_t* const* x, __m512i* outA, __m512i* outB) {
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i lut = _mm512_broadcast_i32x4(
-      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+  const __m512i lut = TwiceE2m1Plus12Table();
   __m512i ia[MR][4];
   for (int r = 0; r < MR; ++r)
     for (int u = 0; u < 4; ++u) ia[r][u] = _mm512_setzero_si512();

@@ -16,6 +16,9 @@
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/quant/fp4_matmul.h"
+#include "kernels/numeric/fp4.h"
+#include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -260,6 +263,129 @@ TEST(U4x16Test, CloseToFloatActivations) {
         const uint8_t byte = w.pairs[c * k / 2 + i / 2];
         const int u = (i % 2 == 0) ? (byte & 0xF) : (byte >> 4);
         const double wv = (static_cast<float>(u) - w.zeros[g]) * w.scales[g];
+        exact += wv * x[m * k + i];
+        mag += std::fabs(wv * x[m * k + i]);
+        bound += std::fabs(wv) * a.d[m * blocks + i / 32] / 2;
+      }
+      EXPECT_NEAR(y[m * n + c], exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
+    }
+  }
+}
+
+// ---- NVFP4 (kNvfp4x16): W4A16 with int8 activations and W4A4 with NVFP4 activations. ----
+struct Nvfp4Matrix {
+  std::vector<uint8_t> pairs, sf;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> tiles;
+  FastWeights fw;
+};
+
+Nvfp4Matrix RandomNvfp4(int64_t n, int64_t k, float alpha, std::mt19937& rng) {
+  Nvfp4Matrix m;
+  m.pairs.resize(n * k / 2);
+  for (auto& b : m.pairs) b = static_cast<uint8_t>(rng());
+  m.sf.resize(n * k / 16);
+  for (auto& b : m.sf) b = static_cast<uint8_t>(rng() % 0x7F);  // every UE4M3 code but NaN
+  m.sf[0] = 0x01;                                                // a subnormal scale
+  FastWeights src;
+  src.format = FastFormat::kNvfp4Pairs;
+  src.data = m.pairs.data();
+  src.n = n;
+  src.k = k;
+  src.row_stride = k / 2;
+  src.block_scales = m.sf.data();
+  src.alpha = alpha;
+  m.tiles = hwy::AllocateAligned<uint8_t>(Nvfp4x16Bytes(n, k));
+  m.fw = RepackNvfp4x16(src, m.tiles.get());
+  return m;
+}
+
+struct HalfActs {
+  std::vector<int8_t> q;
+  std::vector<float> d, d2, s, s2, alpha;
+  std::vector<uint8_t> packed, sf;
+  Int4x16Acts view;
+};
+
+// W4A4 activations: random E2M1 codes and scales, per-row α.
+HalfActs RandomNvfp4Acts(int64_t rows, int64_t k, std::mt19937& rng) {
+  HalfActs a;
+  a.packed.resize(rows * k / 2);
+  for (auto& b : a.packed) b = static_cast<uint8_t>(rng());
+  a.sf.resize(rows * k / 16);
+  for (auto& b : a.sf) b = static_cast<uint8_t>(0x20 + rng() % 0x40);
+  std::uniform_real_distribution<float> al(1e-4f, 1e-2f);
+  for (int64_t r = 0; r < rows; ++r) a.alpha.push_back(al(rng));
+  a.q.resize(rows * k);
+  for (auto* v : {&a.d, &a.d2, &a.s, &a.s2}) v->resize(rows * k / 32);
+  PackNvfp4ActsInt4x16(a.packed.data(), a.sf.data(), k, 0, rows, a.q.data(), a.d.data(),
+                       a.d2.data(), a.s.data(), a.s2.data());
+  a.view = {rows, a.q.data(), a.d.data(), a.s.data(), a.d2.data(), a.s2.data(), a.alpha.data(), 1};
+  return a;
+}
+
+TEST(Nvfp4x16Test, W4A4MatchesPortableAndReference) {
+  std::mt19937 rng(71);
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {19, 96}, {8, 544}, {5, 2048},
+                             {3, 5632}}) {
+    const Nvfp4Matrix w = RandomNvfp4(n, k, 1.0f, rng);
+    for (int64_t rows : {1, 3, 9, 17}) {
+      const HalfActs a = RandomNvfp4Acts(rows, k, rng);
+      std::vector<float> bias(n, 0.25f), y(rows * n, -1.0f), ref(rows * n, -2.0f), oracle(rows * n);
+      Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
+      Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
+      ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0) << "n=" << n << " k=" << k;
+      const Nvfp4Weights rw{w.pairs.data(), w.sf.data(), 1.0f};
+      const Nvfp4Activations ra{a.packed.data(), a.sf.data(), a.alpha.data(), 1};
+      ASSERT_TRUE(MatmulNvfp4W4A4(rw, n, k, ra, rows, bias.data(), oracle.data(), 0, n));
+      for (int64_t m = 0; m < rows; ++m) {
+        for (int64_t c = 0; c < n; ++c) {
+          double mag = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            mag += std::fabs(numeric::DecodeE2m1At(w.pairs.data() + c * k / 2, i) *
+                             numeric::DecodeUe4m3(w.sf[c * k / 16 + i / 16]) *
+                             numeric::DecodeE2m1At(a.packed.data() + m * k / 2, i) *
+                             numeric::DecodeUe4m3(a.sf[m * k / 16 + i / 16]));
+          }
+          const double tol = 2.0 * (k / 16 + 16) * std::ldexp(1.0, -24) * mag * a.alpha[m] +
+                             std::ldexp(1.0, -23) * (std::fabs(oracle[m * n + c]) + 0.25);
+          ASSERT_NEAR(y[m * n + c], oracle[m * n + c], tol) << "m=" << m << " c=" << c;
+        }
+      }
+    }
+  }
+}
+
+TEST(Nvfp4x16Test, W4A16BitExactInvariantAndCloseToFloat) {
+  std::mt19937 rng(73);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const int64_t n = 45, k = 2048, rows = 17, blocks = k / 32;
+  const Nvfp4Matrix w = RandomNvfp4(n, k, 3.7e-3f, rng);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  auto quantize = [&](const float* xs, int64_t r, HalfActs* a) {
+    a->q.resize(r * k);
+    for (auto* v : {&a->d, &a->d2, &a->s, &a->s2}) v->resize(r * blocks);
+    QuantizeActsInt4x16(xs, k, 0, r, a->q.data(), a->d.data(), a->s.data(), a->s2.data());
+    a->d2 = a->d;
+    a->view = {r, a->q.data(), a->d.data(), a->s.data(), a->d2.data(), a->s2.data()};
+  };
+  HalfActs a;
+  quantize(x.data(), rows, &a);
+  std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
+  Int4x16Matmul(w.fw, a.view, nullptr, y.data(), 0, n);
+  Int4x16MatmulPortable(w.fw, a.view, nullptr, ref.data(), 0, n);
+  ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0);
+  for (int64_t m = 0; m < rows; ++m) {
+    HalfActs one;
+    quantize(x.data() + m * k, 1, &one);
+    std::vector<float> y1(n);
+    Int4x16Matmul(w.fw, one.view, nullptr, y1.data(), 0, n);
+    ASSERT_EQ(std::memcmp(y1.data(), y.data() + m * n, n * 4), 0) << "row " << m;
+    for (int64_t c = 0; c < n; ++c) {
+      double exact = 0, bound = 0, mag = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const float e2m1 = numeric::DecodeE2m1At(w.pairs.data() + c * k / 2, i);
+        const double wv = (e2m1 * numeric::DecodeUe4m3(w.sf[c * k / 16 + i / 16])) * 3.7e-3f;
         exact += wv * x[m * k + i];
         mag += std::fabs(wv * x[m * k + i]);
         bound += std::fabs(wv) * a.d[m * blocks + i / 32] / 2;
