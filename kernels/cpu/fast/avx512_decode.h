@@ -1,4 +1,4 @@
-// Small AVX-512 helpers shared by the intrinsics kernels (q8_act_vnni.cc, int4_x16_vnni.cc). Include
+// Small AVX-512 helpers for the intrinsics kernels (int4_x16_vnni.cc). Include
 // it only inside a HWY_PUSH_ATTRIBUTES("avx512f,...") region: the functions take the including
 // file's target attributes and run only after that file's CPUID check.
 #ifndef TESSERA_KERNELS_CPU_FAST_AVX512_DECODE_H_

@@ -28,12 +28,12 @@ enum class FastFormat {
   kQ4_0,  // repacked (ggml_repack.h)
   kGgml,  // any other ggml block type, in the file's own block layout
   // 4-bit unsigned codes in nibble pairs (element 2j in the low nibble of byte j, 2j + 1 in the
-  // high one) with an f32 scale and zero point per (row, group): w = (q − z) · s. Read only by the
-  // int8-activation kernels (q8_act_matmul.h); FastMatmul does not take it.
+  // high one) with an f32 scale and zero point per (row, group): w = (q − z) · s. Only the source
+  // view RepackU4x16 (int4_x16.h) reads; no kernel takes it.
   kU4Groups,
   // NVFP4: E2M1 codes in nibble pairs (as kU4Groups), a UE4M3 scale per 16 elements
-  // (block_scales [n, k / 16]) and the global multiplier `alpha`: w = e2m1 · sf · alpha. Read only
-  // by the int8-activation kernels.
+  // (block_scales [n, k / 16]) and the global multiplier `alpha`: w = e2m1 · sf · alpha. Only the
+  // source view of RepackNvfp4x16.
   kNvfp4Pairs,
   // GGUF Q4_0 in 16-column tiles (int4_x16.h); int8-activation kernels only.
   kQ4_0x16,

@@ -1,21 +1,8 @@
-// Int8-activation products for GGUF Q4_0 / Q8_0 weights and for 4-bit integer weights with a
-// scale and zero point per group (GPTQ / AWQ / compressed-tensors INT4, FastFormat::kU4Groups)
-// (llama.cpp's CPU method, opt-in because it changes numerics): each activation row is quantized
-// to Q8_0-style blocks of 32,
+// Int8-activation products for GGUF Q4_0 / Q8_0 weights (llama.cpp's CPU method, opt-in because
+// it changes numerics): each activation row is quantized to Q8_0-style blocks of 32,
 //   d = amax / 127,  id = d ? 1 / d : 0,  q = sat_i8(rne(x · id)),
 // and y[m, n] = Σ_b (d_w[b] · d_x[b]) · isum_b with isum_b = Σ_{j<32} w_q · x_q exact in int32
-// (w_q = nibble − 8 for Q4_0, the int8 code for Q8_0). For kU4Groups, with u the unsigned code,
-// s and z the scale and zero point of the block's group and xsum_b = Σ_j x_q, the block term is
-// t_b = fma(−z, float(xsum_b), float(Σ_j u · x_q)) (exact when z is an integer) with weight
-// scale s in place of d_w.
-//
-// kNvfp4Pairs (NVFP4 weights) works on half blocks of 16 (the NVFP4 scale block): the weight code
-// enters as the unsigned byte v = 2·e2m1 + 12 in [0, 24], so with the half's activation code sum
-// xsum_h, t_h = fma(−12, float(xsum_h), float(Σ v · x_q)) = Σ 2·e2m1 · x_q exactly, and the half's
-// weight scale is sf · alpha / 2. The activations are either int8 blocks of 32 as above (both
-// halves share d_x) or NVFP4 activations (W4A4), x_q = 2·e2m1 with d_x = sf_x / 2 per half and a
-// per-row α applied to the final sum; with alpha = 1 every term (sf_w/2)(sf_x/2)·t_h is then exact
-// and only the f32 accumulation rounds, as in the reference MatmulNvfp4W4A4. llama.cpp rounds half away from zero and
+// (w_q = nibble − 8 for Q4_0, the int8 code for Q8_0). llama.cpp rounds half away from zero and
 // stores d_x as f16; here rounding is half-to-even (what the SIMD convert does) and d_x stays f32,
 // which only makes the activation error smaller. Against float activations the result moves by
 // at most Σ_b |d_w|·Σ_j|w_q|·d_x/2 per output (each code is off by ≤ 0.5 step), i.e. a relative
@@ -24,10 +11,8 @@
 // The float part has one canonical order, shared by the VNNI kernel and the scalar reference so
 // that both give bit-identical results: blocks are taken 16 at a time (group g = blocks 16g ..
 // 16g+15, missing blocks count as 0); lane l of 16 f32 accumulators receives block
-// 16g + LanePerm(l) as acc[l] = fma(t_b, d_w · d_x, acc[l]) (t_b = float(isum) for the GGUF
-// types), g ascending; the output is
-// ((acc[0] + acc[1]) + acc[2]) + … + acc[15], then times the row scale if any, then + bias.
-// kNvfp4Pairs: each lane takes its block's first half, then its second half (two FMAs). The order depends only on k, so a row's
+// 16g + LanePerm(l) as acc[l] = fma(float(isum), d_w · d_x, acc[l]), g ascending; the output is
+// ((acc[0] + acc[1]) + acc[2]) + … + acc[15], then + bias. The order depends only on k, so a row's
 // result never depends on the other rows of its call or on the column split (batch invariance),
 // and the GEMV (≤ 4 rows per weight pass) and GEMM paths agree bit for bit.
 #ifndef TESSERA_KERNELS_CPU_FAST_Q8_ACT_MATMUL_H_
@@ -59,12 +44,6 @@ struct Q8Acts {
   const int8_t* q = nullptr;      // [rows][padded_blocks * 32] kernel order (see .cc), zero pad
   const float* d = nullptr;       // [rows][padded_blocks] lane order, zero pad
   const int32_t* sums = nullptr;  // [rows][padded_blocks] lane order: Σ codes of the block
-  // kNvfp4Pairs: d and sums above cover the first half (elements 0..15) of each block, these the
-  // second half.
-  const float* d2 = nullptr;
-  const int32_t* sums2 = nullptr;
-  const float* row_scale = nullptr;  // y *= row_scale[m * row_scale_stride] if not null
-  int64_t row_scale_stride = 0;
   const int8_t* q_nat = nullptr;  // [rows][k] natural order (portable path)
   const float* d_nat = nullptr;   // [rows][k / 32]
 };
@@ -72,39 +51,21 @@ struct Q8Acts {
 // Bytes of scratch QuantizeActsQ8Block32 needs for `rows` x `k`.
 int64_t Q8ActScratchBytes(int64_t rows, int64_t k);
 
-// Quantizes x [rows, k] for weights of `format` (kQ4_0 or kQ8_0 repacked, or kU4Groups) into `scratch`
+// Quantizes x [rows, k] for weights of `format` (kQ4_0 or kQ8_0, repacked) into `scratch`
 // (Q8ActScratchBytes bytes, 64-byte aligned) and returns the view of it.
 Q8Acts QuantizeActsQ8Block32(FastFormat format, const float* x, int64_t rows, int64_t k,
                              uint8_t* scratch);
 
-// NVFP4 activations (W4A4) from QuantizeNvfp4 — packed [rows, k / 2] E2M1 pairs, sf [rows, k / 16]
-// UE4M3 — in the kernel layout for kNvfp4Pairs weights, with per-row α (alpha[m * stride]).
-Q8Acts PackNvfp4Acts(const uint8_t* packed, const uint8_t* sf, int64_t rows, int64_t k,
-                     const float* alpha, int64_t alpha_stride, uint8_t* scratch);
-
-// y[m, n] for n in [n_begin, n_end) with repacked Q4_0/Q8_0 weights (ggml_repack.h), kU4Groups
-// weights (k % 32 == 0, group_size % 32 == 0) or kNvfp4Pairs weights (k % 32 == 0, no NaN scale
-// codes), in the canonical order above. Uses AVX-512 VNNI when the CPU has it, else
-// Q8ActMatmulPortable.
+// y[m, n] for n in [n_begin, n_end) with repacked Q4_0/Q8_0 weights (ggml_repack.h), in the
+// canonical order above. Uses AVX-512 VNNI when the CPU has it, else a scalar loop.
 void Q8ActMatmul(const FastWeights& w, const Q8Acts& a, const float* bias, float* y,
                  int64_t n_begin, int64_t n_end);
-
-// The scalar loop of the same canonical order (bit-identical to Q8ActMatmul; the tests' oracle
-// for the VNNI kernel on kNvfp4Pairs).
-void Q8ActMatmulPortable(const FastWeights& w, const Q8Acts& a, const float* bias, float* y,
-                         int64_t n_begin, int64_t n_end);
 
 // The scalar reference of the same math on the original ggml rows (n rows of k values) and
 // natural-order activation codes q [rows, k] with scales d [rows, k / 32]; y is [rows, n].
 void Q8ActMatmulReference(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                           const int8_t* q, const float* d, int64_t rows, const float* bias,
                           float* y);
-
-// The scalar reference of the kU4Groups math: pairs [n, k / 2] nibble-pair codes, scales and
-// zeros [n, k / group_size], activations as for Q8ActMatmulReference.
-void Q8ActMatmulU4Reference(const uint8_t* pairs, const float* scales, const float* zeros,
-                            int64_t group_size, int64_t n, int64_t k, const int8_t* q,
-                            const float* d, int64_t rows, const float* bias, float* y);
 
 // Whether Q8ActMatmul runs the VNNI kernel on this CPU ("avx512-vnni" or "scalar").
 const char* Q8ActKernelName();

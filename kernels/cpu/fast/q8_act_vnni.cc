@@ -6,10 +6,6 @@
 // Integer part (exact): vpdpbusd multiplies unsigned by signed bytes.
 //  * Q4_0: nibbles u in [0, 15] are the unsigned operand; Σ (u − 8)·x = Σ u·x − 8·Σx, with Σx per
 //    block precomputed by the quantizer (Q8Acts::sums).
-//  * kU4Groups: the same integer part (the activations are laid out for nibble pairs); the zero
-//    point enters in float, t = fma(−z, Σx, Σ u·x), since it need not be 8 or even an integer.
-//  * kNvfp4Pairs: a byte shuffle maps each nibble to 2·e2m1 + 12 (unsigned), and the 4 int32 lanes
-//    of a block are summed per half (ReduceHalves) because each half has its own scale.
 //  * Q8_0: |w| is the unsigned operand (|−128| = 0x80 reads as 128) and x takes w's sign
 //    (masked negate; x is in [−127, 127] so −x does not overflow): |w|·sign(w)·x = w·x.
 // Each int32 lane holds a partial sum of 4 products; a 128-bit lane of 4 int32 belongs to one
@@ -25,7 +21,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <vector>
 
 #include "hwy/base.h"
@@ -50,8 +45,6 @@ bool HasVnni() {
 
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,avx2,fma,f16c")
 
-#include "kernels/cpu/fast/avx512_decode.h"
-
 namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
@@ -63,73 +56,13 @@ inline __m512i Reduce4(__m512i a0, __m512i a1, __m512i a2, __m512i a3) {
   return _mm512_add_epi32(_mm512_unpacklo_epi64(t0, t1), _mm512_unpackhi_epi64(t0, t1));
 }
 
-enum class Kind { kQ4_0, kQ8_0, kU4, kNvfp4 };
-
-// Like Reduce4 for NVFP4: 128-bit lane j of vector i holds [A, A, B, B] partials of block 4i + j
-// (A: elements 0..15, B: 16..31); returns the A and B totals with lane 4j + i = block 4i + j.
-inline void ReduceHalves(__m512i a0, __m512i a1, __m512i a2, __m512i a3, __m512i* A, __m512i* B) {
-  const __m512i u01 = _mm512_unpacklo_epi32(a0, a1), v01 = _mm512_unpackhi_epi32(a0, a1);
-  const __m512i u23 = _mm512_unpacklo_epi32(a2, a3), v23 = _mm512_unpackhi_epi32(a2, a3);
-  const __m512i p = _mm512_add_epi32(_mm512_unpacklo_epi64(u01, v01), _mm512_unpackhi_epi64(u01, v01));
-  const __m512i r = _mm512_add_epi32(_mm512_unpacklo_epi64(u23, v23), _mm512_unpackhi_epi64(u23, v23));
-  *A = _mm512_unpacklo_epi64(p, r);
-  *B = _mm512_unpackhi_epi64(p, r);
-}
-
-
-// Column n's weight scales (and, for kU4, zero points) per block in lane order, zero beyond the
-// last block. GGUF: the repacked row's f16 block scales (its scale area is zero-padded to 64
-// bytes, which covers every 32-byte load here). kU4: group g's values repeated over its blocks;
-// for group 128 lane l of a group of 16 blocks is group g0 / 4 + l % 4 (Q8ActLanePerm), one
-// 128-bit broadcast.
-template <Kind K>
-void ColumnScales(const FastWeights& w, int64_t n, int64_t pb, float* wd, float* zd) {
-  if constexpr (K == Kind::kNvfp4) {
-    // wd: first halves, zd: second halves, each sf · alpha / 2 (the codes enter as 2·e2m1).
-    const uint8_t* sf = w.block_scales + n * (w.k / 16);
-    const int64_t count = w.k / 16;
-    const __m512i idx_a = _mm512_setr_epi32(0, 8, 16, 24, 2, 10, 18, 26, 4, 12, 20, 28, 6, 14, 22, 30);
-    const __m512i idx_b = _mm512_add_epi32(idx_a, _mm512_set1_epi32(1));
-    const __m512 alpha = _mm512_set1_ps(w.alpha), half = _mm512_set1_ps(0.5f);
-    for (int64_t g0 = 0; g0 < pb; g0 += 16) {
-      const int64_t left = count - 2 * g0;
-      const __mmask32 m = left >= 32 ? 0xFFFFFFFFu : (left > 0 ? (1u << left) - 1 : 0u);
-      const __m256i bytes = _mm256_maskz_loadu_epi8(m, sf + 2 * g0);
-      const __m512i v0 = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(bytes));
-      const __m512i v1 = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(bytes, 1));
-      const __m512 sa = DecodeUe4m3(_mm512_permutex2var_epi32(v0, idx_a, v1));
-      const __m512 sb = DecodeUe4m3(_mm512_permutex2var_epi32(v0, idx_b, v1));
-      _mm512_storeu_ps(wd + g0, _mm512_mul_ps(_mm512_mul_ps(sa, alpha), half));
-      _mm512_storeu_ps(zd + g0, _mm512_mul_ps(_mm512_mul_ps(sb, alpha), half));
-    }
-  } else if constexpr (K != Kind::kU4) {
-    const uint8_t* row = w.data + n * w.row_stride;
-    const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
-    for (int64_t g0 = 0; g0 < pb; g0 += 16) {
-      const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * g0));
-      _mm512_storeu_ps(wd + g0, _mm512_permutexvar_ps(perm, _mm512_cvtph_ps(h)));
-    }
-  } else {
-    const int64_t groups = w.k / w.group_size, blocks = w.k / 32;
-    const float* s = w.group_scales + n * groups;
-    const float* z = w.group_zeros + n * groups;
-    if (w.group_size == 128) {
-      for (int64_t g0 = 0; g0 < pb; g0 += 16) {
-        const int64_t left = groups - g0 / 4;
-        const __mmask8 m = static_cast<__mmask8>(left >= 4 ? 0xF : (left > 0 ? (1 << left) - 1 : 0));
-        _mm512_storeu_ps(wd + g0, _mm512_broadcast_f32x4(_mm_maskz_loadu_ps(m, s + g0 / 4)));
-        _mm512_storeu_ps(zd + g0, _mm512_broadcast_f32x4(_mm_maskz_loadu_ps(m, z + g0 / 4)));
-      }
-      return;
-    }
-    const int64_t per_group = w.group_size / 32;
-    for (int64_t g0 = 0; g0 < pb; g0 += 16) {
-      for (int l = 0; l < 16; ++l) {
-        const int64_t b = g0 + Q8ActLanePerm(l);
-        wd[g0 + l] = b < blocks ? s[b / per_group] : 0.0f;
-        zd[g0 + l] = b < blocks ? z[b / per_group] : 0.0f;
-      }
-    }
+// A repacked row's f16 block scales as f32 in lane order, zero beyond the last block (the
+// repacked scale area is zero-padded to 64 bytes, which covers every 32-byte load here).
+void RowScales(const uint8_t* row, int64_t pb, float* out) {
+  const __m512i perm = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  for (int64_t g0 = 0; g0 < pb; g0 += 16) {
+    const __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 2 * g0));
+    _mm512_storeu_ps(out + g0, _mm512_permutexvar_ps(perm, _mm512_cvtph_ps(h)));
   }
 }
 
@@ -182,40 +115,9 @@ inline void Q8Group(const uint8_t* wq, const int8_t* const* x, __m512i* out) {
   for (int r = 0; r < MR; ++r) out[r] = Reduce4(acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
 }
 
-// Half-block totals of one group of 16 NVFP4 blocks (nibble pairs), U units of 4 blocks (1..4).
-template <int MR, int U>
-inline void Nvfp4Group(const uint8_t* wq, const int8_t* const* x, __m512i* outA, __m512i* outB) {
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512i lut = TwiceE2m1Plus12Table();
-  __m512i ia[MR][4];
-  for (int r = 0; r < MR; ++r)
-    for (int u = 0; u < 4; ++u) ia[r][u] = _mm512_setzero_si512();
-  for (int u = 0; u < U; ++u) {
-    const __m512i v = Load(wq + 64 * u);
-    const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
-    const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
-    for (int r = 0; r < MR; ++r) {
-      ia[r][u] = _mm512_dpbusd_epi32(ia[r][u], lo, Load(x[r] + 128 * u));
-      ia[r][u] = _mm512_dpbusd_epi32(ia[r][u], hi, Load(x[r] + 128 * u + 64));
-    }
-  }
-  for (int r = 0; r < MR; ++r) ReduceHalves(ia[r][0], ia[r][1], ia[r][2], ia[r][3], &outA[r], &outB[r]);
-}
-
-template <int MR>
-inline void Nvfp4GroupSums(const uint8_t* wq, const int8_t* const* x, int64_t left, __m512i* outA,
-                           __m512i* outB) {
-  switch (std::min<int64_t>(4, (left + 3) / 4)) {
-    case 1: return Nvfp4Group<MR, 1>(wq, x, outA, outB);
-    case 2: return Nvfp4Group<MR, 2>(wq, x, outA, outB);
-    case 3: return Nvfp4Group<MR, 3>(wq, x, outA, outB);
-    default: return Nvfp4Group<MR, 4>(wq, x, outA, outB);
-  }
-}
-
-template <Kind K, int MR>
+template <bool kQ4, int MR>
 inline void GroupSums(const uint8_t* wq, const int8_t* const* x, int64_t left, __m512i* out) {
-  if constexpr (K != Kind::kQ8_0) {
+  if constexpr (kQ4) {
     switch (std::min<int64_t>(4, (left + 3) / 4)) {
       case 1: return Q4Group<MR, 1>(wq, x, out);
       case 2: return Q4Group<MR, 2>(wq, x, out);
@@ -239,151 +141,105 @@ inline void GroupSums(const uint8_t* wq, const int8_t* const* x, int64_t left, _
 // One group (blocks g0 .. g0+15) of output column `quants` for activation rows [r0, r0 + MR):
 // acc[r] = fma(float(isum), d_w · d_x, acc[r]). Shared by the GEMV and GEMM loops so that both
 // execute the same operations on every (row, column).
-template <Kind K, int MR>
+template <bool kQ4, int MR>
 HWY_INLINE void GroupStep(const uint8_t* quants, const Q8Acts& a, int64_t r0, int64_t g0,
-                          int64_t blocks, const float* wd, const float* zd, __m512* acc) {
+                          int64_t blocks, const float* wd, __m512* acc) {
   const int64_t pb = a.padded_blocks;
   const int8_t* x[MR];
   for (int r = 0; r < MR; ++r) x[r] = a.q + (r0 + r) * pb * 32 + g0 * 32;
-  if constexpr (K == Kind::kNvfp4) {
-    __m512i ia[MR], ib[MR];
-    Nvfp4GroupSums<MR>(quants + g0 * 16, x, blocks - g0, ia, ib);
-    const __m512 swa = _mm512_loadu_ps(wd + g0), swb = _mm512_loadu_ps(zd + g0);
-    const __m512 twelve = _mm512_set1_ps(12.0f);
-    for (int r = 0; r < MR; ++r) {
-      const int64_t off = (r0 + r) * pb + g0;
-      const __m512 ta = _mm512_fnmadd_ps(twelve, _mm512_cvtepi32_ps(Load(a.sums + off)),
-                                         _mm512_cvtepi32_ps(ia[r]));
-      acc[r] = _mm512_fmadd_ps(ta, _mm512_mul_ps(swa, _mm512_loadu_ps(a.d + off)), acc[r]);
-      const __m512 tb = _mm512_fnmadd_ps(twelve, _mm512_cvtepi32_ps(Load(a.sums2 + off)),
-                                         _mm512_cvtepi32_ps(ib[r]));
-      acc[r] = _mm512_fmadd_ps(tb, _mm512_mul_ps(swb, _mm512_loadu_ps(a.d2 + off)), acc[r]);
-    }
-    return;
-  }
   __m512i isum[MR];
-  GroupSums<K, MR>(quants + g0 * (K == Kind::kQ8_0 ? 32 : 16), x, blocks - g0, isum);
+  GroupSums<kQ4, MR>(quants + g0 * (kQ4 ? 16 : 32), x, blocks - g0, isum);
   const __m512 wdv = _mm512_loadu_ps(wd + g0);
   for (int r = 0; r < MR; ++r) {
     const int64_t off = (r0 + r) * pb + g0;
-    const __m512 s = _mm512_mul_ps(wdv, _mm512_loadu_ps(a.d + off));
-    if constexpr (K == Kind::kU4) {
-      const __m512 t = _mm512_fnmadd_ps(_mm512_cvtepi32_ps(Load(a.sums + off)),
-                                        _mm512_loadu_ps(zd + g0), _mm512_cvtepi32_ps(isum[r]));
-      acc[r] = _mm512_fmadd_ps(t, s, acc[r]);
-    } else {
-      if constexpr (K == Kind::kQ4_0) {
-        isum[r] = _mm512_sub_epi32(isum[r], _mm512_slli_epi32(Load(a.sums + off), 3));
-      }
-      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), s, acc[r]);
+    if constexpr (kQ4) {
+      isum[r] = _mm512_sub_epi32(isum[r], _mm512_slli_epi32(Load(a.sums + off), 3));
     }
+    const __m512 s = _mm512_mul_ps(wdv, _mm512_loadu_ps(a.d + off));
+    acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]), s, acc[r]);
   }
 }
 
-// The canonical final sum of one accumulator of activation row m: lanes added in order 0..15,
-// then the row scale, then the bias.
-inline float Finish(__m512 acc, const Q8Acts& a, int64_t m, const float* bias, int64_t n) {
+// The canonical final sum of one accumulator: lanes added in order 0..15, then the bias.
+inline float Finish(__m512 acc, const float* bias, int64_t n) {
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, acc);
   float v = lanes[0];
   for (int l = 1; l < 16; ++l) v += lanes[l];
-  // One explicit fma for scale and bias: the compiler may contract v * s + b on its own in this
-  // FMA-enabled file, so spell out the operation both paths must perform.
-  if (a.row_scale != nullptr) {
-    const float s = a.row_scale[m * a.row_scale_stride];
-    return bias != nullptr ? std::fma(v, s, bias[n]) : v * s;
-  }
   if (bias != nullptr) v += bias[n];
   return v;
 }
 
 // GEMV: output column n for activation rows [r0, r0 + MR), accumulators in registers.
-template <Kind K, int MR>
+template <bool kQ4, int MR>
 void Column(const FastWeights& w, const Q8Acts& a, int64_t n, int64_t r0, const float* wd,
-            const float* zd, const float* bias, float* y) {
+            const float* bias, float* y) {
   const int64_t blocks = w.k / 32;
   const uint8_t* quants = w.data + n * w.row_stride + w.quant_offset;
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   for (int64_t g0 = 0; g0 < a.padded_blocks; g0 += 16) {
-    GroupStep<K, MR>(quants, a, r0, g0, blocks, wd, zd, acc);
+    GroupStep<kQ4, MR>(quants, a, r0, g0, blocks, wd, acc);
   }
-  for (int r = 0; r < MR; ++r) y[(r0 + r) * w.n + n] = Finish(acc[r], a, r0 + r, bias, n);
+  for (int r = 0; r < MR; ++r) y[(r0 + r) * w.n + n] = Finish(acc[r], bias, n);
 }
 
 // GEMM for more than 4 rows: column tiles of kTile; for each group, the group's activations of
 // every row (rows x 512 bytes, L1-resident) meet each column of the tile, so an activation vector
 // is loaded from L1 rather than L2 for every column. Accumulators live in memory between groups;
 // storing and reloading them is exact, so every lane sees the GEMV path's operation sequence.
-template <Kind K>
+template <bool kQ4>
 void Gemm(const FastWeights& w, const Q8Acts& a, const float* bias, float* y, int64_t nb,
           int64_t ne) {
   constexpr int kTile = 8;
   const int64_t pb = a.padded_blocks, blocks = w.k / 32, rows = a.rows;
-  thread_local std::vector<float> wd, zd;
+  thread_local std::vector<float> wd;
   thread_local std::vector<float> accs;  // [rows][kTile][16]
   wd.resize(kTile * pb);
-  zd.resize(kTile * pb);
   accs.resize(rows * kTile * 16);
   for (int64_t n0 = nb; n0 < ne; n0 += kTile) {
     const int nc = static_cast<int>(std::min<int64_t>(kTile, ne - n0));
-    for (int c = 0; c < nc; ++c) ColumnScales<K>(w, n0 + c, pb, &wd[c * pb], &zd[c * pb]);
+    for (int c = 0; c < nc; ++c) RowScales(w.data + (n0 + c) * w.row_stride, pb, &wd[c * pb]);
     std::fill(accs.begin(), accs.end(), 0.0f);
     for (int64_t g0 = 0; g0 < pb; g0 += 16) {
       for (int c = 0; c < nc; ++c) {
         const uint8_t* quants = w.data + (n0 + c) * w.row_stride + w.quant_offset;
         const float* wdc = &wd[c * pb];
-        const float* zdc = &zd[c * pb];
         int64_t r0 = 0;
         for (; r0 + 4 <= rows; r0 += 4) {
           __m512 acc[4];
           for (int r = 0; r < 4; ++r) acc[r] = _mm512_loadu_ps(&accs[((r0 + r) * kTile + c) * 16]);
-          GroupStep<K, 4>(quants, a, r0, g0, blocks, wdc, zdc, acc);
+          GroupStep<kQ4, 4>(quants, a, r0, g0, blocks, wdc, acc);
           for (int r = 0; r < 4; ++r) _mm512_storeu_ps(&accs[((r0 + r) * kTile + c) * 16], acc[r]);
         }
         for (; r0 < rows; ++r0) {
           __m512 acc[1] = {_mm512_loadu_ps(&accs[(r0 * kTile + c) * 16])};
-          GroupStep<K, 1>(quants, a, r0, g0, blocks, wdc, zdc, acc);
+          GroupStep<kQ4, 1>(quants, a, r0, g0, blocks, wdc, acc);
           _mm512_storeu_ps(&accs[(r0 * kTile + c) * 16], acc[0]);
         }
       }
     }
     for (int64_t r = 0; r < rows; ++r) {
       for (int c = 0; c < nc; ++c) {
-        y[r * w.n + n0 + c] = Finish(_mm512_loadu_ps(&accs[(r * kTile + c) * 16]), a, r, bias, n0 + c);
+        y[r * w.n + n0 + c] = Finish(_mm512_loadu_ps(&accs[(r * kTile + c) * 16]), bias, n0 + c);
       }
     }
   }
 }
 
-template <Kind K>
+template <bool kQ4>
 void Run(const FastWeights& w, const Q8Acts& a, const float* bias, float* y, int64_t nb,
          int64_t ne) {
-  if (a.rows > 4) return Gemm<K>(w, a, bias, y, nb, ne);
-  thread_local std::vector<float> wd, zd;
+  if (a.rows > 4) return Gemm<kQ4>(w, a, bias, y, nb, ne);
+  thread_local std::vector<float> wd;
   wd.resize(a.padded_blocks);
-  zd.resize(a.padded_blocks);
   for (int64_t n = nb; n < ne; ++n) {
-    if constexpr (K == Kind::kNvfp4) {
-      const int64_t count = w.k / 16;  // block scale bytes per row: a stream beside the codes
-      const uint8_t* ahead = w.block_scales + std::min(n + 4, w.n - 1) * count;
-      for (int64_t i = 0; i < count; i += 64) _mm_prefetch(reinterpret_cast<const char*>(ahead + i), _MM_HINT_T0);
-    }
-    if constexpr (K == Kind::kU4) {
-      // The group scales and zero points are two small streams beside the codes; the hardware
-      // prefetcher does not follow them, and a miss per column stalled the loop (~8% of decode).
-      const int64_t groups = w.k / w.group_size, ahead = std::min(n + 4, w.n - 1) * groups;
-      for (int64_t i = 0; i < groups; i += 16) {
-        _mm_prefetch(reinterpret_cast<const char*>(w.group_scales + ahead + i), _MM_HINT_T0);
-        _mm_prefetch(reinterpret_cast<const char*>(w.group_zeros + ahead + i), _MM_HINT_T0);
-      }
-    }
-    ColumnScales<K>(w, n, a.padded_blocks, wd.data(), zd.data());
+    RowScales(w.data + n * w.row_stride, a.padded_blocks, wd.data());
     switch (a.rows) {
-      case 4: Column<K, 4>(w, a, n, 0, wd.data(), zd.data(), bias, y); break;
-      case 3: Column<K, 3>(w, a, n, 0, wd.data(), zd.data(), bias, y); break;
-      case 2: Column<K, 2>(w, a, n, 0, wd.data(), zd.data(), bias, y); break;
-      default: Column<K, 1>(w, a, n, 0, wd.data(), zd.data(), bias, y); break;
+      case 4: Column<kQ4, 4>(w, a, n, 0, wd.data(), bias, y); break;
+      case 3: Column<kQ4, 3>(w, a, n, 0, wd.data(), bias, y); break;
+      case 2: Column<kQ4, 2>(w, a, n, 0, wd.data(), bias, y); break;
+      default: Column<kQ4, 1>(w, a, n, 0, wd.data(), bias, y); break;
     }
   }
 }
@@ -392,12 +248,10 @@ void Run(const FastWeights& w, const Q8Acts& a, const float* bias, float* y, int
 
 void Q8ActMatmulVnni(const FastWeights& w, const Q8Acts& a, const float* bias, float* y,
                      int64_t n_begin, int64_t n_end) {
-  switch (w.format) {
-    case FastFormat::kQ4_0: return Run<Kind::kQ4_0>(w, a, bias, y, n_begin, n_end);
-    case FastFormat::kQ8_0: return Run<Kind::kQ8_0>(w, a, bias, y, n_begin, n_end);
-    case FastFormat::kU4Groups: return Run<Kind::kU4>(w, a, bias, y, n_begin, n_end);
-    case FastFormat::kNvfp4Pairs: return Run<Kind::kNvfp4>(w, a, bias, y, n_begin, n_end);
-    default: return;
+  if (w.format == FastFormat::kQ4_0) {
+    Run<true>(w, a, bias, y, n_begin, n_end);
+  } else {
+    Run<false>(w, a, bias, y, n_begin, n_end);
   }
 }
 
