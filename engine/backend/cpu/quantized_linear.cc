@@ -298,27 +298,42 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
   std::function<void(int64_t, int64_t)> quantize;
   if (s.activation == ActivationFormat::kNvfp4) {
     // W4A4: the reference NVFP4 activation quantizer (per-row dynamic or static global scale),
-    // then the codes as int8 2·e2m1 with half-block scales.
+    // then the codes as int8 2·e2m1 with half-block scales. Blocks are independent once a row's
+    // global scale is known, so a row is also split into block ranges across the pool (decode has
+    // one row per call, and this quantizer is scalar).
     qa.resize(rows * k / 2);
     qa_scales.resize(rows * k / 16);
     const bool dynamic = s.activation_origin != ScaleOrigin::kStatic;
     if (dynamic) {
       gscale.resize(rows);
       alpha.resize(rows);
+      kc::Nvfp4DynamicGlobalScalePerRow(x, rows, k, gscale.data());
+      for (int64_t r = 0; r < rows; ++r) alpha[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
     } else {
       gscale.assign(1, w_.input_global_scale);
       alpha.assign(1, kc::Nvfp4Alpha(w_.global_scale, w_.input_global_scale));
     }
     const int64_t stride = dynamic ? 1 : 0;
-    quantize = [&, stride, dynamic](int64_t r0, int64_t r1) {
-      if (dynamic) {
-        kc::Nvfp4DynamicGlobalScalePerRow(x + r0 * k, r1 - r0, k, gscale.data() + r0);
-        for (int64_t r = r0; r < r1; ++r) alpha[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
+    const int64_t chunks = pool_ != nullptr && rows < pool_->size() ? pool_->size() : 1;
+    auto quantize_units = [&, stride, chunks](int64_t u0, int64_t u1) {
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t m = u / chunks, c = u % chunks;
+        const int64_t b0 = blocks * c / chunks, b1 = blocks * (c + 1) / chunks, len = (b1 - b0) * 32;
+        if (len == 0) continue;
+        const int64_t e0 = m * k + b0 * 32;  // first element of the range
+        kc::QuantizeNvfp4(x + e0, 1, len, gscale.data() + m * stride, 0, qa.data() + e0 / 2,
+                          qa_scales.data() + e0 / 16);
+        const int64_t o = m * blocks + b0;  // its first block of 32
+        kf::PackNvfp4ActsInt4x16(qa.data() + e0 / 2, qa_scales.data() + e0 / 16, len, 0, 1,
+                                 qp + e0, dp + o, d2p + o, sp + o, s2p + o);
       }
-      kc::QuantizeNvfp4(x + r0 * k, r1 - r0, k, gscale.data() + r0 * stride, stride,
-                        qa.data() + r0 * k / 2, qa_scales.data() + r0 * k / 16);
-      kf::PackNvfp4ActsInt4x16(qa.data(), qa_scales.data(), k, r0, r1, qp, dp, d2p, sp, s2p);
     };
+    if (pool_ != nullptr && rows * chunks > 1) {
+      pool_->ParallelFor(rows * chunks, 1, quantize_units);
+    } else {
+      quantize_units(0, rows * chunks);
+    }
+    quantize = nullptr;
     acts.d2 = d2p;
     acts.s2 = s2p;
     acts.row_scale = alpha.data();
@@ -334,7 +349,9 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
   } else {
     quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp); };
   }
-  if (pool_ != nullptr && rows > 1) {
+  if (quantize == nullptr) {
+    // done above
+  } else if (pool_ != nullptr && rows > 1) {
     pool_->ParallelFor(rows, 1, quantize);
   } else {
     quantize(0, rows);
