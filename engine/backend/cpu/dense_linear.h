@@ -28,7 +28,8 @@ class DenseLinear : public Linear {
   // `weight` must be [N, K] and outlive this object (it points into the mapped checkpoint).
   // `bias` is empty or N values. `pool` may be null (single-threaded). `int8_activations`
   // (Q4_0/Q8_0 only, else an error) quantizes each input row to int8 blocks of 32 per call and
-  // runs the int8 kernels of kernels/cpu/fast/q8_act_matmul.h.
+  // runs the VNNI kernels: Q4_0 repacked in 16-column tiles (kernels/cpu/fast/int4_x16.h), Q8_0
+  // in the row layout of kernels/cpu/fast/q8_act_matmul.h.
   static absl::StatusOr<std::unique_ptr<DenseLinear>> Create(const io::TensorView& weight,
                                                              std::vector<float> bias,
                                                              kernels::cpu::ThreadPool* pool,
