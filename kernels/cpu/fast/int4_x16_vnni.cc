@@ -77,9 +77,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kCols * 2)));
       zv = eight;
     }
-    if constexpr (MR <= 2) {
-      // One or two rows: the loop is bound by DRAM latency; fetch kPrefetchBlocks ahead (the
-      // next group's tile follows contiguously, so running past this one's end is useful too).
+    if (r0 == 0) {
+      // The first row tile streams the weights from DRAM (later ones find them in L1/L2) and is
+      // bound by its latency: fetch kPrefetchBlocks ahead (the next group's tile follows
+      // contiguously, so running past this one's end is useful too).
       const uint8_t* ahead = codes + (b + kPrefetchBlocks) * 256;
       for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
     }
@@ -119,7 +120,7 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
   const int8_t* xrow[MR];
   for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
   for (int64_t b = 0; b < blocks; ++b) {
-    if constexpr (MR <= 2) {
+    if (r0 == 0) {  // the first row tile streams the weights from DRAM; later ones hit L1/L2
       const uint8_t* ahead = codes + (b + kPrefetchBlocks) * 256;
       for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
     }
