@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace tessera::backend {
 
@@ -20,6 +21,14 @@ class Linear {
   virtual std::string Describe() const = 0;
   // Bytes of weight data read per Forward call.
   virtual int64_t weight_bytes() const = 0;
+  // The host memory those bytes live in, as the kernels read it (after any repacking), so that a
+  // benchmark can time a plain read of exactly these pages as the decode roofline. Empty when
+  // the weights are not in host memory (device backends).
+  struct ByteSpan {
+    const uint8_t* data = nullptr;
+    int64_t size = 0;
+  };
+  virtual std::vector<ByteSpan> weight_spans() const { return {}; }
 };
 
 }  // namespace tessera::backend

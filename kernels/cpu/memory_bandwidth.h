@@ -9,6 +9,8 @@
 #define TESSERA_KERNELS_CPU_MEMORY_BANDWIDTH_H_
 
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "kernels/cpu/thread_pool.h"
 
@@ -23,6 +25,14 @@ struct MemoryBandwidth {
 // twice a 32 MiB L3) on `pool` (null: the calling thread) and returns the best rates.
 MemoryBandwidth MeasureMemoryBandwidth(ThreadPool* pool, int64_t array_bytes = int64_t{64} << 20,
                                        int repetitions = 5);
+
+// Reads every byte of `spans` (pointer, bytes) once per repetition, each span split over `pool`,
+// and returns the best rate in GB/s: the decode roofline of exactly those pages (a model's
+// weights), independent of where a fresh probe array happens to land. On this project's VMs fresh
+// allocations land in a fast or a slow half of host memory (the triad reads ~45 or ~75 GB/s from
+// one call to the next), so the weights' own read rate is the fair denominator for decode.
+double MeasureSpanReadGBs(ThreadPool* pool, const std::vector<std::pair<const uint8_t*, int64_t>>& spans,
+                          int repetitions = 3);
 
 }  // namespace tessera::kernels::cpu
 

@@ -62,12 +62,14 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   const int64_t n = weight_.shape[0], k = weight_.shape[1];
   if (int8_activations_ && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_0) {
     // Int8 activations on Q4_0: 16-column tiles (int4_x16.h), one layout for decode and batches.
-    repacked_ = hwy::AllocateAligned<uint8_t>(kf::Q4_0x16Bytes(n, k));
+    repacked_bytes_ = kf::Q4_0x16Bytes(n, k);
+    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
     fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.get());
     return;
   }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
-    repacked_ = hwy::AllocateAligned<uint8_t>(n * kf::RepackedRowStride(*enc_.ggml, k));
+    repacked_bytes_ = n * kf::RepackedRowStride(*enc_.ggml, k);
+    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
     fast_ = kf::RepackGgmlRows(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.get());
     return;
   }
@@ -131,6 +133,11 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
   } else {
     run(0, n);
   }
+}
+
+std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
+  if (repacked_ != nullptr) return {{repacked_.get(), repacked_bytes_}};
+  return {{weight_.bytes.data(), static_cast<int64_t>(weight_.bytes.size())}};
 }
 
 std::string DenseLinear::Describe() const {

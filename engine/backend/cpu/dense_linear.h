@@ -44,6 +44,7 @@ class DenseLinear : public Linear {
   void Forward(const float* x, int64_t rows, float* y) const override;
   std::string Describe() const override;
   int64_t weight_bytes() const override { return static_cast<int64_t>(weight_.bytes.size()); }
+  std::vector<ByteSpan> weight_spans() const override;
 
  private:
   kernels::cpu::WeightEncoding enc_;
@@ -52,6 +53,7 @@ class DenseLinear : public Linear {
   kernels::cpu::ThreadPool* pool_;
   kernels::cpu::fast::FastWeights fast_;
   hwy::AlignedFreeUniquePtr<uint8_t[]> repacked_;  // Q8_0/Q4_0 only
+  int64_t repacked_bytes_ = 0;
   bool int8_activations_ = false;
 };
 

@@ -65,7 +65,8 @@ void QuantizedLinear::InitFast() {
       q8_.row_stride = s.k / 2;
       q8_.block_scales = nw.block_scales;
       q8_.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
-      x16_ = hwy::AllocateAligned<uint8_t>(kf::Nvfp4x16Bytes(s.n, s.k));
+      x16_bytes_ = kf::Nvfp4x16Bytes(s.n, s.k);
+      x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
       q8_ = kf::RepackNvfp4x16(q8_, x16_.get());
       q8_ok_ = true;
       return;
@@ -90,7 +91,8 @@ void QuantizedLinear::InitFast() {
     q8_.group_size = iw.group_size;
     // 16-column tiles (int4_x16.h): reduction-free VNNI for one row and for batches. They copy
     // the codes; the nibble pairs stay for the reference path (ForwardReference, the tests).
-    x16_ = hwy::AllocateAligned<uint8_t>(kf::U4x16Bytes(s.n, s.k, iw.group_size));
+    x16_bytes_ = kf::U4x16Bytes(s.n, s.k, iw.group_size);
+    x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
     q8_ = kf::RepackU4x16(q8_, x16_.get());
     q8_ok_ = true;
     return;
@@ -271,6 +273,26 @@ int64_t QuantizedLinear::weight_bytes() const {
     default:
       return codes + static_cast<int64_t>((w_.scales.size() + w_.zeros.size()) * sizeof(float));
   }
+}
+
+std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
+  if (q8_ok_) return {{x16_.get(), x16_bytes_}};
+  const auto& s = w_.spec;
+  std::vector<ByteSpan> spans;
+  auto add = [&](const void* p, int64_t bytes) {
+    if (p != nullptr && bytes > 0) spans.push_back({static_cast<const uint8_t*>(p), bytes});
+  };
+  const bool int_codes = s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq ||
+                         s.weight_format == WeightFormat::kInt3 || s.weight_format == WeightFormat::kInt2;
+  const int64_t code_bytes = !int_codes ? s.n * s.k * quant::WeightBits(s.weight_format) / 8
+                             : w_.int_packing == kc::IntWeightPacking::kU4Pairs ? s.n * ((s.k + 1) / 2)
+                                                                                : s.n * s.k;
+  add(w_.q, code_bytes);
+  add(w_.scales.data(), static_cast<int64_t>(w_.scales.size() * sizeof(float)));
+  add(w_.zeros.data(), static_cast<int64_t>(w_.zeros.size() * sizeof(float)));
+  if (s.weight_format == WeightFormat::kNvfp4) add(w_.block_scales, s.n * s.k / kc::kNvfp4BlockSize);
+  if (s.weight_format == WeightFormat::kMxfp4) add(w_.block_scales, s.n * s.k / kc::kMxfp4BlockSize);
+  return spans;
 }
 
 std::string QuantizedLinear::Describe() const {

@@ -46,6 +46,7 @@ class QuantizedLinear : public Linear {
   void Forward(const float* x, int64_t rows, float* y) const override;
   std::string Describe() const override;
   int64_t weight_bytes() const override;
+  std::vector<ByteSpan> weight_spans() const override;
   const quant::PackedWeights& weights() const { return w_; }
   // Whether Forward runs the fast kernel (for tests and benchmarks).
   bool uses_fast_path() const { return fast_ok_ || q8_ok_; }
@@ -67,7 +68,8 @@ class QuantizedLinear : public Linear {
   bool fast_ok_ = false;
   bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
-  hwy::AlignedFreeUniquePtr<uint8_t[]> x16_;  // INT4: the 16-column tiles q8_ points into
+  hwy::AlignedFreeUniquePtr<uint8_t[]> x16_;  // INT4 / NVFP4: the 16-column tiles q8_ points into
+  int64_t x16_bytes_ = 0;
   bool q8_ok_ = false;
 };
 

@@ -128,6 +128,13 @@ void CheckLayer(const MakeWeights& make, const char* name, bool expect_fast) {
     EXPECT_TRUE(lin.uses_fast_path());
   }
   const int64_t n = lin.out_features(), k = lin.in_features();
+  // The pages a benchmark reads as the decode roofline cover at least the bytes a Forward streams.
+  int64_t span_bytes = 0;
+  for (const auto& sp : lin.weight_spans()) {
+    ASSERT_NE(sp.data, nullptr);
+    span_bytes += sp.size;
+  }
+  EXPECT_GE(span_bytes, lin.weight_bytes());
   std::vector<float> w_row(k);
   const int64_t max_rows = 17;
   const std::vector<float> x = RandomX(max_rows, k, 1234 + static_cast<uint32_t>(n + k));
