@@ -7,10 +7,13 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
@@ -400,12 +403,27 @@ namespace tessera::kernels::cpu::fast {
 HWY_EXPORT(MatmulImpl);
 HWY_EXPORT(LanesImpl);
 
+namespace {
+
+// FP8 runs on the AVX-512 BF16 kernel (fp8_bf16_matmul.h) where the CPU and layout allow, unless
+// TESSERA_FP8_BF16=0 keeps it on the Highway f32 kernel (A/B runs, bisecting).
+bool UseBf16(const FastQuantWeights& w) {
+  static const bool enabled = [] {
+    const char* e = std::getenv("TESSERA_FP8_BF16");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  return enabled && Fp8Bf16LayoutFits(w);
+}
+
+}  // namespace
+
 bool FastQuantSupported(const FastQuantWeights& w) {
   const int64_t lanes = HWY_DYNAMIC_DISPATCH(LanesImpl)();
   if (w.q == nullptr || w.n < 0 || w.k <= 0) return false;
   if (w.row_scale == nullptr && w.col_scale != nullptr) return false;
   switch (w.decode) {
     case QuantDecode::kFp8: {
+      if (UseBf16(w)) return Fp8Bf16Supported(w);
       if (w.scales == nullptr || w.scale_rows <= 0 || w.scale_k <= 0) return false;
       if (w.scale_k < w.k && w.scale_k % lanes != 0) return false;
       // The rebias multiplier scale · 2^120 must stay finite (see DecFp8).
@@ -445,6 +463,9 @@ void FastQuantPermuteActivations(const float* x, int64_t rows, int64_t k, float*
 
 void FastQuantMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                      float* y, int64_t n_begin, int64_t n_end) {
+  if (w.decode == QuantDecode::kFp8 && UseBf16(w)) {
+    return Fp8Bf16Matmul(w, x, rows, bias, y, n_begin, n_end);
+  }
   HWY_DYNAMIC_DISPATCH(MatmulImpl)(w, x, rows, bias, y, n_begin, n_end);
 }
 

@@ -15,6 +15,13 @@
 // For the W8A8 / W4A4 products the caller passes decoded activation codes (exact) as x and the
 // epilogue scales y = row_scale(m) · (col_scale(n) · acc), the reference operand order.
 //
+// FP8 on CPUs with AVX-512 BF16 runs fp8_bf16_matmul.h instead (TESSERA_FP8_BF16=0 keeps the
+// Highway kernel, for A/B runs): codes decode exactly to bf16 and multiply with `vdpbf16ps`, the
+// weight scales apply outside the code sums (per-tensor/per-row once, block scales per block), and
+// W8A16 activations are split into two bf16 terms, so the W8A16 bound above gains a 2^-16·Σ|x·w|
+// term (W8A8 stays exact per product); batch invariance holds the same way. That header states
+// the full bound.
+//
 // 4-bit formats decode 32 elements (16 bytes) at a time as two chunks, [low nibbles, high
 // nibbles], i.e. lanes hold elements 0, 2, ..., 30 and then 1, 3, ..., 31; the activations must be
 // permuted the same way once per call with FastQuantPermuteActivations. The 4-bit path needs 16
@@ -57,13 +64,14 @@ struct FastQuantWeights {
 };
 
 // Whether FastQuantMatmul handles `w` on this machine (target width, shape and scale checks:
-// 4-bit formats need k % 32 == 0 and, for kInt4, scale_k % 32 == 0; FP8 block scales need
-// scale_k % Lanes == 0 and every FP8 scale finite with magnitude < 128). FP8 weights holding the
-// NaN code are not checked here (see Fp8HasNanCodes).
+// 4-bit formats need k % 32 == 0 and, for kInt4, scale_k % 32 == 0; FP8 on the BF16 kernel, taken
+// when Fp8Bf16LayoutFits (block scales: scale_k % 32 == 0), needs finite scales, and on the
+// Highway kernel scale_k % Lanes == 0 for block scales and scale magnitudes < 128). FP8 weights
+// holding the NaN code are not checked here (see Fp8HasNanCodes).
 bool FastQuantSupported(const FastQuantWeights& w);
 
-// True when any of `count` E4M3 bytes is a NaN code (0x7F / 0xFF); the fast FP8 decode maps it to
-// 480, so such weights must stay on the reference kernel.
+// True when any of `count` E4M3 bytes is a NaN code (0x7F / 0xFF); the Highway FP8 decode maps it
+// to 480 (the BF16 one to NaN), so such weights must stay on the reference kernel.
 bool Fp8HasNanCodes(const uint8_t* q, int64_t count);
 
 // Reorders [rows, k] activations (k % 32 == 0) into the 4-bit lane order described above.
