@@ -4,15 +4,20 @@
 
 namespace tessera::backend::cpu {
 
+// Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast, "-vnni" the int8
+// activation tiles (--cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles (VNNI), "-ref"
+// the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8 block-scaled
+// W8A8, INT4 group 16, K not a multiple of 32 for the 4-bit formats, FP8 NaN codes, a CPU without
+// AVX-512 for the 4-bit formats) falls back to the reference kernel of the same scheme.
 absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
   using quant::ActivationFormat;
   using quant::WeightFormat;
   switch (spec->weight_format) {
     case WeightFormat::kF32: case WeightFormat::kBF16: case WeightFormat::kF16:
-      spec->kernel = "cpu/dense-ref";
+      spec->kernel = "cpu/dense-fast";
       break;
     case WeightFormat::kFp8E4m3:
-      spec->kernel = spec->activation == ActivationFormat::kFp8 ? "cpu/fp8-w8a8-ref" : "cpu/fp8-w8a16-ref";
+      spec->kernel = spec->activation == ActivationFormat::kFp8 ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a16-fast";
       break;
     case WeightFormat::kInt8:
       spec->kernel = spec->activation == ActivationFormat::kInt8 ? "cpu/int8-w8a8-ref" : "cpu/int-wo-ref";
@@ -27,7 +32,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         spec->kernel = "cpu/int4-wo-vnni";
         break;
       }
-      spec->kernel = "cpu/int-wo-ref";
+      spec->kernel = spec->act_order ? "cpu/int-wo-ref" : "cpu/int-wo-fast";
       break;
     }
     case WeightFormat::kInt3: case WeightFormat::kInt2:
@@ -41,10 +46,10 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         spec->kernel = "cpu/nvfp4-w4a16-vnni";
         break;
       }
-      spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-ref" : "cpu/nvfp4-w4a16-ref";
+      spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int" : "cpu/nvfp4-w4a16-fast";
       break;
     case WeightFormat::kMxfp4:
-      spec->kernel = "cpu/mxfp4-w4a16-ref";
+      spec->kernel = "cpu/mxfp4-w4a16-fast";
       break;
     case WeightFormat::kGgufQ4_0: case WeightFormat::kGgufQ8_0:
       if (int8_activations_) {
@@ -56,7 +61,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       }
       [[fallthrough]];
     default:
-      spec->kernel = absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-ref");
+      spec->kernel = absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-fast");
   }
   return absl::OkStatus();
 }
