@@ -3,6 +3,7 @@
 // (DotTile) computes MR rows × NC columns of dot products in the canonical order, fed either by a
 // register decoder (GEMV) or by an f32 tile the same decoder filled (GEMM).
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/quant_epilogue.h"
 
 #include <algorithm>
 #include <array>
@@ -278,21 +279,6 @@ Scratch& ThreadScratch() {
   return s;
 }
 
-// Writes out[r][j] for rows [m0, m0 + rows) with the epilogue scales and the bias.
-void StoreOut(const FastQuantWeights& w, const float* out, int nc, int64_t m0, int64_t rows,
-              int64_t col, const float* bias, float* y) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int j = 0; j < nc; ++j) {
-      float v = out[r * nc + j];
-      if (w.row_scale != nullptr) {
-        const float cs = w.col_scale != nullptr ? w.col_scale[(col + j) * w.col_scale_stride] * v : v;
-        v = w.row_scale[(m0 + r) * w.row_scale_stride] * cs;
-      }
-      if (bias != nullptr) v += bias[col + j];
-      y[(m0 + r) * w.n + col + j] = v;
-    }
-  }
-}
 
 template <class Dec>
 void FusedPath(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
@@ -304,12 +290,12 @@ void FusedPath(const FastQuantWeights& w, const float* x, int64_t rows, const fl
     Dec dec[kTileCols];
     for (int j = 0; j < kTileCols; ++j) dec[j] = MakeDec<Dec>(w, col + j);
     DotRows<kTileCols>(dec, x, rows, w.k, s.out.data());
-    StoreOut(w, s.out.data(), kTileCols, 0, rows, col, bias, y);
+    StoreQuantEpilogue(w, s.out.data(), kTileCols, 0, rows, col, bias, y);
   }
   for (; col < ne; ++col) {
     Dec dec[1] = {MakeDec<Dec>(w, col)};
     DotRows<1>(dec, x, rows, w.k, s.out.data());
-    StoreOut(w, s.out.data(), 1, 0, rows, col, bias, y);
+    StoreQuantEpilogue(w, s.out.data(), 1, 0, rows, col, bias, y);
   }
 }
 
@@ -357,12 +343,12 @@ void TiledPath(const FastQuantWeights& w, const float* x, int64_t rows, const fl
         DecF32 dec[kTileCols];
         for (int j = 0; j < kTileCols; ++j) dec[j] = DecF32{&s.tile[(col - t0 + j) * kpad], all_chunks};
         DotRows<kTileCols>(dec, xb, nr, w.k, s.out.data());
-        StoreOut(w, s.out.data(), kTileCols, m0, nr, col, bias, y);
+        StoreQuantEpilogue(w, s.out.data(), kTileCols, m0, nr, col, bias, y);
       }
       for (; col < t1; ++col) {
         DecF32 dec[1] = {DecF32{&s.tile[(col - t0) * kpad], all_chunks}};
         DotRows<1>(dec, xb, nr, w.k, s.out.data());
-        StoreOut(w, s.out.data(), 1, m0, nr, col, bias, y);
+        StoreQuantEpilogue(w, s.out.data(), 1, m0, nr, col, bias, y);
       }
     }
   }

@@ -17,6 +17,7 @@
 #endif
 
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
+#include "kernels/cpu/fast/quant_epilogue.h"
 
 #include <immintrin.h>
 
@@ -267,21 +268,6 @@ HWY_INLINE void DotRows(int mr, const Src& src, const uint16_t* x, int64_t xs,
   }
 }
 
-// The epilogue of fast_quant_matmul.cc: y = row_scale · (col_scale · v) (+ bias).
-void Store(const FastQuantWeights& w, const float* out, int nc, int64_t m0, int mr, int64_t col,
-           const float* bias, float* y) {
-  for (int r = 0; r < mr; ++r) {
-    for (int j = 0; j < nc; ++j) {
-      float v = out[r * nc + j];
-      if (w.row_scale != nullptr) {
-        const float cs = w.col_scale != nullptr ? w.col_scale[(col + j) * w.col_scale_stride] * v : v;
-        v = w.row_scale[(m0 + r) * w.row_scale_stride] * cs;
-      }
-      if (bias != nullptr) v += bias[col + j];
-      y[(m0 + r) * w.n + col + j] = v;
-    }
-  }
-}
 
 template <int NC>
 void ColumnScales(const FastQuantWeights& w, int64_t col, const float** sc) {
@@ -312,12 +298,12 @@ void Gemv(const FastQuantWeights& w, const uint16_t* x, int64_t xs, int64_t rows
     } else {
       DotRows<NC, P, kBlocked>(mr, src, x, xs, sc, sh, out);
     }
-    Store(w, out, NC, 0, mr, col, bias, y);
+    StoreQuantEpilogue(w, out, NC, 0, mr, col, bias, y);
   }
   for (; col < ne; ++col) {
     ColumnScales<1>(w, col, sc);
     DotRows<1, P, kBlocked>(mr, CodeSrc{w.q + col * w.k, w.k, dec, 1}, x, xs, sc, sh, out);
-    Store(w, out, 1, 0, mr, col, bias, y);
+    StoreQuantEpilogue(w, out, 1, 0, mr, col, bias, y);
   }
 }
 
@@ -363,12 +349,12 @@ void Gemm(const FastQuantWeights& w, const uint16_t* x, int64_t xs, int64_t rows
         ColumnScales<kTileCols>(w, col, sc);
         DotRows<kTileCols, P, kBlocked>(mr, TileSrc{&tile[(col - t0) * cs], cs}, xr, xs, sc, sh,
                                         out);
-        Store(w, out, kTileCols, m0, mr, col, bias, y);
+        StoreQuantEpilogue(w, out, kTileCols, m0, mr, col, bias, y);
       }
       for (; col < t1; ++col) {
         ColumnScales<1>(w, col, sc);
         DotRows<1, P, kBlocked>(mr, TileSrc{&tile[(col - t0) * cs], cs}, xr, xs, sc, sh, out);
-        Store(w, out, 1, m0, mr, col, bias, y);
+        StoreQuantEpilogue(w, out, 1, m0, mr, col, bias, y);
       }
     }
   }
