@@ -59,19 +59,22 @@ class SchedulerTest : public ::testing::Test {
   std::unique_ptr<LoadedEngine> engine_;
 };
 
-TEST_F(SchedulerTest, ConcurrentGreedyEqualsSequentialInFewerSteps) {
+// 16 greedy streams submitted at once (chunked prefill beside decodes) equal the same requests
+// run one by one, token for token, in fewer steps.
+void ExpectConcurrentEqualsSequential(LoadedEngine& engine) {
   const std::vector<std::string> texts = {"Once upon a time", "Lily and Tom", "The cat",
                                           "One day", "A little bird", "Tim was"};
   std::vector<std::vector<int32_t>> prompts;
-  for (int i = 0; i < 16; ++i) prompts.push_back(Prompt(texts[i % texts.size()] + std::string(i / 6, '!')));
-
+  for (int i = 0; i < 16; ++i) {
+    prompts.push_back(*engine.tokenizer->Encode(texts[i % texts.size()] + std::string(i / 6, '!'), true));
+  }
   SchedulerOptions opts;
   opts.max_running = 16;
   opts.prefill_chunk_tokens = 7;  // forces prompts to be prefilled in pieces beside decodes
   std::vector<Outcome> sequential;
   int64_t sequential_steps = 0;
   {
-    Scheduler s(*engine_->model, *engine_->tokenizer, opts);
+    Scheduler s(*engine.model, *engine.tokenizer, opts);
     s.Start();
     for (const auto& p : prompts) {
       auto h = s.Submit(Greedy(p, 40));
@@ -81,7 +84,7 @@ TEST_F(SchedulerTest, ConcurrentGreedyEqualsSequentialInFewerSteps) {
     sequential_steps = s.Stats().steps;
     EXPECT_EQ(s.Stats().kv_used_blocks, 0);
   }
-  Scheduler s(*engine_->model, *engine_->tokenizer, opts);
+  Scheduler s(*engine.model, *engine.tokenizer, opts);
   std::vector<std::shared_ptr<RequestHandle>> handles;
   for (const auto& p : prompts) {
     auto h = s.Submit(Greedy(p, 40));
@@ -99,6 +102,19 @@ TEST_F(SchedulerTest, ConcurrentGreedyEqualsSequentialInFewerSteps) {
   EXPECT_LT(s.Stats().steps, sequential_steps);
   EXPECT_LT(s.Stats().decode_steps, 16 * 40);
   EXPECT_EQ(s.Stats().kv_used_blocks, 0);
+}
+
+TEST_F(SchedulerTest, ConcurrentGreedyEqualsSequentialInFewerSteps) {
+  ExpectConcurrentEqualsSequential(*engine_);
+}
+
+// The same with --cpu_int8_activations on the Q4_0 file: the 16-column int8 tiles run 1..16 rows
+// per call (decode batches, prefill chunks) and must stay batch-invariant end to end.
+TEST(SchedulerInt8ActivationsTest, ConcurrentGreedyEqualsSequential) {
+  auto e = LoadEngine(std::string(TESSERA_SHARED_DIR) + "/models/stories260K/stories260K-Q4_0.gguf",
+                      {.threads = 2, .precision_plan_path = "", .cpu_int8_activations = true});
+  ASSERT_TRUE(e.ok()) << e.status();
+  ExpectConcurrentEqualsSequential(**e);
 }
 
 TEST_F(SchedulerTest, CancelAndDeadlineFreeBlocks) {
