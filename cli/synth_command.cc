@@ -14,7 +14,7 @@ namespace {
 
 const std::vector<FlagSpec> kFlags = {
     {"shape", false, "tinyllama-1.1b, llama-3.2-1b or qwen3-0.6b"},
-    {"type", false, "F32, F16, Q8_0 or Q4_0 (default Q4_0)"},
+    {"type", false, "F32, F16, Q8_0, Q4_0 or Q4_K (default Q4_0)"},
     {"out", false, "output .gguf path"},
     {"vocab-from", false, "GGUF whose tokenizer is copied (its vocab size must match the shape)"},
     {"seed", false, "random seed (default 0)"},

@@ -1,5 +1,6 @@
 #include "engine/model/synth_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -15,7 +16,7 @@ namespace tessera::model {
 namespace {
 
 // ggml type ids (ggml.h) and llama_ftype values for general.file_type.
-constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8;
+constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlQ4_K = 12;
 
 struct TypeInfo {
   uint32_t ggml_type;
@@ -29,8 +30,22 @@ absl::StatusOr<TypeInfo> LookupType(const std::string& t) {
   if (t == "F16") return TypeInfo{kGgmlF16, 1, 1, 2};
   if (t == "Q4_0") return TypeInfo{kGgmlQ4_0, 2, 32, 18};
   if (t == "Q8_0") return TypeInfo{kGgmlQ8_0, 7, 32, 34};
+  // Q4_K everywhere it fits is what `llama-quantize --pure ... Q4_K_M` writes, and that keeps
+  // its file_type (15, MOSTLY_Q4_K_M). Plain Q4_K_M would put output.weight (and a tied
+  // token_embd) and half the layers' attn_v/ffn_down in Q6_K, which synth does not write.
+  if (t == "Q4_K") return TypeInfo{kGgmlQ4_K, 15, 256, 144};
   return absl::InvalidArgumentError(
-      absl::StrCat("synth type '", t, "' is not supported (F32, F16, Q8_0, Q4_0)"));
+      absl::StrCat("synth type '", t, "' is not supported (F32, F16, Q8_0, Q4_0, Q4_K)"));
+}
+
+// The type a matrix with rows of `cols` values is stored in. Like llama.cpp's quantizer
+// (llama-quant.cpp, convert_incompatible_tensor), rows that the requested type's blocks do not
+// tile fall back: llama.cpp takes Q5_0 for Q4_K, which synth does not write, so Q4_K falls back
+// to Q8_0 (more bits, never worse); anything that 32-value blocks do not tile becomes F16.
+TypeInfo TensorType(const TypeInfo& requested, int64_t cols) {
+  if (cols % requested.block == 0) return requested;
+  if (requested.ggml_type == kGgmlQ4_K && cols % 32 == 0) return TypeInfo{kGgmlQ8_0, 7, 32, 34};
+  return TypeInfo{kGgmlF16, 1, 1, 2};
 }
 
 uint64_t SplitMix(uint64_t& s) {
@@ -179,8 +194,178 @@ void QuantizeQ4_0(const float* x, int64_t k, uint8_t* out) {
   }
 }
 
+namespace {
+
+// ggml-quants.c nearest_int: round half to even through the float mantissa (valid for
+// |fval| <= 2^22), kept bit-exact so the codes match llama.cpp's on ties.
+int NearestInt(float fval) {
+  const float val = fval + 12582912.0f;  // 1.5 * 2^23
+  int32_t i;
+  std::memcpy(&i, &val, sizeof(i));
+  return (i & 0x007fffff) - 0x00400000;
+}
+
+// ggml-quants.c make_qkx2_quants: an affine code x ~ scale * L + min (min <= 0, L in 0..nmax)
+// for n values, searching nstep + 1 candidate inverse scales around nmax / (max - min) and
+// refitting scale and min by weighted least squares for each. Returns scale, stores -min.
+float MakeQkx2Quants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                     float* the_min, uint8_t* Laux, float rmin, float rdelta, int nstep,
+                     bool use_mad) {
+  float min = x[0], max = x[0];
+  float sum_w = weights[0];
+  float sum_x = sum_w * x[0];
+  for (int i = 1; i < n; ++i) {
+    if (x[i] < min) min = x[i];
+    if (x[i] > max) max = x[i];
+    const float w = weights[i];
+    sum_w += w;
+    sum_x += w * x[i];
+  }
+  if (min > 0) min = 0;
+  if (max == min) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    *the_min = -min;
+    return 0.0f;
+  }
+  float iscale = nmax / (max - min);
+  float scale = 1 / iscale;
+  float best_error = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = NearestInt(iscale * (x[i] - min));
+    L[i] = static_cast<uint8_t>(std::max(0, std::min(nmax, l)));
+    float diff = scale * L[i] + min - x[i];
+    diff = use_mad ? std::fabs(diff) : diff * diff;
+    best_error += weights[i] * diff;
+  }
+  if (nstep < 1) {
+    *the_min = -min;
+    return scale;
+  }
+  for (int is = 0; is <= nstep; ++is) {
+    iscale = (rmin + rdelta * is + nmax) / (max - min);
+    float sum_l = 0, sum_l2 = 0, sum_xl = 0;
+    for (int i = 0; i < n; ++i) {
+      int l = NearestInt(iscale * (x[i] - min));
+      l = std::max(0, std::min(nmax, l));
+      Laux[i] = static_cast<uint8_t>(l);
+      const float w = weights[i];
+      sum_l += w * l;
+      sum_l2 += w * l * l;
+      sum_xl += w * l * x[i];
+    }
+    const float D = sum_w * sum_l2 - sum_l * sum_l;
+    if (D > 0) {
+      float this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
+      float this_min = (sum_l2 * sum_x - sum_l * sum_xl) / D;
+      if (this_min > 0) {
+        this_min = 0;
+        this_scale = sum_xl / sum_l2;
+      }
+      float cur_error = 0;
+      for (int i = 0; i < n; ++i) {
+        float diff = this_scale * Laux[i] + this_min - x[i];
+        diff = use_mad ? std::fabs(diff) : diff * diff;
+        cur_error += weights[i] * diff;
+      }
+      if (cur_error < best_error) {
+        for (int i = 0; i < n; ++i) L[i] = Laux[i];
+        best_error = cur_error;
+        scale = this_scale;
+        min = this_min;
+      }
+    }
+  }
+  *the_min = -min;
+  return scale;
+}
+
+// ggml-quants.c get_scale_min_k4: sub-block j's 6-bit scale and min from the 12 packed bytes.
+void GetScaleMinK4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
+  if (j < 4) {
+    *d = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *d = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j - 0] >> 6) << 4);
+  }
+}
+
+float HalfRoundTrip(uint8_t* p, float v) {
+  PutHalf(p, v);
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return numeric::HalfToFloat(h);
+}
+
+}  // namespace
+
+// A port of quantize_row_q4_K_ref in llama.cpp's ggml/src/ggml-quants.c (the path llama-quantize
+// takes without an importance matrix), statement for statement, to give llama.cpp's codes (not
+// checked byte for byte against a llama.cpp build; gguf-py decodes these blocks as we do).
+void QuantizeQ4_K(const float* x, int64_t k, uint8_t* out) {
+  // Block layout (ggml-common.h block_q4_K): f16 d, f16 dmin, u8 scales[12], u8 qs[128].
+  uint8_t L[256], Laux[32];
+  float weights[32], mins[8], scales[8];
+  for (int64_t b = 0; b < k / 256; ++b, x += 256, out += 144) {
+    uint8_t* sc_bytes = out + 4;
+    uint8_t* qs = out + 16;
+    float max_scale = 0;  // the min is subtracted, so scales are never negative
+    float max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+      float sum_x2 = 0;
+      for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
+      const float av_x = std::sqrt(sum_x2 / 32);
+      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+      scales[j] = MakeQkx2Quants(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j], Laux, -1.0f,
+                                 0.1f, 20, false);
+      if (scales[j] > max_scale) max_scale = scales[j];
+      if (mins[j] > max_min) max_min = mins[j];
+    }
+    const float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+    const float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+    std::memset(sc_bytes, 0, 12);
+    for (int j = 0; j < 8; ++j) {
+      // uint8_t truncation before the clamp, exactly as ggml does it.
+      const auto ls =
+          std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_scale * scales[j])));
+      const auto lm = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_min * mins[j])));
+      if (j < 4) {
+        sc_bytes[j] = ls;
+        sc_bytes[j + 4] = lm;
+      } else {
+        sc_bytes[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4);
+        sc_bytes[j - 4] |= ((ls >> 4) << 6);
+        sc_bytes[j - 0] |= ((lm >> 4) << 6);
+      }
+    }
+    // The codes are re-fitted against the f16-rounded super-block scales that dequantization sees.
+    const float d_all = HalfRoundTrip(out, max_scale / 63.0f);
+    const float dmin_all = HalfRoundTrip(out + 2, max_min / 63.0f);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, m;
+      GetScaleMinK4(j, sc_bytes, &sc, &m);
+      const float d = d_all * sc;
+      if (!d) continue;
+      const float dm = dmin_all * m;
+      for (int ii = 0; ii < 32; ++ii) {
+        const int l = NearestInt((x[32 * j + ii] + dm) / d);
+        L[32 * j + ii] = static_cast<uint8_t>(std::max(0, std::min(15, l)));
+      }
+    }
+    // Chunk c of 64 values: low nibbles hold values 0..31, high nibbles 32..63.
+    for (int j = 0; j < 256; j += 64, qs += 32) {
+      for (int l = 0; l < 32; ++l) qs[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
+    }
+  }
+}
+
 absl::Status WriteSynthGguf(const SynthOptions& o, const std::string& out_path) {
   TESSERA_ASSIGN_OR_RETURN(SynthShape s, FindSynthShape(o.shape));
+  return WriteSynthGguf(s, o, out_path);
+}
+
+absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
+                            const std::string& out_path) {
   TESSERA_ASSIGN_OR_RETURN(TypeInfo ti, LookupType(o.type));
   io::GgufWriter w;
   const std::string a = s.arch;
@@ -228,25 +413,25 @@ absl::Status WriteSynthGguf(const SynthOptions& o, const std::string& out_path) 
     });
   };
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    const uint64_t bytes = static_cast<uint64_t>(rows) * (cols / ti.block) * ti.bytes;
-    const std::string type = o.type;
-    w.AddTensor(name, {cols, rows}, ti.ggml_type, bytes,
+    const TypeInfo t = TensorType(ti, cols);
+    const int64_t row_bytes = cols / t.block * t.bytes;
+    const uint64_t bytes = static_cast<uint64_t>(rows) * row_bytes;
+    w.AddTensor(name, {cols, rows}, t.ggml_type, bytes,
                 [=](std::vector<uint8_t>* out) {
                   out->resize(bytes);
                   std::vector<float> row(cols);
-                  const int64_t row_bytes = cols / ti.block * ti.bytes;
                   for (int64_t r = 0; r < rows; ++r) {
                     FillRandom(seed + static_cast<uint64_t>(r) * 0x632BE59BD9B4E019ull, name, 0.02f,
                                row.data(), cols);
                     uint8_t* dst = out->data() + r * row_bytes;
-                    if (type == "F32") {
-                      std::memcpy(dst, row.data(), cols * 4);
-                    } else if (type == "F16") {
-                      for (int64_t i = 0; i < cols; ++i) PutHalf(dst + 2 * i, row[i]);
-                    } else if (type == "Q8_0") {
-                      QuantizeQ8_0(row.data(), cols, dst);
-                    } else {
-                      QuantizeQ4_0(row.data(), cols, dst);
+                    switch (t.ggml_type) {
+                      case kGgmlF32: std::memcpy(dst, row.data(), cols * 4); break;
+                      case kGgmlF16:
+                        for (int64_t i = 0; i < cols; ++i) PutHalf(dst + 2 * i, row[i]);
+                        break;
+                      case kGgmlQ8_0: QuantizeQ8_0(row.data(), cols, dst); break;
+                      case kGgmlQ4_K: QuantizeQ4_K(row.data(), cols, dst); break;
+                      default: QuantizeQ4_0(row.data(), cols, dst); break;
                     }
                   }
                   return absl::OkStatus();

@@ -34,16 +34,27 @@ absl::StatusOr<SynthShape> FindSynthShape(const std::string& name);
 
 struct SynthOptions {
   std::string shape;
-  std::string type = "Q4_0";  // F32, F16, Q8_0, Q4_0
+  std::string type = "Q4_0";  // F32, F16, Q8_0, Q4_0, Q4_K
   uint64_t seed = 0;
   std::string vocab_from;     // a GGUF whose tokenizer.* keys are copied; empty = generated
 };
 
+// Matrices whose rows the requested type's blocks do not tile are stored the way llama.cpp's
+// quantizer falls back: Q4_K rows that are not a multiple of 256 become Q8_0 (llama.cpp takes
+// Q5_0, which synth does not write), and rows that are not a multiple of 32 become F16. The named
+// shapes tile everywhere; the fallback matters for small shapes. Norms are always F32.
 absl::Status WriteSynthGguf(const SynthOptions& options, const std::string& out_path);
+// The same for a shape that is not one of the named ones (tests use tiny ones); options.shape is
+// ignored.
+absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& options,
+                            const std::string& out_path);
 
 // ggml's reference quantizers (quantize_row_q8_0_ref / q4_0_ref), k a multiple of 32.
 void QuantizeQ8_0(const float* x, int64_t k, uint8_t* out);
 void QuantizeQ4_0(const float* x, int64_t k, uint8_t* out);
+// ggml's quantize_row_q4_K_ref (ggml-quants.c, with make_qkx2_quants), k a multiple of 256:
+// 144-byte super-blocks of 8 sub-blocks of 32 with 6-bit scales and mins.
+void QuantizeQ4_K(const float* x, int64_t k, uint8_t* out);
 
 }  // namespace tessera::model
 
