@@ -115,6 +115,11 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
   const uint8_t* codes = group + Align64(blocks * 2 * kCols);
   const __m512i m4 = _mm512_set1_epi8(0x0F), lut = TwiceE2m1Plus12Table();
   const __m512 twelve = _mm512_set1_ps(12.0f);
+  // sf · 2^-8 (exact) times alpha · 128 is one rounding of sf · alpha / 2: bit for bit the
+  // portable loop's (sf · alpha) · 0.5, since scaling by powers of two commutes with rounding
+  // (away from the f32 subnormal and overflow ranges, which UE4M3 scales times a global scale
+  // never reach).
+  const __m512 sw_factor = _mm512_set1_ps(w.alpha * 128.0f);
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
@@ -127,9 +132,7 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
     __m512 sw[2];
     for (int h = 0; h < 2; ++h) {
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sf + (b * 2 + h) * kCols));
-      // (sf · alpha) · 0.5, the portable loop's order.
-      sw[h] = _mm512_mul_ps(_mm512_mul_ps(DecodeUe4m3(_mm512_cvtepu8_epi32(bytes)),
-                                          _mm512_set1_ps(w.alpha)), _mm512_set1_ps(0.5f));
+      sw[h] = _mm512_mul_ps(Ue4m3TimesTwoToMinus8(bytes), sw_factor);
     }
     for (int h = 0; h < 2; ++h) {
       __m512i isum[MR];
