@@ -28,6 +28,7 @@
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::bench {
@@ -470,7 +471,9 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   w.n = n;
   w.k = k;
   int64_t q_bytes = n * k / 2, bs_bytes = 0, n_scales = 0, n_zeros = 0;
-  if (fmt == "FP8") {
+  static const float kUnit = 1.0f;
+  std::vector<float> row_scales(m, 0.02f);
+  if (fmt == "FP8" || fmt == "FP8_W8A8") {
     w.decode = kf::QuantDecode::kFp8;
     q_bytes = n * k;
     n_scales = n;
@@ -501,11 +504,23 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     c.zeros.resize(n_zeros);
     for (auto& v : c.zeros) v = static_cast<float>(6 + Mix(seed) % 5);
   }
+  const bool w8a8 = fmt == "FP8_W8A8";
   auto use = [&](const QuantCopy& c) {
     w.q = c.q.data();
     w.block_scales = c.block_scales.data();
     w.scales = c.scales.data();
     w.zeros = c.zeros.data();
+    if (w8a8) {
+      // QuantizedLinear's W8A8 form: bare codes, the per-row weight scale and the per-token
+      // activation scale in the epilogue.
+      w.scales = &kUnit;
+      w.scale_rows = n;
+      w.scale_row_stride = 0;
+      w.col_scale = c.scales.data();
+      w.col_scale_stride = 1;
+      w.row_scale = row_scales.data();
+      w.row_scale_stride = 1;
+    }
   };
   use(copies[0]);
   if (!kf::FastQuantSupported(w)) {
@@ -516,6 +531,11 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   std::mt19937 rng(42);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
+  // W8A8 activations are E4M3 values (the per-token quantizer's output, not timed here, as
+  // oneDNN's s8 rows do not time theirs).
+  if (w8a8) {
+    for (auto& v : x) v = numeric::DecodeE4m3(numeric::EncodeE4m3(v * 50.0f));
+  }
   size_t next = 0;
   for (auto _ : state) {
     use(copies[next]);
@@ -563,7 +583,7 @@ void RegisterAll() {
     return std::string(s.label) != "1.1b_kv" && std::string(s.label) != "1.1b_lm_head";
   };
   const Shape gemm[] = {big[0], big[1], big[2], tiny[0], tiny[2], tiny[3]};
-  for (const char* f : {"FP8", "INT4_G128", "NVFP4", "MXFP4"}) {
+  for (const char* f : {"FP8", "FP8_W8A8", "INT4_G128", "NVFP4", "MXFP4"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
     }
