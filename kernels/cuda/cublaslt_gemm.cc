@@ -31,8 +31,9 @@ absl::Status Validate(const LtGemmConfig& c) {
   if (c.m <= 0 || c.n <= 0 || c.k <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("cuBLASLt gemm: bad shape ", c.ToString()));
   }
-  // Leading dimensions must be multiples of 16 bytes; FP8/FP4 also need K % 16 == 0.
-  if (c.k % 16 != 0 || c.n % 8 != 0) {
+  // FP8/FP4 operands need K % 16 == 0 and 16-byte aligned leading dimensions; bf16 takes any
+  // shape (unaligned ones get slower kernels).
+  if (c.kind != LtGemmKind::kBf16 && (c.k % 16 != 0 || c.n % 8 != 0)) {
     return absl::InvalidArgumentError(
         absl::StrCat("cuBLASLt gemm needs K % 16 == 0 and N % 8 == 0: ", c.ToString()));
   }
@@ -156,6 +157,13 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::GetPlan(const LtGemmConfig& co
   auto it = plans_.find(config);
   if (it != plans_.end()) return it->second.get();
   TESSERA_ASSIGN_OR_RETURN(LtDescriptors descriptors, LtDescriptors::Create(config));
+  // With a scale mode set, cuBLASLt 13.1 answers the heuristic query with INVALID_VALUE while the
+  // matching scale pointer is null (seen on an H100). The real pointers change per call and are
+  // set in Run; any device address stands in for them here.
+  const void* stand_in = workspace_.data();
+  TESSERA_RETURN_IF_ERROR(descriptors.SetScalePointers(
+      config.weight_scale != LtScaleMode::kNone ? stand_in : nullptr,
+      config.activation_scale != LtScaleMode::kNone ? stand_in : nullptr));
   cublasLtMatmulPreference_t pref = nullptr;
   RETURN_IF_CUBLAS_ERROR(cublasLtMatmulPreferenceCreate(&pref));
   const uint64_t ws = workspace_.bytes();

@@ -50,7 +50,10 @@ absl::StatusOr<Fp8Path> ChooseFp8Path(const Fp8GemmProblem& p, int sm) {
           absl::StrCat("sm_", sm, ": cuBLASLt 128x128 block scaling needs sm_90+"));
     }
     if (p.k % 128 != 0 || p.n % 128 != 0) {
-      return absl::InvalidArgumentError("FP8 block scaling needs N and K multiples of 128");
+      // Unimplemented, not invalid: the selector falls back to W8A16 for such a layer.
+      return absl::UnimplementedError(absl::StrCat("FP8 gemm [", p.n, " x ", p.k,
+                                                   "]: cuBLASLt block scaling needs N and K "
+                                                   "multiples of 128"));
     }
     return Fp8Path::kCublasLtScaled;
   }

@@ -34,19 +34,8 @@ absl::Status Launch(const uint8_t* packed, const Dequant& dequant, float alpha, 
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status SupportsW4A16(const W4A16Problem& p, int sm) {
-  const std::string what = absl::StrCat("w4a16 ", FormatName(p.format), " [", p.n, " x ", p.k, "]");
-  if (sm < 80) {
-    return absl::UnimplementedError(
-        absl::StrCat(what, ": sm_", sm, " has no bf16 mma.sync (needs sm_80+)"));
-  }
-  if (!CanRunGenericKernels(sm)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        what, ": not compiled for sm_", sm, " (CMAKE_CUDA_ARCHITECTURES=", CompiledArchsString(),
-        ")"));
-  }
+// The shape and format rules, which hold on every arch.
+absl::Status CheckW4A16Shape(const W4A16Problem& p, const std::string& what) {
   if (p.n <= 0 || p.k <= 0 || p.k % kW4A16KChunk != 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": K must be a positive multiple of ", kW4A16KChunk));
@@ -64,10 +53,29 @@ absl::Status SupportsW4A16(const W4A16Problem& p, int sm) {
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status SupportsW4A16(const W4A16Problem& p, int sm) {
+  const std::string what = absl::StrCat("w4a16 ", FormatName(p.format), " [", p.n, " x ", p.k, "]");
+  if (sm < 80) {
+    return absl::UnimplementedError(
+        absl::StrCat(what, ": sm_", sm, " has no bf16 mma.sync (needs sm_80+)"));
+  }
+  if (!CanRunGenericKernels(sm)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": not compiled for sm_", sm, " (CMAKE_CUDA_ARCHITECTURES=", CompiledArchsString(),
+        ")"));
+  }
+  return CheckW4A16Shape(p, what);
+}
+
 absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,
                        const float* bias, float* y, cudaStream_t stream) {
-  // The query's shape rules; sm 80 stands for "any arch this build runs on".
-  TESSERA_RETURN_IF_ERROR(SupportsW4A16({w.format, n, k, w.group_size, false}, 80));
+  // The shape rules only: the arch was checked by the selector, and a launch on an arch this
+  // build has no code for fails with a CUDA error rather than running wrong code.
+  TESSERA_RETURN_IF_ERROR(CheckW4A16Shape({w.format, n, k, w.group_size, false},
+                                          absl::StrCat("w4a16 ", FormatName(w.format), " [", n,
+                                                       " x ", k, "]")));
   if (m < 0 || (m + w4a16::kBlockM - 1) / w4a16::kBlockM > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("w4a16: bad row count ", m));
   }

@@ -1,15 +1,23 @@
 // The W4A16 tensor-core kernel, templated on a dequantization functor (one per 4-bit format).
 //
-// Tiling: a warp computes a 16 x 32 tile of y (four m16n8 tiles), a block of four warps 16 x 128.
-// K advances in chunks of 64. Within a chunk, lane (g = lane / 4, t = lane % 4) owns the 16
+// Tiling: a block of eight warps computes a 16 x 32 tile of y (four m16n8 tiles). The eight
+// warps split K: warp w takes the 64-wide K chunks w, w + 8, w + 16, ..., so together they
+// stream 256 contiguous weight bytes per column per round, and their partial tiles are summed through
+// shared memory in warp order — a fixed order, so a row's result never depends on M (batch
+// invariance) and decode (M = 1) still puts N / 32 blocks of eight warps on the GPU instead of
+// N / 128 (the first version, all warps along N, kept an H100 at 3% of its bandwidth for
+// M = 1, N = K = 8192). Each warp loads the next chunk's weights, scales and activations before
+// it multiplies the current one, and the FP4 formats decode through a byte -> bf16x2 table.
+//
+// Within a chunk, lane (g = lane / 4, t = lane % 4) owns the 16
 // consecutive K elements [16t, 16t + 16): eight weight bytes (one uint2 load) per output column
 // and 32 bytes of each of its two activation rows. The m16n8k16 fragments expect lane t to hold
 // logical K columns {2t, 2t+1, 2t+8, 2t+9}; because a dot product does not care which K index
 // sits in which MMA slot as long as A and B agree, mma step s maps those slots to the physical
 // elements 16t + 4s + {0, 1, 2, 3} for both operands. The mapping depends only on t (never on g),
 // so every (A row, B column) pair multiplies matching K elements. This keeps every lane's loads
-// contiguous, lets one NVFP4/MXFP4/INT4 scale cover all 16 of its elements, and needs neither
-// shared memory nor ldmatrix.
+// contiguous, lets one NVFP4/MXFP4/INT4 scale cover all 16 of its elements, and needs no
+// ldmatrix.
 #ifndef TESSERA_KERNELS_CUDA_W4A16_KERNEL_CUH_
 #define TESSERA_KERNELS_CUDA_W4A16_KERNEL_CUH_
 
@@ -22,42 +30,70 @@
 
 namespace tessera::kernels::cuda::w4a16 {
 
-inline constexpr int kWarpN = 32;     // columns per warp
+inline constexpr int kWarpN = 32;  // columns per warp (and per block)
 inline constexpr int kTilesN = kWarpN / 8;
-inline constexpr int kWarpsPerBlock = 4;
-inline constexpr int kBlockN = kWarpN * kWarpsPerBlock;
+inline constexpr int kWarpsPerBlock = 8;  // the K split
+inline constexpr int kBlockN = kWarpN;
 inline constexpr int kBlockM = 16;
 inline constexpr int kChunk = 64;
 
-// Two bf16 bit patterns in one 32-bit MMA operand register, `lo` in the low half (lower K).
+// Two bf16 in one 32-bit MMA operand register, `lo` in the low half (lower K), each rounded to
+// nearest-even by one hardware conversion (the same bits as numeric::FloatToBf16 except for
+// NaN payloads).
 __device__ __forceinline__ uint32_t PackBf16x2(float lo, float hi) {
-  return static_cast<uint32_t>(numeric::FloatToBf16(lo)) |
-         (static_cast<uint32_t>(numeric::FloatToBf16(hi)) << 16);
+  uint32_t r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 
-// NVFP4: e2m1 · fp32(ue4m3 scale of the 16-block). Exact in bf16.
+// a · b per bf16 half, rounded once (fma with −0 so that signed zeros survive; sm_80 has bf16x2
+// fma but no bf16x2 mul).
+__device__ __forceinline__ uint32_t MulBf16x2(uint32_t a, uint32_t b) {
+  uint32_t r;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(0x80008000u));
+  return r;
+}
+
+// The E2M1 pair table in shared memory: entry `byte` holds bf16x2(E2M1(low nibble),
+// E2M1(high nibble)). One lookup replaces two software decodes and conversions per byte.
+inline constexpr int kE2m1PairTableSize = 256;
+__device__ __forceinline__ void FillE2m1PairTable(uint32_t* table) {
+  for (int i = threadIdx.x; i < kE2m1PairTableSize; i += blockDim.x) {
+    const uint8_t byte = static_cast<uint8_t>(i);
+    table[i] = PackBf16x2(numeric::DecodeE2m1(numeric::LowNibble(byte)),
+                          numeric::DecodeE2m1(numeric::HighNibble(byte)));
+  }
+}
+
+// NVFP4: e2m1 · ue4m3 scale of the 16-block, multiplied in bf16: both factors are exact in bf16
+// and their product has at most 6 significant bits, so the bf16 product is exact — the same
+// bits as the f32 product rounded to bf16.
 struct Nvfp4Dequant {
   const uint8_t* block_scales;
   int64_t k;
-  __device__ __forceinline__ float Scale(int64_t n, int64_t k0) const {
-    return numeric::DecodeUe4m3(block_scales[n * (k / 16) + k0 / 16]);
+  __device__ __forceinline__ uint32_t Scale(int64_t n, int64_t k0) const {
+    const uint32_t s = numeric::FloatToBf16(
+        numeric::DecodeUe4m3(block_scales[n * (k / 16) + k0 / 16]));
+    return s | (s << 16);
   }
-  __device__ __forceinline__ uint32_t Pair(uint8_t byte, float scale) const {
-    return PackBf16x2(numeric::DecodeE2m1(numeric::LowNibble(byte)) * scale,
-                      numeric::DecodeE2m1(numeric::HighNibble(byte)) * scale);
+  __device__ __forceinline__ uint32_t Pair(uint8_t byte, uint32_t scale,
+                                           const uint32_t* table) const {
+    return MulBf16x2(table[byte], scale);
   }
 };
 
-// MXFP4: e2m1 · 2^(e − 127). Exact in bf16 (a NaN scale gives NaN weights, as on the CPU).
+// MXFP4: e2m1 · 2^(e − 127), a power of two, so the bf16 product is exact as well (a NaN scale
+// gives NaN weights, as on the CPU).
 struct Mxfp4Dequant {
   const uint8_t* scales;
   int64_t k;
-  __device__ __forceinline__ float Scale(int64_t n, int64_t k0) const {
-    return numeric::DecodeE8m0(scales[n * (k / 32) + k0 / 32]);
+  __device__ __forceinline__ uint32_t Scale(int64_t n, int64_t k0) const {
+    const uint32_t s = numeric::FloatToBf16(numeric::DecodeE8m0(scales[n * (k / 32) + k0 / 32]));
+    return s | (s << 16);
   }
-  __device__ __forceinline__ uint32_t Pair(uint8_t byte, float scale) const {
-    return PackBf16x2(numeric::DecodeE2m1(numeric::LowNibble(byte)) * scale,
-                      numeric::DecodeE2m1(numeric::HighNibble(byte)) * scale);
+  __device__ __forceinline__ uint32_t Pair(uint8_t byte, uint32_t scale,
+                                           const uint32_t* table) const {
+    return MulBf16x2(table[byte], scale);
   }
 };
 
@@ -74,7 +110,7 @@ struct Int4Dequant {
     const int64_t idx = n * groups + k0 / group_size;
     return {scales[idx], zeros[idx]};
   }
-  __device__ __forceinline__ uint32_t Pair(uint8_t byte, GroupParams p) const {
+  __device__ __forceinline__ uint32_t Pair(uint8_t byte, GroupParams p, const uint32_t*) const {
     return PackBf16x2((static_cast<float>(numeric::LowNibble(byte)) - p.zero) * p.scale,
                       (static_cast<float>(numeric::HighNibble(byte)) - p.zero) * p.scale);
   }
@@ -102,51 +138,97 @@ __device__ __forceinline__ void LoadActivations(const uint16_t* x, int64_t m, in
   w[4] = hi.x; w[5] = hi.y; w[6] = hi.z; w[7] = hi.w;
 }
 
+// Everything one lane reads for one K chunk: its weight words and scales for four columns
+// (zeros past N) and its 16 elements of activation rows g and g + 8 (zeros past M). The main
+// loop loads chunk i + 1 into one of these while it multiplies chunk i, so the global-memory
+// latency of weights, scales and activations overlaps the dequantization and the MMAs.
+template <typename Scale>
+struct ChunkOperands {
+  uint2 w[kTilesN];
+  Scale scale[kTilesN];
+  uint32_t x_lo[8], x_hi[8];
+};
+
+template <typename Dequant, typename Scale>
+__device__ __forceinline__ void LoadChunk(const uint8_t* __restrict__ packed,
+                                          const Dequant& dequant, int64_t n, int64_t k,
+                                          const uint16_t* __restrict__ x, int64_t m,
+                                          int64_t row0, int64_t col0, int g, int64_t k0,
+                                          ChunkOperands<Scale>& c) {
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt) {
+    const int64_t col = col0 + nt * 8 + g;
+    c.w[nt] = col < n ? *reinterpret_cast<const uint2*>(packed + col * (k / 2) + k0 / 2)
+                      : make_uint2(0, 0);
+    c.scale[nt] = dequant.Scale(col < n ? col : 0, k0);
+  }
+  LoadActivations(x, m, k, row0 + g, k0, c.x_lo);
+  LoadActivations(x, m, k, row0 + g + 8, k0, c.x_hi);
+}
+
 template <typename Dequant>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     W4A16Kernel(const uint8_t* __restrict__ packed, Dequant dequant, float alpha, int64_t n,
                 int64_t k, const uint16_t* __restrict__ x, int64_t m,
                 const float* __restrict__ bias, float* __restrict__ y) {
+  using Scale = decltype(dequant.Scale(0, 0));
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int g = lane / 4;
   const int t = lane % 4;
   const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kBlockM;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kBlockN + warp * kWarpN;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kBlockN;
+  __shared__ uint32_t e2m1_pairs[kE2m1PairTableSize];
+  FillE2m1PairTable(e2m1_pairs);
+  __syncthreads();
 
   float acc[kTilesN][4] = {};
-  for (int64_t kc = 0; kc < k; kc += kChunk) {
-    const int64_t k0 = kc + 16 * t;  // this lane's 16 elements
-    uint32_t x_lo[8], x_hi[8];       // rows g and g + 8
-    LoadActivations(x, m, k, row0 + g, k0, x_lo);
-    LoadActivations(x, m, k, row0 + g + 8, k0, x_hi);
+  constexpr int64_t kStride = static_cast<int64_t>(kChunk) * kWarpsPerBlock;
+  int64_t kc = static_cast<int64_t>(warp) * kChunk;
+  ChunkOperands<Scale> next;
+  if (kc < k) LoadChunk(packed, dequant, n, k, x, m, row0, col0, g, kc + 16 * t, next);
+  for (; kc < k; kc += kStride) {
+    const ChunkOperands<Scale> cur = next;
+    if (kc + kStride < k) {
+      LoadChunk(packed, dequant, n, k, x, m, row0, col0, g, kc + kStride + 16 * t, next);
+    }
 #pragma unroll
     for (int nt = 0; nt < kTilesN; ++nt) {
-      const int64_t col = col0 + nt * 8 + g;
-      uint2 wbytes = make_uint2(0, 0);
-      if (col < n) wbytes = *reinterpret_cast<const uint2*>(packed + col * (k / 2) + k0 / 2);
-      const auto scale = dequant.Scale(col < n ? col : 0, k0);
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const uint32_t word = s < 2 ? wbytes.x : wbytes.y;
+        const uint32_t word = s < 2 ? cur.w[nt].x : cur.w[nt].y;
         const uint8_t byte0 = static_cast<uint8_t>(word >> (16 * (s % 2)));
         const uint8_t byte1 = static_cast<uint8_t>(word >> (16 * (s % 2) + 8));
         // Columns past N load zero bytes; their results are never stored.
-        const uint32_t b0 = dequant.Pair(byte0, scale);  // elements 16t + 4s + {0, 1}
-        const uint32_t b1 = dequant.Pair(byte1, scale);  // elements 16t + 4s + {2, 3}
-        const uint32_t a[4] = {x_lo[2 * s], x_hi[2 * s], x_lo[2 * s + 1], x_hi[2 * s + 1]};
+        const uint32_t b0 = dequant.Pair(byte0, cur.scale[nt], e2m1_pairs);  // 16t + 4s + {0,1}
+        const uint32_t b1 = dequant.Pair(byte1, cur.scale[nt], e2m1_pairs);  // 16t + 4s + {2,3}
+        const uint32_t a[4] = {cur.x_lo[2 * s], cur.x_hi[2 * s], cur.x_lo[2 * s + 1],
+                               cur.x_hi[2 * s + 1]};
         MmaBf16(acc[nt], a, b0, b1);
       }
     }
   }
+
+  // The K split's partial tiles, summed in warp order.
+  __shared__ float partial[kWarpsPerBlock][kTilesN * 4][32];
+#pragma unroll
+  for (int nt = 0; nt < kTilesN; ++nt) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) partial[warp][nt * 4 + i][lane] = acc[nt][i];
+  }
+  __syncthreads();
+  if (warp != 0) return;
 #pragma unroll
   for (int nt = 0; nt < kTilesN; ++nt) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
+      float sum = partial[0][nt * 4 + i][lane];
+#pragma unroll
+      for (int w = 1; w < kWarpsPerBlock; ++w) sum += partial[w][nt * 4 + i][lane];
       const int64_t row = row0 + g + (i / 2) * 8;
       const int64_t col = col0 + nt * 8 + 2 * t + (i % 2);
       if (row < m && col < n) {
-        float v = acc[nt][i] * alpha;
+        float v = sum * alpha;
         if (bias != nullptr) v += bias[col];
         y[row * n + col] = v;
       }

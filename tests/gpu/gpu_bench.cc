@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "kernels/cuda/activation_quant.h"
@@ -77,18 +78,62 @@ int main() {
     Row("w4a16 nvfp4 m=" + std::to_string(m) + " 8192x8192", ms, 2.0 * m * n * k,
         n * k / 2 + n * k / 16 + m * k * 2 + m * n * 4, info->PeakBf16Tflops(), bw);
   }
+  {
+    // INT4 group 128 (GPTQ/AWQ) and MXFP4 decode shapes: the weight stream is the roofline.
+    kc::DeviceBuffer scales = Zeros(n * (k / 128) * 4), zeros = Zeros(n * (k / 128) * 4);
+    kc::W4A16Weights int4{kc::W4Format::kInt4, w4.as<uint8_t>(), nullptr, 1.0f,
+                          scales.as<float>(), zeros.as<float>(), 128};
+    kc::W4A16Weights mx{kc::W4Format::kMxfp4, w4.as<uint8_t>(), sf.as<uint8_t>(), 1.0f};
+    for (int64_t m : {1, 16}) {
+      for (auto [name, wt, extra] : {std::tuple{"int4 g128", &int4, n * (k / 128) * 8.0},
+                                     std::tuple{"mxfp4", &mx, n * k / 32.0}}) {
+        const double ms = TimeMs([&] {
+          return kc::W4A16Gemm(*wt, n, k, x.as<uint16_t>(), m, nullptr, y.as<float>(), nullptr);
+        });
+        Row("w4a16 " + std::string(name) + " m=" + std::to_string(m) + " 8192x8192", ms,
+            2.0 * m * n * k, n * k / 2 + extra + m * k * 2 + m * n * 4, info->PeakBf16Tflops(),
+            bw);
+      }
+    }
+  }
   if (auto lt = kc::CublasLtGemm::Create(); lt.ok()) {
-    kc::DeviceBuffer w8 = Zeros(n * k), x8 = Zeros(4096 * k), sw = Zeros(n * 4),
-                     sx = Zeros(4096 * 4), yb = Zeros(4096 * n * 2);
-    for (int64_t m : {16, 4096}) {
-      const kc::Fp8GemmProblem p{n, k, kc::Fp8ActScale::kPerToken, kc::Fp8WeightScale::kPerChannel};
+    // The peer in the same run: cuBLASLt's own bf16 GEMM on the same shapes.
+    kc::DeviceBuffer wb = Zeros(n * k * 2);
+    for (int64_t m : {1, 16, 4096}) {
+      const kc::LtGemmConfig c{kc::LtGemmKind::kBf16, m, n, k, kc::LtScaleMode::kNone,
+                               kc::LtScaleMode::kNone, true};
+      const double ms = TimeMs([&] {
+        return (*lt)->Run(c, {wb.data(), x.data(), nullptr, nullptr, 1.0f, y.data()}, nullptr);
+      });
+      Row("cublaslt bf16 m=" + std::to_string(m) + " 8192x8192", ms, 2.0 * m * n * k,
+          n * k * 2.0 + m * k * 2 + m * n * 4, info->PeakBf16Tflops(), bw);
+    }
+  }
+  if (auto lt = kc::CublasLtGemm::Create(); lt.ok()) {
+    // Scales sized for the largest layout (128x128 blocks and per-token groups of 128).
+    kc::DeviceBuffer w8 = Zeros(n * k), x8 = Zeros(4096 * k), sw = Zeros(n * k / 128 * 4),
+                     sx = Zeros(4096 * (k / 128) * 4), yb = Zeros(4096 * n * 2);
+    for (auto [scales, p] :
+         {std::pair{"per-token/channel",
+                    kc::Fp8GemmProblem{n, k, kc::Fp8ActScale::kPerToken,
+                                       kc::Fp8WeightScale::kPerChannel}},
+          std::pair{"per-tensor", kc::Fp8GemmProblem{n, k, kc::Fp8ActScale::kPerTensor,
+                                                     kc::Fp8WeightScale::kPerTensor}},
+          std::pair{"block128", kc::Fp8GemmProblem{n, k, kc::Fp8ActScale::kPerTokenGroup128,
+                                                   kc::Fp8WeightScale::kBlock128}}}) {
       auto path = kc::ChooseFp8Path(p, info->sm);
-      if (!path.ok()) break;
-      const kc::Fp8GemmArgs a{w8.as<uint8_t>(), sw.as<float>(), x8.as<uint8_t>(), sx.as<float>(),
-                              m, yb.as<uint16_t>(), y.as<float>()};
-      const double ms = TimeMs([&] { return kc::Fp8Gemm(**lt, p, *path, a, nullptr); });
-      Row("fp8 " + std::string(kc::Fp8PathName(*path)) + " m=" + std::to_string(m), ms,
-          2.0 * m * n * k, n * k + m * k + m * n * 2, info->PeakFp8Tflops(), bw);
+      if (!path.ok()) {
+        std::printf("| fp8 %-30s | %s\n", scales, path.status().ToString().c_str());
+        continue;
+      }
+      for (int64_t m : {1, 16, 4096}) {
+        const kc::Fp8GemmArgs a{w8.as<uint8_t>(), sw.as<float>(), x8.as<uint8_t>(),
+                                sx.as<float>(),   m,              yb.as<uint16_t>(),
+                                y.as<float>()};
+        const double ms = TimeMs([&] { return kc::Fp8Gemm(**lt, p, *path, a, nullptr); });
+        Row("fp8 " + std::string(scales) + " m=" + std::to_string(m), ms, 2.0 * m * n * k,
+            n * k + m * k + m * n * 2, info->PeakFp8Tflops(), bw);
+      }
     }
   }
   {

@@ -26,6 +26,18 @@
 namespace tessera::kernels::cuda {
 namespace {
 
+// Status-returning calls, with the status printed when they fail.
+#define ASSERT_OK(expr)                   \
+  do {                                    \
+    const absl::Status st_ = (expr);      \
+    ASSERT_TRUE(st_.ok()) << st_;         \
+  } while (0)
+#define EXPECT_OK(expr)                   \
+  do {                                    \
+    const absl::Status st_ = (expr);      \
+    EXPECT_TRUE(st_.ok()) << st_;         \
+  } while (0)
+
 using testing::Alloc;
 using testing::Download;
 using testing::Nmse;
@@ -46,9 +58,9 @@ TEST(ActivationQuantDeviceTest, Fp8PerTokenMatchesCpuBitForBit) {
                            s_ref.data());
   DeviceBuffer dx = Upload(x), dub = Upload(std::vector<float>{ub});
   DeviceBuffer dq = Alloc(rows * k), ds = Alloc(rows * 4);
-  ASSERT_TRUE(QuantizeFp8PerToken(dx.as<float>(), rows, k, dub.as<float>(),
+  ASSERT_OK(QuantizeFp8PerToken(dx.as<float>(), rows, k, dub.as<float>(),
                                   cpu::kFp8PerTokenMinScale, dq.as<uint8_t>(), ds.as<float>(),
-                                  nullptr).ok());
+                                  nullptr));
   EXPECT_EQ(Download<uint8_t>(dq, rows * k), q_ref);
   EXPECT_EQ(Download<float>(ds, rows), s_ref);
 }
@@ -63,9 +75,9 @@ TEST(ActivationQuantDeviceTest, Fp8PerTokenGroupMatchesCpuInBothLayouts) {
                                 s_ref.data());
   DeviceBuffer dx = Upload(x), dq = Alloc(rows * k), ds = Alloc(rows * groups * 4);
   for (GroupScaleLayout layout : {GroupScaleLayout::kRowMajor, GroupScaleLayout::kGroupMajor}) {
-    ASSERT_TRUE(QuantizeFp8PerTokenGroup(dx.as<float>(), rows, k, group,
+    ASSERT_OK(QuantizeFp8PerTokenGroup(dx.as<float>(), rows, k, group,
                                          cpu::kFp8PerTokenGroupEps, layout, dq.as<uint8_t>(),
-                                         ds.as<float>(), nullptr).ok());
+                                         ds.as<float>(), nullptr));
     EXPECT_EQ(Download<uint8_t>(dq, rows * k), q_ref);
     const std::vector<float> s = Download<float>(ds, rows * groups);
     for (int64_t m = 0; m < rows; ++m) {
@@ -88,10 +100,10 @@ TEST(ActivationQuantDeviceTest, Nvfp4MatchesCpuBitForBit) {
   ASSERT_TRUE(cpu::QuantizeNvfp4(x.data(), rows, k, g_ref.data(), 1, q_ref.data(), sf_ref.data()));
   DeviceBuffer dx = Upload(x), dg = Alloc(rows * 4), dq = Alloc(rows * k / 2),
                dsf = Alloc(rows * k / 16);
-  ASSERT_TRUE(Nvfp4DynamicGlobalScalePerRow(dx.as<float>(), rows, k, dg.as<float>(), nullptr).ok());
+  ASSERT_OK(Nvfp4DynamicGlobalScalePerRow(dx.as<float>(), rows, k, dg.as<float>(), nullptr));
   EXPECT_EQ(Download<float>(dg, rows), g_ref);
-  ASSERT_TRUE(QuantizeNvfp4(dx.as<float>(), rows, k, dg.as<float>(), 1, dq.as<uint8_t>(),
-                            dsf.as<uint8_t>(), nullptr).ok());
+  ASSERT_OK(QuantizeNvfp4(dx.as<float>(), rows, k, dg.as<float>(), 1, dq.as<uint8_t>(),
+                            dsf.as<uint8_t>(), nullptr));
   EXPECT_EQ(Download<uint8_t>(dq, rows * k / 2), q_ref);
   EXPECT_EQ(Download<uint8_t>(dsf, rows * k / 16), sf_ref);
 }
@@ -104,23 +116,23 @@ TEST(ElementwiseDeviceTest, RmsNormSwiGluEmbeddingRope) {
   cpu::RmsNorm(x.data(), w.data(), rows, n, 1e-6f, ref.data());
   DeviceBuffer dx = Upload(x), dw = Upload(w), dout = Alloc(rows * n * 4),
                dbf = Alloc(rows * n * 2);
-  ASSERT_TRUE(RmsNorm(dx.as<float>(), dw.as<float>(), rows, n, 1e-6f, dout.as<float>(),
-                      dbf.as<uint16_t>(), nullptr).ok());
+  ASSERT_OK(RmsNorm(dx.as<float>(), dw.as<float>(), rows, n, 1e-6f, dout.as<float>(),
+                      dbf.as<uint16_t>(), nullptr));
   EXPECT_LT(Nmse(Download<float>(dout, rows * n), ref), 1e-12);
 
   std::vector<float> up = RandomFloats(rows * n, 1.0f, 6), swi(rows * n);
   cpu::SwiGlu(x.data(), up.data(), rows * n, swi.data());
   DeviceBuffer dup = Upload(up);
-  ASSERT_TRUE(SwiGlu(dx.as<float>(), dup.as<float>(), rows * n, dout.as<float>(), nullptr,
-                     nullptr).ok());
+  ASSERT_OK(SwiGlu(dx.as<float>(), dup.as<float>(), rows * n, dout.as<float>(), nullptr,
+                     nullptr));
   EXPECT_LT(Nmse(Download<float>(dout, rows * n), swi), 1e-12);
 
   const std::vector<int32_t> tokens = {3, 0, 7};
   std::vector<uint16_t> table(10 * n);
   for (size_t i = 0; i < table.size(); ++i) table[i] = numeric::FloatToBf16(0.01f * i);
   DeviceBuffer dt = Upload(table), dtok = Upload(tokens);
-  ASSERT_TRUE(Embedding(dt.data(), TableDtype::kBf16, 10, n, dtok.as<int32_t>(), 3,
-                        dout.as<float>(), nullptr).ok());
+  ASSERT_OK(Embedding(dt.data(), TableDtype::kBf16, 10, n, dtok.as<int32_t>(), 3,
+                        dout.as<float>(), nullptr));
   const std::vector<float> emb = Download<float>(dout, 3 * n);
   for (int r = 0; r < 3; ++r) {
     for (int64_t i = 0; i < n; i += 97) {
@@ -138,8 +150,8 @@ TEST(ElementwiseDeviceTest, RmsNormSwiGluEmbeddingRope) {
                    inv_freq.data(), cpu::RopePairing::kRotateHalf);
   }
   DeviceBuffer dq = Upload(q), dpos = Upload(pos), dfreq = Upload(inv_freq);
-  ASSERT_TRUE(Rope(dq.as<float>(), 3, heads, head_dim, head_dim, dpos.as<int32_t>(),
-                   dfreq.as<float>(), RopePairing::kRotateHalf, nullptr).ok());
+  ASSERT_OK(Rope(dq.as<float>(), 3, heads, head_dim, head_dim, dpos.as<int32_t>(),
+                   dfreq.as<float>(), RopePairing::kRotateHalf, nullptr));
   EXPECT_LT(Nmse(Download<float>(dq, q.size()), q_ref), 1e-10);
 }
 
@@ -175,8 +187,8 @@ TEST(AttentionDeviceTest, PagedDecodeAndPrefillMatchCpu) {
                    block_floats, block_tokens, kv_heads, d};
   AttentionBatch batch{dtables.as<int32_t>(), max_blocks, dseq.as<int32_t>(), nullptr,
                        dlens.as<int32_t>()};
-  ASSERT_TRUE(PagedAttention(dq.as<float>(), 4, heads, kv, batch, scale, dout.as<float>(),
-                             nullptr).ok());
+  ASSERT_OK(PagedAttention(dq.as<float>(), 4, heads, kv, batch, scale, dout.as<float>(),
+                             nullptr));
   EXPECT_LT(Nmse(Download<float>(dout, q.size()), ref), 1e-10);
 }
 
@@ -234,8 +246,8 @@ TEST_P(W4A16DeviceTest, MatchesCpuReference) {
     }
     w.packed = dpacked.as<uint8_t>();
     DeviceBuffer dx = Upload(xb), dbias = Upload(bias), dy = Alloc(m * n * 4);
-    ASSERT_TRUE(W4A16Gemm(w, n, k, dx.as<uint16_t>(), m, dbias.as<float>(), dy.as<float>(),
-                          nullptr).ok());
+    ASSERT_OK(W4A16Gemm(w, n, k, dx.as<uint16_t>(), m, dbias.as<float>(), dy.as<float>(),
+                          nullptr));
     // NVFP4/MXFP4 weights are exact in bf16: only f32 summation order differs. INT4 weights
     // are rounded to bf16 (relative error 2^-9 per weight, NMSE ~ 2^-18 / 3).
     const double bound = format == W4Format::kInt4 ? 1e-5 : 1e-10;
@@ -272,8 +284,8 @@ TEST(Fp8GemmDeviceTest, PerTokenPerChannelMatchesCpu) {
                dy = Alloc(m * p.n * 2), dscratch = Alloc(m * p.n * 4);
   const Fp8GemmArgs args{dqw.as<uint8_t>(), dsw.as<float>(), dqx.as<uint8_t>(), dsx.as<float>(),
                          m, dy.as<uint16_t>(), dscratch.as<float>()};
-  ASSERT_TRUE(Fp8Gemm(**lt, p, *path, args, nullptr).ok());
-  ASSERT_TRUE(Fp8Gemm(**lt, p, *path, args, nullptr).ok());  // second call hits the plan cache
+  ASSERT_OK(Fp8Gemm(**lt, p, *path, args, nullptr));
+  ASSERT_OK(Fp8Gemm(**lt, p, *path, args, nullptr));  // second call hits the plan cache
   EXPECT_EQ((*lt)->cached_plans(), 1);
   const std::vector<uint16_t> y = Download<uint16_t>(dy, m * p.n);
   std::vector<float> got(y.size());

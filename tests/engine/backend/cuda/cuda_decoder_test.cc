@@ -2,7 +2,7 @@
 // (every position), decode steps, and a mixed step (one sequence decoding while another
 // prefills), compared as max |gpu - cpu| / max(1, max |cpu|) with per-format tolerances — bf16
 // weights and activations on the GPU against f32 on the CPU, FP8 W8A8 with a bf16 GEMM output,
-// and NVFP4 run as W4A16 on the GPU against the CPU's W4A4. Also: splitting a step into passes
+// and NVFP4 checkpoints made weight-only so both sides run W4A16. Also: splitting a step into passes
 // (tiny Limits) changes nothing, and without a device Create is UNAVAILABLE with the reason.
 // Device tests skip without a GPU.
 #include "engine/backend/cuda/cuda_decoder.h"
@@ -12,10 +12,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "engine/backend/cuda/cuda_kernel_selector.h"
 #include "engine/runtime/engine_loader.h"
 #include "kernels/cuda/device.h"
+#include "nlohmann/json.hpp"
 
 namespace tessera::backend::cuda {
 namespace {
@@ -77,41 +80,85 @@ double CompareSteps(model::Decoder& a, model::Decoder& b) {
 }
 
 struct Fixture {
-  std::string name, path;
+  std::string name, dir;
   double tolerance;
+  // Runs a copy whose config drops the input-activation scheme (NVFP4 W4A4 -> W4A16), so the
+  // CPU reference computes what the GPU's W4A16 fallback computes on sm < 100.
+  bool weight_only_copy = false;
+  // FP8 W8A8 on both sides: the GPU quantizes activations that earlier bf16 rounding moved, so
+  // some E4M3 roundings flip. The bound is the larger of `tolerance` and the CPU's own W8A8 vs
+  // W8A16 difference on the same weights (what activation quantization moves at all), measured
+  // in the same test: a wrong scale or layout moves the logits far more than that.
+  bool fp8_activation_bound = false;
 };
+
+// A copy of the compressed-tensors fixture `dir` with every group's input_activations = null.
+std::string WeightOnlyCopy(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path out = fs::path(::testing::TempDir()) / (name + "_weight_only");
+  fs::remove_all(out);
+  fs::copy(dir, out, fs::copy_options::recursive);
+  std::ifstream in(out / "config.json");
+  nlohmann::json config = nlohmann::json::parse(in);
+  for (auto& [group, body] : config["quantization_config"]["config_groups"].items()) {
+    body["input_activations"] = nullptr;
+  }
+  std::ofstream(out / "config.json") << config.dump(1);
+  return out.string();
+}
 
 class CudaDecoderVsCpuTest : public ::testing::TestWithParam<Fixture> {};
 
 TEST_P(CudaDecoderVsCpuTest, LogitsMatchCpu) {
   if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
-  auto cpu = Load(GetParam().path, "cpu");
-  auto gpu = Load(GetParam().path, "cuda:0");
+  const Fixture& f = GetParam();
+  const std::string path = f.weight_only_copy ? WeightOnlyCopy(kData + f.dir, f.name)
+                                              : kData + f.dir;
+  auto cpu = Load(path, "cpu");
+  auto gpu = Load(path, "cuda:0");
   ASSERT_TRUE(cpu && gpu);
   for (const quant::LinearSpec& s : gpu->plan->layers()) {
     EXPECT_EQ(s.kernel.rfind("cuda/", 0), 0u) << s.module << " " << s.kernel;
   }
+  double bound = f.tolerance;
+  if (f.fp8_activation_bound) {
+    auto cpu_w8a16 = Load(WeightOnlyCopy(kData + f.dir, f.name), "cpu");
+    ASSERT_TRUE(cpu_w8a16);
+    bound = std::max(bound, CompareSteps(*cpu->model, *cpu_w8a16->model));
+  }
   const double diff = CompareSteps(*cpu->model, *gpu->model);
-  EXPECT_LE(diff, GetParam().tolerance) << GetParam().name;
-  std::printf("%s: max relative logit difference %.3g (tolerance %.3g)\n",
-              GetParam().name.c_str(), diff, GetParam().tolerance);
+  EXPECT_LE(diff, bound) << f.name;
+  std::printf("%s: max relative logit difference %.3g (bound %.3g)\n", f.name.c_str(), diff,
+              bound);
 }
 
+// bf16 activations (and bf16 weights for f32 checkpoints) on the GPU against f32 on the CPU:
+// 3e-2 of the largest logit (these random fixtures have large weights and sharp attention).
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, CudaDecoderVsCpuTest,
-    ::testing::Values(Fixture{"llama_bf16", kData + "models/llama", 3e-2},
-                      Fixture{"ct_w4a16", kData + "quant/ct_w4a16", 3e-2},
-                      Fixture{"ct_fp8_dynamic", kData + "quant/ct_fp8_dynamic", 5e-2},
-                      // W4A16 on the GPU against the CPU's W4A4 reference: activation FP4
-                      // rounding is only on the CPU side.
-                      Fixture{"ct_nvfp4", kData + "quant/ct_nvfp4", 0.25}),
+    ::testing::Values(Fixture{"llama_bf16", "models/llama", 3e-2},
+                      Fixture{"ct_w4a16", "quant/ct_w4a16", 3e-2},
+                      Fixture{"ct_w4a16_asym", "quant/ct_w4a16_asym", 3e-2},
+                      Fixture{"gptq_v1_sym", "quant/gptq_v1_sym", 3e-2},
+                      Fixture{"awq_gemm", "quant/awq_gemm", 3e-2},
+                      Fixture{"ct_mxfp4", "quant/ct_mxfp4", 3e-2},
+                      Fixture{"gptoss_mxfp4_dense", "quant/gptoss_mxfp4_dense", 3e-2},
+                      Fixture{"ct_nvfp4_w4a16", "quant/ct_nvfp4", 3e-2, true},
+                      Fixture{"ct_fp8_dynamic_w8a16", "quant/ct_fp8_dynamic", 3e-2, true},
+                      Fixture{"ct_fp8_block_w8a16", "quant/ct_fp8_block", 3e-2, true},
+                      Fixture{"ct_fp8_dynamic", "quant/ct_fp8_dynamic", 3e-2, false, true},
+                      Fixture{"ct_fp8_static", "quant/ct_fp8", 3e-2, false, true},
+                      Fixture{"ct_mixed", "quant/ct_mixed", 3e-2, false, true}),
     [](const auto& info) { return info.param.name; });
 
 // Without a device: the plan CudaKernelSelector makes for each fixture on every target arch only
 // names kernels the decoder runs, and the arena sizing accepts every layer.
 TEST(CudaDecoderTest, FixturePlansAreRunnable) {
-  for (const char* dir : {"models/llama", "quant/ct_w4a16", "quant/ct_fp8_dynamic",
-                          "quant/ct_nvfp4"}) {
+  for (const char* dir :
+       {"models/llama", "quant/ct_w4a16", "quant/ct_w4a16_asym", "quant/gptq_v1_sym",
+        "quant/awq_gemm", "quant/ct_mxfp4", "quant/gptoss_mxfp4_dense", "quant/ct_nvfp4",
+        "quant/modelopt_nvfp4", "quant/ct_fp8_dynamic", "quant/ct_fp8", "quant/fbgemm_fp8",
+        "quant/modelopt_fp8", "quant/ct_mixed", "quant/hf_fp8_block", "quant/ct_fp8_block"}) {
     auto e = Load(kData + dir, "cpu");
     ASSERT_TRUE(e);
     for (int sm : {80, 89, 90, 100, 120}) {
