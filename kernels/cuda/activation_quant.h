@@ -35,6 +35,14 @@ absl::Status QuantizeFp8PerTokenGroup(const float* x, int64_t rows, int64_t k, i
                                       float eps, GroupScaleLayout layout, uint8_t* q,
                                       float* scales, cudaStream_t stream);
 
+// The group-major form padded to `padded_rows` rows (cuBLASLt's VEC128_32F/BLK128x128 FP8 GEMM
+// needs M % 4 == 0): rows [0, rows) as above, scales[g * padded_rows + m]; rows [rows,
+// padded_rows) get zero codes and unit scales, so the padded GEMM rows are zeros and nothing
+// uninitialized is read. x holds only `rows` rows.
+absl::Status QuantizeFp8PerTokenGroupPadded(const float* x, int64_t rows, int64_t padded_rows,
+                                            int64_t k, int64_t group_size, float eps, uint8_t* q,
+                                            float* scales, cudaStream_t stream);
+
 // NVFP4 with g = global_scale[m * global_scale_row_stride] (stride 0: one static g, 1: per row):
 // sf = e4m3(g * amax_16 / 6), q = e2m1(x * (g / sf)) (0 if sf == 0). q_packed is [rows, k/2]
 // (element 2j in the low nibble), block_scales [rows, k/16] row-major. k % 16 == 0 and x must be

@@ -37,8 +37,9 @@ __global__ void Fp8PerTokenKernel(const float* __restrict__ x, int64_t k,
 }
 
 // One block per row; warp w handles groups w, w + warps, ...
-__global__ void Fp8PerTokenGroupKernel(const float* __restrict__ x, int64_t rows, int64_t k,
-                                       int64_t group_size, float eps, bool group_major,
+// Rows [rows, ld) (group-major padding) get zero codes and unit scales.
+__global__ void Fp8PerTokenGroupKernel(const float* __restrict__ x, int64_t rows, int64_t ld,
+                                       int64_t k, int64_t group_size, float eps, bool group_major,
                                        uint8_t* __restrict__ q, float* __restrict__ scales) {
   const int64_t m = blockIdx.x;
   const int lane = threadIdx.x % kWarpSize;
@@ -47,12 +48,17 @@ __global__ void Fp8PerTokenGroupKernel(const float* __restrict__ x, int64_t rows
   for (int64_t g = threadIdx.x / kWarpSize; g < groups; g += warps) {
     const int64_t begin = g * group_size;
     const int64_t len = min(group_size, k - begin);
+    if (m >= rows) {
+      if (lane == 0) scales[g * ld + m] = 1.0f;
+      for (int64_t i = lane; i < len; i += kWarpSize) q[m * k + begin + i] = 0;
+      continue;
+    }
     const float* xg = x + m * k + begin;
     float amax = 0.0f;
     for (int64_t i = lane; i < len; i += kWarpSize) amax = fmaxf(amax, fabsf(xg[i]));
     float s = fmaxf(WarpMax(amax), eps) / kFp8Max;
     if (s == 0.0f) s = 1.0f;
-    if (lane == 0) scales[group_major ? g * rows + m : m * groups + g] = s;
+    if (lane == 0) scales[group_major ? g * ld + m : m * groups + g] = s;
     uint8_t* qg = q + m * k + begin;
     for (int64_t i = lane; i < len; i += kWarpSize) qg[i] = numeric::EncodeE4m3(xg[i] / s);
   }
@@ -131,7 +137,23 @@ absl::Status QuantizeFp8PerTokenGroup(const float* x, int64_t rows, int64_t k, i
   if (group_size <= 0) return absl::InvalidArgumentError("group_size must be positive");
   if (rows == 0) return absl::OkStatus();
   Fp8PerTokenGroupKernel<<<static_cast<unsigned>(rows), kRowThreads, 0, stream>>>(
-      x, rows, k, group_size, eps, layout == GroupScaleLayout::kGroupMajor, q, scales);
+      x, rows, rows, k, group_size, eps, layout == GroupScaleLayout::kGroupMajor, q, scales);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+absl::Status QuantizeFp8PerTokenGroupPadded(const float* x, int64_t rows, int64_t padded_rows,
+                                            int64_t k, int64_t group_size, float eps, uint8_t* q,
+                                            float* scales, cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(CheckRows(padded_rows, k));
+  if (group_size <= 0) return absl::InvalidArgumentError("group_size must be positive");
+  if (rows < 0 || padded_rows < rows) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("fp8 group quant: ", padded_rows, " padded rows < ", rows, " rows"));
+  }
+  if (padded_rows == 0) return absl::OkStatus();
+  Fp8PerTokenGroupKernel<<<static_cast<unsigned>(padded_rows), kRowThreads, 0, stream>>>(
+      x, rows, padded_rows, k, group_size, eps, true, q, scales);
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
 }

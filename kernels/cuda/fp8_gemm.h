@@ -56,6 +56,14 @@ struct Fp8GemmArgs {
   float* f32_scratch = nullptr;       // [M, N] f32, needed by the epilogue path only
 };
 
+// cuBLASLt's block-scaled FP8 GEMM (VEC128_32F activations x BLK128x128_32F weights) has no
+// algorithm unless M % 4 == 0 (cuBLASLt 13.1 on an H100: M = 1, 2, 3, 5, 6, 17 refused, 4, 8,
+// 12, 16, 20 accepted), so callers run it on this many rows and pad the activations
+// (QuantizeFp8PerTokenGroupPadded). Every other problem runs on exactly M rows.
+inline int64_t Fp8GemmRows(const Fp8GemmProblem& problem, int64_t m) {
+  return problem.weight == Fp8WeightScale::kBlock128 ? (m + 3) / 4 * 4 : m;
+}
+
 absl::Status Fp8Gemm(CublasLtGemm& lt, const Fp8GemmProblem& problem, Fp8Path path,
                      const Fp8GemmArgs& args, cudaStream_t stream);
 

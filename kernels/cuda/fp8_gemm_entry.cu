@@ -115,6 +115,11 @@ absl::Status Fp8Gemm(CublasLtGemm& lt, const Fp8GemmProblem& p, Fp8Path path,
     return absl::InvalidArgumentError("FP8 gemm: null operand or scale");
   }
   if (a.m <= 0) return a.m == 0 ? absl::OkStatus() : absl::InvalidArgumentError("FP8: m < 0");
+  if (Fp8GemmRows(p, a.m) != a.m) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "FP8 block-scaled gemm: ", a.m, " rows; pad them to ", Fp8GemmRows(p, a.m),
+        " (cuBLASLt needs M % 4 == 0)"));
+  }
   const LtGemmConfig config = Fp8LtConfig(p, a.m, path);
   if (path == Fp8Path::kCublasLtScaled) {
     return lt.Run(config, {a.w, a.x, a.w_scales, a.x_scales, 1.0f, a.y}, stream);

@@ -35,5 +35,13 @@ if [[ -f "$model" ]]; then
     echo "greedy text: cuda:0 != cpu"; status=1
   fi
 fi
-[[ -n "${LOG_DIR:-}" ]] && cp "$tmp"/gen-* "$LOG_DIR/" 2>/dev/null
+# SANITIZE=1: compute-sanitizer memcheck over the device tests (out-of-bounds and misaligned
+# accesses, leaks), one summary line per binary.
+if [[ "${SANITIZE:-0}" == 1 ]] && command -v compute-sanitizer >/dev/null; then
+  for t in kernels_cuda_device_test engine_backend_cuda_decoder_test; do
+    compute-sanitizer --tool memcheck --leak-check full "$pack/bin/$t" >"$tmp/san-$t.txt" 2>&1
+    echo "compute-sanitizer memcheck $t: exit $?, $(grep -m1 'ERROR SUMMARY' "$tmp/san-$t.txt")"
+  done
+fi
+[[ -n "${LOG_DIR:-}" ]] && cp "$tmp"/gen-* "$tmp"/san-* "$LOG_DIR/" 2>/dev/null
 exit $status

@@ -270,10 +270,13 @@ absl::Status CudaDecoder::CarveScratch(ArenaRegion& r) {
   TESSERA_ASSIGN_OR_RETURN(s_.sel_bf16, r.AllocateArray<uint16_t>(R * H, "final rows bf16"));
   TESSERA_ASSIGN_OR_RETURN(
       s_.ints, r.AllocateArray<int32_t>(5 * T + T * max_blocks_per_seq_, "step metadata"));
-  const int64_t x_elems = std::max(T * widest, R * H);
-  int64_t y_elems = has_fp8_ ? T * std::max({Q, KV, H, F}) : 0;
-  if (fp8_lm_head_) y_elems = std::max(y_elems, R * V);
-  TESSERA_ASSIGN_OR_RETURN(s_.linear, LinearScratch::Carve(T, x_elems, y_elems, r));
+  // FP8 GEMMs may pad their rows to a multiple of 4 (kernels::cuda::Fp8GemmRows).
+  const int64_t T4 = (T + 3) / 4 * 4, R4 = (R + 3) / 4 * 4;
+  const int64_t x_elems = std::max(T4 * widest, R4 * H);
+  int64_t y_elems = has_fp8_ ? T4 * std::max({Q, KV, H, F}) : 0;
+  if (fp8_lm_head_) y_elems = std::max(y_elems, R4 * V);
+  TESSERA_ASSIGN_OR_RETURN(s_.linear,
+                           LinearScratch::Carve(std::max(T4, R4), x_elems, y_elems, r));
   return absl::OkStatus();
 }
 

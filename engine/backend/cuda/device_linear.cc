@@ -47,7 +47,9 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
                        int64_t rows, float* y, const LinearScratch& s, kc::CublasLtGemm& lt,
                        cudaStream_t stream) {
   const bool fp8 = l.kind == DeviceLinearKind::kFp8W8A8;
-  if (rows > s.rows || rows * l.k > s.x_elems || (fp8 && rows * l.n > s.y_elems)) {
+  // The FP8 GEMM may run on more rows than `rows` (block scaling pads M to a multiple of 4).
+  const int64_t gemm_rows = fp8 ? kc::Fp8GemmRows(l.fp8_problem, rows) : rows;
+  if (gemm_rows > s.rows || gemm_rows * l.k > s.x_elems || (fp8 && gemm_rows * l.n > s.y_elems)) {
     return absl::InternalError(absl::StrCat(l.module, ": ", rows, " rows of [", l.n, " x ", l.k,
                                             "] exceed the linear scratch (", s.rows, " rows, ",
                                             s.x_elems, " / ", s.y_elems, " elements)"));
@@ -82,10 +84,11 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
             kc::QuantizeFp8StaticDivide(x, rows * l.k, l.static_input_scale, s.x_fp8, stream));
         x_scales = l.static_input_scale;
       } else if (l.activation_group > 0) {
-        // Group-major [K/128, rows]: the order cuBLASLt's VEC128_32F mode reads.
-        TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerTokenGroup(
-            x, rows, l.k, l.activation_group, kernels::cpu::kFp8PerTokenGroupEps,
-            kc::GroupScaleLayout::kGroupMajor, s.x_fp8, s.x_scales, stream));
+        // Group-major [K/128, gemm_rows]: the order cuBLASLt's VEC128_32F mode reads, padded
+        // with zero rows to the GEMM's row count.
+        TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerTokenGroupPadded(
+            x, rows, gemm_rows, l.k, l.activation_group, kernels::cpu::kFp8PerTokenGroupEps,
+            s.x_fp8, s.x_scales, stream));
       } else {
         TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerToken(x, rows, l.k, l.scale_ub,
                                                         kernels::cpu::kFp8PerTokenMinScale,
@@ -96,7 +99,7 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
       args.w_scales = l.fp8_scales;
       args.x = s.x_fp8;
       args.x_scales = x_scales;
-      args.m = rows;
+      args.m = gemm_rows;
       args.y = s.y_bf16;
       args.f32_scratch = s.y_f32;
       TESSERA_RETURN_IF_ERROR(kc::Fp8Gemm(lt, l.fp8_problem, l.fp8_path, args, stream));
