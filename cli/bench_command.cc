@@ -22,6 +22,9 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "engine/model/decoder_model.h"
+#ifdef TESSERA_HAVE_CUDA
+#include "engine/backend/cuda/cuda_decoder.h"
+#endif
 #include "engine/runtime/engine_loader.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/cpu/memory_bandwidth.h"
@@ -38,6 +41,7 @@ const std::vector<FlagSpec> kFlags = {
     {"threads", false, "CPU threads (default: all)"},
     {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0 and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
     {"seed", false, "seed of the random prompts (default 0)"},
+    {"device", false, "cpu (default), cuda or cuda:N"},
     {"help", true, "show this help"},
 };
 
@@ -102,13 +106,21 @@ int RunBench(const std::vector<std::string>& argv) {
   }
   if (*prompt <= 0 || *gen <= 0) return Fail(absl::InvalidArgumentError("--prompt and --gen must be > 0"));
 
-  auto engine = runtime::LoadEngine(args->GetString("model"),
-                                    {.threads = static_cast<int>(*threads),
-                                     .precision_plan_path = args->GetString("precision_plan"),
-                                     .cpu_int8_activations = args->GetBool("cpu_int8_activations")});
+  const std::string device = args->GetString("device", "cpu");
+  const int64_t block_tokens = 16;
+  const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
+  runtime::EngineOptions options{.threads = static_cast<int>(*threads),
+                                 .precision_plan_path = args->GetString("precision_plan"),
+                                 .cpu_int8_activations = args->GetBool("cpu_int8_activations"),
+                                 .device = device};
+  // A device KV pool just large enough for the largest batch.
+  options.kv_blocks = max_batch * ((*prompt + *gen + block_tokens - 1) / block_tokens);
+  options.kv_block_tokens = block_tokens;
+  auto engine = runtime::LoadEngine(args->GetString("model"), options);
   if (!engine.ok()) return Fail(engine.status());
   auto& e = **engine;
   const auto& c = e.model->config();
+  const bool on_cpu = e.model->uses_host_kv_storage();
   // The CPU model knows what its Linears stream (quantized plans shrink it); otherwise count the
   // file's tensors.
   int64_t weight_bytes = DecodeWeightBytes(*e.source.store);
@@ -124,22 +136,34 @@ int RunBench(const std::vector<std::string>& argv) {
       }
     }
   }
-  std::printf("model %s: %lld layers, hidden %lld, vocab %lld; threads %d; decode weight bytes %.1f MiB; load %.2f s\n",
+#ifdef TESSERA_HAVE_CUDA
+  if (const auto* cd = dynamic_cast<const backend::cuda::CudaDecoder*>(e.model.get());
+      cd != nullptr) {
+    weight_bytes = cd->linear_weight_bytes();
+  }
+#endif
+  std::printf("model %s: %lld layers, hidden %lld, vocab %lld; %s; threads %d; decode weight bytes %.1f MiB; load %.2f s\n",
               args->GetString("model").c_str(), static_cast<long long>(c.num_layers),
               static_cast<long long>(c.hidden_size), static_cast<long long>(c.vocab_size),
-              e.pool->size(), weight_bytes / 1048576.0, e.load_seconds);
+              e.model->device().c_str(), e.pool->size(), weight_bytes / 1048576.0,
+              e.load_seconds);
+  if (!on_cpu) {
+    // The host's memory rooflines say nothing about a device; compare weight GB/s with the
+    // device's (tests/gpu/gpu_bench measures cuBLASLt's achieved rate in the same way).
+    std::printf("(device run: the host triad and weight-read columns are not measured)\n");
+  }
   std::printf("%6s %8s %6s %14s %16s %16s %12s %11s %10s %8s %13s %8s %12s\n", "batch", "prompt",
               "gen", "prefill tok/s", "decode tok/s/seq", "decode tok/s agg", "weight GB/s",
               "triad GB/s", "read GB/s", "% triad", "w-read GB/s", "% w-read", "peak RSS MiB");
-  kernels::cpu::MemoryBandwidth before = kernels::cpu::MeasureMemoryBandwidth(e.pool.get());
+  kernels::cpu::MemoryBandwidth before{};
+  if (on_cpu) before = kernels::cpu::MeasureMemoryBandwidth(e.pool.get());
 
   std::mt19937 rng(static_cast<uint32_t>(*seed));
   std::uniform_int_distribution<int32_t> tok(3, static_cast<int32_t>(c.vocab_size - 1));
   for (const int64_t B : batches) {
     const int64_t len = *prompt + *gen;
-    const int64_t block_tokens = 16;
     runtime::KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, block_tokens,
-                           B * ((len + block_tokens - 1) / block_tokens));
+                           B * ((len + block_tokens - 1) / block_tokens), on_cpu);
     std::vector<runtime::SequenceKv> seqs(B);
     std::vector<std::vector<int32_t>> prompts(B, std::vector<int32_t>(*prompt));
     for (auto& p : prompts) for (auto& t : p) t = tok(rng);
@@ -166,16 +190,17 @@ int RunBench(const std::vector<std::string>& argv) {
     }
     const double decode_s = Seconds(t0);
     const double per_seq = *gen / decode_s;
-    const kernels::cpu::MemoryBandwidth after = kernels::cpu::MeasureMemoryBandwidth(e.pool.get());
+    kernels::cpu::MemoryBandwidth after{};
+    if (on_cpu) after = kernels::cpu::MeasureMemoryBandwidth(e.pool.get());
     const double triad = std::max(before.triad_gbs, after.triad_gbs);
     const double read = std::max(before.read_gbs, after.read_gbs);
     before = after;
     const double weight_gbs = weight_bytes * per_seq / 1e9;
-    const double wread = kernels::cpu::MeasureSpanReadGBs(e.pool.get(), spans);
+    const double wread = on_cpu ? kernels::cpu::MeasureSpanReadGBs(e.pool.get(), spans) : 0.0;
     std::printf("%6lld %8lld %6lld %14.1f %16.2f %16.2f %12.2f %11.1f %10.1f %7.0f%% %13.1f %7.0f%% %12.0f\n",
                 static_cast<long long>(B), static_cast<long long>(*prompt),
                 static_cast<long long>(*gen), B * *prompt / prefill_s, per_seq, per_seq * B,
-                weight_gbs, triad, read, 100.0 * weight_gbs / triad, wread,
+                weight_gbs, triad, read, triad > 0 ? 100.0 * weight_gbs / triad : 0.0, wread,
                 wread > 0 ? 100.0 * weight_gbs / wread : 0.0, PeakRssMiB());
     std::fflush(stdout);
   }

@@ -23,7 +23,8 @@ for b in "${bins[@]}"; do ldd "$b" | awk '$3 ~ /^\// {print $3}'; done | sort -u
 cp "$build"/kernels/cuda/CMakeFiles/tessera_kernels_cuda.dir/*.ptxas.txt "$pack/ptxas/"
 shared="$(sed -n 's/^TESSERA_SHARED_DIR:PATH=//p' "$build/CMakeCache.txt")"
 cp "$shared/models/stories260K/stories260K.gguf" "$shared/reference/stories260K-greedy.json" \
-  "$pack/models/" 2>/dev/null || echo "note: stories260K not packed (no shared/ at $shared)"
+  "$shared/reference/vocab/ggml-vocab-llama-spm.gguf" "$pack/models/" 2>/dev/null ||
+  echo "note: stories260K / the llama vocab not packed (no shared/ at $shared)"
 # Where the binaries look for test data and ptxas reports (compiled-in absolute paths).
 printf 'source=%s\nbuild=%s\n' "$root" "$build" >"$pack/paths"
 mkdir -p "$out"

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/common/logging.h"
 #include "engine/common/status_macros.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/decoder_ops.h"
@@ -110,14 +111,18 @@ absl::Status CudaDecoder::RunPass(absl::Span<const model::SequenceChunk> chunks,
   batch.positions = s_.ints + T;
   batch.context_lens = s_.ints + 3 * T;
 
-  TESSERA_RETURN_IF_ERROR(kc::Embedding(
-      embedding_, embedding_bf16_ ? kc::TableDtype::kBf16 : kc::TableDtype::kF32, c.vocab_size,
-      c.hidden_size, s_.ints, rows, s_.h, stream));
-  TESSERA_RETURN_IF_ERROR(RunLayers(rows, batch));
-
-  // Final norm and lm_head on the selected rows only, max_logit_rows at a time.
-  const float eps = static_cast<float>(c.rms_norm_eps);
   const int64_t R = limits_.max_logit_rows, count = static_cast<int64_t>(selected.size());
+  TESSERA_RETURN_IF_ERROR(RunPassKernels(rows, count, batch));
+  if (count <= R) {
+    if (count > 0) {
+      RETURN_IF_CUDA_ERROR(cudaMemcpyAsync(logits_out, s_.logits,
+                                           count * c.vocab_size * sizeof(float),
+                                           cudaMemcpyDeviceToHost, stream));
+    }
+    return absl::OkStatus();
+  }
+  // More logit rows than the logit scratch holds: final norm and lm_head R rows at a time.
+  const float eps = static_cast<float>(c.rms_norm_eps);
   for (int64_t off = 0; off < count; off += R) {
     const int64_t n = std::min(R, count - off);
     TESSERA_RETURN_IF_ERROR(
@@ -131,6 +136,52 @@ absl::Status CudaDecoder::RunPass(absl::Span<const model::SequenceChunk> chunks,
                                          cudaMemcpyDeviceToHost, stream));
   }
   return absl::OkStatus();
+}
+
+absl::Status CudaDecoder::EnqueuePass(int64_t rows, int64_t count, const kc::AttentionBatch& batch) {
+  const model::ModelConfig& c = config_;
+  const cudaStream_t stream = stream_.get();
+  TESSERA_RETURN_IF_ERROR(kc::Embedding(
+      embedding_, embedding_bf16_ ? kc::TableDtype::kBf16 : kc::TableDtype::kF32, c.vocab_size,
+      c.hidden_size, s_.ints, rows, s_.h, stream));
+  TESSERA_RETURN_IF_ERROR(RunLayers(rows, batch));
+  if (count <= 0 || count > limits_.max_logit_rows) return absl::OkStatus();
+  const float eps = static_cast<float>(c.rms_norm_eps);
+  TESSERA_RETURN_IF_ERROR(kc::GatherRows(s_.h, s_.ints + 4 * limits_.max_step_tokens, count,
+                                         c.hidden_size, s_.sel, stream));
+  TESSERA_RETURN_IF_ERROR(
+      kc::RmsNorm(s_.sel, final_norm_, count, c.hidden_size, eps, s_.sel, s_.sel_bf16, stream));
+  return RunLinear(lm_head_, s_.sel, s_.sel_bf16, count, s_.logits, s_.linear, *lt_, stream);
+}
+
+absl::Status CudaDecoder::RunPassKernels(int64_t rows, int64_t count,
+                                         const kc::AttentionBatch& batch) {
+  const cudaStream_t stream = stream_.get();
+  if (rows > limits_.graph_max_rows) return EnqueuePass(rows, count, batch);
+  auto it = graphs_.find({rows, count});
+  if (it == graphs_.end()) {
+    if (static_cast<int64_t>(graphs_.size()) >= limits_.max_graphs) {
+      return EnqueuePass(rows, count, batch);
+    }
+    it = graphs_.try_emplace({rows, count}).first;
+  }
+  GraphSlot& slot = it->second;
+  ++slot.uses;
+  // The first pass of a shape runs eagerly: it also makes cuBLASLt's heuristic queries and
+  // plan cache entries, which must not happen inside a capture.
+  if (slot.failed || slot.uses == 1) return EnqueuePass(rows, count, batch);
+  if (slot.uses == 2) {
+    absl::StatusOr<kc::CapturedGraph> g =
+        kc::CapturedGraph::Capture(stream, [&] { return EnqueuePass(rows, count, batch); });
+    if (!g.ok()) {
+      slot.failed = true;
+      TLOG_WARNING("%s: CUDA graph capture of a %d-row pass failed (%s); it runs eagerly",
+                   device(), rows, std::string(g.status().message()));
+      return EnqueuePass(rows, count, batch);
+    }
+    slot.graph = std::move(*g);
+  }
+  return slot.graph.Launch(stream);
 }
 
 absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batch) {

@@ -19,8 +19,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "engine/backend/cuda/device_arena.h"
 #include "engine/backend/cuda/device_linear.h"
@@ -31,6 +33,7 @@
 #include "engine/quant/quant_config.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/cuda_graph.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/device_memory.h"
 
@@ -50,6 +53,12 @@ class CudaDecoder : public model::Decoder {
     // scratch, capped at max_auto_kv_contexts full contexts.
     double kv_memory_fraction = 0.9;
     int64_t max_auto_kv_contexts = 64;
+    // Passes of at most this many rows replay a CUDA graph captured the second time their shape
+    // (rows, logit rows) is seen; 0 (or TESSERA_CUDA_GRAPHS=0 in the environment) launches every
+    // kernel from the host instead. Replays run the same kernels with the same arguments, so
+    // results are bit-identical either way.
+    int64_t graph_max_rows = 256;
+    int64_t max_graphs = 64;  // distinct shapes kept; later shapes run eagerly
   };
 
   // `plan` must have been resolved with CudaKernelSelector for this device's sm. `source`,
@@ -81,6 +90,8 @@ class CudaDecoder : public model::Decoder {
   int64_t kv_blocks() const { return kv_blocks_; }
   int64_t kv_block_tokens() const { return kv_block_tokens_; }
   size_t arena_bytes() const { return arena_.capacity(); }
+  // Device bytes of every Linear (lm_head included): what one decode step streams.
+  int64_t linear_weight_bytes() const { return linear_weight_bytes_; }
 
  private:
   struct Layer {
@@ -108,6 +119,20 @@ class CudaDecoder : public model::Decoder {
                        int64_t begin, int64_t end, absl::Span<const int64_t> selected,
                        float* logits_out);
   absl::Status RunLayers(int64_t rows, const kernels::cuda::AttentionBatch& batch);
+  // Embedding, the layers and (count <= max_logit_rows) the lm_head of one pass whose metadata
+  // is already in s_.ints: everything between the metadata upload and the logits download.
+  absl::Status EnqueuePass(int64_t rows, int64_t count, const kernels::cuda::AttentionBatch& batch);
+  // EnqueuePass through the graph cache: eager the first time a shape is seen, captured the
+  // second, replayed after that.
+  absl::Status RunPassKernels(int64_t rows, int64_t count,
+                              const kernels::cuda::AttentionBatch& batch);
+
+  struct GraphSlot {
+    int uses = 0;
+    bool failed = false;  // capture failed once: this shape stays eager
+    kernels::cuda::CapturedGraph graph;
+  };
+  absl::flat_hash_map<std::pair<int64_t, int64_t>, GraphSlot> graphs_;
 
   model::ModelConfig config_;
   Limits limits_;
@@ -117,6 +142,7 @@ class CudaDecoder : public model::Decoder {
   int64_t max_blocks_per_seq_ = 0;
   bool has_fp8_ = false;      // some layer runs FP8 W8A8 (needs the GEMM output scratch)
   bool fp8_lm_head_ = false;  // ... and lm_head too (vocab-wide output scratch)
+  int64_t linear_weight_bytes_ = 0;
 
   kernels::cuda::CudaStream stream_;
   std::unique_ptr<kernels::cuda::CublasLtGemm> lt_;

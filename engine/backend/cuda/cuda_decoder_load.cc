@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -87,6 +88,9 @@ absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
   d->config_ = source.config;
   d->limits_ = limits;
   d->limits_.max_logit_rows = std::min(limits.max_logit_rows, limits.max_step_tokens);
+  if (const char* env = std::getenv("TESSERA_CUDA_GRAPHS"); env != nullptr && env[0] == '0') {
+    d->limits_.graph_max_rows = 0;
+  }
   d->info_ = info;
   d->kv_block_tokens_ = kv_block_tokens;
   d->max_blocks_per_seq_ = (source.config.max_context + kv_block_tokens - 1) / kv_block_tokens;
@@ -135,6 +139,7 @@ absl::Status CudaDecoder::Load(const model::ModelSource& source, const quant::Pr
     }
     TESSERA_ASSIGN_OR_RETURN(size_t bytes, DeviceLinearBytes(*job.spec, !job.bias.empty()));
     weight_bytes += bytes;
+    linear_weight_bytes_ += static_cast<int64_t>(bytes);
     jobs.push_back(std::move(job));
     return absl::OkStatus();
   };

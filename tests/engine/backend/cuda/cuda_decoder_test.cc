@@ -186,6 +186,22 @@ TEST(CudaDecoderTest, PassesAreExact) {
   EXPECT_LE(CompareSteps(*e->model, **split), 1e-3);
 }
 
+// Graph replays run the same kernels with the same arguments as eager launches: the logits of
+// every step are bit-identical. Two rounds: the first captures each shape, the second replays.
+TEST(CudaDecoderTest, GraphReplaysAreExact) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  for (const char* dir : {"models/llama", "quant/ct_w4a16", "quant/ct_fp8_dynamic"}) {
+    auto e = Load(kData + dir, "cuda:0");
+    ASSERT_TRUE(e);
+    CudaDecoder::Limits eager;
+    eager.graph_max_rows = 0;
+    auto d = CudaDecoder::Create(e->source, *e->plan, *e->quant_config, 0, 32, 16, eager);
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(CompareSteps(**d, *e->model), 0.0) << dir << " (capture round)";
+    EXPECT_EQ(CompareSteps(**d, *e->model), 0.0) << dir << " (replay round)";
+  }
+}
+
 TEST(CudaDecoderTest, RejectsForeignCacheAndNoDevice) {
   if (!HaveDevice()) {
     auto e = Load(kData + "models/llama", "cpu");
