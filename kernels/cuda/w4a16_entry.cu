@@ -2,6 +2,7 @@
 // format dispatch. Arch cascade: one generic mma.sync kernel serves sm_80 and every later arch
 // (Hopper and Blackwell still execute warp-level MMA); below sm_80 there is no bf16 MMA. Native
 // FP4 MMA (W4A4) lives in the cuBLASLt block-scaled path, not here.
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -103,6 +104,44 @@ absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16
                     1.0f, n, k, x, m, bias, y, stream);
   }
   return absl::InvalidArgumentError("w4a16: unknown format");
+}
+
+absl::Status DequantizeW4ToBf16(const W4A16Weights& w, int64_t n, int64_t k, uint16_t* out,
+                                cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(CheckW4A16Shape({w.format, n, k, w.group_size, false},
+                                          absl::StrCat("w4a16 dequantize ", FormatName(w.format),
+                                                       " [", n, " x ", k, "]")));
+  if (w.packed == nullptr || out == nullptr) {
+    return absl::InvalidArgumentError("w4a16 dequantize: null weights or output");
+  }
+  if (reinterpret_cast<uintptr_t>(out) % 4 != 0) {
+    return absl::InvalidArgumentError("w4a16 dequantize: output must be 4-byte aligned");
+  }
+  const int64_t bytes = n * (k / 2);
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((bytes + 255) / 256, 65535));
+  uint32_t* out32 = reinterpret_cast<uint32_t*>(out);
+  switch (w.format) {
+    case W4Format::kNvfp4:
+      if (w.block_scales == nullptr) return absl::InvalidArgumentError("nvfp4: no block scales");
+      w4a16::DequantizeKernel<<<blocks, 256, 0, stream>>>(
+          w.packed, w4a16::Nvfp4Dequant{w.block_scales, k}, n, k, out32);
+      break;
+    case W4Format::kMxfp4:
+      if (w.block_scales == nullptr) return absl::InvalidArgumentError("mxfp4: no scales");
+      w4a16::DequantizeKernel<<<blocks, 256, 0, stream>>>(
+          w.packed, w4a16::Mxfp4Dequant{w.block_scales, k}, n, k, out32);
+      break;
+    case W4Format::kInt4:
+      if (w.scales == nullptr || w.zeros == nullptr) {
+        return absl::InvalidArgumentError("int4: no scales or zero points");
+      }
+      w4a16::DequantizeKernel<<<blocks, 256, 0, stream>>>(
+          w.packed, w4a16::Int4Dequant{w.scales, w.zeros, k / w.group_size, w.group_size}, n, k,
+          out32);
+      break;
+  }
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
 }
 
 }  // namespace tessera::kernels::cuda

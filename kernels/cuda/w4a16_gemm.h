@@ -55,6 +55,17 @@ absl::Status SupportsW4A16(const W4A16Problem& problem, int sm);
 absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,
                        const float* bias, float* y, cudaStream_t stream);
 
+// The weights as bf16 [n, k] (raw bits), each element exactly what W4A16Gemm feeds its MMA
+// (NVFP4's global scale excluded: W4A16Gemm applies it to the result, and so must the caller).
+// For many rows (prefill) dequantizing once and running cuBLASLt's bf16 GEMM beats the fused
+// kernel, which re-decodes the weights for every 16-row tile: on an H100, 8192 x 8192 at M = 4096
+// ran at 65 TFLOP/s fused against 900 for cuBLASLt bf16.
+absl::Status DequantizeW4ToBf16(const W4A16Weights& w, int64_t n, int64_t k, uint16_t* out,
+                                cudaStream_t stream);
+
+// Rows from which the decoder dequantizes and calls cuBLASLt instead of W4A16Gemm.
+inline constexpr int64_t kW4A16DequantMinRows = 128;
+
 }  // namespace tessera::kernels::cuda
 
 #endif  // TESSERA_KERNELS_CUDA_W4A16_GEMM_H_

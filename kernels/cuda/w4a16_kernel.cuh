@@ -236,6 +236,23 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 }
 
+// out[n, k] bf16 = the MMA operand values of W4A16Kernel: one thread per weight byte (two
+// elements), rows of K / 2 bytes.
+template <typename Dequant>
+__global__ void __launch_bounds__(256)
+    DequantizeKernel(const uint8_t* __restrict__ packed, Dequant dequant, int64_t n, int64_t k,
+                     uint32_t* __restrict__ out) {
+  __shared__ uint32_t e2m1_pairs[kE2m1PairTableSize];
+  FillE2m1PairTable(e2m1_pairs);
+  __syncthreads();
+  const int64_t bytes = n * (k / 2);
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < bytes;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / (k / 2), k0 = 2 * (i % (k / 2));
+    out[i] = dequant.Pair(packed[i], dequant.Scale(row, k0), e2m1_pairs);
+  }
+}
+
 }  // namespace tessera::kernels::cuda::w4a16
 
 #endif  // TESSERA_KERNELS_CUDA_W4A16_KERNEL_CUH_

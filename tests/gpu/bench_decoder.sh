@@ -13,7 +13,7 @@ if [[ ! -f "$model" ]]; then
   "$bin" synth --shape tinyllama-1.1b --type F16 --out "$model" --vocab-from "$vocab" || exit 1
 fi
 status=0
-for plan in none bench-int4-g128 bench-fp8 bench-nvfp4 bench-mxfp4; do
+for plan in ${PLANS:-none bench-int4-g128 bench-fp8 bench-nvfp4 bench-mxfp4}; do
   echo "== plan: $plan"
   extra=()
   [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")

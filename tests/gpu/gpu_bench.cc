@@ -78,6 +78,25 @@ int main() {
     Row("w4a16 nvfp4 m=" + std::to_string(m) + " 8192x8192", ms, 2.0 * m * n * k,
         n * k / 2 + n * k / 16 + m * k * 2 + m * n * 4, info->PeakBf16Tflops(), bw);
   }
+  if (auto lt = kc::CublasLtGemm::Create(); lt.ok()) {
+    // The decoder's prefill path for 4-bit weights: dequantize the layer once, cuBLASLt bf16.
+    kc::DeviceBuffer wb = Zeros(n * k * 2);
+    kc::W4A16Weights w{kc::W4Format::kNvfp4, w4.as<uint8_t>(), sf.as<uint8_t>(), 1.0f};
+    for (int64_t m : {128, 512, 4096}) {
+      const kc::LtGemmConfig c{kc::LtGemmKind::kBf16, m, n, k, kc::LtScaleMode::kNone,
+                               kc::LtScaleMode::kNone, true};
+      const double ms = TimeMs([&]() -> absl::Status {
+        if (absl::Status st = kc::DequantizeW4ToBf16(w, n, k, wb.as<uint16_t>(), nullptr);
+            !st.ok()) {
+          return st;
+        }
+        return (*lt)->Run(c, {wb.data(), x.data(), nullptr, nullptr, 1.0f, y.data()}, nullptr);
+      });
+      Row("nvfp4 dequant+cublaslt m=" + std::to_string(m), ms, 2.0 * m * n * k,
+          n * k / 2 + n * k / 16 + 2.0 * n * k * 2 + m * k * 2 + m * n * 4,
+          info->PeakBf16Tflops(), bw);
+    }
+  }
   {
     // INT4 group 128 (GPTQ/AWQ) and MXFP4 decode shapes: the weight stream is the roofline.
     kc::DeviceBuffer scales = Zeros(n * (k / 128) * 4), zeros = Zeros(n * (k / 128) * 4);

@@ -143,6 +143,7 @@ class CudaDecoder : public model::Decoder {
   bool has_fp8_ = false;      // some layer runs FP8 W8A8 (needs the GEMM output scratch)
   bool fp8_lm_head_ = false;  // ... and lm_head too (vocab-wide output scratch)
   int64_t linear_weight_bytes_ = 0;
+  int64_t w4_dequant_elems_ = 0;  // largest W4A16 layer (N x K), dequantized for big passes
 
   kernels::cuda::CudaStream stream_;
   std::unique_ptr<kernels::cuda::CublasLtGemm> lt_;

@@ -15,6 +15,7 @@
 #include "engine/common/status_macros.h"
 #include "engine/model/weight_names.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/w4a16_gemm.h"
 
 namespace tessera::backend::cuda {
 namespace {
@@ -162,6 +163,10 @@ absl::Status CudaDecoder::Load(const model::ModelSource& source, const quant::Pr
 
   // 2. Scratch (measured by carving it from a counting region) and the KV pools.
   for (const LinearJob& job : jobs) {
+    if (job.spec->kernel.rfind("cuda/w4a16-", 0) == 0 &&
+        limits_.max_step_tokens >= kernels::cuda::kW4A16DequantMinRows) {
+      w4_dequant_elems_ = std::max(w4_dequant_elems_, job.spec->n * job.spec->k);
+    }
     if (job.spec->kernel.rfind("cuda/fp8-w8a8-", 0) == 0) has_fp8_ = true;
     if (job.layer < 0 && job.spec->kernel.rfind("cuda/fp8-w8a8-", 0) == 0) fp8_lm_head_ = true;
   }
@@ -281,7 +286,8 @@ absl::Status CudaDecoder::CarveScratch(ArenaRegion& r) {
   int64_t y_elems = has_fp8_ ? T4 * std::max({Q, KV, H, F}) : 0;
   if (fp8_lm_head_) y_elems = std::max(y_elems, R4 * V);
   TESSERA_ASSIGN_OR_RETURN(s_.linear,
-                           LinearScratch::Carve(std::max(T4, R4), x_elems, y_elems, r));
+                           LinearScratch::Carve(std::max(T4, R4), x_elems, y_elems,
+                                                w4_dequant_elems_, r));
   return absl::OkStatus();
 }
 

@@ -21,19 +21,24 @@ int64_t ScaleSlots(int64_t rows, int64_t x_elems) { return x_elems / kGroup + ro
 
 }  // namespace
 
-size_t LinearScratch::Bytes(int64_t rows, int64_t x_elems, int64_t y_elems) {
+size_t LinearScratch::Bytes(int64_t rows, int64_t x_elems, int64_t y_elems, int64_t w_elems) {
   const auto x = static_cast<size_t>(x_elems), y = static_cast<size_t>(y_elems);
   return ArenaAligned(x * 2) + ArenaAligned(x) +
          ArenaAligned(static_cast<size_t>(ScaleSlots(rows, x_elems)) * 4) + ArenaAligned(y * 2) +
-         ArenaAligned(y * 4);
+         ArenaAligned(y * 4) + (w_elems > 0 ? ArenaAligned(static_cast<size_t>(w_elems) * 2) : 0);
 }
 
 absl::StatusOr<LinearScratch> LinearScratch::Carve(int64_t rows, int64_t x_elems,
-                                                   int64_t y_elems, ArenaRegion& region) {
+                                                   int64_t y_elems, int64_t w_elems,
+                                                   ArenaRegion& region) {
   LinearScratch s;
   s.rows = rows;
   s.x_elems = x_elems;
   s.y_elems = y_elems;
+  s.w_elems = w_elems;
+  if (w_elems > 0) {
+    TESSERA_ASSIGN_OR_RETURN(s.w_bf16, region.AllocateArray<uint16_t>(w_elems, "w4 as bf16"));
+  }
   TESSERA_ASSIGN_OR_RETURN(s.x_bf16, region.AllocateArray<uint16_t>(x_elems, "x bf16"));
   TESSERA_ASSIGN_OR_RETURN(s.x_fp8, region.AllocateArray<uint8_t>(x_elems, "x fp8"));
   TESSERA_ASSIGN_OR_RETURN(s.x_scales,
@@ -75,8 +80,27 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
       if (l.bias != nullptr) TESSERA_RETURN_IF_ERROR(kc::AddBiasRows(y, l.bias, rows, l.n, stream));
       return absl::OkStatus();
     }
-    case DeviceLinearKind::kW4A16:
-      return kc::W4A16Gemm(l.w4, l.n, l.k, x_bf16, rows, l.bias, y, stream);
+    case DeviceLinearKind::kW4A16: {
+      if (rows < kc::kW4A16DequantMinRows || s.w_bf16 == nullptr || l.n * l.k > s.w_elems) {
+        return kc::W4A16Gemm(l.w4, l.n, l.k, x_bf16, rows, l.bias, y, stream);
+      }
+      TESSERA_RETURN_IF_ERROR(kc::DequantizeW4ToBf16(l.w4, l.n, l.k, s.w_bf16, stream));
+      kc::LtGemmConfig config;
+      config.kind = kc::LtGemmKind::kBf16;
+      config.m = rows;
+      config.n = l.n;
+      config.k = l.k;
+      config.f32_output = true;
+      kc::LtGemmArgs args;
+      args.weights = s.w_bf16;
+      args.activations = x_bf16;
+      // W4A16Gemm's α: NVFP4's global scale on the f32 result, 1 for the other formats.
+      args.alpha = l.w4.format == kc::W4Format::kNvfp4 ? l.w4.global_scale : 1.0f;
+      args.out = y;
+      TESSERA_RETURN_IF_ERROR(lt.Run(config, args, stream));
+      if (l.bias != nullptr) TESSERA_RETURN_IF_ERROR(kc::AddBiasRows(y, l.bias, rows, l.n, stream));
+      return absl::OkStatus();
+    }
     case DeviceLinearKind::kFp8W8A8: {
       const float* x_scales = s.x_scales;
       if (l.static_input_scale != nullptr) {

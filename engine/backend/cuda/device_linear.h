@@ -23,16 +23,19 @@ namespace tessera::backend::cuda {
 // and lm_head (few rows, N = vocab) share one set: a call needs rows <= rows, rows * K <= x_elems
 // and rows * N <= y_elems.
 struct LinearScratch {
-  int64_t rows = 0, x_elems = 0, y_elems = 0;
+  int64_t rows = 0, x_elems = 0, y_elems = 0, w_elems = 0;
   uint16_t* x_bf16 = nullptr;     // [x_elems] when the caller has no bf16 copy
   uint8_t* x_fp8 = nullptr;       // [x_elems]
   float* x_scales = nullptr;      // [x_elems / 128 + rows] per token or per 128-group
   uint16_t* y_bf16 = nullptr;     // [y_elems] FP8 GEMM output
   float* y_f32 = nullptr;         // [y_elems] FP8 epilogue-path accumulator
+  // [w_elems] bf16 weights of one W4A16 layer, dequantized for passes of at least
+  // kernels::cuda::kW4A16DequantMinRows rows (null when no such pass can happen).
+  uint16_t* w_bf16 = nullptr;
 
-  static size_t Bytes(int64_t rows, int64_t x_elems, int64_t y_elems);
+  static size_t Bytes(int64_t rows, int64_t x_elems, int64_t y_elems, int64_t w_elems = 0);
   static absl::StatusOr<LinearScratch> Carve(int64_t rows, int64_t x_elems, int64_t y_elems,
-                                             ArenaRegion& region);
+                                             int64_t w_elems, ArenaRegion& region);
 };
 
 // y = x · Wᵀ (+ bias) for `rows` <= scratch.rows. `x` is f32 [rows, K]; `x_bf16` is the same

@@ -17,6 +17,7 @@
 #include "kernels/cuda/activation_quant.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/fp8_gemm.h"
 #include "kernels/cuda/w4a16_gemm.h"
@@ -252,6 +253,18 @@ TEST_P(W4A16DeviceTest, MatchesCpuReference) {
     // are rounded to bf16 (relative error 2^-9 per weight, NMSE ~ 2^-18 / 3).
     const double bound = format == W4Format::kInt4 ? 1e-5 : 1e-10;
     EXPECT_LT(Nmse(Download<float>(dy, m * n), ref), bound) << m << "x" << n << "x" << k;
+
+    // The prefill path: the same bf16 weights dequantized once, then cuBLASLt's bf16 GEMM with
+    // W4A16Gemm's α (NVFP4's global scale) and the bias added after.
+    DeviceBuffer dw = Alloc(n * k * 2), dy2 = Alloc(m * n * 4);
+    ASSERT_OK(DequantizeW4ToBf16(w, n, k, dw.as<uint16_t>(), nullptr));
+    auto lt = CublasLtGemm::Create();
+    ASSERT_TRUE(lt.ok()) << lt.status();
+    const LtGemmConfig c{LtGemmKind::kBf16, m, n, k, LtScaleMode::kNone, LtScaleMode::kNone, true};
+    const float alpha = format == W4Format::kNvfp4 ? w.global_scale : 1.0f;
+    ASSERT_OK((*lt)->Run(c, {dw.data(), dx.data(), nullptr, nullptr, alpha, dy2.data()}, nullptr));
+    ASSERT_OK(AddBiasRows(dy2.as<float>(), dbias.as<float>(), m, n, nullptr));
+    EXPECT_LT(Nmse(Download<float>(dy2, m * n), ref), bound) << "dequantized, " << m << "x" << n;
   }
 }
 

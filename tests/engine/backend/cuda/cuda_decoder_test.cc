@@ -186,6 +186,29 @@ TEST(CudaDecoderTest, PassesAreExact) {
   EXPECT_LE(CompareSteps(*e->model, **split), 1e-3);
 }
 
+// A prefill long enough for the W4A16 layers to take the dequantize + cuBLASLt path
+// (kW4A16DequantMinRows) against the CPU, then decode steps through the fused kernel.
+TEST(CudaDecoderTest, LongW4A16PrefillMatchesCpu) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  for (const char* dir : {"quant/ct_w4a16", "quant/ct_mxfp4"}) {
+    auto cpu = Load(kData + dir, "cpu");
+    auto gpu = Load(kData + dir, "cuda:0");
+    ASSERT_TRUE(cpu && gpu);
+    const auto& c = cpu->model->config();
+    runtime::KvCache ca(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16, true);
+    runtime::KvCache cb(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16, false);
+    runtime::SequenceKv sa, sb;
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 200; ++i) prompt.push_back(static_cast<int32_t>((11 * i + 5) % c.vocab_size));
+    std::vector<float> la, lb;
+    ASSERT_TRUE(cpu->model->Forward({{&sa, prompt, true, false}}, ca, &la).ok());
+    absl::Status st = gpu->model->Forward({{&sb, prompt, true, false}}, cb, &lb);
+    ASSERT_TRUE(st.ok()) << st;
+    ASSERT_EQ(la.size(), lb.size());
+    EXPECT_LE(RelDiff(lb, la), 3e-2) << dir;
+  }
+}
+
 // Graph replays run the same kernels with the same arguments as eager launches: the logits of
 // every step are bit-identical. Two rounds: the first captures each shape, the second replays.
 TEST(CudaDecoderTest, GraphReplaysAreExact) {
