@@ -315,22 +315,21 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
   float* sp = sums.data();
   float* s2p = sums2.data();
   kf::Int4x16Acts acts{rows, qp, dp, sp};
-  std::vector<uint8_t> qa, qa_scales;
   std::vector<float> gscale, alpha;
   std::function<void(int64_t, int64_t)> quantize;
   if (s.activation == ActivationFormat::kNvfp4) {
-    // W4A4: the reference NVFP4 activation quantizer (per-row dynamic or static global scale),
-    // then the codes as int8 2·e2m1 with half-block scales. Blocks are independent once a row's
-    // global scale is known, so a row is also split into block ranges across the pool (decode has
-    // one row per call, and this quantizer is scalar).
-    qa.resize(rows * k / 2);
-    qa_scales.resize(rows * k / 16);
+    // W4A4: NVFP4 activation quantization (per-row dynamic or static global scale) straight into
+    // int8 codes 2·e2m1 with half-block scales (kf::QuantizeNvfp4ActsInt4x16, bit-identical to
+    // QuantizeNvfp4 + PackNvfp4ActsInt4x16). Blocks are independent once a row's global scale is
+    // known, so a row is also split into block ranges across the pool (decode has one row).
     const bool dynamic = s.activation_origin != ScaleOrigin::kStatic;
     if (dynamic) {
       gscale.resize(rows);
       alpha.resize(rows);
-      kc::Nvfp4DynamicGlobalScalePerRow(x, rows, k, gscale.data());
-      for (int64_t r = 0; r < rows; ++r) alpha[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
+      for (int64_t r = 0; r < rows; ++r) {
+        gscale[r] = kf::Nvfp4DynamicGlobalScaleFast(x + r * k, k);
+        alpha[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
+      }
     } else {
       gscale.assign(1, w_.input_global_scale);
       alpha.assign(1, kc::Nvfp4Alpha(w_.global_scale, w_.input_global_scale));
@@ -343,11 +342,9 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
         const int64_t b0 = blocks * c / chunks, b1 = blocks * (c + 1) / chunks, len = (b1 - b0) * 32;
         if (len == 0) continue;
         const int64_t e0 = m * k + b0 * 32;  // first element of the range
-        kc::QuantizeNvfp4(x + e0, 1, len, gscale.data() + m * stride, 0, qa.data() + e0 / 2,
-                          qa_scales.data() + e0 / 16);
-        const int64_t o = m * blocks + b0;  // its first block of 32
-        kf::PackNvfp4ActsInt4x16(qa.data() + e0 / 2, qa_scales.data() + e0 / 16, len, 0, 1,
-                                 qp + e0, dp + o, d2p + o, sp + o, s2p + o);
+        const int64_t o = m * blocks + b0;   // its first block of 32
+        kf::QuantizeNvfp4ActsInt4x16(x + e0, len, gscale[m * stride], qp + e0, dp + o, d2p + o,
+                                     sp + o, s2p + o);
       }
     };
     if (pool_ != nullptr && rows * chunks > 1) {

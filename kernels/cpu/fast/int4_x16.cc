@@ -4,8 +4,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 
@@ -17,6 +19,10 @@ void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* 
                        int64_t n_begin, int64_t n_end);
 void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
                                float* d, float* s, float* s2);
+// nvfp4_acts_avx512.cc
+void QuantizeNvfp4ActsInt4x16Avx512(const float* x, int64_t len, float g, int8_t* q, float* d,
+                                    float* d2, float* s, float* s2);
+float AbsMaxIgnoringNanAvx512(const float* x, int64_t n);
 }  // namespace internal
 
 namespace {
@@ -186,6 +192,23 @@ void PackNvfp4ActsInt4x16(const uint8_t* packed, const uint8_t* sf, int64_t k, i
       s2[r * blocks + b] = static_cast<float>(sum[1]);
     }
   }
+}
+
+void QuantizeNvfp4ActsInt4x16(const float* x, int64_t len, float g, int8_t* q, float* d,
+                              float* d2, float* s, float* s2) {
+  if (internal::HasVnni()) {
+    internal::QuantizeNvfp4ActsInt4x16Avx512(x, len, g, q, d, d2, s, s2);
+    return;
+  }
+  std::vector<uint8_t> packed(len / 2), sf(len / 16);
+  QuantizeNvfp4(x, 1, len, &g, 0, packed.data(), sf.data());
+  PackNvfp4ActsInt4x16(packed.data(), sf.data(), len, 0, 1, q, d, d2, s, s2);
+}
+
+float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n) {
+  if (!internal::HasVnni()) return Nvfp4DynamicGlobalScale(x, n);
+  const float amax = internal::AbsMaxIgnoringNanAvx512(x, n);
+  return amax == 0.0f ? 1.0f : kNvfp4GlobalScaleNumerator / amax;
 }
 
 void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const float* bias,

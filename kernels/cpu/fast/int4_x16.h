@@ -77,6 +77,15 @@ void QuantizeActsInt4x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8
 void PackNvfp4ActsInt4x16(const uint8_t* packed, const uint8_t* sf, int64_t k, int64_t r0,
                           int64_t r1, int8_t* q, float* d, float* d2, float* s, float* s2);
 
+// The two steps above in one pass from floats: QuantizeNvfp4 of `len` elements (one row range,
+// len % 32 == 0) with global scale g, then PackNvfp4ActsInt4x16, bit for bit; AVX-512 when the
+// CPU has it (one 16-element block per register), else the two reference steps.
+void QuantizeNvfp4ActsInt4x16(const float* x, int64_t len, float g, int8_t* q, float* d,
+                              float* d2, float* s, float* s2);
+
+// Nvfp4DynamicGlobalScale (2688 / amax, 1 for an all-zero or all-NaN input), vectorized.
+float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n);
+
 // y[m, n] for n in [n_begin, n_end), the canonical order above; AVX-512 VNNI when present.
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end);

@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/cpu/quant/fp4_matmul.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
@@ -393,6 +395,66 @@ TEST(Nvfp4x16Test, W4A16BitExactInvariantAndCloseToFloat) {
       EXPECT_NEAR(y[m * n + c], exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
     }
   }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+// The fused NVFP4 activation quantizer against QuantizeNvfp4 + PackNvfp4ActsInt4x16, bit for bit:
+// values exactly on every E2M1 rounding midpoint and one ulp either side (g = 1, amax = 6, so
+// sf = 1 and the multiplier is 1), signed zeros, NaN, inf (alone in its block: it saturates the
+// scale), all-zero blocks, and random blocks under random global scales.
+TEST(Nvfp4ActsFastTest, MatchesReferenceBitForBit) {
+  std::mt19937 rng(91);
+  std::vector<float> x;
+  auto block = [&](std::vector<float> v) {
+    v.resize(16, 0.0f);
+    x.insert(x.end(), v.begin(), v.end());
+  };
+  const float mids[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f};
+  for (float t : mids) {
+    for (float sign : {1.0f, -1.0f}) {
+      block({6.0f, sign * t, sign * std::nextafter(t, 0.0f), sign * std::nextafter(t, 10.0f),
+             -0.0f, 0.0f, sign * 6.0f, std::nanf(""), -std::nanf("")});
+    }
+  }
+  block({std::numeric_limits<float>::infinity(), 1.0f, -3.0f});
+  block({-std::numeric_limits<float>::infinity(), 1e30f, -1e-30f});
+  block({});
+  block({std::nanf(""), std::nanf("")});
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  while (x.size() % 32 != 0 || x.size() < 64 * 32) x.push_back(nd(rng) * (x.size() % 7 + 1));
+  const int64_t len = static_cast<int64_t>(x.size()), blocks = len / 32;
+  for (float g : {1.0f, 448.0f * 6.0f / 9.5f, 0.37f, 1e-3f, Nvfp4DynamicGlobalScale(x.data(), len)}) {
+    std::vector<uint8_t> packed(len / 2), sf(len / 16);
+    ASSERT_TRUE(QuantizeNvfp4(x.data(), 1, len, &g, 0, packed.data(), sf.data()));
+    std::vector<int8_t> q_ref(len), q(len);
+    std::vector<float> d_ref(blocks), d2_ref(blocks), s_ref(blocks), s2_ref(blocks);
+    std::vector<float> d(blocks), d2(blocks), s(blocks), s2(blocks);
+    PackNvfp4ActsInt4x16(packed.data(), sf.data(), len, 0, 1, q_ref.data(), d_ref.data(),
+                         d2_ref.data(), s_ref.data(), s2_ref.data());
+    QuantizeNvfp4ActsInt4x16(x.data(), len, g, q.data(), d.data(), d2.data(), s.data(),
+                             s2.data());
+    for (int64_t i = 0; i < len; ++i) {
+      ASSERT_EQ(q[i], q_ref[i]) << "g " << g << " element " << i << " x " << x[i];
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      EXPECT_EQ(std::memcmp(&d[b], &d_ref[b], 4), 0) << b;
+      EXPECT_EQ(std::memcmp(&d2[b], &d2_ref[b], 4), 0) << b;
+      EXPECT_EQ(s[b], s_ref[b]) << b;
+      EXPECT_EQ(s2[b], s2_ref[b]) << b;
+    }
+  }
+  for (int64_t n : {1, 15, 16, 17, 100, 2048}) {
+    std::vector<float> v(x.begin() + 16 * 16, x.begin() + 16 * 16 + n);  // no NaN-only prefix
+    EXPECT_EQ(Nvfp4DynamicGlobalScaleFast(v.data(), n), Nvfp4DynamicGlobalScale(v.data(), n)) << n;
+  }
+  const std::vector<float> nan_only(20, std::nanf(""));
+  EXPECT_EQ(Nvfp4DynamicGlobalScaleFast(nan_only.data(), 20),
+            Nvfp4DynamicGlobalScale(nan_only.data(), 20));
 }
 
 }  // namespace
