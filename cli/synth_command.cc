@@ -1,9 +1,11 @@
 // `tessera synth --shape NAME --type T --out FILE [--vocab-from VOCAB.gguf] [--seed N]`: writes a
-// random-weight GGUF of a real model's shape (engine/model/synth_model.h) for benchmarks.
+// random-weight GGUF of a real model's shape (engine/model/synth_model.h) for benchmarks;
+// `--format hf --out DIR` writes the same shape as a Hugging Face bf16 directory instead.
 #include <cstdio>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "cli/args.h"
 #include "cli/commands.h"
@@ -14,8 +16,9 @@ namespace {
 
 const std::vector<FlagSpec> kFlags = {
     {"shape", false, "tinyllama-1.1b, llama-3.2-1b or qwen3-0.6b"},
-    {"type", false, "F32, F16, Q8_0, Q4_0 or Q4_K (default Q4_0)"},
-    {"out", false, "output .gguf path"},
+    {"type", false, "F32, F16, Q8_0, Q4_0 or Q4_K (default Q4_0); --format hf is always BF16"},
+    {"format", false, "gguf (default) or hf (a directory: config.json, bf16 safetensors, tokenizer)"},
+    {"out", false, "output .gguf path (a directory for --format hf)"},
     {"vocab-from", false, "GGUF whose tokenizer is copied (its vocab size must match the shape)"},
     {"seed", false, "random seed (default 0)"},
     {"threads", false, "accepted for symmetry with other commands; synth is single-threaded"},
@@ -46,7 +49,23 @@ int RunSynth(const std::vector<std::string>& argv) {
   o.seed = static_cast<uint64_t>(*seed);
   o.vocab_from = args->GetString("vocab-from");
   const std::string out = args->GetString("out");
-  if (auto st = model::WriteSynthGguf(o, out); !st.ok()) return Fail(st);
+  const std::string format = args->GetString("format", "gguf");
+  if (format == "hf") {
+    if (args->Has("type") && o.type != "BF16") {
+      return Fail(absl::InvalidArgumentError("--format hf writes BF16; drop --type or say BF16"));
+    }
+    if (!o.vocab_from.empty()) {
+      return Fail(absl::InvalidArgumentError(
+          "--vocab-from copies a GGUF tokenizer and applies to --format gguf only"));
+    }
+    o.type = "BF16";
+    if (auto st = model::WriteSynthHfDir(o, out); !st.ok()) return Fail(st);
+  } else if (format == "gguf") {
+    if (auto st = model::WriteSynthGguf(o, out); !st.ok()) return Fail(st);
+  } else {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--format must be gguf or hf, not '", format, "'")));
+  }
   std::printf("wrote %s (%s, %s, seed %lld)\n", out.c_str(), o.shape.c_str(), o.type.c_str(),
               static_cast<long long>(*seed));
   return 0;

@@ -359,6 +359,12 @@ void QuantizeQ4_K(const float* x, int64_t k, uint8_t* out) {
   }
 }
 
+void SynthMatrixRow(uint64_t seed, const std::string& gguf_name, int64_t row, int64_t cols,
+                    float* out) {
+  FillRandom(seed + static_cast<uint64_t>(row) * 0x632BE59BD9B4E019ull, gguf_name, 0.02f, out,
+             cols);
+}
+
 absl::Status WriteSynthGguf(const SynthOptions& o, const std::string& out_path) {
   TESSERA_ASSIGN_OR_RETURN(SynthShape s, FindSynthShape(o.shape));
   return WriteSynthGguf(s, o, out_path);
@@ -421,8 +427,7 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
                   out->resize(bytes);
                   std::vector<float> row(cols);
                   for (int64_t r = 0; r < rows; ++r) {
-                    FillRandom(seed + static_cast<uint64_t>(r) * 0x632BE59BD9B4E019ull, name, 0.02f,
-                               row.data(), cols);
+                    SynthMatrixRow(seed, name, r, cols, row.data());
                     uint8_t* dst = out->data() + r * row_bytes;
                     switch (t.ggml_type) {
                       case kGgmlF32: std::memcpy(dst, row.data(), cols * 4); break;

@@ -3,7 +3,8 @@
 // (each tensor's stream is seeded from the seed and the tensor's name), drawn ~N(0, 0.02²) like an
 // initialized transformer, norms are 1. The output is a llama.cpp-style GGUF with complete
 // architecture metadata and a tokenizer copied from a vocab GGUF (or a minimal byte-fallback
-// SentencePiece vocabulary when none is given), so llama.cpp and gguf-py read it too.
+// SentencePiece vocabulary when none is given), so llama.cpp and gguf-py read it too, or a
+// Hugging Face bf16 directory (WriteSynthHfDir) that transformers loads.
 #ifndef TESSERA_ENGINE_MODEL_SYNTH_MODEL_H_
 #define TESSERA_ENGINE_MODEL_SYNTH_MODEL_H_
 
@@ -48,6 +49,21 @@ absl::Status WriteSynthGguf(const SynthOptions& options, const std::string& out_
 // ignored.
 absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& options,
                             const std::string& out_path);
+
+// Row `row` of the synthetic matrix named `gguf_name` (llama.cpp naming, e.g.
+// "blk.0.attn_q.weight"): the f32 values every output format of the same seed starts from.
+void SynthMatrixRow(uint64_t seed, const std::string& gguf_name, int64_t row, int64_t cols,
+                    float* out);
+
+// The same model as a Hugging Face directory: config.json (LlamaForCausalLM or
+// Qwen3ForCausalLM), model.safetensors in bf16 with the HF tensor names, and a generated
+// byte-level BPE tokenizer (tokenizer.json: the 256 byte tokens plus <unk> <s> </s> and
+// placeholders up to the vocabulary size; --vocab-from applies to GGUF output only). Matrices hold
+// the GGUF file's values rounded to bf16 in HF layout ([out, in], q/k not permuted: the HF file
+// runs rotate-half RoPE on them, so it is the same distribution, not the same function).
+absl::Status WriteSynthHfDir(const SynthOptions& options, const std::string& dir);
+absl::Status WriteSynthHfDir(const SynthShape& shape, const SynthOptions& options,
+                             const std::string& dir);
 
 // ggml's reference quantizers (quantize_row_q8_0_ref / q4_0_ref), k a multiple of 32.
 void QuantizeQ8_0(const float* x, int64_t k, uint8_t* out);

@@ -16,6 +16,7 @@
 #include "engine/io/gguf_file.h"
 #include "engine/model/decoder_model.h"
 #include "engine/model/model_source.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/ggml_dequant.h"
 #include "kernels/numeric/half.h"
@@ -238,6 +239,71 @@ TEST(SynthModelTest, Q4KFileLoadsMatchesSourceAndRuns) {
   const double cosine = dot / std::sqrt(na * nb);
   EXPECT_GT(cosine, 0.9);
   RecordProperty("q4k_vs_f32_logit_cosine", std::to_string(cosine));
+}
+
+}  // namespace
+}  // namespace tessera::model
+
+namespace tessera::model {
+namespace {
+
+// --format hf: the directory loads through the HF path, its matrices are the GGUF F32 file's
+// values rounded to bf16 in the same [out, in] order, it runs, and its byte-level tokenizer
+// round-trips text (multi-byte UTF-8 included).
+TEST(SynthModelTest, HfDirectoryLoadsMatchesGgufAndTokenizes) {
+  const SynthShape shape = TinyShape();
+  const std::string dir = testing::TempDir() + "/synth_tiny_hf";
+  const std::string f32_path = testing::TempDir() + "/synth_tiny_f32_for_hf.gguf";
+  SynthOptions o;
+  o.seed = 7;
+  o.type = "F32";
+  ASSERT_TRUE(WriteSynthGguf(shape, o, f32_path).ok());
+  absl::Status st = WriteSynthHfDir(shape, o, dir);
+  ASSERT_TRUE(st.ok()) << st;
+
+  auto hf = ModelSource::Open(dir);
+  ASSERT_TRUE(hf.ok()) << hf.status();
+  EXPECT_EQ(hf->config.hidden_size, shape.hidden);
+  EXPECT_EQ(hf->config.num_layers, shape.layers);
+  EXPECT_EQ(hf->config.num_kv_heads, shape.kv_heads);
+  EXPECT_EQ(hf->config.vocab_size, shape.vocab);
+  auto gguf = io::GgufFile::Open(f32_path);
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  for (auto [hf_name, gguf_name] :
+       {std::pair{"model.layers.1.mlp.gate_proj.weight", "blk.1.ffn_gate.weight"},
+        std::pair{"model.layers.0.self_attn.v_proj.weight", "blk.0.attn_v.weight"},
+        std::pair{"lm_head.weight", "output.weight"}}) {
+    auto a = hf->store->Get(hf_name);
+    auto b = (*gguf)->Get(gguf_name);
+    ASSERT_TRUE(a.ok() && b.ok()) << hf_name;
+    ASSERT_EQ(a->dtype, io::DType::kBF16) << hf_name;
+    ASSERT_EQ(a->bytes.size() * 2, b->bytes.size()) << hf_name;
+    for (size_t i = 0; i < a->bytes.size() / 2; ++i) {
+      uint16_t got;
+      float want;
+      std::memcpy(&got, a->bytes.data() + 2 * i, 2);
+      std::memcpy(&want, b->bytes.data() + 4 * i, 4);
+      ASSERT_EQ(got, numeric::FloatToBf16(want)) << hf_name << " element " << i;
+    }
+  }
+
+  kernels::cpu::ThreadPool pool(2);
+  Loaded m;
+  ASSERT_NO_FATAL_FAILURE(Load(dir, &pool, m));
+  std::vector<int32_t> generated;
+  const std::vector<float> logits = PrefillAndDecode(*m.model, {1, 300, 17, 42}, 4, &generated);
+  ASSERT_EQ(logits.size(), static_cast<size_t>(shape.vocab));
+  for (float v : logits) ASSERT_TRUE(std::isfinite(v));
+
+  auto tok = tokenizer::LoadHfTokenizer(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status();
+  const std::string text = "Hello, wörld! 42";
+  auto ids = (*tok)->Encode(text, false);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->size(), text.size());  // no merges: one token per byte
+  auto back = (*tok)->Decode(*ids, false);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, text);
 }
 
 }  // namespace
