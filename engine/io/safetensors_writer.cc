@@ -19,6 +19,16 @@ void SafetensorsWriter::AddTensor(std::string name, std::string dtype, std::vect
 }
 
 absl::Status SafetensorsWriter::Write(const std::string& path) const {
+  const std::string tmp = path + ".partial";
+  absl::Status st = WriteTo(tmp);
+  if (st.ok() && std::rename(tmp.c_str(), path.c_str()) != 0) {
+    st = absl::InternalError(absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
+  }
+  if (!st.ok()) std::remove(tmp.c_str());  // no half-written file is left behind
+  return st;
+}
+
+absl::Status SafetensorsWriter::WriteTo(const std::string& tmp) const {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata_.empty()) {
     nlohmann::ordered_json meta = nlohmann::ordered_json::object();
@@ -27,6 +37,12 @@ absl::Status SafetensorsWriter::Write(const std::string& path) const {
   }
   uint64_t offset = 0;
   for (const Tensor& t : tensors_) {
+    // JSON keys are unique: a second tensor of the same name would silently replace the first
+    // one's entry while its bytes stayed in the file.
+    if (t.name == "__metadata__" || header.contains(t.name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("safetensors: tensor name '", t.name, "' is used twice or reserved"));
+    }
     header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes}}};
     offset += t.bytes;
   }
@@ -34,7 +50,6 @@ absl::Status SafetensorsWriter::Write(const std::string& path) const {
   text.append((8 - text.size() % 8) % 8, ' ');  // the data starts 8-byte aligned
   const uint64_t header_size = text.size();
 
-  const std::string tmp = path + ".partial";
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(tmp.c_str(), "wb"), &std::fclose);
   if (!f) return absl::InternalError(absl::StrCat("cannot create '", tmp, "'"));
   auto write = [&](const void* p, size_t n) -> absl::Status {
@@ -59,9 +74,6 @@ absl::Status SafetensorsWriter::Write(const std::string& path) const {
   }
   if (std::fclose(f.release()) != 0) {
     return absl::InternalError(absl::StrCat("closing '", tmp, "' failed"));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename '", tmp, "' to '", path, "'"));
   }
   return absl::OkStatus();
 }

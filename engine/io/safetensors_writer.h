@@ -26,10 +26,12 @@ class SafetensorsWriter {
   // `dtype` as safetensors spells it ("BF16", "F32", ...); `bytes` is the data size.
   void AddTensor(std::string name, std::string dtype, std::vector<int64_t> shape, uint64_t bytes,
                  TensorSource source);
-  // Writes the whole file (to a temporary name, renamed into place when complete).
+  // Writes the whole file (to a temporary name, renamed into place when complete and removed
+  // on any failure). INVALID_ARGUMENT when two tensors share a name.
   absl::Status Write(const std::string& path) const;
 
  private:
+  absl::Status WriteTo(const std::string& tmp) const;
   struct Tensor {
     std::string name, dtype;
     std::vector<int64_t> shape;

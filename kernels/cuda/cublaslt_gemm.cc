@@ -1,5 +1,6 @@
 #include "kernels/cuda/cublaslt_gemm.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -139,7 +140,10 @@ absl::Status LtDescriptors::SetScalePointers(const void* weight_scales,
 absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(size_t workspace_bytes) {
   auto g = std::make_unique<CublasLtGemm>(PrivateTag{});
   RETURN_IF_CUBLAS_ERROR(cublasLtCreate(&g->handle_));
-  TESSERA_ASSIGN_OR_RETURN(g->workspace_, DeviceBuffer::Allocate(workspace_bytes));
+  // At least 256 bytes even when no workspace is wanted: GetPlan needs a real device address to
+  // stand in for the scale pointers.
+  TESSERA_ASSIGN_OR_RETURN(g->workspace_,
+                           DeviceBuffer::Allocate(std::max<size_t>(workspace_bytes, 256)));
   return g;
 }
 

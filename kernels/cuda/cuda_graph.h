@@ -34,6 +34,7 @@ class CapturedGraph {
   CapturedGraph& operator=(const CapturedGraph&) = delete;
   ~CapturedGraph();
 
+  bool valid() const { return exec_ != nullptr; }
   // Enqueues one replay on `stream`.
   absl::Status Launch(cudaStream_t stream) const;
 

@@ -35,20 +35,25 @@ absl::Status Launch(const uint8_t* packed, const Dequant& dequant, float alpha, 
   return absl::OkStatus();
 }
 
-// The shape and format rules, which hold on every arch.
-absl::Status CheckW4A16Shape(const W4A16Problem& p, const std::string& what) {
+std::string ProblemName(const W4A16Problem& p) {
+  return absl::StrCat("w4a16 ", FormatName(p.format), " [", p.n, " x ", p.k, "]");
+}
+
+// The shape and format rules, which hold on every arch. The message is built only on failure:
+// this runs on every launch.
+absl::Status CheckW4A16Shape(const W4A16Problem& p) {
   if (p.n <= 0 || p.k <= 0 || p.k % kW4A16KChunk != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": K must be a positive multiple of ", kW4A16KChunk));
+        absl::StrCat(ProblemName(p), ": K must be a positive multiple of ", kW4A16KChunk));
   }
   if (p.format == W4Format::kInt4) {
     if (p.act_order) {
       return absl::UnimplementedError(
-          absl::StrCat(what, ": act-order (g_idx) is not supported by the CUDA kernel"));
+          absl::StrCat(ProblemName(p), ": act-order (g_idx) is not supported by the CUDA kernel"));
     }
     if (p.group_size <= 0 || p.group_size % 16 != 0 || p.k % p.group_size != 0) {
       return absl::InvalidArgumentError(absl::StrCat(
-          what, ": group size ", p.group_size, " must be a multiple of 16 that divides K"));
+          ProblemName(p), ": group size ", p.group_size, " must be a multiple of 16 that divides K"));
     }
   }
   return absl::OkStatus();
@@ -57,7 +62,7 @@ absl::Status CheckW4A16Shape(const W4A16Problem& p, const std::string& what) {
 }  // namespace
 
 absl::Status SupportsW4A16(const W4A16Problem& p, int sm) {
-  const std::string what = absl::StrCat("w4a16 ", FormatName(p.format), " [", p.n, " x ", p.k, "]");
+  const std::string what = ProblemName(p);
   if (sm < 80) {
     return absl::UnimplementedError(
         absl::StrCat(what, ": sm_", sm, " has no bf16 mma.sync (needs sm_80+)"));
@@ -67,16 +72,14 @@ absl::Status SupportsW4A16(const W4A16Problem& p, int sm) {
         what, ": not compiled for sm_", sm, " (CMAKE_CUDA_ARCHITECTURES=", CompiledArchsString(),
         ")"));
   }
-  return CheckW4A16Shape(p, what);
+  return CheckW4A16Shape(p);
 }
 
 absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,
                        const float* bias, float* y, cudaStream_t stream) {
   // The shape rules only: the arch was checked by the selector, and a launch on an arch this
   // build has no code for fails with a CUDA error rather than running wrong code.
-  TESSERA_RETURN_IF_ERROR(CheckW4A16Shape({w.format, n, k, w.group_size, false},
-                                          absl::StrCat("w4a16 ", FormatName(w.format), " [", n,
-                                                       " x ", k, "]")));
+  TESSERA_RETURN_IF_ERROR(CheckW4A16Shape({w.format, n, k, w.group_size, false}));
   if (m < 0 || (m + w4a16::kBlockM - 1) / w4a16::kBlockM > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("w4a16: bad row count ", m));
   }
@@ -108,9 +111,7 @@ absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16
 
 absl::Status DequantizeW4ToBf16(const W4A16Weights& w, int64_t n, int64_t k, uint16_t* out,
                                 cudaStream_t stream) {
-  TESSERA_RETURN_IF_ERROR(CheckW4A16Shape({w.format, n, k, w.group_size, false},
-                                          absl::StrCat("w4a16 dequantize ", FormatName(w.format),
-                                                       " [", n, " x ", k, "]")));
+  TESSERA_RETURN_IF_ERROR(CheckW4A16Shape({w.format, n, k, w.group_size, false}));
   if (w.packed == nullptr || out == nullptr) {
     return absl::InvalidArgumentError("w4a16 dequantize: null weights or output");
   }

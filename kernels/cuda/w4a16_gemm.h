@@ -63,7 +63,10 @@ absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16
 absl::Status DequantizeW4ToBf16(const W4A16Weights& w, int64_t n, int64_t k, uint16_t* out,
                                 cudaStream_t stream);
 
-// Rows from which the decoder dequantizes and calls cuBLASLt instead of W4A16Gemm.
+// Rows from which the decoder dequantizes and calls cuBLASLt instead of W4A16Gemm. The two paths
+// multiply the same bf16 weights but sum in different orders, so a row's result depends (in the
+// last bits) on whether its pass had fewer or more rows than this: W4A16 layers on the GPU are
+// batch-invariant only within each side of the switch. The CPU backend is batch-invariant.
 inline constexpr int64_t kW4A16DequantMinRows = 128;
 
 }  // namespace tessera::kernels::cuda

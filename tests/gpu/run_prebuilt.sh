@@ -7,6 +7,7 @@
 set -u
 here="$(pwd)"
 tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
 tar -C "$tmp" -xJf "$1" || exit 1
 pack="$tmp/gpupack"
 source_dir="$(sed -n 's/^source=//p' "$pack/paths")"
@@ -27,9 +28,12 @@ if [[ -f "$model" ]]; then
   for dev in cpu cuda:0; do
     "$pack/bin/tessera" generate --model "$model" --prompt "Once upon a time" --max_new_tokens 64 --temperature 0 \
       --device "$dev" >"$tmp/gen-$dev.txt" 2>"$tmp/gen-$dev.err"
-    echo "generate --device $dev: exit $?"; cat "$tmp/gen-$dev.txt"; tail -3 "$tmp/gen-$dev.err"
+    rc=$?
+    echo "generate --device $dev: exit $rc"; cat "$tmp/gen-$dev.txt"; tail -3 "$tmp/gen-$dev.err"
+    # Two failed runs print nothing and would compare equal.
+    [[ $rc -ne 0 || ! -s "$tmp/gen-$dev.txt" ]] && status=1
   done
-  if cmp -s "$tmp/gen-cpu.txt" "$tmp/gen-cuda:0.txt"; then
+  if [[ -s "$tmp/gen-cpu.txt" ]] && cmp -s "$tmp/gen-cpu.txt" "$tmp/gen-cuda:0.txt"; then
     echo "greedy text: cuda:0 == cpu"
   else
     echo "greedy text: cuda:0 != cpu"; status=1
@@ -39,8 +43,11 @@ fi
 # accesses, leaks), one summary line per binary.
 if [[ "${SANITIZE:-0}" == 1 ]] && command -v compute-sanitizer >/dev/null; then
   for t in kernels_cuda_device_test engine_backend_cuda_decoder_test; do
-    compute-sanitizer --tool memcheck --leak-check full "$pack/bin/$t" >"$tmp/san-$t.txt" 2>&1
-    echo "compute-sanitizer memcheck $t: exit $?, $(grep -m1 'ERROR SUMMARY' "$tmp/san-$t.txt")"
+    compute-sanitizer --tool memcheck --leak-check full --error-exitcode 3 "$pack/bin/$t" \
+      >"$tmp/san-$t.txt" 2>&1
+    rc=$?
+    echo "compute-sanitizer memcheck $t: exit $rc, $(grep -m1 'ERROR SUMMARY' "$tmp/san-$t.txt")"
+    [[ $rc -ne 0 ]] && status=1
   done
 fi
 [[ -n "${LOG_DIR:-}" ]] && cp "$tmp"/gen-* "$tmp"/san-* "$LOG_DIR/" 2>/dev/null

@@ -160,17 +160,21 @@ absl::Status CudaDecoder::RunPassKernels(int64_t rows, int64_t count,
   if (rows > limits_.graph_max_rows) return EnqueuePass(rows, count, batch);
   auto it = graphs_.find({rows, count});
   if (it == graphs_.end()) {
-    if (static_cast<int64_t>(graphs_.size()) >= limits_.max_graphs) {
-      return EnqueuePass(rows, count, batch);
+    // Shapes seen once hold no graph; forget them when many pile up (prefill lengths vary),
+    // so the map stays small while the captured graphs stay.
+    if (static_cast<int64_t>(graphs_.size()) >= 4 * limits_.max_graphs) {
+      absl::erase_if(graphs_, [](const auto& kv) { return kv.second.uses < 2; });
     }
     it = graphs_.try_emplace({rows, count}).first;
   }
   GraphSlot& slot = it->second;
-  ++slot.uses;
+  if (slot.uses < 2) ++slot.uses;
   // The first pass of a shape runs eagerly: it also makes cuBLASLt's heuristic queries and
-  // plan cache entries, which must not happen inside a capture.
+  // plan cache entries, which must not happen inside a capture. Graphs hold device memory
+  // and a host copy of the whole pass, so only max_graphs of them are kept.
   if (slot.failed || slot.uses == 1) return EnqueuePass(rows, count, batch);
-  if (slot.uses == 2) {
+  if (!slot.graph.valid()) {
+    if (captured_graphs_ >= limits_.max_graphs) return EnqueuePass(rows, count, batch);
     absl::StatusOr<kc::CapturedGraph> g =
         kc::CapturedGraph::Capture(stream, [&] { return EnqueuePass(rows, count, batch); });
     if (!g.ok()) {
@@ -180,6 +184,7 @@ absl::Status CudaDecoder::RunPassKernels(int64_t rows, int64_t count,
       return EnqueuePass(rows, count, batch);
     }
     slot.graph = std::move(*g);
+    ++captured_graphs_;
   }
   return slot.graph.Launch(stream);
 }

@@ -92,6 +92,12 @@ class CudaDecoder : public model::Decoder {
   size_t arena_bytes() const { return arena_.capacity(); }
   // Device bytes of every Linear (lm_head included): what one decode step streams.
   int64_t linear_weight_bytes() const { return linear_weight_bytes_; }
+  // CUDA graphs captured so far (at most Limits::max_graphs): the second pass of a shape
+  // captures one, later passes of that shape replay it.
+  int64_t captured_graphs() const { return captured_graphs_; }
+  // Elements of the bf16 scratch that W4A16 layers dequantize into on passes of at least
+  // kW4A16DequantMinRows rows (0: every W4A16 pass runs the fused kernel).
+  int64_t w4_dequant_elems() const { return w4_dequant_elems_; }
 
  private:
   struct Layer {
@@ -133,6 +139,7 @@ class CudaDecoder : public model::Decoder {
     kernels::cuda::CapturedGraph graph;
   };
   absl::flat_hash_map<std::pair<int64_t, int64_t>, GraphSlot> graphs_;
+  int64_t captured_graphs_ = 0;
 
   model::ModelConfig config_;
   Limits limits_;

@@ -163,8 +163,14 @@ absl::Status CudaDecoder::Load(const model::ModelSource& source, const quant::Pr
 
   // 2. Scratch (measured by carving it from a counting region) and the KV pools.
   for (const LinearJob& job : jobs) {
+    // The lm_head sees at most min(max_logit_rows, max_step_tokens) rows per pass; by default
+    // that is below the dequant threshold, and sizing the scratch for a vocab x hidden matrix
+    // it never dequantizes would cost ~1 GB on a Llama-3-8B.
+    const int64_t job_rows = job.layer < 0
+                                 ? std::min(limits_.max_logit_rows, limits_.max_step_tokens)
+                                 : limits_.max_step_tokens;
     if (job.spec->kernel.rfind("cuda/w4a16-", 0) == 0 &&
-        limits_.max_step_tokens >= kernels::cuda::kW4A16DequantMinRows) {
+        job_rows >= kernels::cuda::kW4A16DequantMinRows) {
       w4_dequant_elems_ = std::max(w4_dequant_elems_, job.spec->n * job.spec->k);
     }
     if (job.spec->kernel.rfind("cuda/fp8-w8a8-", 0) == 0) has_fp8_ = true;

@@ -21,13 +21,6 @@ int64_t ScaleSlots(int64_t rows, int64_t x_elems) { return x_elems / kGroup + ro
 
 }  // namespace
 
-size_t LinearScratch::Bytes(int64_t rows, int64_t x_elems, int64_t y_elems, int64_t w_elems) {
-  const auto x = static_cast<size_t>(x_elems), y = static_cast<size_t>(y_elems);
-  return ArenaAligned(x * 2) + ArenaAligned(x) +
-         ArenaAligned(static_cast<size_t>(ScaleSlots(rows, x_elems)) * 4) + ArenaAligned(y * 2) +
-         ArenaAligned(y * 4) + (w_elems > 0 ? ArenaAligned(static_cast<size_t>(w_elems) * 2) : 0);
-}
-
 absl::StatusOr<LinearScratch> LinearScratch::Carve(int64_t rows, int64_t x_elems,
                                                    int64_t y_elems, int64_t w_elems,
                                                    ArenaRegion& region) {

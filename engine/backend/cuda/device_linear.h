@@ -33,7 +33,6 @@ struct LinearScratch {
   // kernels::cuda::kW4A16DequantMinRows rows (null when no such pass can happen).
   uint16_t* w_bf16 = nullptr;
 
-  static size_t Bytes(int64_t rows, int64_t x_elems, int64_t y_elems, int64_t w_elems = 0);
   static absl::StatusOr<LinearScratch> Carve(int64_t rows, int64_t x_elems, int64_t y_elems,
                                              int64_t w_elems, ArenaRegion& region);
 };

@@ -14,7 +14,8 @@
 namespace tessera::kernels::cpu::fast {
 
 namespace internal {
-bool HasVnni();  // q8_act_vnni.cc
+bool HasVnni();      // q8_act_vnni.cc
+bool HasAvx512Bw();  // q8_act_vnni.cc: what the NVFP4 activation quantizer needs
 void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                        int64_t n_begin, int64_t n_end);
 void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
@@ -196,17 +197,20 @@ void PackNvfp4ActsInt4x16(const uint8_t* packed, const uint8_t* sf, int64_t k, i
 
 void QuantizeNvfp4ActsInt4x16(const float* x, int64_t len, float g, int8_t* q, float* d,
                               float* d2, float* s, float* s2) {
-  if (internal::HasVnni()) {
+  if (internal::HasAvx512Bw()) {
     internal::QuantizeNvfp4ActsInt4x16Avx512(x, len, g, q, d, d2, s, s2);
     return;
   }
-  std::vector<uint8_t> packed(len / 2), sf(len / 16);
+  // Reused per thread: this runs once per row of every W4A4 layer.
+  thread_local std::vector<uint8_t> packed, sf;
+  packed.resize(len / 2);
+  sf.resize(len / 16);
   QuantizeNvfp4(x, 1, len, &g, 0, packed.data(), sf.data());
   PackNvfp4ActsInt4x16(packed.data(), sf.data(), len, 0, 1, q, d, d2, s, s2);
 }
 
 float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n) {
-  if (!internal::HasVnni()) return Nvfp4DynamicGlobalScale(x, n);
+  if (!internal::HasAvx512Bw()) return Nvfp4DynamicGlobalScale(x, n);
   const float amax = internal::AbsMaxIgnoringNanAvx512(x, n);
   return amax == 0.0f ? 1.0f : kNvfp4GlobalScaleNumerator / amax;
 }

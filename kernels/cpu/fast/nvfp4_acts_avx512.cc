@@ -7,8 +7,10 @@
 // compares. The thresholds are the midpoints between E2M1 values, ties going to the even code:
 // |v| > 0.25 -> 0.5, >= 0.75 -> 1, > 1.25 -> 1.5, >= 1.75 -> 2, > 2.5 -> 3, >= 3.5 -> 4, > 5 -> 6
 // (saturating above 6, inf included); NaN gives +6 like numeric::EncodeE2m1; negative inputs keep
-// their sign, and -0 decodes to 0 like the reference table. Called only after the CPUID check.
+// their sign, and -0 decodes to 0 like the reference table. Called only after the CPUID check (HasAvx512Bw).
 #if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports a false "(may be) used uninitialized" inside its own avx512fintrin.h (the
+// _mm512_undefined_* placeholders of the reduce and convert intrinsics) once they are inlined.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
@@ -104,5 +106,13 @@ float AbsMaxIgnoringNanAvx512(const float* x, int64_t n) {
 }  // namespace tessera::kernels::cpu::fast::internal
 
 HWY_POP_ATTRIBUTES
+
+#else  // not x86-64 GCC/Clang: never called (HasAvx512Bw() is false), defined for the link.
+
+namespace tessera::kernels::cpu::fast::internal {
+void QuantizeNvfp4ActsInt4x16Avx512(const float*, int64_t, float, int8_t*, float*, float*, float*,
+                                    float*) {}
+float AbsMaxIgnoringNanAvx512(const float*, int64_t) { return 0.0f; }
+}  // namespace tessera::kernels::cpu::fast::internal
 
 #endif

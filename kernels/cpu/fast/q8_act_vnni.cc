@@ -28,6 +28,16 @@
 
 namespace tessera::kernels::cpu::fast::internal {
 
+bool HasAvx512Bw() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512vl");
+  return has;
+#else
+  return false;
+#endif
+}
+
 bool HasVnni() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&

@@ -448,9 +448,24 @@ TEST(Nvfp4ActsFastTest, MatchesReferenceBitForBit) {
       EXPECT_EQ(s2[b], s2_ref[b]) << b;
     }
   }
-  for (int64_t n : {1, 15, 16, 17, 100, 2048}) {
-    std::vector<float> v(x.begin() + 16 * 16, x.begin() + 16 * 16 + n);  // no NaN-only prefix
-    EXPECT_EQ(Nvfp4DynamicGlobalScaleFast(v.data(), n), Nvfp4DynamicGlobalScale(v.data(), n)) << n;
+  // The vectorized amax against the scalar one on lengths around every vector width and a long
+  // one, with NaNs (ignored by both) scattered inside and the largest magnitude placed anywhere.
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (!__builtin_cpu_supports("avx512bw")) {
+    GTEST_LOG_(INFO) << "no AVX-512BW here: the fast global scale is the scalar one";
+  }
+#endif
+  std::uniform_int_distribution<int> coin(0, 9);
+  for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 2048, 16383, 16384, 16385}) {
+    for (int trial = 0; trial < 4; ++trial) {
+      std::vector<float> v(n);
+      for (float& e : v) e = coin(rng) == 0 ? std::nanf("") : nd(rng);
+      const int64_t at = std::uniform_int_distribution<int64_t>(0, n - 1)(rng);
+      v[at] = (trial % 2 ? -1.0f : 1.0f) * (50.0f + trial);  // finite amax, either sign
+      const float fast = Nvfp4DynamicGlobalScaleFast(v.data(), n);
+      EXPECT_EQ(fast, Nvfp4DynamicGlobalScale(v.data(), n)) << n << " trial " << trial;
+      EXPECT_EQ(fast, kNvfp4GlobalScaleNumerator / (50.0f + trial)) << n << " trial " << trial;
+    }
   }
   const std::vector<float> nan_only(20, std::nanf(""));
   EXPECT_EQ(Nvfp4DynamicGlobalScaleFast(nan_only.data(), 20),

@@ -208,8 +208,9 @@ class W4A16DeviceTest : public ::testing::TestWithParam<W4Format> {};
 TEST_P(W4A16DeviceTest, MatchesCpuReference) {
   TESSERA_REQUIRE_CUDA_DEVICE();
   const W4Format format = GetParam();
+  // N not a multiple of the block's 32 (or of 8), K not a multiple of the 8-warp K split (512).
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 256, 512}, {5, 200, 256},
-                         {33, 384, 1024}}) {
+                         {33, 384, 1024}, {1, 36, 384}, {3, 77, 640}, {130, 44, 896}}) {
     std::vector<float> x = RandomFloats(m * k, 1.0f, 10);
     const std::vector<uint16_t> xb = ToBf16(x);
     const std::vector<uint8_t> packed = RandomBytes(n * k / 2, 11);
