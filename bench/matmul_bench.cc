@@ -21,6 +21,7 @@
 
 #include "engine/model/synth_model.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
@@ -332,6 +333,55 @@ void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, i
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
 }
 
+// ---- The AVX-512 BF16 kernel DenseLinear runs for bf16 weights (bf16_dot_matmul.h): the
+// activations are rounded to bf16 inside the timing (rows split over the pool, as DenseLinear
+// does), then the columns are split. ----
+// fmt "BF16": bf16 activations (--cpu_bf16_activations); "BF16_SPLIT": the default hi + lo split.
+void BM_Bf16DotMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+  const bool split = fmt == "BF16_SPLIT";
+  fmt = "BF16";
+  if (!kf::Bf16DotAvailable()) {
+    state.SkipWithError("no AVX-512 BF16 on this CPU");
+    return;
+  }
+  const Prepared& w = Weights(fmt, n, k);
+  const std::vector<kf::FastWeights>& views = WeightViews(fmt, n, k);
+  // Each distinct copy repacked once (as DenseLinear does at load), cached per shape.
+  static std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> packed;
+  static std::vector<kf::FastWeights> packed_views;
+  static std::string packed_key;
+  const std::string key = std::to_string(n) + "/" + std::to_string(k);
+  if (packed_key != key) {
+    packed.clear();
+    packed_views.clear();
+    for (const kf::FastWeights& v : views) {
+      packed.push_back(hwy::AllocateAligned<uint8_t>(kf::Bf16PairsBytes(n, k)));
+      packed_views.push_back(kf::RepackBf16Pairs(v, packed.back().get()));
+    }
+    packed_key = key;
+  }
+  std::vector<float> x(m * k), y(m * n);
+  std::vector<uint16_t> xb(m * kf::Bf16DotActStride(k)), lo(split ? xb.size() : 0);
+  std::mt19937 rng(7);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  size_t next = 0;
+  for (auto _ : state) {
+    const kf::FastWeights& fw = packed_views[next];
+    next = (next + 1) % packed_views.size();
+    Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
+      kf::RoundActsToBf16(x.data(), k, r0, r1, xb.data(), split ? lo.data() : nullptr, nullptr);
+    });
+    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+      kf::Bf16DotMatmul(fw, xb.data(), split ? lo.data() : nullptr, m, nullptr, y.data(), b, e);
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double it = static_cast<double>(state.iterations());
+  state.counters["weight_GB/s"] = benchmark::Counter(w.stored_bytes * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
+}
+
 // ---- The int8-activation VNNI kernel for repacked Q4_0 / Q8_0 (q8_act_matmul.h), as
 // DenseLinear runs it with --cpu_int8_activations: the activations are quantized once per call
 // (serially, before the column split; inside the timing, it is part of the cost), then the
@@ -597,6 +647,16 @@ void RegisterAll() {
     }
     for (const Shape& s : big) {
       for (int64_t m : {1, 16, 128}) Register("BM_Matmul", BM_Matmul, f, s, m);
+    }
+  }
+  for (const char* f : {"BF16", "BF16_SPLIT"}) {
+    for (const Shape& s : tiny) {
+      for (int64_t m : {1, 16, 128}) {
+        if (m != 128 || prefill(s)) Register("BM_Bf16DotMatmul", BM_Bf16DotMatmul, f, s, m);
+      }
+    }
+    for (const Shape& s : big) {
+      for (int64_t m : {1, 16, 128}) Register("BM_Bf16DotMatmul", BM_Bf16DotMatmul, f, s, m);
     }
   }
   for (const char* f : {"Q4_0", "Q8_0"}) {

@@ -40,6 +40,7 @@ const std::vector<FlagSpec> kFlags = {
     {"gen", false, "generated tokens per sequence (default 128)"},
     {"threads", false, "CPU threads (default: all)"},
     {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0 and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
+    {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
     {"seed", false, "seed of the random prompts (default 0)"},
     {"device", false, "cpu (default), cuda or cuda:N"},
     {"help", true, "show this help"},
@@ -112,6 +113,7 @@ int RunBench(const std::vector<std::string>& argv) {
   runtime::EngineOptions options{.threads = static_cast<int>(*threads),
                                  .precision_plan_path = args->GetString("precision_plan"),
                                  .cpu_int8_activations = args->GetBool("cpu_int8_activations"),
+                                 .cpu_bf16_activations = args->GetBool("cpu_bf16_activations"),
                                  .device = device};
   // A device KV pool just large enough for the largest batch.
   options.kv_blocks = max_batch * ((*prompt + *gen + block_tokens - 1) / block_tokens);

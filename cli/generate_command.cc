@@ -25,6 +25,7 @@ std::vector<FlagSpec> Flags() {
       {"prompt", false, "prompt text"},
       {"threads", false, "CPU threads (default: all)"},
       {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0 and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
+      {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
       {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
       {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
       {"device", false, "cpu (default), cuda or cuda:N"},
@@ -67,6 +68,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
   options.threads = static_cast<int>(*threads);
   options.precision_plan_path = args->GetString("precision_plan");
   options.cpu_int8_activations = args->GetBool("cpu_int8_activations");
+  options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
   options.device = args->GetString("device", "cpu");
   options.kv_cache_dtype = args->GetString("kv_cache_dtype", "f32");
   auto engine = runtime::LoadEngine(args->GetString("model"), options);

@@ -46,6 +46,7 @@ std::vector<FlagSpec> Flags() {
       {"device", false, "cpu (default), cuda or cuda:N"},
       {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
       {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0 and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
+      {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
       {"tls_cert", false, "PEM certificate chain: serve gRPC over TLS"},
       {"tls_key", false, "PEM private key for --tls_cert"},
       {"api_key_file", false, "require 'authorization: Bearer KEY' (one key per line)"},
@@ -172,6 +173,7 @@ int RunServe(const std::vector<std::string>& argv) {
   engine_options.threads = static_cast<int>(*threads);
   engine_options.precision_plan_path = args->GetString("precision_plan");
   engine_options.cpu_int8_activations = args->GetBool("cpu_int8_activations");
+  engine_options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
   engine_options.device = args->GetString("device", "cpu");
   engine_options.kv_blocks = sched_opts->kv_blocks;
   engine_options.kv_cache_dtype = args->GetString("kv_cache_dtype", "f32");

@@ -49,9 +49,13 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
                      (spec->weight_format >= WeightFormat::kGgufQ8_0);
   if (dense && spec->source.rfind("dequantized from", 0) != 0) {
     TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(weight_name));
-    const bool int8_acts = spec->activation == quant::ActivationFormat::kInt8Block32;
+    const backend::cpu::DenseActivations acts =
+        spec->activation == quant::ActivationFormat::kInt8Block32
+            ? backend::cpu::DenseActivations::kInt8Block32
+        : spec->activation == quant::ActivationFormat::kBf16 ? backend::cpu::DenseActivations::kBf16
+                                                             : backend::cpu::DenseActivations::kFloat;
     TESSERA_ASSIGN_OR_RETURN(auto l, backend::cpu::DenseLinear::Create(view, std::move(bias), pool_,
-                                                                       int8_acts));
+                                                                       acts));
     return std::unique_ptr<backend::Linear>(std::move(l));
   }
   if (dense) {

@@ -48,6 +48,7 @@ absl::string_view ActivationFormatName(ActivationFormat a) {
     case ActivationFormat::kInt8: return "int8";
     case ActivationFormat::kNvfp4: return "nvfp4";
     case ActivationFormat::kInt8Block32: return "q8_0 act";
+    case ActivationFormat::kBf16: return "bf16";
   }
   return "?";
 }
@@ -106,7 +107,8 @@ std::string LinearSpec::Describe() const {
   if (zero_point != ZeroPointKind::kNone) absl::StrAppend(&w, " +zp");
   if (act_order) absl::StrAppend(&w, " act-order");
   std::string a(ActivationFormatName(activation));
-  if (activation != ActivationFormat::kFloat && activation != ActivationFormat::kInt8Block32) {
+  if (activation != ActivationFormat::kFloat && activation != ActivationFormat::kInt8Block32 &&
+      activation != ActivationFormat::kBf16) {
     absl::StrAppend(&a, " ", activation_origin == ScaleOrigin::kStatic ? "static" : "dynamic", " ",
                     activation_scale == ScaleGranularity::kColwise ? "per-token"
                                                                    : ScaleGranularityName(activation_scale));

@@ -22,7 +22,9 @@ enum class ScaleOrigin { kStatic, kDynamic };
 // kInt8Block32: activations quantized per row to int8 blocks of 32 with an f32 scale each
 // (llama.cpp's Q8_0 activations for GGUF Q4_0/Q8_0 weights; chosen by the CPU backend only when
 // EngineOptions::cpu_int8_activations asks for it, since it changes results).
-enum class ActivationFormat { kFloat, kFp8, kInt8, kNvfp4, kInt8Block32 };
+// kBf16: activations rounded to bf16 per call for bf16 weights (the CPU backend, only when
+// EngineOptions::cpu_bf16_activations asks for it).
+enum class ActivationFormat { kFloat, kFp8, kInt8, kNvfp4, kInt8Block32, kBf16 };
 enum class ZeroPointKind { kNone, kInt, kFloat };
 // NVFP4 global scales: ModelOpt stores a multiplier (amax / 2688), compressed-tensors a divisor.
 enum class GlobalScaleConvention { kNone, kMultiplier, kDivisor };

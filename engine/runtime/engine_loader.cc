@@ -27,7 +27,8 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
   if (cuda_ordinal < 0) {
     TESSERA_ASSIGN_OR_RETURN(quant::PrecisionPlan plan,
                              ResolvePlan(e.source, *e.quant_config, options.precision_plan_path,
-                                       options.cpu_int8_activations));
+                                         {options.cpu_int8_activations,
+                                          options.cpu_bf16_activations}));
     e.plan = std::make_unique<quant::PrecisionPlan>(std::move(plan));
     TLOG_INFO("%s", e.plan->ToTable());
     for (const std::string& w : e.plan->warnings()) TLOG_WARNING("%s", w);
@@ -53,7 +54,7 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
   const backend::cuda::CudaKernelSelector selector(info.sm);
   TESSERA_ASSIGN_OR_RETURN(quant::PrecisionPlan plan,
                            ResolvePlan(e.source, *e.quant_config, options.precision_plan_path,
-                                       false, &selector));
+                                       {}, &selector));
   e.plan = std::make_unique<quant::PrecisionPlan>(std::move(plan));
   TLOG_INFO("%s", e.plan->ToTable());
   for (const std::string& w : e.plan->warnings()) TLOG_WARNING("%s", w);
@@ -123,14 +124,14 @@ absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path
 absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& source,
                                                  const quant::QuantConfig& quant_config,
                                                  const std::string& precision_plan_path,
-                                                 bool cpu_int8_activations,
+                                                 CpuActivationChoices cpu_choices,
                                                  const quant::KernelSelector* backend) {
   quant::PlanOverrides overrides;
   if (!precision_plan_path.empty()) {
     TESSERA_ASSIGN_OR_RETURN(overrides, quant::PlanOverrides::FromFile(precision_plan_path));
   }
   const auto modules = model::DecoderLinearModules(source.config, source.naming, *source.store);
-  backend::cpu::CpuKernelSelector cpu(cpu_int8_activations);
+  backend::cpu::CpuKernelSelector cpu(cpu_choices.int8, cpu_choices.bf16);
   return quant::PrecisionPlan::Resolve(modules, quant_config, *source.store, overrides,
                                        backend != nullptr ? *backend : cpu);
 }

@@ -39,6 +39,10 @@ struct EngineOptions {
   // blocks of 32 (llama.cpp's method, VNNI kernels): faster, but results differ from f32
   // activations by the activation rounding.
   bool cpu_int8_activations = false;
+  // bf16 weights multiply bf16-rounded activations (one vdpbf16ps per weight pair, as PyTorch
+  // and llama.cpp run bf16 models): twice the prefill GEMM rate on AVX-512 BF16, but results
+  // differ from f32 activations by the activation rounding. Off: the exact hi + lo split.
+  bool cpu_bf16_activations = false;
   std::string device = "cpu";  // "cpu", "cuda" (= cuda:0) or "cuda:N"
   // CUDA only: the device KV pool, in blocks of kv_block_tokens positions (the scheduler's
   // KvCache must use the same block size and at most this many blocks). 0: sized from free
@@ -54,12 +58,17 @@ struct EngineOptions {
 absl::StatusOr<int> ParseDevice(const std::string& device);
 
 // Resolves the precision plan of an opened model without preparing weights (for inspect).
+// The CPU selector's activation choices (the EngineOptions fields of the same names).
+struct CpuActivationChoices {
+  bool int8 = false;  // cpu_int8_activations
+  bool bf16 = false;  // cpu_bf16_activations
+};
 absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& source,
                                                  const quant::QuantConfig& quant_config,
                                                  const std::string& precision_plan_path,
-                                                 bool cpu_int8_activations = false,
+                                                 CpuActivationChoices cpu = {},
                                                  const quant::KernelSelector* backend = nullptr);
-// (`backend` null: the CPU selector, with cpu_int8_activations.)
+// (`backend` null: the CPU selector, with `cpu`.)
 
 absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path,
                                                          const EngineOptions& options);

@@ -4,8 +4,9 @@
 
 namespace tessera::backend::cpu {
 
-// Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast, "-vnni" the int8
-// activation tiles (--cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles (VNNI), "-ref"
+// Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast (bf16 weights: the
+// vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
+// (--cpu_bf16_activations), "-vnni" the int8 activation tiles (--cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles (VNNI), "-ref"
 // the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8 block-scaled
 // W8A8, INT4 group 16, K not a multiple of 32 for the 4-bit formats, FP8 NaN codes, a CPU without
 // AVX-512 for the 4-bit formats) falls back to the reference kernel of the same scheme.
@@ -13,7 +14,17 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
   using quant::ActivationFormat;
   using quant::WeightFormat;
   switch (spec->weight_format) {
-    case WeightFormat::kF32: case WeightFormat::kBF16: case WeightFormat::kF16:
+    case WeightFormat::kBF16:
+      // Only a bf16 checkpoint layer: layers the plan dequantizes to bf16 keep exact activations.
+      if (bf16_activations_ && spec->activation == ActivationFormat::kFloat &&
+          spec->source.rfind("dequantized from", 0) != 0) {
+        spec->activation = ActivationFormat::kBf16;
+        spec->kernel = "cpu/dense-bf16-act";
+        break;
+      }
+      spec->kernel = "cpu/dense-fast";
+      break;
+    case WeightFormat::kF32: case WeightFormat::kF16:
       spec->kernel = "cpu/dense-fast";
       break;
     case WeightFormat::kFp8E4m3:

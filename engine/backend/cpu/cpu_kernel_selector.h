@@ -12,13 +12,16 @@ namespace tessera::backend::cpu {
 class CpuKernelSelector : public quant::KernelSelector {
  public:
   // int8_activations: run GGUF Q4_0/Q8_0 layers with int8 (Q8_0-block) activations and the VNNI
-  // kernels (a: q8_0 act) instead of exact f32 activations.
-  explicit CpuKernelSelector(bool int8_activations = false) : int8_activations_(int8_activations) {}
+  // kernels (a: q8_0 act) instead of exact f32 activations. bf16_activations: bf16 weights
+  // multiply bf16-rounded activations (a: bf16) instead of the exact hi + lo split.
+  explicit CpuKernelSelector(bool int8_activations = false, bool bf16_activations = false)
+      : int8_activations_(int8_activations), bf16_activations_(bf16_activations) {}
   std::string name() const override { return "cpu"; }
   absl::Status Select(quant::LinearSpec* spec) const override;
 
  private:
   bool int8_activations_;
+  bool bf16_activations_;
 };
 
 }  // namespace tessera::backend::cpu

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
@@ -30,7 +31,7 @@ absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorVi
 absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::TensorView& weight,
                                                                  std::vector<float> bias,
                                                                  kernels::cpu::ThreadPool* pool,
-                                                                 bool int8_activations) {
+                                                                 DenseActivations activations) {
   if (weight.rank() != 2) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tensor '%s' has shape %s, expected a 2-D [out, in] weight", weight.name, weight.ShapeString()));
@@ -41,26 +42,33 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
-  if (int8_activations && !(enc->ggml && (*enc->ggml == kernels::cpu::GgmlBlockType::kQ4_0 ||
-                                           *enc->ggml == kernels::cpu::GgmlBlockType::kQ8_0))) {
+  if (activations == DenseActivations::kInt8Block32 &&
+      !(enc->ggml && (*enc->ggml == kernels::cpu::GgmlBlockType::kQ4_0 ||
+                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ8_0))) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tensor '%s': int8 activations need Q4_0 or Q8_0 weights, not %s", weight.name,
         io::DTypeName(weight.dtype)));
   }
-  return std::make_unique<DenseLinear>(*enc, weight, std::move(bias), pool, int8_activations);
+  if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s': bf16 activations need bf16 weights, not %s", weight.name,
+        io::DTypeName(weight.dtype)));
+  }
+  return std::make_unique<DenseLinear>(*enc, weight, std::move(bias), pool, activations);
 }
 
 DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
                          std::vector<float> bias, kernels::cpu::ThreadPool* pool,
-                         bool int8_activations)
+                         DenseActivations activations)
     : enc_(enc),
       weight_(weight),
       bias_(std::move(bias)),
       pool_(pool),
-      int8_activations_(int8_activations) {
+      activations_(activations) {
   namespace kf = kernels::cpu::fast;
   const int64_t n = weight_.shape[0], k = weight_.shape[1];
-  if (int8_activations_ && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_0) {
+  const bool int8_activations = activations_ == DenseActivations::kInt8Block32;
+  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_0) {
     // Int8 activations on Q4_0: 16-column tiles (int4_x16.h), one layout for decode and batches.
     repacked_bytes_ = kf::Q4_0x16Bytes(n, k);
     repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
@@ -84,6 +92,12 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     fast_.format = *enc_.dense == kernels::cpu::DenseType::kF32    ? kf::FastFormat::kF32
                    : *enc_.dense == kernels::cpu::DenseType::kBF16 ? kf::FastFormat::kBF16
                                                                    : kf::FastFormat::kF16;
+  }
+  if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16DotAvailable()) {
+    // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels.
+    repacked_bytes_ = kf::Bf16PairsBytes(n, k);
+    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
+    fast_ = kf::RepackBf16Pairs(fast_, repacked_.get());
   }
 }
 
@@ -113,7 +127,7 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
     }
     acts16 = {rows, qp, dp, sp};
     run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(fast_, acts16, bias, y, b, e); };
-  } else if (int8_activations_) {
+  } else if (activations_ == DenseActivations::kInt8Block32) {
     // Quantized once per call, before the column split; the buffer is reused across calls (one
     // Forward at a time per thread).
     thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> scratch;
@@ -125,6 +139,33 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
     }
     acts = kf::QuantizeActsQ8Block32(fast_.format, x, rows, in_features(), scratch.get());
     run = [&](int64_t b, int64_t e) { kf::Q8ActMatmul(fast_, acts, bias, y, b, e); };
+  } else if (fast_.format == kf::FastFormat::kBf16Pairs ||
+             (fast_.format == kf::FastFormat::kBF16 && activations_ == DenseActivations::kBf16)) {
+    // bf16 weights (bf16_dot_matmul.h): the activations are converted once per call (hi + lo
+    // split, or bf16 under kBf16), rows split over the pool; the buffers are reused across calls
+    // (one Forward at a time per thread).
+    const int64_t k = in_features(), stride = kf::Bf16DotActStride(k);
+    const bool dot = fast_.format == kf::FastFormat::kBf16Pairs;
+    const bool split = activations_ != DenseActivations::kBf16;
+    thread_local std::vector<uint16_t> hi, lo;
+    thread_local std::vector<float> rounded;
+    hi.resize(rows * stride);
+    if (split) lo.resize(rows * stride);
+    if (!dot) rounded.resize(rows * k);
+    uint16_t* hp = hi.data();
+    uint16_t* lp = split ? lo.data() : nullptr;
+    float* rp = dot ? nullptr : rounded.data();
+    auto convert = [&](int64_t r0, int64_t r1) { kf::RoundActsToBf16(x, k, r0, r1, hp, lp, rp); };
+    if (pool_ != nullptr && rows > 1) {
+      pool_->ParallelFor(rows, 1, convert);
+    } else {
+      convert(0, rows);
+    }
+    if (dot) {
+      run = [&](int64_t b, int64_t e) { kf::Bf16DotMatmul(fast_, hp, lp, rows, bias, y, b, e); };
+    } else {
+      run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, rp, rows, bias, y, b, e); };
+    }
   } else {
     run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, x, rows, bias, y, b, e); };
   }
@@ -141,7 +182,11 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
 }
 
 std::string DenseLinear::Describe() const {
-  if (int8_activations_) {
+  if (fast_.format == kernels::cpu::fast::FastFormat::kBf16Pairs) {
+    return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "hi+lo bf16",
+                        " act / cpu-avx512-bf16");
+  }
+  if (activations_ == DenseActivations::kInt8Block32) {
     return absl::StrCat(io::DTypeName(weight_.dtype), " x q8_0 act / cpu-",
                         kernels::cpu::fast::Q8ActKernelName());
   }

@@ -1,7 +1,8 @@
 // The CPU Linear for unquantized and GGUF weights (f32, bf16, f16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
 // Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Dense and most ggml types
 // are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked once at load into
-// the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row).
+// the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), and bf16
+// on CPUs with AVX-512 BF16 into the 16-column K-pair panels of the vdpbf16ps kernel.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 
@@ -23,21 +24,25 @@ namespace tessera::backend::cpu {
 // The kernel encoding of a checkpoint dtype, or an error naming the tensor.
 absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorView& view);
 
+// What the layer feeds its kernel. kInt8Block32 (Q4_0/Q8_0 weights only) quantizes each input
+// row to int8 blocks of 32 per call and runs the VNNI kernels: Q4_0 repacked in 16-column tiles
+// (kernels/cpu/fast/int4_x16.h), Q8_0 in the row layout of kernels/cpu/fast/q8_act_matmul.h.
+// kBf16 (bf16 weights only) rounds each input row to bf16 (kernels/cpu/fast/bf16_dot_matmul.h);
+// kFloat on bf16 weights runs the same kernel on the exact hi + lo split of the f32 rows.
+enum class DenseActivations { kFloat, kInt8Block32, kBf16 };
+
 class DenseLinear : public Linear {
  public:
   // `weight` must be [N, K] and outlive this object (it points into the mapped checkpoint).
-  // `bias` is empty or N values. `pool` may be null (single-threaded). `int8_activations`
-  // (Q4_0/Q8_0 only, else an error) quantizes each input row to int8 blocks of 32 per call and
-  // runs the VNNI kernels: Q4_0 repacked in 16-column tiles (kernels/cpu/fast/int4_x16.h), Q8_0
-  // in the row layout of kernels/cpu/fast/q8_act_matmul.h.
-  static absl::StatusOr<std::unique_ptr<DenseLinear>> Create(const io::TensorView& weight,
-                                                             std::vector<float> bias,
-                                                             kernels::cpu::ThreadPool* pool,
-                                                             bool int8_activations = false);
+  // `bias` is empty or N values. `pool` may be null (single-threaded). `activations` other than
+  // kFloat on a weight type they do not apply to is an error naming the tensor.
+  static absl::StatusOr<std::unique_ptr<DenseLinear>> Create(
+      const io::TensorView& weight, std::vector<float> bias, kernels::cpu::ThreadPool* pool,
+      DenseActivations activations = DenseActivations::kFloat);
 
   DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
               std::vector<float> bias, kernels::cpu::ThreadPool* pool,
-              bool int8_activations = false);
+              DenseActivations activations = DenseActivations::kFloat);
 
   int64_t out_features() const override { return weight_.shape[0]; }
   int64_t in_features() const override { return weight_.shape[1]; }
@@ -52,9 +57,9 @@ class DenseLinear : public Linear {
   std::vector<float> bias_;
   kernels::cpu::ThreadPool* pool_;
   kernels::cpu::fast::FastWeights fast_;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> repacked_;  // Q8_0/Q4_0 only
+  hwy::AlignedFreeUniquePtr<uint8_t[]> repacked_;  // Q8_0/Q4_0 tiles, bf16 K-pair panels
   int64_t repacked_bytes_ = 0;
-  bool int8_activations_ = false;
+  DenseActivations activations_ = DenseActivations::kFloat;
 };
 
 }  // namespace tessera::backend::cpu

@@ -85,7 +85,9 @@ class Int8ActivationFactory : public LinearFactory {
     auto view = store.Get(weight_name);
     if (!view.ok()) return view.status();
     const bool q = view->dtype == io::DType::kQ4_0 || view->dtype == io::DType::kQ8_0;
-    auto l = backend::cpu::DenseLinear::Create(*view, std::move(bias), pool_, q);
+    auto l = backend::cpu::DenseLinear::Create(
+        *view, std::move(bias), pool_,
+        q ? backend::cpu::DenseActivations::kInt8Block32 : backend::cpu::DenseActivations::kFloat);
     if (!l.ok()) return l.status();
     return std::unique_ptr<backend::Linear>(std::move(*l));
   }
