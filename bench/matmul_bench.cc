@@ -22,12 +22,14 @@
 #include "engine/model/synth_model.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
+#include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
@@ -382,6 +384,55 @@ void BM_Bf16DotMatmul(benchmark::State& state, std::string fmt, int64_t n, int64
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
 }
 
+// ---- INT8 W8A8 (compressed-tensors int-quantized: per-channel weight scales, dynamic per-token
+// symmetric activations) on the VNNI panel kernel (int8_dot_matmul.h), as QuantizedLinear runs
+// it: the activations are quantized and shifted to u8 inside the timing (the fused quantizer, rows
+// split over the pool); random codes in 256 MiB of distinct copies. ----
+void BM_Int8DotMatmul(benchmark::State& state, std::string, int64_t n, int64_t k, int64_t m) {
+  if (!kf::Int8DotAvailable()) {
+    state.SkipWithError("no AVX-512 VNNI on this CPU");
+    return;
+  }
+  struct Copy {
+    hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
+    std::vector<int32_t> sums;
+    std::vector<float> scales;
+  };
+  const int64_t stored = n * k + 4 * n;
+  std::vector<Copy> copies(std::max<int64_t>(1, (int64_t{256} << 20) / stored));
+  std::mt19937 rng(42);
+  std::vector<int8_t> q(n * k);
+  for (Copy& c : copies) {
+    for (auto& v : q) v = static_cast<int8_t>(rng());
+    c.panels = hwy::AllocateAligned<uint8_t>(kf::Int8QuadsBytes(n, k));
+    c.sums.resize(n);
+    kf::RepackInt8Quads(q.data(), n, k, c.panels.get(), c.sums.data());
+    c.scales.assign(n, 0.01f);
+  }
+  std::vector<float> x(m * k), y(m * n), sa(m);
+  std::vector<int8_t> qa(m * k);  // not read by the kernel (Int8Activations::q)
+  std::vector<uint8_t> u8(m * kf::Int8DotActStride(k));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  size_t next = 0;
+  for (auto _ : state) {
+    const Copy& c = copies[next];
+    next = (next + 1) % copies.size();
+    Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
+      kf::QuantizeInt8PerTokenSymmetricU8(x.data(), k, r0, r1, sa.data(), u8.data());
+    });
+    const kf::Int8DotWeights w{c.panels.get(), c.sums.data(), c.scales.data(), true, n, k};
+    const kc::Int8Activations a{qa.data(), sa.data(), nullptr, true};
+    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+      kf::Int8DotMatmul(w, u8.data(), a, m, nullptr, y.data(), b, e);
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double it = static_cast<double>(state.iterations());
+  state.counters["weight_GB/s"] = benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
+}
+
 // ---- The int8-activation VNNI kernel for repacked Q4_0 / Q8_0 (q8_act_matmul.h), as
 // DenseLinear runs it with --cpu_int8_activations: the activations are quantized once per call
 // (serially, before the column split; inside the timing, it is part of the cost), then the
@@ -658,6 +709,9 @@ void RegisterAll() {
     for (const Shape& s : big) {
       for (int64_t m : {1, 16, 128}) Register("BM_Bf16DotMatmul", BM_Bf16DotMatmul, f, s, m);
     }
+  }
+  for (const Shape& s : gemm) {
+    for (int64_t m : {1, 16, 128}) Register("BM_Int8DotMatmul", BM_Int8DotMatmul, "INT8_W8A8", s, m);
   }
   for (const char* f : {"Q4_0", "Q8_0"}) {
     for (const Shape& s : gemm) {

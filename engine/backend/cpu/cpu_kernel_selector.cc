@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/cpu_kernel_selector.h"
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
 
 namespace tessera::backend::cpu {
 
@@ -31,7 +32,15 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       spec->kernel = spec->activation == ActivationFormat::kFp8 ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a16-fast";
       break;
     case WeightFormat::kInt8:
-      spec->kernel = spec->activation == ActivationFormat::kInt8 ? "cpu/int8-w8a8-ref" : "cpu/int-wo-ref";
+      if (spec->activation == ActivationFormat::kInt8) {
+        // QuantizedLinear::InitInt8Dot takes the layer under the same two conditions.
+        spec->kernel = kernels::cpu::fast::Int8DotAvailable() &&
+                               kernels::cpu::fast::Int8DotSupportsK(spec->k)
+                           ? "cpu/int8-w8a8-vnni"
+                           : "cpu/int8-w8a8-ref";
+        break;
+      }
+      spec->kernel = "cpu/int-wo-ref";
       break;
     case WeightFormat::kInt4: case WeightFormat::kInt4Awq: {
       const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;

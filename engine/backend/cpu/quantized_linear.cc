@@ -46,6 +46,7 @@ void DecodeNvfp4ActivationsPermuted(const uint8_t* packed, const uint8_t* sf, in
 void QuantizedLinear::InitFast() {
   // Escape hatch for A/B measurements and bisecting: keep every layer on the reference kernels.
   if (std::getenv("TESSERA_QUANT_REFERENCE") != nullptr) return;
+  if (InitInt8Dot()) return;
   const auto& s = w_.spec;
   const bool nvfp4_int_acts = s.weight_format == WeightFormat::kNvfp4 &&
                               (s.activation == ActivationFormat::kNvfp4 ||
@@ -276,7 +277,7 @@ int64_t QuantizedLinear::weight_bytes() const {
 }
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
-  if (q8_ok_) return {{x16_.get(), x16_bytes_}};
+  if (q8_ok_ || int8_dot_ok_) return {{x16_.get(), x16_bytes_}};
   const auto& s = w_.spec;
   std::vector<ByteSpan> spans;
   auto add = [&](const void* p, int64_t bytes) {
@@ -385,6 +386,7 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
+  if (int8_dot_ok_ && rows > 0) return ForwardInt8Dot(x, rows, y);
   if (q8_ok_ && rows > 0) return ForwardInt8Acts(x, rows, y);
   if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y)) return;
   ForwardReference(x, rows, y);

@@ -49,7 +49,7 @@ class QuantizedLinear : public Linear {
   std::vector<ByteSpan> weight_spans() const override;
   const quant::PackedWeights& weights() const { return w_; }
   // Whether Forward runs the fast kernel (for tests and benchmarks).
-  bool uses_fast_path() const { return fast_ok_ || q8_ok_; }
+  bool uses_fast_path() const { return fast_ok_ || q8_ok_ || int8_dot_ok_; }
   // The scalar reference kernels, whatever the fast path would do (the tests' oracle).
   void ForwardReference(const float* x, int64_t rows, float* y) const;
 
@@ -60,6 +60,11 @@ class QuantizedLinear : public Linear {
   bool ForwardFast(const float* x, int64_t rows, float* y) const;
   // The int8-activation Forward (q8_ok_).
   void ForwardInt8Acts(const float* x, int64_t rows, float* y) const;
+  // INT8 W8A8 on the VNNI panel kernel (kernels/cpu/fast/int8_dot_matmul.h), bit-identical to the
+  // reference: InitInt8Dot repacks (returns whether it took the layer), ForwardInt8Dot runs it.
+  // quantized_linear_int8.cc.
+  bool InitInt8Dot();
+  void ForwardInt8Dot(const float* x, int64_t rows, float* y) const;
 
   quant::PackedWeights w_;
   std::vector<float> bias_;
@@ -71,6 +76,8 @@ class QuantizedLinear : public Linear {
   hwy::AlignedFreeUniquePtr<uint8_t[]> x16_;  // INT4 / NVFP4: the 16-column tiles q8_ points into
   int64_t x16_bytes_ = 0;
   bool q8_ok_ = false;
+  std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift
+  bool int8_dot_ok_ = false;            // x16_ holds the INT8 W8A8 panels
 };
 
 }  // namespace tessera::backend::cpu

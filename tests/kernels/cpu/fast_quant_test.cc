@@ -1,6 +1,7 @@
 // QuantizedLinear's fast paths (kernels/cpu/fast/fast_quant_matmul.h) against its scalar
 // reference path (QuantizedLinear::ForwardReference) on random data and odd shapes, for FP8
-// W8A16 (per-tensor, per-row, block scales) and W8A8 (static and per-token activations), 4-bit
+// W8A16 (per-tensor, per-row, block scales) and W8A8 (static and per-token activations), INT8
+// W8A8 (static with a zero point, per-token symmetric and asymmetric; bit for bit), 4-bit
 // integer weight-only (group 32/64/128, per-channel, fractional zero points; group 16 checks the
 // reference fallback), NVFP4 W4A16 and W4A4
 // (static and dynamic activation global scale) and MXFP4 W4A16.
@@ -23,7 +24,9 @@
 #include "engine/quant/packed_weights.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/quant/int8_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::backend::cpu {
@@ -67,6 +70,35 @@ PackedWeights Fp8(int64_t n, int64_t k, ScaleGranularity scale, ActivationFormat
   for (int64_t i = 0; i < count; ++i) w.scales.push_back(Uniform(rng, 1e-3f, 0.1f));
   w.q = w.bytes.data();
   w.input_scale = 0.02f;
+  return w;
+}
+
+// INT8 W8A8: codes in [-128, 127], per-row or per-tensor scales; static activations (with a zero
+// point when `zero_point`), dynamic per-token symmetric or asymmetric (`zero_point`).
+PackedWeights Int8(int64_t n, int64_t k, ScaleGranularity scale, ScaleOrigin origin,
+                   bool zero_point, uint32_t seed) {
+  std::mt19937 rng(seed);
+  PackedWeights w;
+  w.spec.n = n;
+  w.spec.k = k;
+  w.spec.weight_format = WeightFormat::kInt8;
+  w.spec.weight_scale = scale;
+  w.spec.activation = ActivationFormat::kInt8;
+  w.spec.activation_origin = origin;
+  w.spec.activation_scale =
+      origin == ScaleOrigin::kStatic ? ScaleGranularity::kTensor : ScaleGranularity::kColwise;
+  w.spec.activation_asymmetric = zero_point;
+  w.bytes.resize(n * k);
+  for (auto& b : w.bytes) b = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < (scale == ScaleGranularity::kTensor ? 1 : n); ++i) {
+    w.scales.push_back(Uniform(rng, 1e-3f, 0.05f));
+  }
+  w.q = w.bytes.data();
+  w.input_scale = 0.02f;
+  w.input_zero_point = zero_point && origin == ScaleOrigin::kStatic ? -7 : 0;
+  w.azp_adj.resize(n);
+  kernels::cpu::ComputeInt8AzpAdjustment(reinterpret_cast<const int8_t*>(w.q), n, k,
+                                         w.azp_adj.data());
   return w;
 }
 
@@ -193,6 +225,29 @@ TEST(FastQuantTest, Fp8W8A8) {
       for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}}) {
         CheckLayer([&] { return Fp8(n, k, scale, ActivationFormat::kFp8, origin, 11); }, "fp8 w8a8",
                    true);
+      }
+    }
+  }
+}
+
+// INT8 W8A8 on the VNNI panel kernel: bit-identical to the reference (integer sums, the same
+// epilogue), so beyond CheckLayer's bound the outputs are compared bit for bit.
+TEST(FastQuantTest, Int8W8A8) {
+  const bool vnni = kernels::cpu::fast::Int8DotAvailable();
+  for (const auto scale : {ScaleGranularity::kTensor, ScaleGranularity::kRowwise}) {
+    for (const auto origin : {ScaleOrigin::kStatic, ScaleOrigin::kDynamic}) {
+      for (const bool zp : {false, true}) {
+        for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 2100}}) {
+          auto make = [&] { return Int8(n, k, scale, origin, zp, 13); };
+          CheckLayer(make, "int8 w8a8", vnni);
+          const QuantizedLinear lin(make(), {}, nullptr);
+          const std::vector<float> x = RandomX(9, k, 77);
+          std::vector<float> fast(9 * n), ref(9 * n);
+          lin.Forward(x.data(), 9, fast.data());
+          lin.ForwardReference(x.data(), 9, ref.data());
+          ASSERT_EQ(std::memcmp(fast.data(), ref.data(), fast.size() * 4), 0)
+              << n << "x" << k << " zp " << zp;
+        }
       }
     }
   }

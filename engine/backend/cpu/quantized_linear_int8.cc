@@ -1,0 +1,97 @@
+// QuantizedLinear's INT8 W8A8 path: int8 weights with int8 activations (compressed-tensors
+// int-quantized, Quark int8) on the VNNI panel kernel of kernels/cpu/fast/int8_dot_matmul.h.
+// The activations are quantized by the reference quantizers' exact arithmetic (the dynamic
+// symmetric one fused with the kernel's u8 shift) and the kernel is bit-identical to
+// MatmulInt8W8A8, so this path and ForwardReference agree bit for bit.
+#include <vector>
+
+#include "engine/backend/cpu/quantized_linear.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
+#include "kernels/cpu/quant/activation_quant.h"
+
+namespace tessera::backend::cpu {
+namespace {
+
+namespace kc = kernels::cpu;
+namespace kf = kernels::cpu::fast;
+using quant::ActivationFormat;
+using quant::ScaleOrigin;
+using quant::WeightFormat;
+
+}  // namespace
+
+bool QuantizedLinear::InitInt8Dot() {
+  const auto& s = w_.spec;
+  if (s.weight_format != WeightFormat::kInt8 || s.activation != ActivationFormat::kInt8) {
+    return false;
+  }
+  if (!kf::Int8DotAvailable() || !kf::Int8DotSupportsK(s.k) || w_.q == nullptr) return false;
+  const kc::Int8Weights iw = w_.AsInt8();
+  x16_bytes_ = kf::Int8QuadsBytes(s.n, s.k);
+  x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
+  int8_col_sums_.resize(s.n);
+  kf::RepackInt8Quads(iw.q, s.n, s.k, x16_.get(), int8_col_sums_.data());
+  int8_dot_ok_ = true;
+  return true;
+}
+
+void QuantizedLinear::ForwardInt8Dot(const float* x, int64_t rows, float* y) const {
+  const auto& s = w_.spec;
+  const int64_t n = s.n, k = s.k, stride = kf::Int8DotActStride(k);
+  // Per-call buffers, reused across calls (one Forward at a time per thread).
+  thread_local std::vector<uint8_t> u8;
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> sa;
+  thread_local std::vector<int32_t> azp;
+  u8.resize(rows * stride);
+  kc::Int8Activations a;
+  a.per_token = s.activation_origin != ScaleOrigin::kStatic;
+  if (!a.per_token) {
+    sa.assign(1, w_.input_scale);
+    azp.assign(1, w_.input_zero_point);
+    a.azp = w_.input_zero_point != 0 ? azp.data() : nullptr;
+  } else {
+    sa.resize(rows);
+    if (s.activation_asymmetric) {
+      azp.resize(rows);
+      a.azp = azp.data();
+    }
+  }
+  a.scales = sa.data();
+  const bool fused = a.per_token && !s.activation_asymmetric;
+  if (!fused) q.resize(rows * k);
+  uint8_t* up = u8.data();
+  int8_t* qp = q.data();
+  float* sp = sa.data();
+  int32_t* zp = azp.data();
+  // Each row's codes depend on that row only, so splitting the rows over the pool changes nothing.
+  auto quantize = [&](int64_t r0, int64_t r1) {
+    if (fused) {
+      kf::QuantizeInt8PerTokenSymmetricU8(x, k, r0, r1, sp, up);
+      return;
+    }
+    if (!a.per_token) {
+      kc::QuantizeInt8Static(x + r0 * k, (r1 - r0) * k, w_.input_scale, w_.input_zero_point,
+                             qp + r0 * k);
+    } else {
+      kc::QuantizeInt8PerTokenAsymmetric(x + r0 * k, r1 - r0, k, qp + r0 * k, sp + r0, zp + r0);
+    }
+    kf::Int8ActsToU8(qp, k, r0, r1, up);
+  };
+  if (pool_ != nullptr && rows > 1) {
+    pool_->ParallelFor(rows, 1, quantize);
+  } else {
+    quantize(0, rows);
+  }
+  const kc::Int8Weights iw = w_.AsInt8();
+  const kf::Int8DotWeights w{x16_.get(), int8_col_sums_.data(), iw.scales, iw.per_row, n, k};
+  const float* bias = bias_.empty() ? nullptr : bias_.data();
+  auto run = [&](int64_t b, int64_t e) { kf::Int8DotMatmul(w, up, a, rows, bias, y, b, e); };
+  if (pool_ != nullptr) {
+    pool_->ParallelFor(n, 16, run);
+  } else {
+    run(0, n);
+  }
+}
+
+}  // namespace tessera::backend::cpu

@@ -1,0 +1,72 @@
+// INT8 W8A8 linear layers (compressed-tensors int-quantized, Quark int8; the reference is
+// kernels/cpu/quant/int8_matmul.h) on AVX-512 VNNI: `vpdpbusd` multiplies 64 u8 × s8 pairs into
+// 16 int32 lanes per instruction. The kernel QuantizedLinear runs for int8 weights with int8
+// activations, decode and prefill alike.
+//
+// Layout (RepackInt8Quads, at load): 16-column panels, each K-quad-major: panel p holds, for each
+// quad t of K, the 16 columns' w[n, 4t..4t+3] as one 64-byte vector, so one `vpdpbusd` multiplies a
+// broadcast quad of activation bytes into 16 outputs (oneDNN's VNNI layout). Columns past N and K
+// past its multiple of 4 are zero.
+//
+// Numerics: `vpdpbusd` takes unsigned activations, so the int8 codes qa are shifted to
+// qa + 128 (Int8ActsToU8) and the shift comes back out exactly: Σ (qa + 128)·qw − 128·Σ qw. All of
+// it is integer arithmetic in int32, exact for K < 2^16 (|Σ| < 255·128·K), so the int32 sum equals
+// the reference's int64 one; the azp correction and the epilogue are the reference's own f32
+// operations in its order, y = sa·(sw·float(acc − azp·azp_adj)) (+ bias). Results are therefore
+// bit-identical to MatmulInt8W8A8, and batch-invariant whatever the tiling or column split.
+#ifndef TESSERA_KERNELS_CPU_FAST_INT8_DOT_MATMUL_H_
+#define TESSERA_KERNELS_CPU_FAST_INT8_DOT_MATMUL_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/quant/int8_matmul.h"
+
+namespace tessera::kernels::cpu::fast {
+
+// Whether this CPU runs Int8DotMatmul (CPUID: AVX-512 F, BW, VL and VNNI).
+bool Int8DotAvailable();
+
+// Whether the kernel takes a K (the int32 sum must not overflow): 0 < k < 2^16.
+inline bool Int8DotSupportsK(int64_t k) { return k > 0 && k < (int64_t{1} << 16); }
+
+// Row stride (bytes) of Int8ActsToU8's output: K rounded up to 4, plus 64 when that is a multiple
+// of 4096 (rows 4 KiB apart would share L1 sets).
+inline int64_t Int8DotActStride(int64_t k) {
+  const int64_t quad = (k + 3) / 4 * 4;
+  return quad % 4096 == 0 ? quad + 64 : quad;
+}
+
+// Rows [r0, r1) of the int8 codes q [rows, k] as q + 128 into u8 [rows, Int8DotActStride(k)],
+// padded with 128 (code 0).
+void Int8ActsToU8(const int8_t* q, int64_t k, int64_t r0, int64_t r1, uint8_t* u8);
+
+// Rows [r0, r1) of x [rows, k] quantized as QuantizeInt8PerTokenSymmetric does (scales[m] =
+// amax / 127, codes round-half-even(x · 127 / amax), NaN -> 0) and written as Int8ActsToU8 writes
+// them, bit for bit; vectorized on AVX-512 (Int8DotAvailable), else the two reference steps.
+void QuantizeInt8PerTokenSymmetricU8(const float* x, int64_t k, int64_t r0, int64_t r1,
+                                     float* scales, uint8_t* u8);
+
+// The panels of an [n, k] int8 matrix.
+struct Int8DotWeights {
+  const uint8_t* panels = nullptr;  // Int8QuadsBytes(n, k), 64-byte aligned
+  const int32_t* col_sums = nullptr;  // [n] Σ_k q[n, k] (also the reference's azp_adj)
+  const float* scales = nullptr;  // n floats when per_row, else one
+  bool per_row = true;
+  int64_t n = 0, k = 0;
+};
+
+int64_t Int8QuadsBytes(int64_t n, int64_t k);
+
+// Repacks q [n, k] into `panels` (Int8QuadsBytes(n, k) bytes, 64-byte aligned) and fills
+// col_sums [n].
+void RepackInt8Quads(const int8_t* q, int64_t n, int64_t k, uint8_t* panels, int32_t* col_sums);
+
+// MatmulInt8W8A8's contract for columns [n_begin, n_end), with the activations as u8 rows from
+// Int8ActsToU8 (a.q is not read; a.scales, a.azp and a.per_token are). Requires
+// Int8DotAvailable() and Int8DotSupportsK(w.k).
+void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& a,
+                   int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
+}  // namespace tessera::kernels::cpu::fast
+
+#endif  // TESSERA_KERNELS_CPU_FAST_INT8_DOT_MATMUL_H_
