@@ -14,7 +14,7 @@
 namespace tessera::quant {
 namespace {
 
-constexpr const char* kSchemes[] = {"bf16",     "fp8",       "ptpc_fp8",  "int8",
+constexpr const char* kSchemes[] = {"bf16",     "fp8",       "ptpc_fp8",  "fp8_wo",    "int8",
                                     "int4_wo_32", "int4_wo_64", "int4_wo_128",
                                     "int4_wo_per_channel", "nvfp4", "mxfp4"};
 
@@ -91,6 +91,12 @@ absl::StatusOr<LinearSpec> OnlineSchemeSpec(const std::string& scheme, const std
     s.activation = ActivationFormat::kFp8;
     s.activation_scale = ScaleGranularity::kColwise;  // no calibration data: dynamic per token
     s.activation_origin = ScaleOrigin::kDynamic;
+  } else if (scheme == "fp8_wo") {
+    // FP8 weight-only (W8A16, per-channel scales): vLLM's FP8 Marlin form, for hardware without
+    // FP8 GEMMs; here the AVX-512 BF16 kernel with exact (hi + lo) activations.
+    s.weight_format = WeightFormat::kFp8E4m3;
+    s.weight_scale = ScaleGranularity::kRowwise;
+    s.weight_scale_dtype = "F32";
   } else if (scheme == "int8") {
     s.weight_format = WeightFormat::kInt8;
     s.weight_scale = ScaleGranularity::kRowwise;
