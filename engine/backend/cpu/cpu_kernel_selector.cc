@@ -29,7 +29,18 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       spec->kernel = "cpu/dense-fast";
       break;
     case WeightFormat::kFp8E4m3:
-      spec->kernel = spec->activation == ActivationFormat::kFp8 ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a16-fast";
+      if (spec->activation == ActivationFormat::kFp8) {
+        spec->kernel = "cpu/fp8-w8a8-fast";
+        break;
+      }
+      // W8A16 under --cpu_bf16_activations: activations rounded to bf16 (vLLM's FP8 Marlin runs
+      // bf16 activations), one vdpbf16ps per weight pair instead of the exact split's two.
+      if (bf16_activations_ && spec->activation == ActivationFormat::kFloat) {
+        spec->activation = ActivationFormat::kBf16;
+        spec->kernel = "cpu/fp8-w8a16-bf16-act";
+        break;
+      }
+      spec->kernel = "cpu/fp8-w8a16-fast";
       break;
     case WeightFormat::kInt8:
       if (spec->activation == ActivationFormat::kInt8) {

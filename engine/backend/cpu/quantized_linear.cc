@@ -13,6 +13,7 @@
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
 
 namespace tessera::backend::cpu {
 namespace {
@@ -104,7 +105,7 @@ void QuantizedLinear::InitFast() {
   switch (s.weight_format) {
     case WeightFormat::kFp8E4m3: {
       const kc::Fp8Weights fw = w_.AsFp8();
-      if (s.activation == ActivationFormat::kFloat) {
+      if (s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16) {
         f.scales = fw.scales;
         if (fw.layout == kc::Fp8WeightScaleLayout::kBlock) {
           if (fw.block_n <= 0 || fw.block_k <= 0) return;
@@ -191,7 +192,15 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
       fn(0, rows);
     }
   };
-  if (s.weight_format == WeightFormat::kFp8E4m3 && s.activation != ActivationFormat::kFloat) {
+  if (s.activation == ActivationFormat::kBf16) {
+    // bf16 activations (--cpu_bf16_activations): x rounded once; the kernel then sees exact
+    // bf16 values and takes one vdpbf16ps per weight pair.
+    xa.resize(rows * k);
+    for_rows([&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0 * k; i < r1 * k; ++i) xa[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+    });
+    xin = xa.data();
+  } else if (s.weight_format == WeightFormat::kFp8E4m3 && s.activation == ActivationFormat::kFp8) {
     const kc::Fp8Weights fw = w_.AsFp8();
     qa.resize(rows * k);
     xa.resize(rows * k);
@@ -416,12 +425,17 @@ void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) c
       for (int64_t i = 0; i < k; ++i) x_q8[r * k + i] = static_cast<float>(q[i]) * d[i / 32];
     }
     x = x_q8.data();
+  } else if (s.activation == ActivationFormat::kBf16) {
+    // The bf16-activation scheme's math: the float kernel on x rounded to bf16.
+    x_q8.resize(rows * k);
+    for (int64_t i = 0; i < rows * k; ++i) x_q8[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+    x = x_q8.data();
   }
 
   switch (s.weight_format) {
     case WeightFormat::kFp8E4m3: {
       const kc::Fp8Weights fw = w_.AsFp8();
-      if (s.activation == ActivationFormat::kFloat) {
+      if (s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16) {
         run = [&, fw](int64_t b, int64_t e) { kc::MatmulFp8W8A16(fw, n, k, x, rows, bias, y, b, e); };
         break;
       }

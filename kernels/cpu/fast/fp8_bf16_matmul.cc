@@ -417,13 +417,13 @@ void Fp8Bf16MatmulAvx512(const FastQuantWeights& w, const float* x, int64_t rows
   sh.chunks = sh.full + (sh.tail != 0 ? 1 : 0);
   const bool blocked = w.scale_k < w.k;
   sh.upb = blocked ? static_cast<int>(w.scale_k / 32) : 0;
-  // W8A8 (row_scale set): x are decoded E4M3 codes, one bf16 each; anything else is split.
+  // Activations that are all exact bf16 (W8A8's decoded E4M3 codes, W8A16 under bf16
+  // activations) take one vdpbf16ps per weight vector; anything else is split. The split of an
+  // exact x has lo = 0, which adds exact zeros: both forms give the same result.
   thread_local std::vector<uint16_t> xbuf;
   int p = 2;
-  if (w.row_scale != nullptr) {
-    xbuf.resize(rows * sh.chunks * 64);
-    if (ConvertActivations(x, rows, w.k, sh.chunks, 1, xbuf.data())) p = 1;
-  }
+  xbuf.resize(rows * sh.chunks * 64);
+  if (ConvertActivations(x, rows, w.k, sh.chunks, 1, xbuf.data())) p = 1;
   if (p == 2) {
     xbuf.resize(rows * sh.chunks * 128);
     ConvertActivations(x, rows, w.k, sh.chunks, 2, xbuf.data());

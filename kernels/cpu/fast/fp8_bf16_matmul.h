@@ -16,11 +16,11 @@
 //  * per-tensor / per-row weight scales, and 2-D block scales (scale_k a multiple of 32, e.g. 128):
 //    each scale block b has its own accumulator, folded in as tot = fma(s_b, acc_b, tot);
 //  * W8A8 epilogue (row_scale set): y = row_scale(m) · (col_scale(n) · tot), as the reference.
-// Activations: with row_scale set the caller passes decoded E4M3 activation codes, which are exact
-// bf16 and take one `vdpbf16ps` per 32 K-values. Otherwise (W8A16, arbitrary f32 x) each x is
-// split into hi = bf16(x) and lo = bf16(x − hi), both accumulated into the same acc (two
-// `vdpbf16ps` per weight vector): |x − hi − lo| ≤ 2^-16·|x|. (If a row_scale caller's x are not
-// all exact bf16, the call takes the split path too.) With u = 2^-24, each output satisfies
+// Activations: when every x of the call is exactly a bf16 (W8A8's decoded E4M3 activation codes,
+// or W8A16 activations the caller rounded to bf16 under --cpu_bf16_activations) each 32 K-values
+// take one `vdpbf16ps`. Otherwise (W8A16, arbitrary f32 x) each x is split into hi = bf16(x) and
+// lo = bf16(x − hi), both accumulated into the same acc (two `vdpbf16ps` per weight vector):
+// |x − hi − lo| ≤ 2^-16·|x|; for an exact x, lo = 0 adds exact zeros, so the two forms agree. With u = 2^-24, each output satisfies
 //   |y − Σ x·w| ≤ (2^-16 + (K/4 + 8)·u)·Σ|x·w| + 3u·|y| + s·K·2^-116,
 // w the exact e4m3·scale (the reference rounds each w to f32, within u·Σ|x·w| of it). The last
 // term (s the largest weight scale) covers `vdpbf16ps` flushing denormal inputs and results to

@@ -209,14 +209,29 @@ void CheckLayer(const MakeWeights& make, const char* name, bool expect_fast) {
   }
 }
 
+// W8A16 with f32 activations (the exact split) and with bf16 activations (--cpu_bf16_activations:
+// both paths round x to bf16 first, then the kernel takes one vdpbf16ps per weight pair).
 TEST(FastQuantTest, Fp8W8A16) {
-  for (const auto scale : {ScaleGranularity::kTensor, ScaleGranularity::kRowwise,
-                           ScaleGranularity::kBlock}) {
-    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}, {1, 16}}) {
-      CheckLayer([&] { return Fp8(n, k, scale, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 7); },
-                 "fp8 w8a16", scale != ScaleGranularity::kBlock || k % 32 == 0);
+  for (const auto act : {ActivationFormat::kFloat, ActivationFormat::kBf16}) {
+    for (const auto scale : {ScaleGranularity::kTensor, ScaleGranularity::kRowwise,
+                             ScaleGranularity::kBlock}) {
+      for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}, {1, 16}}) {
+        CheckLayer([&] { return Fp8(n, k, scale, act, ScaleOrigin::kDynamic, 7); },
+                   act == ActivationFormat::kFloat ? "fp8 w8a16" : "fp8 w8a16 bf16 act",
+                   scale != ScaleGranularity::kBlock || k % 32 == 0);
+      }
     }
   }
+  // bf16 activations really are rounded: the two forms differ on the same inputs.
+  const QuantizedLinear f32_acts(Fp8(67, 96, ScaleGranularity::kRowwise, ActivationFormat::kFloat,
+                                     ScaleOrigin::kDynamic, 7), {}, nullptr);
+  const QuantizedLinear bf16_acts(Fp8(67, 96, ScaleGranularity::kRowwise, ActivationFormat::kBf16,
+                                      ScaleOrigin::kDynamic, 7), {}, nullptr);
+  const std::vector<float> x = RandomX(3, 96, 5);
+  std::vector<float> a(3 * 67), b(3 * 67);
+  f32_acts.Forward(x.data(), 3, a.data());
+  bf16_acts.Forward(x.data(), 3, b.data());
+  EXPECT_NE(a, b);
 }
 
 TEST(FastQuantTest, Fp8W8A8) {
