@@ -39,7 +39,7 @@ const std::vector<FlagSpec> kFlags = {
     {"prompt", false, "prompt tokens per sequence (default 128)"},
     {"gen", false, "generated tokens per sequence (default 128)"},
     {"threads", false, "CPU threads (default: all)"},
-    {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0 and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
+    {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
     {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
     {"seed", false, "seed of the random prompts (default 0)"},
     {"device", false, "cpu (default), cuda or cuda:N"},

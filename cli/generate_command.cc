@@ -24,7 +24,7 @@ std::vector<FlagSpec> Flags() {
       {"server", false, "stream from a running tessera server at ADDR instead"},
       {"prompt", false, "prompt text"},
       {"threads", false, "CPU threads (default: all)"},
-      {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0 and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
+      {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
       {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
       {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
       {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},

@@ -45,7 +45,7 @@ std::vector<FlagSpec> Flags() {
       {"threads", false, "CPU threads (default: all)"},
       {"device", false, "cpu (default), cuda or cuda:N"},
       {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
-      {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0 and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
+      {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
       {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
       {"tls_cert", false, "PEM certificate chain: serve gRPC over TLS"},
       {"tls_key", false, "PEM private key for --tls_cert"},

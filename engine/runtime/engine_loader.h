@@ -35,7 +35,7 @@ struct LoadedEngine {
 struct EngineOptions {
   int threads = 0;  // 0 = all hardware threads
   std::string precision_plan_path;  // a plan file with override rules; empty = checkpoint as is
-  // GGUF Q4_0/Q8_0, INT4 weight-only and NVFP4 W4A16 layers quantize their activations to int8
+  // GGUF Q4_0/Q8_0/Q4_K, INT4 weight-only and NVFP4 W4A16 layers quantize their activations to int8
   // blocks of 32 (llama.cpp's method, VNNI kernels): faster, but results differ from f32
   // activations by the activation rounding.
   bool cpu_int8_activations = false;

@@ -180,6 +180,15 @@ GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type) {
   return {1, 1};
 }
 
+void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes) {
+  uint8_t sc, m;
+  ScaleMinK4(j, block + 4, &sc, &m);
+  *scale = Half(block) * sc;
+  *offset = Half(block + 2) * m;
+  const uint8_t* q = block + 16 + 32 * (j / 2);  // sub-blocks 2c and 2c + 1 share 32 bytes
+  for (int l = 0; l < 32; ++l) codes[l] = (j % 2 == 0) ? (q[l] & 0xF) : (q[l] >> 4);
+}
+
 void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks, float* dst) {
   void (*fn)(const uint8_t*, float*) = nullptr;
   switch (type) {

@@ -20,6 +20,11 @@ GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type);
 // Dequantizes `blocks` consecutive blocks at `src` into blocks * elements floats at `dst`.
 void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks, float* dst);
 
+// Sub-block j (0..7, 32 values) of one 144-byte Q4_K block as 4-bit codes with
+// w[l] = scale · codes[l] − offset, scale = d·sc_j and offset = dmin·m_j in f32 exactly as
+// DequantizeGgmlBlocks (llama.cpp's dequantize_row_q4_K) computes them.
+void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes);
+
 }  // namespace tessera::kernels::cpu
 
 #endif  // TESSERA_KERNELS_CPU_GGML_DEQUANT_H_

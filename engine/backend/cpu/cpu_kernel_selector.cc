@@ -82,7 +82,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kMxfp4:
       spec->kernel = "cpu/mxfp4-w4a16-fast";
       break;
-    case WeightFormat::kGgufQ4_0: case WeightFormat::kGgufQ8_0:
+    case WeightFormat::kGgufQ4_0: case WeightFormat::kGgufQ8_0: case WeightFormat::kGgufQ4_K:
       if (int8_activations_) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;

@@ -44,9 +44,10 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
   }
   if (activations == DenseActivations::kInt8Block32 &&
       !(enc->ggml && (*enc->ggml == kernels::cpu::GgmlBlockType::kQ4_0 ||
-                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ8_0))) {
+                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ8_0 ||
+                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ4_K))) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor '%s': int8 activations need Q4_0 or Q8_0 weights, not %s", weight.name,
+        "tensor '%s': int8 activations need Q4_0, Q8_0 or Q4_K weights, not %s", weight.name,
         io::DTypeName(weight.dtype)));
   }
   if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {
@@ -73,6 +74,14 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     repacked_bytes_ = kf::Q4_0x16Bytes(n, k);
     repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
     fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.get());
+    return;
+  }
+  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_K) {
+    // Int8 activations on Q4_K: the per-group INT4 tiles (scale d·sc, zero point dmin·m / d·sc
+    // per sub-block of 32; int4_x16.h RepackQ4KToU4x16).
+    repacked_bytes_ = kf::U4x16Bytes(n, k, 32);
+    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
+    fast_ = kf::RepackQ4KToU4x16(weight_.bytes.data(), n, k, repacked_.get());
     return;
   }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
@@ -108,7 +117,7 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
   std::function<void(int64_t, int64_t)> run;
   kf::Q8Acts acts;
   kf::Int4x16Acts acts16;
-  if (fast_.format == kf::FastFormat::kQ4_0x16) {
+  if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16) {
     const int64_t k = in_features(), blocks = k / 32;
     thread_local std::vector<int8_t> q;
     thread_local std::vector<float> d, s;

@@ -2,6 +2,7 @@
 // int4_x16_vnni.cc.
 #include "kernels/cpu/fast/int4_x16.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -129,6 +130,42 @@ FastWeights RepackU4x16(const FastWeights& src, uint8_t* dst) {
     }
   }
   return w;
+}
+
+FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  // Through the kU4Groups source view: nibble pairs plus per-(row, group) scales and zeros.
+  const int64_t groups = k / 32, row_bytes = k / 256 * 144;
+  std::vector<uint8_t> pairs(n * k / 2);
+  std::vector<float> scales(n * groups), zeros(n * groups);
+  uint8_t codes[32];
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      float s, o;
+      Q4KSubBlock(ggml_rows + r * row_bytes + (g / 8) * 144, static_cast<int>(g % 8), &s, &o, codes);
+      float z = 0.0f;
+      if (s != 0.0f) {
+        z = o / s;
+      } else {
+        std::fill(codes, codes + 32, uint8_t{0});
+        s = o;
+        z = o != 0.0f ? 1.0f : 0.0f;
+      }
+      scales[r * groups + g] = s;
+      zeros[r * groups + g] = z;
+      uint8_t* p = pairs.data() + r * (k / 2) + g * 16;
+      for (int l = 0; l < 16; ++l) p[l] = static_cast<uint8_t>(codes[2 * l] | (codes[2 * l + 1] << 4));
+    }
+  }
+  FastWeights src;
+  src.format = FastFormat::kU4Groups;
+  src.data = pairs.data();
+  src.n = n;
+  src.k = k;
+  src.row_stride = k / 2;
+  src.group_scales = scales.data();
+  src.group_zeros = zeros.data();
+  src.group_size = 32;
+  return RepackU4x16(src, dst);
 }
 
 FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {

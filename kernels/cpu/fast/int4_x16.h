@@ -50,6 +50,12 @@ FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 // The same for kU4Groups weights (nibble pairs + per-group scales and zero points).
 FastWeights RepackU4x16(const FastWeights& u4_groups, uint8_t* dst);
 
+// GGUF Q4_K rows (k % 256 == 0) as kU4x16 with group size 32 (U4x16Bytes(n, k, 32)): each
+// sub-block's w = s·u − o (s = d·sc, o = dmin·m, ggml_dequant.h Q4KSubBlock) becomes scale s and
+// zero point o / s; a sub-block with s = 0 is the constant −o, stored as codes 0, zero point 1 and
+// scale o. The zero point's rounding moves a block total by at most 2^-24·|o·Σx|.
+FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
+
 // The same for kNvfp4Pairs weights (E2M1 pairs + UE4M3 block scales, alpha kept).
 FastWeights RepackNvfp4x16(const FastWeights& nvfp4_pairs, uint8_t* dst);
 

@@ -246,6 +246,54 @@ TEST(U4x16Test, BatchAndColumnSplitInvariant) {
   }
 }
 
+// ---- GGUF Q4_K as kU4x16 (RepackQ4KToU4x16). Random blocks with f16 d / dmin, every 6-bit
+// scale and min pattern, and sub-blocks whose d·sc is zero (sc = 0, or d = 0 in a whole block)
+// with and without a min: the tiles must compute Σ w·x̂ for the reference dequantization w
+// (DequantizeGgmlBlocks) and the int8-rounded activations x̂ = q·d, within f32 summation plus
+// the zero point's rounding. ----
+TEST(U4x16Test, Q4KMatchesDequantizedWeights) {
+  std::mt19937 rng(71);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 256}, {16, 1024}, {5, 2048}}) {
+    const int64_t sb = k / 256;
+    std::vector<uint8_t> rows(n * sb * 144);
+    for (int64_t i = 0; i < n * sb; ++i) {
+      uint8_t* b = rows.data() + i * 144;
+      for (int j = 4; j < 144; ++j) b[j] = static_cast<uint8_t>(rng());
+      const uint16_t d = numeric::FloatToHalf(i % 11 == 3 ? 0.0f : scale(rng));  // d = 0 blocks
+      const uint16_t dmin = numeric::FloatToHalf(i % 7 == 2 ? 0.0f : scale(rng));
+      std::memcpy(b, &d, 2);
+      std::memcpy(b + 2, &dmin, 2);
+      if (i % 5 == 1) b[4] &= 0xC0;  // sub-block 0: sc = 0 (its min stays)
+    }
+    auto tiles = hwy::AllocateAligned<uint8_t>(U4x16Bytes(n, k, 32));
+    const FastWeights fw = RepackQ4KToU4x16(rows.data(), n, k, tiles.get());
+    ASSERT_EQ(fw.format, FastFormat::kU4x16);
+    std::vector<float> wref(n * k);
+    DequantizeGgmlBlocks(GgmlBlockType::kQ4_K, rows.data(), n * sb, wref.data());
+    for (int64_t rcount : {1, 7}) {
+      std::vector<float> x(rcount * k);
+      for (auto& v : x) v = nd(rng);
+      const Acts a = Quantize(x.data(), rcount, k);
+      std::vector<float> y(rcount * n);
+      Int4x16Matmul(fw, a.view, nullptr, y.data(), 0, n);
+      for (int64_t m = 0; m < rcount; ++m) {
+        for (int64_t c = 0; c < n; ++c) {
+          double exact = 0, mag = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            const double xv = static_cast<double>(a.q[m * k + i]) * a.d[m * k / 32 + i / 32];
+            exact += static_cast<double>(wref[c * k + i]) * xv;
+            mag += std::fabs(static_cast<double>(wref[c * k + i]) * xv) + 16 * std::fabs(xv) * 0.02;
+          }
+          ASSERT_NEAR(y[m * n + c], exact, (k + 16) * std::ldexp(1.0, -24) * 4 * mag)
+              << "n=" << n << " k=" << k << " m=" << m << " c=" << c;
+        }
+      }
+    }
+  }
+}
+
 // Against float activations and the reference dequantization (u − z)·s.
 TEST(U4x16Test, CloseToFloatActivations) {
   std::mt19937 rng(67);
