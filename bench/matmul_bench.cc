@@ -574,7 +574,10 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   int64_t q_bytes = n * k / 2, bs_bytes = 0, n_scales = 0, n_zeros = 0;
   static const float kUnit = 1.0f;
   std::vector<float> row_scales(m, 0.02f);
-  if (fmt == "FP8" || fmt == "FP8_W8A8") {
+  // FP8_BF16ACT: W8A16 under --cpu_bf16_activations (x rounded to bf16 inside the timing, as
+  // QuantizedLinear does; the kernel then takes one vdpbf16ps per weight pair).
+  const bool bf16_act = fmt == "FP8_BF16ACT";
+  if (fmt == "FP8" || fmt == "FP8_W8A8" || bf16_act) {
     w.decode = kf::QuantDecode::kFp8;
     q_bytes = n * k;
     n_scales = n;
@@ -637,12 +640,21 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   if (w8a8) {
     for (auto& v : x) v = numeric::DecodeE4m3(numeric::EncodeE4m3(v * 50.0f));
   }
+  std::vector<float> xr(bf16_act ? m * k : 0);
   size_t next = 0;
   for (auto _ : state) {
     use(copies[next]);
     next = (next + 1) % copies.size();
+    if (bf16_act) {
+      Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0 * k; i < r1 * k; ++i) {
+          xr[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+        }
+      });
+    }
+    const float* xin = bf16_act ? xr.data() : x.data();
     Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
-      kf::FastQuantMatmul(w, x.data(), m, nullptr, y.data(), b, e);
+      kf::FastQuantMatmul(w, xin, m, nullptr, y.data(), b, e);
     });
     benchmark::DoNotOptimize(y.data());
   }
@@ -684,7 +696,7 @@ void RegisterAll() {
     return std::string(s.label) != "1.1b_kv" && std::string(s.label) != "1.1b_lm_head";
   };
   const Shape gemm[] = {big[0], big[1], big[2], tiny[0], tiny[2], tiny[3]};
-  for (const char* f : {"FP8", "FP8_W8A8", "INT4_G128", "NVFP4", "MXFP4"}) {
+  for (const char* f : {"FP8", "FP8_W8A8", "FP8_BF16ACT", "INT4_G128", "NVFP4", "MXFP4"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
     }
