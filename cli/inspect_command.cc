@@ -18,6 +18,8 @@ namespace {
 
 const std::vector<FlagSpec> kFlags = {
     {"precision_plan", false, "for a model: resolve the plan with this override file"},
+    {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
+    {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
     {"help", true, "show this help"},
 };
 
@@ -94,7 +96,9 @@ int RunInspect(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "error: %s\n", std::string(quant_config.status().message()).c_str());
     return 1;
   }
-  auto plan = runtime::ResolvePlan(*source, **quant_config, args->GetString("precision_plan"));
+  auto plan = runtime::ResolvePlan(*source, **quant_config, args->GetString("precision_plan"),
+                                   {args->GetBool("cpu_int8_activations"),
+                                    args->GetBool("cpu_bf16_activations")});
   if (!plan.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(plan.status().message()).c_str());
     return 1;

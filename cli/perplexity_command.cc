@@ -21,7 +21,9 @@ const std::vector<FlagSpec> kFlags = {
     {"file", false, "text file to score"},
     {"ctx", false, "window size in tokens (default 512)"},
     {"threads", false, "CPU threads (default: all)"},
-      {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
+    {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
+    {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
+    {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
     {"help", true, "show this help"},
 };
 
@@ -49,7 +51,12 @@ int RunPerplexity(const std::vector<std::string>& argv) {
   std::stringstream ss;
   ss << in.rdbuf();
 
-  auto engine = runtime::LoadEngine(args->GetString("model"), {.threads = static_cast<int>(*threads), .precision_plan_path = args->GetString("precision_plan")});
+  runtime::EngineOptions options;
+  options.threads = static_cast<int>(*threads);
+  options.precision_plan_path = args->GetString("precision_plan");
+  options.cpu_int8_activations = args->GetBool("cpu_int8_activations");
+  options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
+  auto engine = runtime::LoadEngine(args->GetString("model"), options);
   if (!engine.ok()) return Fail(engine.status());
   auto& e = **engine;
   auto tokens = e.tokenizer->Encode(ss.str(), /*add_special=*/true);

@@ -73,7 +73,9 @@ int WeightBits(WeightFormat f) {
 std::string LinearSpec::SchemeName() const {
   switch (weight_format) {
     case WeightFormat::kFp8E4m3:
-      if (activation == ActivationFormat::kFloat) return "fp8_wo";
+      if (activation == ActivationFormat::kFloat || activation == ActivationFormat::kBf16) {
+        return "fp8_wo";
+      }
       if (weight_scale == ScaleGranularity::kRowwise && activation_scale == ScaleGranularity::kColwise &&
           activation_origin == ScaleOrigin::kDynamic) {
         return "ptpc_fp8";

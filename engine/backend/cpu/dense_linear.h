@@ -50,6 +50,9 @@ class DenseLinear : public Linear {
   std::string Describe() const override;
   int64_t weight_bytes() const override { return static_cast<int64_t>(weight_.bytes.size()); }
   std::vector<ByteSpan> weight_spans() const override;
+  // Whether Forward reads only the layer's own repacked copy, never `weight`'s bytes again (so an
+  // owner of those bytes may free them; shape and dtype stay in use).
+  bool reads_own_copy() const { return repacked_ != nullptr; }
 
  private:
   kernels::cpu::WeightEncoding enc_;

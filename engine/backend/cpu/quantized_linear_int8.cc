@@ -26,6 +26,9 @@ bool QuantizedLinear::InitInt8Dot() {
     return false;
   }
   if (!kf::Int8DotAvailable() || !kf::Int8DotSupportsK(s.k) || w_.q == nullptr) return false;
+  if (s.activation_origin == ScaleOrigin::kStatic && !kf::Int8DotSupportsAzp(w_.input_zero_point)) {
+    return false;
+  }
   const kc::Int8Weights iw = w_.AsInt8();
   x16_bytes_ = kf::Int8QuadsBytes(s.n, s.k);
   x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
@@ -82,6 +85,13 @@ void QuantizedLinear::ForwardInt8Dot(const float* x, int64_t rows, float* y) con
     pool_->ParallelFor(rows, 1, quantize);
   } else {
     quantize(0, rows);
+  }
+  if (a.per_token && a.azp != nullptr) {
+    // A row far from zero gets a zero point outside int8's range; the reference sums in int64.
+    // It is bit-identical to the kernel wherever both apply, so switching per call is invisible.
+    for (int64_t r = 0; r < rows; ++r) {
+      if (!kf::Int8DotSupportsAzp(zp[r])) return ForwardReference(x, rows, y);
+    }
   }
   const kc::Int8Weights iw = w_.AsInt8();
   const kf::Int8DotWeights w{x16_.get(), int8_col_sums_.data(), iw.scales, iw.per_row, n, k};

@@ -160,10 +160,12 @@ absl::Status CudaDecoder::RunPassKernels(int64_t rows, int64_t count,
   if (rows > limits_.graph_max_rows) return EnqueuePass(rows, count, batch);
   auto it = graphs_.find({rows, count});
   if (it == graphs_.end()) {
-    // Shapes seen once hold no graph; forget them when many pile up (prefill lengths vary),
-    // so the map stays small while the captured graphs stay.
+    // Shapes without a graph (seen once, or seen after max_graphs were captured) are forgotten
+    // when many pile up (prefill lengths vary); captured graphs and failed captures stay.
     if (static_cast<int64_t>(graphs_.size()) >= 4 * limits_.max_graphs) {
-      absl::erase_if(graphs_, [](const auto& kv) { return kv.second.uses < 2; });
+      absl::erase_if(graphs_, [](const auto& kv) {
+        return !kv.second.graph.valid() && !kv.second.failed;
+      });
     }
     it = graphs_.try_emplace({rows, count}).first;
   }

@@ -60,8 +60,8 @@ int64_t Bf16PairsBytes(int64_t n, int64_t k);
 // (Bf16PairsBytes(n, k) bytes, 64-byte aligned); returns the kBf16Pairs view of it.
 FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst);
 
-// y[m, n] = Σ_k (hi[m, k] (+ lo[m, k])) · W[n, k] (+ bias[n]) for n in [n_begin, n_end); `w`
-// from RepackBf16Pairs, hi and lo (null: the bf16 form) as RoundActsToBf16 writes them,
+// y[m, n] = Σ_k (hi[m, k] (+ lo[m, k])) · W[n, k] (+ bias[n]) for n in [n_begin, n_end), K >= 1;
+// `w` from RepackBf16Pairs, hi and lo (null: the bf16 form) as RoundActsToBf16 writes them,
 // y [rows, w.n]. Requires Bf16DotAvailable(); callers split columns across threads.
 void Bf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
                    const float* bias, float* y, int64_t n_begin, int64_t n_end);

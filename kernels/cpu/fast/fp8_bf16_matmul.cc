@@ -384,6 +384,8 @@ bool ConvertActivations(const float* x, int64_t rows, int64_t k, int64_t chunks,
         _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + 32), (__m256i)_mm512_cvtneps_pbh(rest));
       } else {
         inexact |= _mm512_cmp_ps_mask(rest, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+        // The caller redoes an inexact call in split form: stop converting at once.
+        if (inexact != 0) return false;
       }
     }
   }

@@ -245,12 +245,6 @@ __mmask16 StoreMask(int64_t p, int64_t n_begin, int64_t n_end) {
 
 }  // namespace
 
-void QuantizeInt8PerTokenSymmetricU8(const float* x, int64_t k, int64_t r0, int64_t r1,
-                                     float* scales, uint8_t* u8) {
-  if (Int8DotAvailable()) return QuantizeSymmetricU8Avx512(x, k, r0, r1, scales, u8);
-  QuantizeSymmetricU8Reference(x, k, r0, r1, scales, u8);
-}
-
 void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
                    int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (rows <= 0 || n_begin >= n_end) return;
@@ -294,6 +288,13 @@ void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activat
 }
 
 HWY_POP_ATTRIBUTES
+
+// Outside the AVX-512 attributes: it runs on every CPU and only then picks the AVX-512 path.
+void QuantizeInt8PerTokenSymmetricU8(const float* x, int64_t k, int64_t r0, int64_t r1,
+                                     float* scales, uint8_t* u8) {
+  if (Int8DotAvailable()) return QuantizeSymmetricU8Avx512(x, k, r0, r1, scales, u8);
+  QuantizeSymmetricU8Reference(x, k, r0, r1, scales, u8);
+}
 
 #else  // not x86-64 GCC/Clang: never called (Int8DotAvailable() is false), defined for the link.
 

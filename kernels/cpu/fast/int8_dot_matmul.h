@@ -61,9 +61,14 @@ int64_t Int8QuadsBytes(int64_t n, int64_t k);
 // col_sums [n].
 void RepackInt8Quads(const int8_t* q, int64_t n, int64_t k, uint8_t* panels, int32_t* col_sums);
 
+// Whether a zero point keeps the int32 arithmetic exact: azp in [-128, 127], so that
+// |qa − azp| <= 255. (Per-token asymmetric quantization of a row far from zero gives larger ones;
+// such calls must take MatmulInt8W8A8, which sums in int64.)
+inline bool Int8DotSupportsAzp(int32_t azp) { return azp >= -128 && azp <= 127; }
+
 // MatmulInt8W8A8's contract for columns [n_begin, n_end), with the activations as u8 rows from
 // Int8ActsToU8 (a.q is not read; a.scales, a.azp and a.per_token are). Requires
-// Int8DotAvailable() and Int8DotSupportsK(w.k).
+// Int8DotAvailable(), Int8DotSupportsK(w.k) and Int8DotSupportsAzp for every zero point.
 void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& a,
                    int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
 

@@ -109,6 +109,10 @@ TEST(PrecisionPlanTest, OnlineFp8WeightOnlyAndInt8PlansRun) {
     if (!engine.ok()) return std::vector<float>{};
     if (module != nullptr) {
       const LinearSpec* spec = (*engine)->plan->Find(module);
+      if (spec == nullptr) {
+        ADD_FAILURE() << "no plan entry for " << module;
+        return std::vector<float>{};
+      }
       EXPECT_EQ(spec->SchemeName(), scheme);
       EXPECT_EQ(spec->kernel.rfind(kernel_prefix, 0), 0u) << spec->kernel;
     }

@@ -266,6 +266,16 @@ TEST(FastQuantTest, Int8W8A8) {
       }
     }
   }
+  // Per-token asymmetric rows far from zero get zero points outside int8's range (the kernel's
+  // int32 sum would wrap): such calls take the reference, so the outputs still agree exactly.
+  const QuantizedLinear asym(Int8(37, 300, ScaleGranularity::kRowwise, ScaleOrigin::kDynamic,
+                                  true, 17), {}, nullptr);
+  std::vector<float> x(3 * 300);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 1000.0f + 0.001f * static_cast<float>(i % 7);
+  std::vector<float> fast(3 * 37), ref(3 * 37);
+  asym.Forward(x.data(), 3, fast.data());
+  asym.ForwardReference(x.data(), 3, ref.data());
+  EXPECT_EQ(std::memcmp(fast.data(), ref.data(), fast.size() * 4), 0);
 }
 
 TEST(FastQuantTest, Int4WeightOnly) {

@@ -124,6 +124,8 @@ TEST(Int8DotTest, FusedSymmetricQuantizerMatchesReference) {
   rows.push_back({1.0f, std::nanf(""), -2.0f, 0.25f, -0.0f});
   rows.push_back({std::numeric_limits<float>::infinity(), 1.0f, -3.0f});
   rows.push_back(std::vector<float>(37, 0.0f));
+  rows.push_back({1e-44f, -3e-45f, 0.0f});  // amax denormal: 127 / amax is inf, codes saturate
+  rows.push_back({1e-44f, std::numeric_limits<float>::infinity()});  // inf · 0: NaN -> code 0
   for (int64_t len : {1, 15, 16, 17, 100, 4096}) {
     std::vector<float> r(len);
     for (auto& v : r) v = nd(rng);
