@@ -16,6 +16,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/column_panels.h"
+
 #include "kernels/numeric/half.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -28,22 +30,14 @@
 namespace tessera::kernels::cpu::fast {
 namespace {
 
-constexpr int64_t kPanelCols = 16;
-
-int64_t Panels(int64_t n) { return (n + kPanelCols - 1) / kPanelCols; }
+constexpr int64_t kPanelCols = panels::kCols;
 int64_t PanelBytes(int64_t k) { return (k + 1) / 2 * 64; }
 
 }  // namespace
 
 bool Bf16DotAvailable() {
-#if defined(TESSERA_BF16_DOT_X86)
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512bf16");
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512bf16");
   return has;
-#else
-  return false;
-#endif
 }
 
 void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t* hi,
@@ -65,11 +59,11 @@ void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t
   }
 }
 
-int64_t Bf16PairsBytes(int64_t n, int64_t k) { return Panels(n) * PanelBytes(k); }
+int64_t Bf16PairsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
 
 FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst) {
   const int64_t n = src.n, k = src.k, pairs = (k + 1) / 2;
-  for (int64_t p = 0; p < Panels(n); ++p) {
+  for (int64_t p = 0; p < panels::Count(n); ++p) {
     uint16_t* panel = reinterpret_cast<uint16_t*>(dst + p * PanelBytes(k));
     std::fill(panel, panel + pairs * 32, uint16_t{0});
     for (int64_t c = 0; c < kPanelCols && p * kPanelCols + c < n; ++c) {
@@ -183,14 +177,6 @@ TileFn PickTile(int mr, int nv) {
   }
 }
 
-// Lanes of panel p that fall inside [n_begin, n_end).
-__mmask16 StoreMask(int64_t p, int64_t n_begin, int64_t n_end) {
-  const int64_t lo = std::max<int64_t>(0, n_begin - p * kPanelCols);
-  const int64_t hi = std::min<int64_t>(kPanelCols, n_end - p * kPanelCols);
-  if (hi <= lo) return 0;
-  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
 }  // namespace
 
 void Bf16DotMatmul(const FastWeights& w, const uint16_t* xb, const uint16_t* lo, int64_t rows,
@@ -206,10 +192,10 @@ void Bf16DotMatmul(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
   a.x_stride = Bf16DotActStride(w.k);
   a.panel_bytes = w.row_stride;
   a.y_stride = w.n;
-  const int64_t p_begin = n_begin / kPanelCols, p_end = Panels(n_end);
+  const int64_t p_begin = n_begin / kPanelCols, p_end = panels::Count(n_end);
   for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
     const int nv = static_cast<int>(std::min<int64_t>(kTileVecs, p_end - p0));
-    for (int j = 0; j < kTileVecs; ++j) a.store[j] = StoreMask(p0 + j, n_begin, n_end);
+    for (int j = 0; j < kTileVecs; ++j) a.store[j] = panels::StoreMask(p0 + j, n_begin, n_end);
     a.w = w.data + p0 * w.row_stride;
     a.bias = bias != nullptr ? bias + p0 * kPanelCols : nullptr;
     for (int64_t t0 = 0; t0 < pairs; t0 += block) {

@@ -16,6 +16,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/column_panels.h"
+
 #include "kernels/cpu/quant/activation_quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -28,22 +30,14 @@
 namespace tessera::kernels::cpu::fast {
 namespace {
 
-constexpr int64_t kPanelCols = 16;
-
-int64_t Panels(int64_t n) { return (n + kPanelCols - 1) / kPanelCols; }
+constexpr int64_t kPanelCols = panels::kCols;
 int64_t PanelBytes(int64_t k) { return (k + 3) / 4 * 64; }
 
 }  // namespace
 
 bool Int8DotAvailable() {
-#if defined(TESSERA_INT8_DOT_X86)
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512vnni");
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512vnni");
   return has;
-#else
-  return false;
-#endif
 }
 
 void Int8ActsToU8(const int8_t* q, int64_t k, int64_t r0, int64_t r1, uint8_t* u8) {
@@ -69,11 +63,11 @@ void QuantizeSymmetricU8Reference(const float* x, int64_t k, int64_t r0, int64_t
 
 }  // namespace
 
-int64_t Int8QuadsBytes(int64_t n, int64_t k) { return Panels(n) * PanelBytes(k); }
+int64_t Int8QuadsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
 
 void RepackInt8Quads(const int8_t* q, int64_t n, int64_t k, uint8_t* panels, int32_t* col_sums) {
   const int64_t quads = (k + 3) / 4;
-  for (int64_t p = 0; p < Panels(n); ++p) {
+  for (int64_t p = 0; p < panels::Count(n); ++p) {
     uint8_t* panel = panels + p * PanelBytes(k);
     std::memset(panel, 0, quads * 64);
     for (int64_t c = 0; c < kPanelCols && p * kPanelCols + c < n; ++c) {
@@ -236,13 +230,6 @@ TileFn PickTile(int mr, int nv) {
   }
 }
 
-__mmask16 StoreMask(int64_t p, int64_t n_begin, int64_t n_end) {
-  const int64_t lo = std::max<int64_t>(0, n_begin - p * kPanelCols);
-  const int64_t hi = std::min<int64_t>(kPanelCols, n_end - p * kPanelCols);
-  if (hi <= lo) return 0;
-  return static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
-}
-
 }  // namespace
 
 void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
@@ -260,10 +247,10 @@ void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activat
   a.y_stride = w.n;
   a.w_per_row = w.per_row;
   a.a_per_token = act.per_token;
-  const int64_t p_begin = n_begin / kPanelCols, p_end = Panels(n_end);
+  const int64_t p_begin = n_begin / kPanelCols, p_end = panels::Count(n_end);
   for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
     const int nv = static_cast<int>(std::min<int64_t>(kTileVecs, p_end - p0));
-    for (int j = 0; j < kTileVecs; ++j) a.store[j] = StoreMask(p0 + j, n_begin, n_end);
+    for (int j = 0; j < kTileVecs; ++j) a.store[j] = panels::StoreMask(p0 + j, n_begin, n_end);
     const int64_t col = p0 * kPanelCols;
     a.w = w.panels + p0 * a.panel_bytes;
     a.bias = bias != nullptr ? bias + col : nullptr;

@@ -24,29 +24,19 @@
 #include <vector>
 
 #include "hwy/base.h"
+#include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 
 namespace tessera::kernels::cpu::fast::internal {
 
 bool HasAvx512Bw() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl");
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512bw");
   return has;
-#else
-  return false;
-#endif
 }
 
 bool HasVnni() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512vnni");
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512vnni");
   return has;
-#else
-  return false;
-#endif
 }
 
 }  // namespace tessera::kernels::cpu::fast::internal
