@@ -220,7 +220,7 @@ void PackedWeights::DequantizeRow(int64_t n, float* out) const {
       if (spec.activation == ActivationFormat::kInt8 || zeros.empty()) {
         kc::DequantizeInt8WeightRow(AsInt8(), spec.k, n, out);
       } else {
-        kc::DequantizeIntWeightRow(AsInt(), spec.k, n, out);
+        DequantizeIntRow(n, out);
       }
       return;
     case WeightFormat::kNvfp4: {
@@ -236,8 +236,19 @@ void PackedWeights::DequantizeRow(int64_t n, float* out) const {
       return;
     }
     case WeightFormat::kMxfp4: kc::DequantizeMxfp4WeightRow(AsMxfp4(), spec.k, n, out); return;
-    default: kc::DequantizeIntWeightRow(AsInt(), spec.k, n, out); return;
+    default: DequantizeIntRow(n, out); return;
   }
+}
+
+void PackedWeights::DequantizeIntRow(int64_t n, float* out) const {
+  if (k_perm.empty()) {
+    kc::DequantizeIntWeightRow(AsInt(), spec.k, n, out);
+    return;
+  }
+  // Codes sorted by SortActOrder: dequantize in kernel order, scatter back to channels.
+  std::vector<float> sorted(static_cast<size_t>(spec.k));
+  kc::DequantizeIntWeightRow(AsInt(), spec.k, n, sorted.data());
+  for (int64_t j = 0; j < spec.k; ++j) out[k_perm[j]] = sorted[j];
 }
 
 absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const std::string& p,

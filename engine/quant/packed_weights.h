@@ -39,10 +39,22 @@ struct PackedWeights {
   float input_global_scale = 0.0f;    // NVFP4 static activation global scale g (a divisor)
   // Integer weight-only codes: one per byte as loaded; PackInt4Pairs halves 4-bit ones in place.
   kernels::cpu::IntWeightPacking int_packing = kernels::cpu::IntWeightPacking::kU8;
+  // After SortActOrder: position j of the codes (and of the activations a kernel must be given)
+  // holds input channel k_perm[j]. Empty while the codes are in checkpoint order.
+  std::vector<int32_t> k_perm;
 
   // For 4-bit integer weight-only formats with codes one per byte, repacks them into nibble pairs
   // (kU4Pairs, what the fast CPU kernel reads) and frees the byte copy. No-op otherwise.
   void PackInt4Pairs();
+
+  // Act-order (GPTQ desc_act, compressed-tensors actorder=group): reorders the input channels of
+  // integer weight-only codes by group (stable), as Marlin does, so that each group is one
+  // contiguous run and the group-wise kernels apply; callers then gather activations through
+  // k_perm. When every group ends up holding exactly group_size channels (always the case for
+  // GPTQ, whose g_idx is perm⁻¹ / group_size) g_idx is dropped; otherwise it stays, sorted. The
+  // product is the same sum over the same (x, w) pairs in another order. No-op without g_idx or
+  // once the codes are packed (call it before PackInt4Pairs). engine/quant/act_order.cc.
+  void SortActOrder();
 
   kernels::cpu::IntWeights AsInt() const;
   kernels::cpu::Fp8Weights AsFp8() const;
@@ -50,8 +62,12 @@ struct PackedWeights {
   kernels::cpu::Nvfp4Weights AsNvfp4() const;
   kernels::cpu::Mxfp4Weights AsMxfp4() const;
 
-  // Row n of the dequantized weight in f32, as the format's reference dequantization computes it.
+  // Row n of the dequantized weight in f32, as the format's reference dequantization computes it
+  // (in checkpoint channel order, also after SortActOrder).
   void DequantizeRow(int64_t n, float* out) const;
+
+ private:
+  void DequantizeIntRow(int64_t n, float* out) const;
 };
 
 // Reads a quantized module's tensors (names from `prefix`) into the canonical layout. `spec`

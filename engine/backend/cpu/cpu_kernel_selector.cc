@@ -55,7 +55,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       break;
     case WeightFormat::kInt4: case WeightFormat::kInt4Awq: {
       const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
-      if (int8_activations_ && spec->activation == ActivationFormat::kFloat && !spec->act_order &&
+      if (int8_activations_ && spec->activation == ActivationFormat::kFloat &&
           spec->k % 32 == 0 && group % 32 == 0) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
@@ -63,7 +63,8 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         spec->kernel = "cpu/int4-wo-vnni";
         break;
       }
-      spec->kernel = spec->act_order ? "cpu/int-wo-ref" : "cpu/int-wo-fast";
+      // Act-order layers run the same kernels once their channels are sorted by group.
+      spec->kernel = spec->k % 32 == 0 && group % 32 == 0 ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     }
     case WeightFormat::kInt3: case WeightFormat::kInt2:

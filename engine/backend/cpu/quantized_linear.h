@@ -8,12 +8,13 @@
 // allows): FP8 W8A16 (any weight scale layout) and W8A8 with per-tensor/per-row weight scales and
 // static or per-token activations; 4-bit integer weight-only without act-order (any group size
 // that is a multiple of 32, per-channel included, zero points; codes repacked into nibble pairs
-// at load); NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0). Everything else
-// (act-order g_idx, group 16, FP8 block/group W8A8, INT8 W8A8, 2/3/8-bit weight-only, SIMD
-// targets narrower than AVX-512 for the 4-bit formats) runs the scalar reference kernels.
+// at load; act-order layers with their input channels sorted by group first, as Marlin does);
+// NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0). Everything else (group 16,
+// 2/3/8-bit weight-only, SIMD targets narrower than AVX-512 for the 4-bit formats) runs the
+// scalar reference kernels.
 // TESSERA_QUANT_REFERENCE=1 in the environment forces the reference kernels (A/B measurements).
 // Int8 activations (spec.activation == kInt8Block32, chosen by CpuKernelSelector under
-// --cpu_int8_activations for INT4 weight-only layers without act-order and NVFP4 W4A16): each input row is
+// --cpu_int8_activations for INT4 weight-only layers and NVFP4 W4A16): each input row is
 // quantized to int8 blocks of 32 and the products run in kernels/cpu/fast/q8_act_matmul.h (VNNI);
 // the reference path quantizes and dequantizes the activations the same way, then runs the float
 // reference kernel.
@@ -38,6 +39,7 @@ class QuantizedLinear : public Linear {
   QuantizedLinear(quant::PackedWeights weights, std::vector<float> bias,
                   kernels::cpu::ThreadPool* pool)
       : w_(std::move(weights)), bias_(std::move(bias)), pool_(pool) {
+    SortActOrder();
     InitFast();
   }
 
@@ -54,6 +56,14 @@ class QuantizedLinear : public Linear {
   void ForwardReference(const float* x, int64_t rows, float* y) const;
 
  private:
+  // Act-order integer weight-only layers: input channels sorted by group at load
+  // (PackedWeights::SortActOrder), so both paths below see contiguous groups; every call gathers
+  // x through k_perm first (GatherActOrder). The int8-activation scheme quantizes blocks of 32 in
+  // that sorted order, on both paths.
+  void SortActOrder();
+  const float* GatherActOrder(const float* x, int64_t rows, std::vector<float>& buf) const;
+  // ForwardReference on activations already gathered by GatherActOrder.
+  void ForwardReferenceSorted(const float* x, int64_t rows, float* y) const;
   // Repacks what the fast kernel needs and fills fast_ / fast_ok_.
   void InitFast();
   // The fast Forward; false when this call must take the reference path.

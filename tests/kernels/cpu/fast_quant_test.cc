@@ -3,7 +3,7 @@
 // W8A16 (per-tensor, per-row, block scales) and W8A8 (static and per-token activations), INT8
 // W8A8 (static with a zero point, per-token symmetric and asymmetric; bit for bit), 4-bit
 // integer weight-only (group 32/64/128, per-channel, fractional zero points; group 16 checks the
-// reference fallback), NVFP4 W4A16 and W4A4
+// reference fallback; act-order against the checkpoint-order oracle), NVFP4 W4A16 and W4A4
 // (static and dynamic activation global scale) and MXFP4 W4A16.
 // Tolerance: both paths sum the same exactly-decoded products (weights are decoded bit-identically,
 // activation quantization is the same reference code) in different orders, so each is within
@@ -15,7 +15,9 @@
 // 3 threads.
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <functional>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,6 +29,7 @@
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
+#include "kernels/cpu/quant/int_weight_only_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::backend::cpu {
@@ -296,6 +299,88 @@ TEST(FastQuantTest, Int4Int8Activations) {
       w.spec.activation = ActivationFormat::kInt8Block32;
       return w;
     }, "int4 x q8_0 act", true);
+  }
+}
+
+// GPTQ act-order (desc_act): g_idx[i] = rank(i) / group for a random ranking, so each group holds
+// `group` channels scattered over K. The layer sorts its channels by group at load; its output is
+// checked against MatmulIntWeightOnly on the checkpoint-order codes and g_idx (the oracle, not
+// the layer's own reference path), with CheckLayer's bound.
+PackedWeights Int4ActOrder(int64_t n, int64_t k, int64_t group, bool uniform, uint32_t seed) {
+  PackedWeights w = Int4(n, k, group, seed);
+  std::mt19937 rng(seed + 1);
+  w.spec.act_order = true;
+  std::vector<int32_t> rank(k);
+  std::iota(rank.begin(), rank.end(), 0);
+  std::shuffle(rank.begin(), rank.end(), rng);
+  const int64_t g = group > 0 ? group : k;
+  for (int64_t i = 0; i < k; ++i) {
+    w.g_idx.push_back(uniform ? static_cast<int32_t>(rank[i] / g)
+                              : static_cast<int32_t>(rng() % static_cast<uint32_t>(k / g)));
+  }
+  return w;
+}
+
+// x quantized to int8 blocks of 32 in the layer's sorted channel order (stable sort by g_idx),
+// dequantized, back in channel order: what the int8-activation scheme multiplies.
+std::vector<float> Q8InSortedOrder(const std::vector<float>& x, int64_t rows, int64_t k,
+                                   const std::vector<int32_t>& g_idx) {
+  std::vector<int32_t> perm(k);
+  std::iota(perm.begin(), perm.end(), 0);
+  std::stable_sort(perm.begin(), perm.end(), [&](int32_t a, int32_t b) { return g_idx[a] < g_idx[b]; });
+  std::vector<float> out(rows * k), sorted(k);
+  std::vector<int8_t> q(k);
+  std::vector<float> d(k / 32);
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < k; ++j) sorted[j] = x[r * k + perm[j]];
+    kernels::cpu::fast::QuantizeRowQ8Block32(sorted.data(), k, q.data(), d.data());
+    for (int64_t j = 0; j < k; ++j) out[r * k + perm[j]] = static_cast<float>(q[j]) * d[j / 32];
+  }
+  return out;
+}
+
+TEST(FastQuantTest, Int4ActOrder) {
+  for (const bool int8_acts : {false, true}) {
+    for (const auto& [n, k, g, uniform] :
+         {std::tuple<int64_t, int64_t, int64_t, bool>{37, 256, 128, true}, {5, 384, 32, true},
+          {67, 256, 64, true}, {33, 96, -1, true}, {19, 128, 32, false}}) {
+      auto make = [&] {
+        PackedWeights w = Int4ActOrder(n, k, g, uniform, 21);
+        if (int8_acts) w.spec.activation = ActivationFormat::kInt8Block32;
+        return w;
+      };
+      SCOPED_TRACE(testing::Message() << n << "x" << k << " g" << g << (uniform ? "" : " ragged")
+                                      << (int8_acts ? " q8 acts" : ""));
+      // Ragged groups (not GPTQ's) keep a g_idx and the reference path.
+      CheckLayer(make, "int4 act-order", Wide() && uniform);
+      const PackedWeights original = make();
+      const QuantizedLinear lin(make(), {}, nullptr);
+      std::vector<float> w_orig(k), w_layer(k);
+      for (int64_t c = 0; c < n; ++c) {
+        original.DequantizeRow(c, w_orig.data());
+        lin.weights().DequantizeRow(c, w_layer.data());
+        ASSERT_EQ(w_orig, w_layer) << "row " << c;
+      }
+      const int64_t rows = 6;
+      const std::vector<float> x = RandomX(rows, k, 99);
+      const std::vector<float> xo = int8_acts ? Q8InSortedOrder(x, rows, k, original.g_idx) : x;
+      std::vector<float> oracle(rows * n), fast(rows * n), ref(rows * n);
+      ASSERT_TRUE(kernels::cpu::MatmulIntWeightOnly(original.AsInt(), n, k, xo.data(), rows,
+                                                    nullptr, oracle.data(), 0, n));
+      lin.Forward(x.data(), rows, fast.data());
+      lin.ForwardReference(x.data(), rows, ref.data());
+      for (int64_t c = 0; c < n; ++c) {
+        original.DequantizeRow(c, w_orig.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          double sum_abs = 0.0;
+          for (int64_t i = 0; i < k; ++i) sum_abs += 2.0 * std::fabs(x[r * k + i] * w_orig[i]);
+          const double u = std::ldexp(1.0, -24);
+          const double tol = 4.0 * (k + 8) * u * sum_abs + 1e-30;
+          ASSERT_NEAR(fast[r * n + c], oracle[r * n + c], tol) << "fast, row " << r << " col " << c;
+          ASSERT_NEAR(ref[r * n + c], oracle[r * n + c], tol) << "ref, row " << r << " col " << c;
+        }
+      }
+    }
   }
 }
 
