@@ -577,7 +577,23 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // FP8_BF16ACT: W8A16 under --cpu_bf16_activations (x rounded to bf16 inside the timing, as
   // QuantizedLinear does; the kernel then takes one vdpbf16ps per weight pair).
   const bool bf16_act = fmt == "FP8_BF16ACT";
-  if (fmt == "FP8" || fmt == "FP8_W8A8" || bf16_act) {
+  // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
+  // activation scales, both folded per block (FastQuantWeights::act_block_scales).
+  const bool block = fmt == "FP8_BLOCK_W8A8";
+  const int64_t k_blocks = (k + 127) / 128;
+  std::vector<float> act_block_scales(m * k_blocks, 0.02f);
+  if (block) {
+    w.decode = kf::QuantDecode::kFp8;
+    q_bytes = n * k;
+    n_scales = (n + 127) / 128 * k_blocks;
+    w.scale_rows = 128;
+    w.scale_row_stride = k_blocks;
+    w.scale_k = 128;
+    w.act_block_scales = true;
+    w.act_block_scale = act_block_scales.data();
+    w.act_block_row_stride = k_blocks;
+    w.act_block_stride = 1;
+  } else if (fmt == "FP8" || fmt == "FP8_W8A8" || bf16_act) {
     w.decode = kf::QuantDecode::kFp8;
     q_bytes = n * k;
     n_scales = n;
@@ -608,13 +624,13 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     c.zeros.resize(n_zeros);
     for (auto& v : c.zeros) v = static_cast<float>(6 + Mix(seed) % 5);
   }
-  const bool w8a8 = fmt == "FP8_W8A8";
+  const bool w8a8 = fmt == "FP8_W8A8" || block;
   auto use = [&](const QuantCopy& c) {
     w.q = c.q.data();
     w.block_scales = c.block_scales.data();
     w.scales = c.scales.data();
     w.zeros = c.zeros.data();
-    if (w8a8) {
+    if (w8a8 && !block) {
       // QuantizedLinear's W8A8 form: bare codes, the per-row weight scale and the per-token
       // activation scale in the epilogue.
       w.scales = &kUnit;
@@ -696,7 +712,8 @@ void RegisterAll() {
     return std::string(s.label) != "1.1b_kv" && std::string(s.label) != "1.1b_lm_head";
   };
   const Shape gemm[] = {big[0], big[1], big[2], tiny[0], tiny[2], tiny[3]};
-  for (const char* f : {"FP8", "FP8_W8A8", "FP8_BF16ACT", "INT4_G128", "NVFP4", "MXFP4"}) {
+  for (const char* f :
+       {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "INT4_G128", "NVFP4", "MXFP4"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
     }

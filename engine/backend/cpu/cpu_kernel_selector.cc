@@ -9,7 +9,7 @@ namespace tessera::backend::cpu {
 // vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
 // (--cpu_bf16_activations), "-vnni" the int8 activation tiles (--cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles (VNNI), "-ref"
 // the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8 block-scaled
-// W8A8, INT4 group 16, K not a multiple of 32 for the 4-bit formats, FP8 NaN codes, a CPU without
+// W8A8 on a CPU without AVX-512 BF16, INT4 group 16, K not a multiple of 32 for the 4-bit formats, FP8 NaN codes, a CPU without
 // AVX-512 for the 4-bit formats) falls back to the reference kernel of the same scheme.
 absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
   using quant::ActivationFormat;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
@@ -153,15 +154,25 @@ void QuantizedLinear::InitFast() {
           f.scale_k = s.k;
         }
       } else {
-        // W8A8: bare codes; the weight scale goes to the epilogue, as in the reference.
-        if (fw.layout == kc::Fp8WeightScaleLayout::kBlock) return;
-        if (s.activation_origin != ScaleOrigin::kStatic &&
-            s.activation_scale == ScaleGranularity::kGroup) {
-          return;
+        const bool group_acts = s.activation_origin != ScaleOrigin::kStatic &&
+                                s.activation_scale == ScaleGranularity::kGroup;
+        if (fw.layout == kc::Fp8WeightScaleLayout::kBlock) {
+          // Block weights (DeepSeek / FineGrainedFP8): both scales fold into each K-block's sum
+          // (the BF16 kernel's act_block_scales), the reference's per-block order.
+          if (fw.block_n <= 0 || fw.block_k <= 0 || !kf::Fp8Bf16Available()) return;
+          if (group_acts && s.activation_group != fw.block_k) return;
+          f.scales = fw.scales;
+          f.scale_rows = fw.block_n;
+          f.scale_row_stride = kc::NumGroups(s.k, fw.block_k);
+          f.scale_k = fw.block_k;
+          f.act_block_scales = true;
+        } else {
+          // Bare codes; the weight scale goes to the epilogue, as in the reference.
+          if (group_acts) return;
+          f.scales = &kUnitScale;
+          f.scale_rows = std::max<int64_t>(1, s.n);
+          f.scale_k = s.k;
         }
-        f.scales = &kUnitScale;
-        f.scale_rows = std::max<int64_t>(1, s.n);
-        f.scale_k = s.k;
       }
       f.decode = kf::QuantDecode::kFp8;
       f.q = fw.q;
@@ -239,8 +250,10 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
     qa.resize(rows * k);
     xa.resize(rows * k);
     const bool per_token = s.activation_origin != ScaleOrigin::kStatic;
+    const bool per_group = per_token && s.activation_scale == ScaleGranularity::kGroup;
+    const int64_t groups = per_group ? kc::NumGroups(k, s.activation_group) : 1;
     if (per_token) {
-      sa.resize(rows);
+      sa.resize(rows * groups);
     } else {
       sa.assign(1, w_.input_scale);
     }
@@ -248,7 +261,10 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
     const float* ub_ptr = s.activation_scale_ub ? &ub : nullptr;
     for_rows([&](int64_t r0, int64_t r1) {
       const int64_t b = r0 * k, e = r1 * k;
-      if (per_token) {
+      if (per_group) {
+        kc::QuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group,
+                                     kc::kFp8PerTokenGroupEps, qa.data() + b, sa.data() + r0 * groups);
+      } else if (per_token) {
         kc::QuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale, qa.data() + b,
                                 sa.data() + r0);
       } else {
@@ -256,10 +272,16 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
       }
       for (int64_t i = b; i < e; ++i) xa[i] = numeric::DecodeE4m3(qa[i]);
     });
-    f.row_scale = sa.data();
-    f.row_scale_stride = per_token ? 1 : 0;
-    f.col_scale = fw.scales;
-    f.col_scale_stride = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? 1 : 0;
+    if (f.act_block_scales) {
+      f.act_block_scale = sa.data();
+      f.act_block_row_stride = per_group ? groups : per_token ? 1 : 0;
+      f.act_block_stride = per_group ? 1 : 0;
+    } else {
+      f.row_scale = sa.data();
+      f.row_scale_stride = per_token ? 1 : 0;
+      f.col_scale = fw.scales;
+      f.col_scale_stride = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? 1 : 0;
+    }
     xin = xa.data();
   } else if (s.weight_format == WeightFormat::kNvfp4 && s.activation == ActivationFormat::kNvfp4) {
     if (k % 32 != 0) return false;

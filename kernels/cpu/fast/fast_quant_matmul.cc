@@ -407,6 +407,9 @@ bool FastQuantSupported(const FastQuantWeights& w) {
   const int64_t lanes = HWY_DYNAMIC_DISPATCH(LanesImpl)();
   if (w.q == nullptr || w.n < 0 || w.k <= 0) return false;
   if (w.row_scale == nullptr && w.col_scale != nullptr) return false;
+  if (w.act_block_scales && (w.decode != QuantDecode::kFp8 || !UseBf16(w) || w.row_scale != nullptr)) {
+    return false;
+  }
   switch (w.decode) {
     case QuantDecode::kFp8: {
       if (UseBf16(w)) return Fp8Bf16Supported(w);

@@ -61,6 +61,16 @@ struct FastQuantWeights {
   int64_t row_scale_stride = 0;
   const float* col_scale = nullptr;
   int64_t col_scale_stride = 0;
+  // FP8 W8A8 with weight scale blocks along K (DeepSeek / FineGrainedFP8 128x128 blocks, any
+  // activation granularity; the BF16 kernel only): the activation scale of row m and K-block b,
+  // act_block_scale[m · act_block_row_stride + b · act_block_stride] (per-token-group: blocks, 1;
+  // per-token: 1, 0; static: 0, 0), is folded into that block's sum with the weight scale, as
+  // tot += (scale(n, b) · act(m, b)) · acc_b; row_scale stays null. `act_block_scales` is set at
+  // init (FastQuantSupported checks it), the pointer per call.
+  bool act_block_scales = false;
+  const float* act_block_scale = nullptr;
+  int64_t act_block_row_stride = 0;
+  int64_t act_block_stride = 0;
 };
 
 // Whether FastQuantMatmul handles `w` on this machine (target width, shape and scale checks:

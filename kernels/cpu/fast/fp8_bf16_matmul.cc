@@ -180,13 +180,24 @@ HWY_INLINE void Unit(const uint16_t* x, int64_t xs, int64_t u, const __m512i* w,
   }
 }
 
-// Column j: tot += scale(block) · acc, then acc = 0 (one scale block folded in).
+// Activation scales per (row, K-block) of one row tile (FastQuantWeights::act_block_scale from
+// the tile's first row); p == nullptr when the layer has none.
+struct ActBlocks {
+  const float* p = nullptr;
+  int64_t row_stride = 0;
+  int64_t block_stride = 0;
+};
+
+// Column j: tot += scale(block) · acc, then acc = 0 (one scale block folded in); with activation
+// block scales the multiplier is scale(block) · act(r, block), one rounding.
 template <int MR, int NC>
-HWY_INLINE void Fold(const float* const* sc, int j, int64_t blk, __m512 (&acc)[MR][NC],
-                     __m512 (&tot)[MR][NC]) {
-  const __m512 s = _mm512_set1_ps(sc[j][blk]);
+HWY_INLINE void Fold(const float* const* sc, const ActBlocks& ab, int j, int64_t blk,
+                     __m512 (&acc)[MR][NC], __m512 (&tot)[MR][NC]) {
+  const float ws = sc[j][blk];
   _Pragma("GCC unroll 16")
   for (int r = 0; r < MR; ++r) {
+    const __m512 s = _mm512_set1_ps(
+        ab.p == nullptr ? ws : ws * ab.p[r * ab.row_stride + blk * ab.block_stride]);
     tot[r][j] = _mm512_fmadd_ps(s, acc[r][j], tot[r][j]);
     acc[r][j] = _mm512_setzero_ps();
   }
@@ -199,7 +210,7 @@ HWY_INLINE void Fold(const float* const* sc, int j, int64_t blk, __m512 (&acc)[M
 // and 1 × 8 for a single row (memory-bound there anyway; 1 × 4 was ~25% slower in cache).
 template <int MR, int NC, int P, bool kBlocked, class Src>
 HWY_INLINE void DotTile(const Src& src, const uint16_t* x, int64_t xs, const float* const* sc,
-                        const Shape& sh, float* out) {
+                        const ActBlocks& ab, const Shape& sh, float* out) {
   __m512 acc[MR][NC], tot[MR][NC];
   _Pragma("GCC unroll 16")
   for (int r = 0; r < MR; ++r) {
@@ -238,17 +249,17 @@ HWY_INLINE void DotTile(const Src& src, const uint16_t* x, int64_t xs, const flo
     Unit<MR, NC, P>(x, xs, 2 * c, wa, acc);
     if (fold_a) {
       _Pragma("GCC unroll 16")
-      for (int j = 0; j < NC; ++j) Fold<MR, NC>(sc, j, blk_a, acc, tot);
+      for (int j = 0; j < NC; ++j) Fold<MR, NC>(sc, ab, j, blk_a, acc, tot);
     }
     if (has_b) Unit<MR, NC, P>(x, xs, 2 * c + 1, wb, acc);
     if (fold_b) {
       _Pragma("GCC unroll 16")
-      for (int j = 0; j < NC; ++j) Fold<MR, NC>(sc, j, blk_b, acc, tot);
+      for (int j = 0; j < NC; ++j) Fold<MR, NC>(sc, ab, j, blk_b, acc, tot);
     }
   }
   if (!kBlocked || left != sh.upb) {
     _Pragma("GCC unroll 16")
-    for (int j = 0; j < NC; ++j) Fold<MR, NC>(sc, j, blk, acc, tot);
+    for (int j = 0; j < NC; ++j) Fold<MR, NC>(sc, ab, j, blk, acc, tot);
   }
   _Pragma("GCC unroll 16")
   for (int r = 0; r < MR; ++r) {
@@ -259,13 +270,20 @@ HWY_INLINE void DotTile(const Src& src, const uint16_t* x, int64_t xs, const flo
 
 template <int NC, int P, bool kBlocked, class Src>
 HWY_INLINE void DotRows(int mr, const Src& src, const uint16_t* x, int64_t xs,
-                        const float* const* sc, const Shape& sh, float* out) {
+                        const float* const* sc, const ActBlocks& ab, const Shape& sh, float* out) {
   switch (mr) {
-    case 4: return DotTile<4, NC, P, kBlocked>(src, x, xs, sc, sh, out);
-    case 3: return DotTile<3, NC, P, kBlocked>(src, x, xs, sc, sh, out);
-    case 2: return DotTile<2, NC, P, kBlocked>(src, x, xs, sc, sh, out);
-    default: return DotTile<1, NC, P, kBlocked>(src, x, xs, sc, sh, out);
+    case 4: return DotTile<4, NC, P, kBlocked>(src, x, xs, sc, ab, sh, out);
+    case 3: return DotTile<3, NC, P, kBlocked>(src, x, xs, sc, ab, sh, out);
+    case 2: return DotTile<2, NC, P, kBlocked>(src, x, xs, sc, ab, sh, out);
+    default: return DotTile<1, NC, P, kBlocked>(src, x, xs, sc, ab, sh, out);
   }
+}
+
+// The activation block scales of rows m0.. (none unless the layer has them).
+ActBlocks RowBlocks(const FastQuantWeights& w, int64_t m0) {
+  if (!w.act_block_scales) return {};
+  return {w.act_block_scale + m0 * w.act_block_row_stride, w.act_block_row_stride,
+          w.act_block_stride};
 }
 
 
@@ -289,20 +307,21 @@ void Gemv(const FastQuantWeights& w, const uint16_t* x, int64_t xs, int64_t rows
   const int mr = static_cast<int>(rows);
   float out[kMaxFusedRows * NC];
   const float* sc[NC];
+  const ActBlocks ab = RowBlocks(w, 0);
   int64_t col = nb;
   for (; col + NC <= ne; col += NC) {
     ColumnScales<NC>(w, col, sc);
     const CodeSrc src{w.q + col * w.k, w.k, dec, NC};
     if constexpr (NC > kTileCols) {  // one row only: MR · NC accumulators must fit
-      DotTile<1, NC, P, kBlocked>(src, x, xs, sc, sh, out);
+      DotTile<1, NC, P, kBlocked>(src, x, xs, sc, ab, sh, out);
     } else {
-      DotRows<NC, P, kBlocked>(mr, src, x, xs, sc, sh, out);
+      DotRows<NC, P, kBlocked>(mr, src, x, xs, sc, ab, sh, out);
     }
     StoreQuantEpilogue(w, out, NC, 0, mr, col, bias, y);
   }
   for (; col < ne; ++col) {
     ColumnScales<1>(w, col, sc);
-    DotRows<1, P, kBlocked>(mr, CodeSrc{w.q + col * w.k, w.k, dec, 1}, x, xs, sc, sh, out);
+    DotRows<1, P, kBlocked>(mr, CodeSrc{w.q + col * w.k, w.k, dec, 1}, x, xs, sc, ab, sh, out);
     StoreQuantEpilogue(w, out, 1, 0, mr, col, bias, y);
   }
 }
@@ -344,16 +363,17 @@ void Gemm(const FastQuantWeights& w, const uint16_t* x, int64_t xs, int64_t rows
     for (int64_t m0 = 0; m0 < rows; m0 += kMaxFusedRows) {
       const int mr = static_cast<int>(std::min<int64_t>(kMaxFusedRows, rows - m0));
       const uint16_t* xr = x + m0 * xs;
+      const ActBlocks ab = RowBlocks(w, m0);
       int64_t col = t0;
       for (; col + kTileCols <= t1; col += kTileCols) {
         ColumnScales<kTileCols>(w, col, sc);
-        DotRows<kTileCols, P, kBlocked>(mr, TileSrc{&tile[(col - t0) * cs], cs}, xr, xs, sc, sh,
-                                        out);
+        DotRows<kTileCols, P, kBlocked>(mr, TileSrc{&tile[(col - t0) * cs], cs}, xr, xs, sc, ab,
+                                        sh, out);
         StoreQuantEpilogue(w, out, kTileCols, m0, mr, col, bias, y);
       }
       for (; col < t1; ++col) {
         ColumnScales<1>(w, col, sc);
-        DotRows<1, P, kBlocked>(mr, TileSrc{&tile[(col - t0) * cs], cs}, xr, xs, sc, sh, out);
+        DotRows<1, P, kBlocked>(mr, TileSrc{&tile[(col - t0) * cs], cs}, xr, xs, sc, ab, sh, out);
         StoreQuantEpilogue(w, out, 1, m0, mr, col, bias, y);
       }
     }

@@ -15,6 +15,8 @@
 // Numerics. acc = Σ_k x_k · e4m3(q_k) runs in f32 on the unscaled codes; scales apply outside it:
 //  * per-tensor / per-row weight scales, and 2-D block scales (scale_k a multiple of 32, e.g. 128):
 //    each scale block b has its own accumulator, folded in as tot = fma(s_b, acc_b, tot);
+//    W8A8 with block weights (act_block_scales) folds s_b · a_{m,b} instead, the activation
+//    scale of row m in that block (per-token-group 128, as DeepSeek-V3 / Qwen3-FP8 run);
 //  * W8A8 epilogue (row_scale set): y = row_scale(m) · (col_scale(n) · tot), as the reference.
 // Activations: when every x of the call is exactly a bf16 (W8A8's decoded E4M3 activation codes,
 // or W8A16 activations the caller rounded to bf16 under --cpu_bf16_activations) each 32 K-values

@@ -1,6 +1,7 @@
 // QuantizedLinear's fast paths (kernels/cpu/fast/fast_quant_matmul.h) against its scalar
 // reference path (QuantizedLinear::ForwardReference) on random data and odd shapes, for FP8
-// W8A16 (per-tensor, per-row, block scales) and W8A8 (static and per-token activations), INT8
+// W8A16 (per-tensor, per-row, block scales) and W8A8 (static and per-token activations; block
+// weights with per-token-group activations), INT8
 // W8A8 (static with a zero point, per-token symmetric and asymmetric; bit for bit), 4-bit
 // integer weight-only (group 32/64/128, per-channel, fractional zero points; group 16 checks the
 // reference fallback; act-order against the checkpoint-order oracle), NVFP4 W4A16 and W4A4
@@ -25,6 +26,7 @@
 #include "engine/backend/cpu/quantized_linear.h"
 #include "engine/quant/packed_weights.h"
 #include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
@@ -244,6 +246,29 @@ TEST(FastQuantTest, Fp8W8A8) {
         CheckLayer([&] { return Fp8(n, k, scale, ActivationFormat::kFp8, origin, 11); }, "fp8 w8a8",
                    true);
       }
+    }
+  }
+}
+
+// Block weights (16 x 32 here; 128 x 128 in DeepSeek-V3 / Qwen3-FP8 checkpoints) with
+// per-token-group activations of the block's width, per-token and static activations: both
+// scales fold into each block's sum on the BF16 kernel; without AVX-512 BF16 the reference runs.
+// K = 80 and 37 end in a partial block.
+TEST(FastQuantTest, Fp8W8A8BlockWeights) {
+  const bool bf16 = kernels::cpu::fast::Fp8Bf16Available();
+  for (const int acts : {0, 1, 2}) {  // per-token-group, per-token, static
+    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}, {40, 80}}) {
+      CheckLayer([&] {
+        PackedWeights w = Fp8(n, k, ScaleGranularity::kBlock, ActivationFormat::kFp8,
+                              acts == 2 ? ScaleOrigin::kStatic : ScaleOrigin::kDynamic, 19);
+        if (acts == 0) {
+          w.spec.activation_scale = ScaleGranularity::kGroup;
+          w.spec.activation_group = 32;
+        }
+        return w;
+      }, acts == 0 ? "fp8 block w8a8 group acts" : acts == 1 ? "fp8 block w8a8 token acts"
+                                                              : "fp8 block w8a8 static acts",
+                 bf16);
     }
   }
 }
