@@ -1,7 +1,8 @@
 // CUDA activation quantizers for the W8A8 and W4A4 linear layers: FP8 E4M3 dynamic per-token
 // (with the fbgemm upper bound and vLLM's minimum scale), FP8 per-token-group (DeepSeek block
 // FP8, group 128), NVFP4 (E2M1 codes, a UE4M3 scale per 16, a global divisor g) and the per-row
-// dynamic NVFP4 global scale. They compute exactly the formulas of the CPU references in
+// dynamic NVFP4 global scale; NVFP4 also in the form with cuBLASLt's swizzled scale layout that
+// the W4A4 GEMM (nvfp4_gemm.h) reads. They compute exactly the formulas of the CPU references in
 // kernels/cpu/quant/activation_quant.h, in the same f32 operation order and through the same
 // kernels/numeric encoders (integer bit manipulation, not the cvt instructions), so codes and
 // scales match the CPU bit for bit on every arch; the device tests check that.
@@ -50,6 +51,16 @@ absl::Status QuantizeFp8PerTokenGroupPadded(const float* x, int64_t rows, int64_
 absl::Status QuantizeNvfp4(const float* x, int64_t rows, int64_t k, const float* global_scale,
                            int64_t global_scale_row_stride, uint8_t* q_packed,
                            uint8_t* block_scales, cudaStream_t stream);
+
+// The same codes and scales, with the scales written in the swizzled 128x4-tile layout cuBLASLt's
+// VEC16_UE4M3 FP4 GEMM reads (kernels/cuda/nvfp4_scale_layout.h): swizzled_scales receives
+// SwizzledScaleBytes(rows, k / 16) bytes, the padding (rows up to a multiple of 128, scale columns
+// up to a multiple of 4) set to zero, so no GEMM tile reads uninitialized memory. q_packed is
+// [rows, k/2] as above; same argument rules.
+absl::Status QuantizeNvfp4Swizzled(const float* x, int64_t rows, int64_t k,
+                                   const float* global_scale, int64_t global_scale_row_stride,
+                                   uint8_t* q_packed, uint8_t* swizzled_scales,
+                                   cudaStream_t stream);
 
 // g[m] = 2688 / amax(row m), 1 for an all-zero row (the CPU Nvfp4DynamicGlobalScalePerRow).
 absl::Status Nvfp4DynamicGlobalScalePerRow(const float* x, int64_t rows, int64_t k,

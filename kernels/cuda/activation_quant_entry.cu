@@ -8,8 +8,9 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/activation_quant.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/nvfp4_block_quant.h"
+#include "kernels/cuda/nvfp4_scale_layout.h"
 #include "kernels/cuda/reduce.cuh"
-#include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
 
 namespace tessera::kernels::cuda {
@@ -17,7 +18,6 @@ namespace {
 
 constexpr int kRowThreads = 256;
 constexpr float kFp8Max = 448.0f;
-constexpr int kNvfp4Block = 16;
 constexpr float kNvfp4GlobalNumerator = 448.0f * 6.0f;
 
 __global__ void Fp8PerTokenKernel(const float* __restrict__ x, int64_t k,
@@ -64,40 +64,57 @@ __global__ void Fp8PerTokenGroupKernel(const float* __restrict__ x, int64_t rows
   }
 }
 
-// One thread per block of 16 elements.
-__global__ void Nvfp4Kernel(const float* __restrict__ x, int64_t rows, int64_t k,
-                            const float* __restrict__ global_scale, int64_t g_stride,
-                            uint8_t* __restrict__ q_packed, uint8_t* __restrict__ block_scales) {
-  const int64_t blocks_per_row = k / kNvfp4Block;
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (idx >= rows * blocks_per_row) return;
-  const int64_t m = idx / blocks_per_row;
-  const float g = global_scale[m * g_stride];
-  const float4* xb = reinterpret_cast<const float4*>(x + idx * kNvfp4Block);
-  float v[kNvfp4Block];
-  for (int j = 0; j < kNvfp4Block / 4; ++j) {
+// Loads the 16 floats of NVFP4 block `block` of x (16-byte aligned) with four float4 loads.
+__device__ __forceinline__ void LoadNvfp4Block(const float* __restrict__ x, int64_t block,
+                                               float (&v)[kNvfp4BlockElems]) {
+  const float4* xb = reinterpret_cast<const float4*>(x + block * kNvfp4BlockElems);
+#pragma unroll
+  for (int j = 0; j < kNvfp4BlockElems / 4; ++j) {
     const float4 f = xb[j];
     v[4 * j] = f.x;
     v[4 * j + 1] = f.y;
     v[4 * j + 2] = f.z;
     v[4 * j + 3] = f.w;
   }
-  float amax = 0.0f;
-  for (int j = 0; j < kNvfp4Block; ++j) amax = fmaxf(amax, fabsf(v[j]));
-  // (g * amax) / 6 in this order, as the CPU reference evaluates g * amax / kE2m1Max.
-  const uint8_t sf_code = numeric::EncodeUe4m3(g * amax / numeric::kE2m1Max);
-  block_scales[idx] = sf_code;
-  const float sf = numeric::DecodeUe4m3(sf_code);
-  uint32_t packed[2] = {0u, 0u};
-  if (sf != 0.0f) {
-    const float multiplier = g / sf;
-    for (int j = 0; j < kNvfp4Block; j += 2) {
-      const uint32_t byte = numeric::PackE2m1Pair(numeric::EncodeE2m1(v[j] * multiplier),
-                                                  numeric::EncodeE2m1(v[j + 1] * multiplier));
-      packed[j / 8] |= byte << (8 * ((j / 2) % 4));
-    }
+}
+
+// One thread per block of 16 elements; scales row-major [rows, k/16].
+__global__ void Nvfp4Kernel(const float* __restrict__ x, int64_t rows, int64_t k,
+                            const float* __restrict__ global_scale, int64_t g_stride,
+                            uint8_t* __restrict__ q_packed, uint8_t* __restrict__ block_scales) {
+  const int64_t blocks_per_row = k / kNvfp4BlockElems;
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= rows * blocks_per_row) return;
+  const int64_t m = idx / blocks_per_row;
+  float v[kNvfp4BlockElems];
+  LoadNvfp4Block(x, idx, v);
+  const Nvfp4Block b = QuantizeNvfp4Block(v, global_scale[m * g_stride]);
+  block_scales[idx] = b.scale;
+  reinterpret_cast<uint2*>(q_packed)[idx] = make_uint2(b.codes[0], b.codes[1]);
+}
+
+// One thread per byte of the swizzled scale buffer, i.e. per (row, scale column) of the padded
+// [SwizzledScaleRows(rows), SwizzledScaleCols(k/16)] domain, which SwizzledScaleOffset maps onto
+// the buffer one to one: threads inside [rows, k/16] quantize their block, the others write the
+// zero padding. Codes stay row-major [rows, k/2].
+__global__ void Nvfp4SwizzledKernel(const float* __restrict__ x, int64_t rows, int64_t k,
+                                    const float* __restrict__ global_scale, int64_t g_stride,
+                                    uint8_t* __restrict__ q_packed,
+                                    uint8_t* __restrict__ swizzled_scales) {
+  const int64_t cols = k / kNvfp4BlockElems;
+  const int64_t padded_cols = SwizzledScaleCols(cols);
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (idx >= SwizzledScaleRows(rows) * padded_cols) return;
+  const int64_t m = idx / padded_cols, c = idx % padded_cols;
+  uint8_t scale = 0;
+  if (m < rows && c < cols) {
+    float v[kNvfp4BlockElems];
+    LoadNvfp4Block(x, m * cols + c, v);
+    const Nvfp4Block b = QuantizeNvfp4Block(v, global_scale[m * g_stride]);
+    scale = b.scale;
+    reinterpret_cast<uint2*>(q_packed)[m * cols + c] = make_uint2(b.codes[0], b.codes[1]);
   }
-  reinterpret_cast<uint2*>(q_packed)[idx] = make_uint2(packed[0], packed[1]);
+  swizzled_scales[SwizzledScaleOffset(m, c, cols)] = scale;
 }
 
 __global__ void Nvfp4GlobalScaleKernel(const float* __restrict__ x, int64_t k,
@@ -114,6 +131,21 @@ absl::Status CheckRows(int64_t rows, int64_t k) {
     return absl::InvalidArgumentError(absl::StrCat("bad activation shape [", rows, ", ", k, "]"));
   }
   if (rows > INT32_MAX) return absl::InvalidArgumentError("too many rows for one launch");
+  return absl::OkStatus();
+}
+
+absl::Status CheckNvfp4(const float* x, int64_t rows, int64_t k, int64_t global_scale_row_stride,
+                        const uint8_t* q_packed) {
+  TESSERA_RETURN_IF_ERROR(CheckRows(rows, k));
+  if (k % kNvfp4BlockElems != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("NVFP4 needs K % 16 == 0, K = ", k));
+  }
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(q_packed) % 8 != 0) {
+    return absl::InvalidArgumentError("NVFP4 quantization needs 16-byte aligned x, 8-byte q");
+  }
+  if (global_scale_row_stride != 0 && global_scale_row_stride != 1) {
+    return absl::InvalidArgumentError("global_scale_row_stride must be 0 or 1");
+  }
   return absl::OkStatus();
 }
 
@@ -161,21 +193,27 @@ absl::Status QuantizeFp8PerTokenGroupPadded(const float* x, int64_t rows, int64_
 absl::Status QuantizeNvfp4(const float* x, int64_t rows, int64_t k, const float* global_scale,
                            int64_t global_scale_row_stride, uint8_t* q_packed,
                            uint8_t* block_scales, cudaStream_t stream) {
-  TESSERA_RETURN_IF_ERROR(CheckRows(rows, k));
-  if (k % kNvfp4Block != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("NVFP4 needs K % 16 == 0, K = ", k));
-  }
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(q_packed) % 8 != 0) {
-    return absl::InvalidArgumentError("NVFP4 quantization needs 16-byte aligned x, 8-byte q");
-  }
-  if (global_scale_row_stride != 0 && global_scale_row_stride != 1) {
-    return absl::InvalidArgumentError("global_scale_row_stride must be 0 or 1");
-  }
-  const int64_t total = rows * (k / kNvfp4Block);
+  TESSERA_RETURN_IF_ERROR(CheckNvfp4(x, rows, k, global_scale_row_stride, q_packed));
+  const int64_t total = rows * (k / kNvfp4BlockElems);
   if (total == 0) return absl::OkStatus();
   const int64_t grid = (total + kRowThreads - 1) / kRowThreads;
   Nvfp4Kernel<<<static_cast<unsigned>(grid), kRowThreads, 0, stream>>>(
       x, rows, k, global_scale, global_scale_row_stride, q_packed, block_scales);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+absl::Status QuantizeNvfp4Swizzled(const float* x, int64_t rows, int64_t k,
+                                   const float* global_scale, int64_t global_scale_row_stride,
+                                   uint8_t* q_packed, uint8_t* swizzled_scales,
+                                   cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(CheckNvfp4(x, rows, k, global_scale_row_stride, q_packed));
+  if (rows == 0) return absl::OkStatus();
+  const int64_t total = SwizzledScaleBytes(rows, k / kNvfp4BlockElems);
+  const int64_t grid = (total + kRowThreads - 1) / kRowThreads;
+  if (grid > INT32_MAX) return absl::InvalidArgumentError("NVFP4 quantization: too many blocks");
+  Nvfp4SwizzledKernel<<<static_cast<unsigned>(grid), kRowThreads, 0, stream>>>(
+      x, rows, k, global_scale, global_scale_row_stride, q_packed, swizzled_scales);
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
 }

@@ -52,6 +52,10 @@ absl::Status Validate(const LtGemmConfig& c) {
     return absl::InvalidArgumentError(
         "FP8 block scaling pairs 128x128 weight blocks with per-token-group-128 activations");
   }
+  if (c.kind == LtGemmKind::kNvfp4 && c.k % 32 != 0) {
+    // A row of packed E2M1 codes is K / 2 bytes and must be a 16-byte multiple.
+    return absl::InvalidArgumentError(absl::StrCat("NVFP4 gemm needs K % 32 == 0: ", c.ToString()));
+  }
   if (c.kind == LtGemmKind::kNvfp4 && (c.weight_scale != LtScaleMode::kVec16Ue4m3 ||
                                        c.activation_scale != LtScaleMode::kVec16Ue4m3)) {
     return absl::InvalidArgumentError("NVFP4 gemm needs VEC16_UE4M3 scales on both operands");

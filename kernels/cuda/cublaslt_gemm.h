@@ -26,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "kernels/cuda/device_memory.h"
-#include "kernels/numeric/hd.h"
+#include "kernels/cuda/nvfp4_scale_layout.h"  // the VEC16_UE4M3 scale layout
 
 namespace tessera::kernels::cuda {
 
@@ -119,21 +119,6 @@ class CublasLtGemm {
   mutable absl::Mutex mu_;
   absl::flat_hash_map<LtGemmConfig, std::unique_ptr<Plan>> plans_ ABSL_GUARDED_BY(mu_);
 };
-
-// Offset of NVFP4 scale (row, col) in the swizzled layout cuBLASLt's VEC16_UE4M3 mode (and the
-// tcgen05 block-scaled MMA) reads: 128 x 4 tiles of [32][4][4] bytes, row tiles outermost, scale
-// columns padded to multiples of 4 and rows to multiples of 128 (vLLM
-// cvt_quant_to_fp4_get_sf_out_offset). `scale_cols` = K / 16.
-constexpr TESSERA_HD int64_t SwizzledScaleOffset(int64_t row, int64_t col,
-                                                          int64_t scale_cols) {
-  const int64_t col_tiles = (scale_cols + 3) / 4;
-  return (row / 128) * col_tiles * 512 + (col / 4) * 512 + (row % 32) * 16 +
-         ((row % 128) / 32) * 4 + (col % 4);
-}
-// Bytes of a swizzled scale tensor for `rows` x `scale_cols`.
-constexpr TESSERA_HD int64_t SwizzledScaleBytes(int64_t rows, int64_t scale_cols) {
-  return (rows + 127) / 128 * 128 * ((scale_cols + 3) / 4 * 4);
-}
 
 }  // namespace tessera::kernels::cuda
 

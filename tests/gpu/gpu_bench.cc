@@ -12,6 +12,7 @@
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/device_memory.h"
 #include "kernels/cuda/fp8_gemm.h"
+#include "kernels/cuda/nvfp4_gemm.h"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace kc = tessera::kernels::cuda;
@@ -155,6 +156,39 @@ int main() {
         Row("fp8 " + std::string(scales) + " m=" + std::to_string(m) +
                 (rows != m ? " (pad " + std::to_string(rows) + ")" : ""),
             ms, 2.0 * m * n * k, n * k + m * k + m * n * 2, info->PeakFp8Tflops(), bw);
+      }
+    }
+  }
+  if (auto lt = kc::CublasLtGemm::Create(); lt.ok()) {
+    // NVFP4 W4A4 (sm_100a / sm_120a builds on Blackwell): cuBLASLt's block-scaled FP4 GEMM alone,
+    // and with the activation quantizer that writes the swizzled scales (the decoder's path).
+    if (absl::Status st = kc::SupportsNvfp4W4A4(n, k, info->sm); !st.ok()) {
+      std::printf("| %-34s | n/a: %s\n", "nvfp4 w4a4 cublaslt", st.ToString().c_str());
+    } else {
+      const int64_t max_m = 4096;
+      kc::DeviceBuffer wsf = Zeros(kc::SwizzledScaleBytes(n, k / 16)), xq = Zeros(max_m * k / 2),
+                       xsf = Zeros(kc::SwizzledScaleBytes(max_m, k / 16)),
+                       yb = Zeros(max_m * n * 2);
+      auto g = kc::DeviceBuffer::FromVector(std::vector<float>{1.0f});
+      if (!g.ok()) std::abort();
+      for (int64_t m : {1, 16, 512, 4096}) {
+        const kc::Nvfp4W4A4Args a{
+            w4.as<uint8_t>(), wsf.as<uint8_t>(), xq.as<uint8_t>(), xsf.as<uint8_t>(), m, 1.0f,
+            yb.as<uint16_t>()};
+        const double bytes = n * k / 2.0 + n * k / 16.0 + m * k / 2.0 + m * k / 16.0 + m * n * 2.0;
+        Row("nvfp4 w4a4 cublaslt m=" + std::to_string(m),
+            TimeMs([&] { return kc::Nvfp4W4A4Gemm(**lt, n, k, a, nullptr); }), 2.0 * m * n * k,
+            bytes, info->PeakFp4Tflops(), bw);
+        Row("nvfp4 w4a4 quant+cublaslt m=" + std::to_string(m), TimeMs([&]() -> absl::Status {
+              if (absl::Status qs =
+                      kc::QuantizeNvfp4Swizzled(y.as<float>(), m, k, g->as<float>(), 0,
+                                                xq.as<uint8_t>(), xsf.as<uint8_t>(), nullptr);
+                  !qs.ok()) {
+                return qs;
+              }
+              return kc::Nvfp4W4A4Gemm(**lt, n, k, a, nullptr);
+            }),
+            2.0 * m * n * k, bytes + m * k * 4.0, info->PeakFp4Tflops(), bw);
       }
     }
   }

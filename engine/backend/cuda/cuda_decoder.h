@@ -147,8 +147,11 @@ class CudaDecoder : public model::Decoder {
   int64_t kv_blocks_ = 0;
   int64_t kv_block_tokens_ = 0;
   int64_t max_blocks_per_seq_ = 0;
-  bool has_fp8_ = false;      // some layer runs FP8 W8A8 (needs the GEMM output scratch)
-  bool fp8_lm_head_ = false;  // ... and lm_head too (vocab-wide output scratch)
+  // Some layer runs a GEMM with a bf16 result first (FP8 W8A8, NVFP4 W4A4), which needs the
+  // GEMM output scratch; the lm_head too (vocab-wide output scratch).
+  bool bf16_gemm_out_ = false;
+  bool bf16_gemm_out_lm_head_ = false;
+  int64_t nvfp4_max_k_ = 0;  // widest K of the NVFP4 W4A4 layers (swizzled scale scratch), or 0
   int64_t linear_weight_bytes_ = 0;
   int64_t w4_dequant_elems_ = 0;  // largest W4A16 layer (N x K), dequantized for big passes
 

@@ -11,10 +11,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/backend/cuda/cuda_decoder.h"
+#include "engine/backend/cuda/cuda_kernel_selector.h"
 #include "engine/common/logging.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/weight_names.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/nvfp4_scale_layout.h"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace tessera::backend::cuda {
@@ -173,8 +175,14 @@ absl::Status CudaDecoder::Load(const model::ModelSource& source, const quant::Pr
         job_rows >= kernels::cuda::kW4A16DequantMinRows) {
       w4_dequant_elems_ = std::max(w4_dequant_elems_, job.spec->n * job.spec->k);
     }
-    if (job.spec->kernel.rfind("cuda/fp8-w8a8-", 0) == 0) has_fp8_ = true;
-    if (job.layer < 0 && job.spec->kernel.rfind("cuda/fp8-w8a8-", 0) == 0) fp8_lm_head_ = true;
+    // FP8 W8A8 and NVFP4 W4A4 write their GEMM result in bf16 first (LinearScratch::y_bf16).
+    const bool bf16_out =
+        job.spec->kernel.rfind("cuda/fp8-w8a8-", 0) == 0 || job.spec->kernel == kNvfp4W4A4Kernel;
+    if (bf16_out) bf16_gemm_out_ = true;
+    if (job.layer < 0 && bf16_out) bf16_gemm_out_lm_head_ = true;
+    if (job.spec->kernel == kNvfp4W4A4Kernel) {
+      nvfp4_max_k_ = std::max(nvfp4_max_k_, job.spec->k);
+    }
   }
   ArenaRegion measuring = ArenaRegion::Measuring("scratch");
   TESSERA_RETURN_IF_ERROR(CarveScratch(measuring));
@@ -289,11 +297,13 @@ absl::Status CudaDecoder::CarveScratch(ArenaRegion& r) {
   // FP8 GEMMs may pad their rows to a multiple of 4 (kernels::cuda::Fp8GemmRows).
   const int64_t T4 = (T + 3) / 4 * 4, R4 = (R + 3) / 4 * 4;
   const int64_t x_elems = std::max(T4 * widest, R4 * H);
-  int64_t y_elems = has_fp8_ ? T4 * std::max({Q, KV, H, F}) : 0;
-  if (fp8_lm_head_) y_elems = std::max(y_elems, R4 * V);
-  TESSERA_ASSIGN_OR_RETURN(s_.linear,
-                           LinearScratch::Carve(std::max(T4, R4), x_elems, y_elems,
-                                                w4_dequant_elems_, r));
+  int64_t y_elems = bf16_gemm_out_ ? T4 * std::max({Q, KV, H, F}) : 0;
+  if (bf16_gemm_out_lm_head_) y_elems = std::max(y_elems, R4 * V);
+  // NVFP4 W4A4 activation scales, swizzled: rows padded to 128, K/16 columns padded to 4.
+  const int64_t fp4_scale_bytes =
+      nvfp4_max_k_ > 0 ? kernels::cuda::SwizzledScaleBytes(std::max(T, R), nvfp4_max_k_ / 16) : 0;
+  TESSERA_ASSIGN_OR_RETURN(s_.linear, LinearScratch::Carve(std::max(T4, R4), x_elems, y_elems,
+                                                           w4_dequant_elems_, fp4_scale_bytes, r));
   return absl::OkStatus();
 }
 

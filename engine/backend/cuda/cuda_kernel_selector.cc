@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/fp8_gemm.h"
+#include "kernels/cuda/nvfp4_gemm.h"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace tessera::backend::cuda {
@@ -81,23 +82,7 @@ absl::Status CudaKernelSelector::Select(LinearSpec* spec) const {
     case WeightFormat::kFp8E4m3:
       return SelectFp8(spec);
     case WeightFormat::kNvfp4:
-      if (spec->activation == ActivationFormat::kNvfp4) {
-        std::string why;
-        if (sm_ < 100) {
-          why = absl::StrCat("sm_", sm_, " has no FP4 MMA");
-        } else if (!kc::HasArchSpecificTarget(sm_)) {
-          why = absl::StrCat("not compiled for sm_", sm_, "a (CMAKE_CUDA_ARCHITECTURES=",
-                             kc::CompiledArchsString(), ")");
-        } else {
-          // cuBLASLt's VEC16_UE4M3 descriptors exist (kernels/cuda/cublaslt_gemm.h), but the
-          // decoder does not yet swizzle the activation scales or fold the activation global
-          // scale into alpha, so Blackwell runs NVFP4 checkpoints as W4A16 for now.
-          why = absl::StrCat("sm_", sm_, "a: NVFP4 W4A4 is not wired into the CUDA decoder yet");
-        }
-        if (absl::Status st = SelectW4A16(spec); !st.ok()) return st;
-        AppendReason(spec, absl::StrCat("fallback: ", why, ", using W4A16"));
-        return absl::OkStatus();
-      }
+      if (spec->activation == ActivationFormat::kNvfp4) return SelectNvfp4W4A4(spec);
       return SelectW4A16(spec);
     case WeightFormat::kMxfp4:
     case WeightFormat::kInt4:
@@ -131,6 +116,27 @@ absl::Status CudaKernelSelector::SelectFp8(LinearSpec* spec) const {
   if (absl::Status st = GenericKernelsRun(sm_, spec->module); !st.ok()) return st;
   spec->kernel = "cuda/fp8-w8a16-dequant-bf16";
   if (!why.empty()) AppendReason(spec, absl::StrCat("fallback: ", why, ", using W8A16"));
+  return absl::OkStatus();
+}
+
+absl::Status CudaKernelSelector::SelectNvfp4W4A4(LinearSpec* spec) const {
+  absl::Status st = kc::SupportsNvfp4W4A4(spec->n, spec->k, sm_);
+  if (st.ok() && spec->activation_origin == quant::ScaleOrigin::kDynamic) {
+    // Checkpoints carry a static input global scale; the online "nvfp4" scheme computes one per
+    // row from the row's amax, and the GEMM's alpha (α_w / g) is a single scalar.
+    st = absl::UnimplementedError(
+        "dynamic NVFP4 activation global scales (one per row) cannot fold into cuBLASLt's "
+        "scalar alpha");
+  }
+  if (st.ok()) {
+    spec->kernel = std::string(kNvfp4W4A4Kernel);
+    return absl::OkStatus();
+  }
+  if (st.code() == absl::StatusCode::kInvalidArgument) {
+    return absl::Status(st.code(), absl::StrCat(spec->module, ": ", st.message()));
+  }
+  if (absl::Status w4 = SelectW4A16(spec); !w4.ok()) return w4;
+  AppendReason(spec, absl::StrCat("fallback: ", st.message(), ", using W4A16"));
   return absl::OkStatus();
 }
 

@@ -3,8 +3,10 @@
 // walks an explicit fallback chain, recording the kernel in spec->kernel and every fallback with
 // its cause in spec->reason ("fallback: sm_90 has no FP4 MMA, using W4A16"):
 //   FP8 W8A8   -> cuBLASLt scaled / cuBLASLt + epilogue -> W8A16 (weights dequantized to bf16)
-//   NVFP4 W4A4 -> NVFP4 W4A16 mma.sync on every arch for now (the decoder does not yet swizzle
-//                 activation scales for cuBLASLt VEC16_UE4M3 on sm_100a/sm_120a)
+//   NVFP4 W4A4 -> cuBLASLt block-scaled FP4 (cuda/nvfp4-w4a4-cublaslt) on sm_100a/sm_120a
+//                 builds with a static activation global scale and K % 32 == 0, N % 8 == 0;
+//                 otherwise NVFP4 W4A16 mma.sync with the reason (below sm_100, a-target not
+//                 compiled, dynamic per-row activation global scale, shape)
 //   NVFP4/MXFP4/INT4/AWQ W4A16 -> mma.sync W4A16; bf16/f16/f32 -> cuBLASLt bf16
 // Anything else is an error naming the format, so the plan fails at load, never at run time. It
 // needs no device: the plan can be resolved (and tested) for any sm.
@@ -13,6 +15,7 @@
 
 #include <string>
 
+#include "absl/strings/string_view.h"
 #include "engine/quant/precision_plan.h"
 #include "kernels/cuda/fp8_gemm.h"
 
@@ -22,6 +25,9 @@ namespace tessera::backend::cuda {
 // none; shared by the selector and the weight upload so both read the spec the same way.
 absl::StatusOr<kernels::cuda::Fp8GemmProblem> Fp8ProblemFor(const quant::LinearSpec& spec);
 
+// The kernel id of NVFP4 W4A4 through cuBLASLt (kernels/cuda/nvfp4_gemm.h).
+inline constexpr absl::string_view kNvfp4W4A4Kernel = "cuda/nvfp4-w4a4-cublaslt";
+
 class CudaKernelSelector : public quant::KernelSelector {
  public:
   explicit CudaKernelSelector(int sm) : sm_(sm) {}
@@ -30,6 +36,7 @@ class CudaKernelSelector : public quant::KernelSelector {
 
  private:
   absl::Status SelectFp8(quant::LinearSpec* spec) const;
+  absl::Status SelectNvfp4W4A4(quant::LinearSpec* spec) const;
   absl::Status SelectW4A16(quant::LinearSpec* spec) const;
   int sm_;
 };

@@ -7,6 +7,8 @@
 #include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/fp8_gemm.h"
+#include "kernels/cuda/nvfp4_gemm.h"
+#include "kernels/cuda/nvfp4_scale_layout.h"
 #include "kernels/cuda/w4a16_gemm.h"
 
 namespace tessera::backend::cuda {
@@ -21,14 +23,19 @@ int64_t ScaleSlots(int64_t rows, int64_t x_elems) { return x_elems / kGroup + ro
 
 }  // namespace
 
-absl::StatusOr<LinearScratch> LinearScratch::Carve(int64_t rows, int64_t x_elems,
-                                                   int64_t y_elems, int64_t w_elems,
+absl::StatusOr<LinearScratch> LinearScratch::Carve(int64_t rows, int64_t x_elems, int64_t y_elems,
+                                                   int64_t w_elems, int64_t fp4_scale_bytes,
                                                    ArenaRegion& region) {
   LinearScratch s;
   s.rows = rows;
   s.x_elems = x_elems;
   s.y_elems = y_elems;
   s.w_elems = w_elems;
+  s.fp4_scale_bytes = fp4_scale_bytes;
+  if (fp4_scale_bytes > 0) {
+    TESSERA_ASSIGN_OR_RETURN(s.x_fp4_scales,
+                             region.AllocateArray<uint8_t>(fp4_scale_bytes, "x nvfp4 scales"));
+  }
   if (w_elems > 0) {
     TESSERA_ASSIGN_OR_RETURN(s.w_bf16, region.AllocateArray<uint16_t>(w_elems, "w4 as bf16"));
   }
@@ -45,15 +52,19 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
                        int64_t rows, float* y, const LinearScratch& s, kc::CublasLtGemm& lt,
                        cudaStream_t stream) {
   const bool fp8 = l.kind == DeviceLinearKind::kFp8W8A8;
+  const bool fp4 = l.kind == DeviceLinearKind::kNvfp4W4A4;
   // The FP8 GEMM may run on more rows than `rows` (block scaling pads M to a multiple of 4).
   const int64_t gemm_rows = fp8 ? kc::Fp8GemmRows(l.fp8_problem, rows) : rows;
-  if (gemm_rows > s.rows || gemm_rows * l.k > s.x_elems || (fp8 && gemm_rows * l.n > s.y_elems)) {
+  if (gemm_rows > s.rows || gemm_rows * l.k > s.x_elems ||
+      ((fp8 || fp4) && gemm_rows * l.n > s.y_elems) ||
+      (fp4 && kc::SwizzledScaleBytes(rows, l.k / 16) > s.fp4_scale_bytes)) {
     return absl::InternalError(absl::StrCat(l.module, ": ", rows, " rows of [", l.n, " x ", l.k,
                                             "] exceed the linear scratch (", s.rows, " rows, ",
-                                            s.x_elems, " / ", s.y_elems, " elements)"));
+                                            s.x_elems, " / ", s.y_elems, " elements, ",
+                                            s.fp4_scale_bytes, " NVFP4 scale bytes)"));
   }
   if (rows == 0) return absl::OkStatus();
-  if (l.kind != DeviceLinearKind::kFp8W8A8 && x_bf16 == nullptr) {
+  if (!fp8 && !fp4 && x_bf16 == nullptr) {
     TESSERA_RETURN_IF_ERROR(kc::F32ToBf16(x, rows * l.k, s.x_bf16, stream));
     x_bf16 = s.x_bf16;
   }
@@ -120,6 +131,22 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
       args.y = s.y_bf16;
       args.f32_scratch = s.y_f32;
       TESSERA_RETURN_IF_ERROR(kc::Fp8Gemm(lt, l.fp8_problem, l.fp8_path, args, stream));
+      return kc::Bf16RowsToF32(s.y_bf16, rows, l.n, l.bias, y, stream);
+    }
+    case DeviceLinearKind::kNvfp4W4A4: {
+      // The static global scale for every row (stride 0), as the CPU's static W4A4 path does.
+      TESSERA_RETURN_IF_ERROR(kc::QuantizeNvfp4Swizzled(x, rows, l.k, l.act_global_scale, 0,
+                                                        s.x_fp8, s.x_fp4_scales, stream));
+      kc::Nvfp4W4A4Args args;
+      args.w = l.fp4;
+      args.w_scales = l.fp4_scales;
+      args.x = s.x_fp8;
+      args.x_scales = s.x_fp4_scales;
+      args.m = rows;
+      args.alpha = l.fp4_alpha;
+      args.y = s.y_bf16;
+      TESSERA_RETURN_IF_ERROR(kc::Nvfp4W4A4Gemm(lt, l.n, l.k, args, stream));
+      // The CPU adds the bias to the f32 result; cuBLASLt's BIAS epilogue is not used for FP4.
       return kc::Bf16RowsToF32(s.y_bf16, rows, l.n, l.bias, y, stream);
     }
   }

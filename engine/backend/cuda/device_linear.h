@@ -1,8 +1,10 @@
 // Running one uploaded linear layer (weight_upload.h) on a stream: y[rows, N] f32 = x · Wᵀ + b,
 // whatever kernel the precision plan chose — the cuBLASLt bf16 GEMM (dense and W8A16), the
-// W4A16 mma.sync kernel, or FP8 W8A8 (activation quantization as the CPU QuantizedLinear does
+// W4A16 mma.sync kernel, FP8 W8A8 (activation quantization as the CPU QuantizedLinear does
 // it: static per-tensor, dynamic per-token with vLLM's minimum scale and the optional fbgemm
-// upper bound, or per-token-group 128; then cuBLASLt, then bf16 -> f32 with the bias). The
+// upper bound, or per-token-group 128; then cuBLASLt, then bf16 -> f32 with the bias), or NVFP4
+// W4A4 (the CPU's NVFP4 quantization with the static global scale, scales written swizzled; then
+// cuBLASLt's block-scaled FP4 GEMM, then bf16 -> f32 with the bias). The
 // temporaries come from a LinearScratch carved once from the arena, sized for the largest
 // layer and step.
 #ifndef TESSERA_ENGINE_BACKEND_CUDA_DEVICE_LINEAR_H_
@@ -21,20 +23,24 @@ namespace tessera::backend::cuda {
 
 // Device temporaries of RunLinear, sized in elements so that the layers (many rows, moderate N)
 // and lm_head (few rows, N = vocab) share one set: a call needs rows <= rows, rows * K <= x_elems
-// and rows * N <= y_elems.
+// and rows * N <= y_elems (and, for NVFP4 W4A4, SwizzledScaleBytes(rows, K/16) <= fp4_scale_bytes).
 struct LinearScratch {
-  int64_t rows = 0, x_elems = 0, y_elems = 0, w_elems = 0;
+  int64_t rows = 0, x_elems = 0, y_elems = 0, w_elems = 0, fp4_scale_bytes = 0;
   uint16_t* x_bf16 = nullptr;     // [x_elems] when the caller has no bf16 copy
-  uint8_t* x_fp8 = nullptr;       // [x_elems]
+  uint8_t* x_fp8 = nullptr;       // [x_elems] FP8 codes, or NVFP4 codes [rows, K/2]
+  // [fp4_scale_bytes] NVFP4 activation block scales in cuBLASLt's swizzled layout (null when no
+  // layer runs NVFP4 W4A4).
+  uint8_t* x_fp4_scales = nullptr;
   float* x_scales = nullptr;      // [x_elems / 128 + rows] per token or per 128-group
-  uint16_t* y_bf16 = nullptr;     // [y_elems] FP8 GEMM output
+  uint16_t* y_bf16 = nullptr;     // [y_elems] FP8 / NVFP4 GEMM output
   float* y_f32 = nullptr;         // [y_elems] FP8 epilogue-path accumulator
   // [w_elems] bf16 weights of one W4A16 layer, dequantized for passes of at least
   // kernels::cuda::kW4A16DequantMinRows rows (null when no such pass can happen).
   uint16_t* w_bf16 = nullptr;
 
   static absl::StatusOr<LinearScratch> Carve(int64_t rows, int64_t x_elems, int64_t y_elems,
-                                             int64_t w_elems, ArenaRegion& region);
+                                             int64_t w_elems, int64_t fp4_scale_bytes,
+                                             ArenaRegion& region);
 };
 
 // y = x · Wᵀ (+ bias) for `rows` <= scratch.rows. `x` is f32 [rows, K]; `x_bf16` is the same

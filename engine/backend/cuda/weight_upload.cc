@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "absl/strings/match.h"
@@ -9,8 +10,10 @@
 #include "engine/backend/cuda/cuda_kernel_selector.h"
 #include "engine/common/status_macros.h"
 #include "engine/quant/packed_weights.h"
+#include "kernels/cpu/quant/fp4_matmul.h"  // Nvfp4Alpha, kNvfp4BlockSize
 #include "kernels/cpu/quant/int_weight_only_matmul.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/nvfp4_scale_layout.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::backend::cuda {
@@ -165,6 +168,40 @@ absl::Status UploadFp8(const LinearSpec& spec, const quant::PackedWeights& p, Ar
   return absl::OkStatus();
 }
 
+absl::Status UploadNvfp4W4A4(const LinearSpec& spec, const quant::PackedWeights& p,
+                             ArenaRegion& region, DeviceLinear* out) {
+  const int64_t n = spec.n, k = spec.k, scale_cols = k / kernels::cpu::kNvfp4BlockSize;
+  if (p.block_scales == nullptr) {
+    return absl::InternalError(absl::StrCat(spec.module, ": no NVFP4 block scales"));
+  }
+  // The GEMM folds 1/g into alpha, so g must be a usable divisor (the CPU would divide by it too).
+  const float g = p.input_global_scale;
+  if (!(g > 0.0f) || !std::isfinite(g)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.module, ": static NVFP4 activation global scale ", g, " is not a positive number"));
+  }
+  // cuBLASLt reads the scales as unsigned UE4M3 (it ignores the sign bit); the reference decodes
+  // them as E4M3. The two agree on every byte producers write: all but a set sign bit and NaN.
+  for (int64_t i = 0; i < n * scale_cols; ++i) {
+    const uint8_t b = p.block_scales[i];
+    if ((b & 0x80) != 0 || b == 0x7F) {
+      return absl::InvalidArgumentError(absl::StrCat(spec.module, ": NVFP4 block scale byte ",
+                                                     static_cast<int>(b), " at ", i,
+                                                     " is negative or NaN"));
+    }
+  }
+  TESSERA_ASSIGN_OR_RETURN(
+      out->fp4, UploadVector<uint8_t>({p.q, static_cast<size_t>(n * k / 2)}, region, spec.module));
+  std::vector<uint8_t> swizzled(static_cast<size_t>(kc::SwizzledScaleBytes(n, scale_cols)));
+  kc::SwizzleScales(p.block_scales, n, scale_cols, swizzled.data());
+  TESSERA_ASSIGN_OR_RETURN(out->fp4_scales, UploadVector<uint8_t>(swizzled, region, spec.module));
+  TESSERA_ASSIGN_OR_RETURN(out->act_global_scale,
+                           UploadVector<float>({&g, 1}, region, spec.module));
+  // The CPU's α(m) for static inputs, from the same two numbers (α_w is 1 / divisor for CT).
+  out->fp4_alpha = kernels::cpu::Nvfp4Alpha(p.global_scale, g);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) {
@@ -182,6 +219,7 @@ absl::StatusOr<DeviceLinearKind> DeviceLinearKindFor(const LinearSpec& spec) {
   }
   if (absl::StartsWith(id, "cuda/w4a16-mma-")) return DeviceLinearKind::kW4A16;
   if (absl::StartsWith(id, "cuda/fp8-w8a8-")) return DeviceLinearKind::kFp8W8A8;
+  if (id == kNvfp4W4A4Kernel) return DeviceLinearKind::kNvfp4W4A4;
   return absl::UnimplementedError(absl::StrCat(
       spec.module, ": the CUDA decoder has no path for kernel '", id, "' (",
       quant::WeightFormatName(spec.weight_format), " weights)"));
@@ -198,6 +236,10 @@ absl::StatusOr<size_t> DeviceLinearBytes(const LinearSpec& spec, bool has_bias) 
       if (spec.weight_format == WeightFormat::kNvfp4) return bytes + ArenaAligned(n * k / 16);
       if (spec.weight_format == WeightFormat::kMxfp4) return bytes + ArenaAligned(n * k / 32);
       return bytes + 2 * ArenaAligned(n * static_cast<size_t>(Int4Groups(spec)) * sizeof(float));
+    case DeviceLinearKind::kNvfp4W4A4:
+      return bytes + ArenaAligned(n * k / 2) +
+             ArenaAligned(static_cast<size_t>(kc::SwizzledScaleBytes(spec.n, spec.k / 16))) +
+             ArenaAligned(sizeof(float));
     case DeviceLinearKind::kFp8W8A8:
       return bytes + ArenaAligned(n * k) +
              ArenaAligned(static_cast<size_t>(Fp8WeightScaleCount(spec)) * sizeof(float)) +
@@ -232,6 +274,8 @@ absl::StatusOr<DeviceLinear> UploadLinear(const LinearSpec& spec, const std::str
   if (packed.q == nullptr) return absl::InternalError(absl::StrCat(spec.module, ": no codes"));
   if (out.kind == DeviceLinearKind::kW4A16) {
     TESSERA_RETURN_IF_ERROR(UploadW4A16(spec, packed, region, &out));
+  } else if (out.kind == DeviceLinearKind::kNvfp4W4A4) {
+    TESSERA_RETURN_IF_ERROR(UploadNvfp4W4A4(spec, packed, region, &out));
   } else {
     TESSERA_RETURN_IF_ERROR(UploadFp8(spec, packed, region, &out));
   }

@@ -8,6 +8,10 @@
 //   cuda/w4a16-mma-{nvfp4,mxfp4}  codes [N, K/2] and block scales as stored; the NVFP4
 //                                 compressed-tensors divisor becomes the multiplier 1/divisor
 //   cuda/w4a16-mma-int4           one code per byte -> nibble pairs along K; f32 scales/zeros
+//   cuda/nvfp4-w4a4-cublaslt      codes [N, K/2] as stored; block scales swizzled once into
+//                                 cuBLASLt's 128x4-tile VEC16_UE4M3 layout (zero padding); the
+//                                 static activation global scale g as a device float; the GEMM's
+//                                 alpha = Nvfp4Alpha(α_w, g), the product the CPU reference uses
 //   cuda/fp8-w8a8-*               E4M3 [N, K], f32 weight scales (tensor / per row / 128x128
 //                                 blocks [N/128, K/128], cuBLASLt's BLK128x128 order), the static
 //                                 input scale and the fbgemm scale upper bound as device floats
@@ -31,7 +35,7 @@
 
 namespace tessera::backend::cuda {
 
-enum class DeviceLinearKind { kBf16, kW4A16, kFp8W8A8 };
+enum class DeviceLinearKind { kBf16, kW4A16, kFp8W8A8, kNvfp4W4A4 };
 
 // One linear layer on the device. Pointers are into the arena (the decoder owns it).
 struct DeviceLinear {
@@ -52,6 +56,12 @@ struct DeviceLinear {
   const float* static_input_scale = nullptr;  // 1 float when activations are static per-tensor
   const float* scale_ub = nullptr;            // 1 float (fbgemm activation_scale_ub) or null
   int64_t activation_group = 0;               // per-token-group size (128) or 0
+
+  // kNvfp4W4A4
+  const uint8_t* fp4 = nullptr;             // [N, K/2] E2M1 pairs
+  const uint8_t* fp4_scales = nullptr;      // SwizzledScaleBytes(N, K/16) UE4M3, swizzled
+  const float* act_global_scale = nullptr;  // 1 float: the static activation divisor g
+  float fp4_alpha = 1.0f;                   // Nvfp4Alpha(α_w, g)
 };
 
 // The layout kind of a kernel id of CudaKernelSelector; UNIMPLEMENTED for ids the decoder does

@@ -3,7 +3,8 @@
 // and on any stack frame (local memory) in the GEMM, attention and quantization kernels. The
 // only kernel allowed a stack frame is RoPE: sincosf's exact range reduction for large angles
 // (Payne-Hanek) uses a small local array. It also checks that every kernel was compiled for every
-// arch of CMAKE_CUDA_ARCHITECTURES.
+// arch of CMAKE_CUDA_ARCHITECTURES, and that the key kernels (NVFP4 quantizers, W4A16 GEMM) are in
+// the reports at all.
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -75,6 +76,24 @@ TEST(PtxasReportTest, NoSpillsNoLocalMemoryEveryArch) {
     expected.insert("sm_" + std::to_string(a.sm) + (a.arch_specific ? "a" : ""));
   }
   for (const auto& [name, archs] : archs_of) EXPECT_EQ(archs, expected) << name;
+}
+
+// Kernels whose absence would make the check above vacuous for them (a renamed or dropped
+// kernel, or a report file the launcher failed to keep): each must appear for every arch.
+TEST(PtxasReportTest, KeyKernelsAreReported) {
+  const std::vector<KernelReport> reports = ReadReports();
+  std::set<std::string> expected;
+  for (const CompiledArch& a : CompiledArchs()) {
+    expected.insert("sm_" + std::to_string(a.sm) + (a.arch_specific ? "a" : ""));
+  }
+  // The NVFP4 quantizers (the swizzled one feeds cuBLASLt's W4A4 GEMM) and the W4A16 GEMM.
+  for (const char* kernel : {"Nvfp4SwizzledKernel", "Nvfp4Kernel", "W4A16Kernel"}) {
+    std::set<std::string> archs;
+    for (const KernelReport& r : reports) {
+      if (r.name.find(kernel) != std::string::npos) archs.insert(r.arch);
+    }
+    EXPECT_EQ(archs, expected) << kernel;
+  }
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // (every position), decode steps, and a mixed step (one sequence decoding while another
 // prefills), compared as max |gpu - cpu| / max(1, max |cpu|) with per-format tolerances — bf16
 // weights and activations on the GPU against f32 on the CPU, FP8 W8A8 with a bf16 GEMM output,
-// and NVFP4 checkpoints made weight-only so both sides run W4A16. Also: splitting a step into passes
-// (tiny Limits) changes nothing, and without a device Create is UNAVAILABLE with the reason.
+// NVFP4 checkpoints made weight-only so both sides run W4A16, and NVFP4 W4A4 on Blackwell. Also:
+// splitting a step into passes (tiny Limits) changes nothing, and without a device Create is
+// UNAVAILABLE with the reason.
 // Device tests skip without a GPU.
 #include "engine/backend/cuda/cuda_decoder.h"
 
@@ -108,6 +109,25 @@ std::string WeightOnlyCopy(const std::string& dir, const std::string& name) {
   return out.string();
 }
 
+// A copy of the ModelOpt NVFP4 fixture `dir` as W4A16_NVFP4 (weights only), in both places the
+// quant_algo may be read from.
+std::string ModelOptWeightOnlyCopy(const std::string& dir, const std::string& name) {
+  namespace fs = std::filesystem;
+  const fs::path out = fs::path(::testing::TempDir()) / (name + "_weight_only");
+  fs::remove_all(out);
+  fs::copy(dir, out, fs::copy_options::recursive);
+  for (const char* file : {"config.json", "hf_quant_config.json"}) {
+    if (!fs::exists(out / file)) continue;
+    std::ifstream in(out / file);
+    nlohmann::json j = nlohmann::json::parse(in);
+    in.close();
+    if (j.contains("quantization_config")) j["quantization_config"]["quant_algo"] = "W4A16_NVFP4";
+    if (j.contains("quantization")) j["quantization"]["quant_algo"] = "W4A16_NVFP4";
+    std::ofstream(out / file) << j.dump(1);
+  }
+  return out.string();
+}
+
 class CudaDecoderVsCpuTest : public ::testing::TestWithParam<Fixture> {};
 
 TEST_P(CudaDecoderVsCpuTest, LogitsMatchCpu) {
@@ -169,9 +189,17 @@ TEST(CudaDecoderTest, FixturePlansAreRunnable) {
       const CudaKernelSelector selector(sm);
       auto plan = runtime::ResolvePlan(e->source, *e->quant_config, "", {}, &selector);
       ASSERT_TRUE(plan.ok()) << dir << " sm_" << sm << ": " << plan.status();
+      const bool nvfp4_w4a4 =
+          std::string(dir) == "quant/ct_nvfp4" || std::string(dir) == "quant/modelopt_nvfp4";
       for (const quant::LinearSpec& s : plan->layers()) {
         auto bytes = DeviceLinearBytes(s, false);
         EXPECT_TRUE(bytes.ok()) << dir << " sm_" << sm << ": " << bytes.status();
+        // These fixtures carry static input global scales and shapes cuBLASLt's FP4 GEMM takes.
+        if (nvfp4_w4a4 && s.weight_format == quant::WeightFormat::kNvfp4) {
+          const bool native = sm >= 100 && kernels::cuda::HasArchSpecificTarget(sm);
+          EXPECT_EQ(s.kernel, native ? std::string(kNvfp4W4A4Kernel) : "cuda/w4a16-mma-nvfp4")
+              << dir << " sm_" << sm << " " << s.module << ": " << s.reason;
+        }
       }
     }
   }
@@ -242,6 +270,58 @@ TEST(CudaDecoderTest, GraphReplaysAreExact) {
     EXPECT_EQ(captured, 3) << dir;
     EXPECT_EQ(CompareSteps(**d, **g), 0.0) << dir << " (replay round)";
     EXPECT_EQ((*g)->captured_graphs(), captured) << dir << ": replays capture nothing new";
+  }
+}
+
+// NVFP4 W4A4 checkpoints on a Blackwell device with the a-target compiled: the plan runs every
+// quantized layer through cuBLASLt's FP4 GEMM, and the logits follow the CPU's W4A4 reference.
+// Both sides quantize activations; the GPU's come from slightly different f32 values (attention
+// and norms differ by ulps), so an E2M1 rounding may flip, as for FP8: the bound is the larger of
+// 3e-2 and the CPU's own W4A4 vs W4A16 difference (what activation quantization moves at all).
+// CUDA-graph replays of these passes are bit-identical to eager launches.
+TEST(CudaDecoderTest, Nvfp4W4A4MatchesCpuOnBlackwell) {
+  if (!HaveDevice()) GTEST_SKIP() << "no CUDA device";
+  const int sm = kernels::cuda::QueryDevice(0)->sm;
+  if (sm < 100) GTEST_SKIP() << "sm_" << sm << " runs NVFP4 W4A4 as W4A16 (no FP4 MMA)";
+  if (!kernels::cuda::HasArchSpecificTarget(sm)) {
+    GTEST_SKIP() << "not compiled for sm_" << sm
+                 << "a (CMAKE_CUDA_ARCHITECTURES=" << kernels::cuda::CompiledArchsString()
+                 << "): W4A4 falls back to W4A16";
+  }
+  for (auto [name, dir] : {std::pair<std::string, std::string>{"ct_nvfp4", "quant/ct_nvfp4"},
+                           {"modelopt_nvfp4", "quant/modelopt_nvfp4"}}) {
+    auto cpu = Load(kData + dir, "cpu");
+    auto gpu = Load(kData + dir, "cuda:0");
+    const std::string weight_only = name == "ct_nvfp4" ? WeightOnlyCopy(kData + dir, name)
+                                                       : ModelOptWeightOnlyCopy(kData + dir, name);
+    auto cpu_w4a16 = Load(weight_only, "cpu");
+    ASSERT_TRUE(cpu && gpu && cpu_w4a16);
+    int w4a4_layers = 0;
+    for (const quant::LinearSpec& s : gpu->plan->layers()) {
+      if (s.weight_format != quant::WeightFormat::kNvfp4) continue;
+      EXPECT_EQ(s.kernel, kNvfp4W4A4Kernel) << name << " " << s.module << ": " << s.reason;
+      ++w4a4_layers;
+    }
+    EXPECT_GT(w4a4_layers, 0) << name;
+    const double quantization_moves = CompareSteps(*cpu->model, *cpu_w4a16->model);
+    EXPECT_LE(quantization_moves, 0.15) << name << ": CPU W4A4 vs W4A16";
+    const double bound = std::max(3e-2, std::min(quantization_moves, 0.15));
+    const double diff = CompareSteps(*cpu->model, *gpu->model);
+    EXPECT_LE(diff, bound) << name;
+    std::printf("%s W4A4: max relative logit difference %.3g (bound %.3g)\n", name.c_str(), diff,
+                bound);
+
+    CudaDecoder::Limits eager;
+    eager.graph_max_rows = 0;
+    auto d = CudaDecoder::Create(gpu->source, *gpu->plan, *gpu->quant_config, 0, 32, 16, eager);
+    ASSERT_TRUE(d.ok()) << d.status();
+    unsetenv("TESSERA_CUDA_GRAPHS");
+    auto g = CudaDecoder::Create(gpu->source, *gpu->plan, *gpu->quant_config, 0, 32, 16);
+    ASSERT_TRUE(g.ok()) << g.status();
+    for (int round = 0; round < 3; ++round) {
+      EXPECT_EQ(CompareSteps(**d, **g), 0.0) << name << " round " << round;
+    }
+    EXPECT_GT((*g)->captured_graphs(), 0) << name;
   }
 }
 

@@ -43,24 +43,80 @@ bool Compiled(int sm) { return kernels::cuda::HasArchSpecificTarget(sm); }
 
 TEST(CudaKernelSelectorTest, Nvfp4W4A4FallsBackBelowBlackwell) {
   for (int sm : {80, 89, 90}) {
-    LinearSpec s = Nvfp4W4A4();
-    ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok()) << sm;
-    EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
-    EXPECT_EQ(s.reason, "checkpoint: modelopt NVFP4; fallback: sm_" + std::to_string(sm) +
-                            " has no FP4 MMA, using W4A16");
+    for (quant::ScaleOrigin origin : {quant::ScaleOrigin::kStatic, quant::ScaleOrigin::kDynamic}) {
+      LinearSpec s = Nvfp4W4A4();
+      s.activation_origin = origin;
+      ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok()) << sm;
+      EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
+      EXPECT_EQ(s.reason, "checkpoint: modelopt NVFP4; fallback: sm_" + std::to_string(sm) +
+                              " has no FP4 MMA, using W4A16");
+    }
   }
+}
+
+// Static activation global scale (what ModelOpt and compressed-tensors checkpoints carry):
+// cuBLASLt's FP4 GEMM where the a-target is compiled, W4A16 with the reason where it is not.
+TEST(CudaKernelSelectorTest, Nvfp4W4A4OnBlackwell) {
   for (int sm : {100, 120}) {
     LinearSpec s = Nvfp4W4A4();
+    s.activation_origin = quant::ScaleOrigin::kStatic;
     ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok()) << sm;
     if (Compiled(sm)) {
-      // The W4A4 launcher exists but the decoder does not drive it yet: W4A16, said so.
-      EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
-      EXPECT_NE(s.reason.find("not wired into the CUDA decoder"), std::string::npos) << s.reason;
+      EXPECT_EQ(s.kernel, "cuda/nvfp4-w4a4-cublaslt");
+      EXPECT_EQ(s.kernel, kNvfp4W4A4Kernel);
+      EXPECT_EQ(s.reason, "checkpoint: modelopt NVFP4") << "no fallback is recorded";
     } else {
       EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
-      EXPECT_NE(s.reason.find("not compiled for sm_" + std::to_string(sm)), std::string::npos)
-          << s.reason;
+      EXPECT_EQ(s.reason, "checkpoint: modelopt NVFP4; fallback: not compiled for sm_" +
+                              std::to_string(sm) + "a (CMAKE_CUDA_ARCHITECTURES=" +
+                              kernels::cuda::CompiledArchsString() + "), using W4A16");
     }
+  }
+  // sm_103 (B300) has no 103a target in the default architecture list.
+  if (!Compiled(103)) {
+    LinearSpec s = Nvfp4W4A4();
+    s.activation_origin = quant::ScaleOrigin::kStatic;
+    ASSERT_TRUE(CudaKernelSelector(103).Select(&s).ok());
+    EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
+    EXPECT_NE(s.reason.find("not compiled for sm_103a"), std::string::npos) << s.reason;
+  }
+}
+
+// A dynamic (per-row) activation global scale cannot become cuBLASLt's single alpha.
+TEST(CudaKernelSelectorTest, Nvfp4W4A4DynamicGlobalScaleStaysW4A16) {
+  for (int sm : {100, 120}) {
+    LinearSpec s = Nvfp4W4A4();
+    s.activation_origin = quant::ScaleOrigin::kDynamic;
+    ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok()) << sm;
+    EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
+    if (Compiled(sm)) {
+      EXPECT_EQ(s.reason,
+                "checkpoint: modelopt NVFP4; fallback: dynamic NVFP4 activation global scales "
+                "(one per row) cannot fold into cuBLASLt's scalar alpha, using W4A16");
+    } else {
+      EXPECT_NE(s.reason.find("not compiled for sm_"), std::string::npos) << s.reason;
+    }
+  }
+}
+
+// Shapes cuBLASLt's FP4 GEMM cannot take fall back in the plan instead of failing at run time.
+// (N % 8 != 0 is the case that reaches W4A16: a K that is not a multiple of 32 is not one of 64
+// either, which W4A16 needs, so such a layer has no CUDA kernel at all and the plan says so.)
+TEST(CudaKernelSelectorTest, Nvfp4W4A4UnsupportedShapesFallBack) {
+  for (int sm : {100, 120}) {
+    if (!Compiled(sm)) continue;
+    LinearSpec s = Nvfp4W4A4();
+    s.activation_origin = quant::ScaleOrigin::kStatic;
+    s.n = 4100;
+    ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok());
+    EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
+    EXPECT_EQ(s.reason,
+              "checkpoint: modelopt NVFP4; fallback: NVFP4 W4A4 gemm [4100 x 4096]: cuBLASLt's "
+              "FP4 GEMM needs K % 32 == 0 and N % 8 == 0 (16-byte aligned rows), using W4A16");
+    s = Nvfp4W4A4();
+    s.activation_origin = quant::ScaleOrigin::kStatic;
+    s.k = 4096 + 16;
+    EXPECT_EQ(CudaKernelSelector(sm).Select(&s).code(), absl::StatusCode::kInvalidArgument);
   }
 }
 
