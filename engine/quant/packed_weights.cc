@@ -77,6 +77,10 @@ absl::Status UnpackGptq(const LinearSpec& s, const std::string& p, const io::Ten
   }
   if (s.act_order) {
     TESSERA_ASSIGN_OR_RETURN(w.g_idx, Ints(st, p + ".g_idx"));
+    if (static_cast<int64_t>(w.g_idx.size()) != k) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "layer %s: g_idx has %d entries, expected in_features = %d", s.module, w.g_idx.size(), k));
+    }
     for (int32_t gi : w.g_idx) {
       if (gi < 0 || gi >= groups) return absl::InvalidArgumentError(absl::StrFormat("layer %s: g_idx value %d outside [0, %d)", s.module, gi, groups));
     }
@@ -112,8 +116,15 @@ absl::Status UnpackCtPacked(const LinearSpec& s, const std::string& p, const io:
   }
   if (s.act_order) {
     TESSERA_ASSIGN_OR_RETURN(w.g_idx, Ints(st, p + ".weight_g_idx"));
+    if (static_cast<int64_t>(w.g_idx.size()) != k) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "layer %s: weight_g_idx has %d entries, expected in_features = %d", s.module,
+          w.g_idx.size(), k));
+    }
     for (int64_t kk = 0; kk < k; ++kk) {
-      if (w.g_idx[kk] < 0) w.g_idx[kk] = static_cast<int32_t>(kk / s.group_size);  // -1: unset
+      if (w.g_idx[kk] < 0) {  // -1: unset, the channel's natural group
+        w.g_idx[kk] = static_cast<int32_t>(s.group_size > 0 ? kk / s.group_size : 0);
+      }
       if (w.g_idx[kk] >= groups) return absl::InvalidArgumentError(absl::StrFormat("layer %s: weight_g_idx value %d outside [0, %d)", s.module, w.g_idx[kk], groups));
     }
   }

@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/cpu_kernel_selector.h"
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 
 namespace tessera::backend::cpu {
@@ -30,7 +31,16 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       break;
     case WeightFormat::kFp8E4m3:
       if (spec->activation == ActivationFormat::kFp8) {
-        spec->kernel = "cpu/fp8-w8a8-fast";
+        // The conditions under which QuantizedLinear::InitFast takes the layer.
+        const bool group_acts = spec->activation_origin != quant::ScaleOrigin::kStatic &&
+                                spec->activation_scale == quant::ScaleGranularity::kGroup;
+        bool fast = !group_acts;
+        if (spec->weight_scale == quant::ScaleGranularity::kBlock) {
+          fast = kernels::cpu::fast::Fp8Bf16Available() && spec->block_n > 0 &&
+                 spec->block_k > 0 && (spec->block_k % 32 == 0 || spec->block_k >= spec->k) &&
+                 (!group_acts || spec->activation_group == spec->block_k);
+        }
+        spec->kernel = fast ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a8-ref";
         break;
       }
       // W8A16 under --cpu_bf16_activations: activations rounded to bf16 (vLLM's FP8 Marlin runs

@@ -45,40 +45,6 @@ void DecodeNvfp4ActivationsPermuted(const uint8_t* packed, const uint8_t* sf, in
 
 }  // namespace
 
-void QuantizedLinear::SortActOrder() {
-  switch (w_.spec.weight_format) {
-    case WeightFormat::kInt2: case WeightFormat::kInt3: case WeightFormat::kInt4:
-    case WeightFormat::kInt4Awq:
-      w_.SortActOrder();
-      return;
-    case WeightFormat::kInt8:
-      if (w_.spec.activation != ActivationFormat::kInt8) w_.SortActOrder();
-      return;
-    default:
-      return;
-  }
-}
-
-const float* QuantizedLinear::GatherActOrder(const float* x, int64_t rows,
-                                             std::vector<float>& buf) const {
-  if (w_.k_perm.empty()) return x;
-  const int64_t k = w_.spec.k;
-  const int32_t* perm = w_.k_perm.data();
-  buf.resize(rows * k);
-  float* out = buf.data();
-  auto gather = [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      for (int64_t j = 0; j < k; ++j) out[r * k + j] = x[r * k + perm[j]];
-    }
-  };
-  if (pool_ != nullptr && rows > 1) {
-    pool_->ParallelFor(rows, 1, gather);
-  } else {
-    gather(0, rows);
-  }
-  return out;
-}
-
 void QuantizedLinear::InitFast() {
   // Escape hatch for A/B measurements and bisecting: keep every layer on the reference kernels.
   if (std::getenv("TESSERA_QUANT_REFERENCE") != nullptr) return;
@@ -451,8 +417,11 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
-  thread_local std::vector<float> sorted;
-  x = GatherActOrder(x, rows, sorted);
+  // Decode-sized calls reuse a per-thread buffer; prefill-sized ones allocate per call, so a long
+  // prompt does not pin rows x K floats for the life of the thread.
+  thread_local std::vector<float> small;
+  std::vector<float> large;
+  x = GatherActOrder(x, rows, rows * w_.spec.k <= (int64_t{1} << 16) ? small : large);
   if (int8_dot_ok_ && rows > 0) return ForwardInt8Dot(x, rows, y);
   if (q8_ok_ && rows > 0) return ForwardInt8Acts(x, rows, y);
   if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y)) return;

@@ -7,7 +7,7 @@
 // Fast paths (kernels/cpu/fast/fast_quant_matmul.h, chosen once at construction when the layout
 // allows): FP8 W8A16 (any weight scale layout) and W8A8 with per-tensor/per-row weight scales and
 // static or per-token activations, or (on AVX-512 BF16) 2-D block weight scales with
-// per-token-group, per-token or static activations; 4-bit integer weight-only without act-order (any group size
+// per-token-group, per-token or static activations; 4-bit integer weight-only (any group size
 // that is a multiple of 32, per-channel included, zero points; codes repacked into nibble pairs
 // at load; act-order layers with their input channels sorted by group first, as Marlin does);
 // NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0). Everything else (group 16,
@@ -60,7 +60,7 @@ class QuantizedLinear : public Linear {
   // Act-order integer weight-only layers: input channels sorted by group at load
   // (PackedWeights::SortActOrder), so both paths below see contiguous groups; every call gathers
   // x through k_perm first (GatherActOrder). The int8-activation scheme quantizes blocks of 32 in
-  // that sorted order, on both paths.
+  // that sorted order, on both paths. quantized_linear_act_order.cc.
   void SortActOrder();
   const float* GatherActOrder(const float* x, int64_t rows, std::vector<float>& buf) const;
   // ForwardReference on activations already gathered by GatherActOrder.

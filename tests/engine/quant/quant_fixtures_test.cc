@@ -10,6 +10,7 @@
 #include <string>
 
 #include "engine/io/safetensors_file.h"
+#include "engine/io/tensor_store.h"
 #include "engine/quant/packed_weights.h"
 #include "engine/runtime/engine_loader.h"
 #include "gtest/gtest.h"
@@ -160,6 +161,51 @@ INSTANTIATE_TEST_SUITE_P(
                       // gpt-oss `mxfp4` naming (<module>_blocks/_scales) on the dense MLPs.
                       Case{"gptoss_mxfp4_dense", "f32", "mxfp4", "f32"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
+
+// A store that serves one tensor one element short: the act-order loaders must refuse a g_idx
+// whose length is not in_features (the kernels index it by input channel).
+class ShortTensorStore : public io::TensorStore {
+ public:
+  ShortTensorStore(std::unique_ptr<io::TensorStore> base, std::string short_name)
+      : base_(std::move(base)), short_name_(std::move(short_name)) {}
+  io::ContainerKind kind() const override { return base_->kind(); }
+  const std::vector<std::string>& names() const override { return base_->names(); }
+  bool Contains(absl::string_view name) const override { return base_->Contains(name); }
+  absl::StatusOr<io::TensorView> Get(absl::string_view name) const override {
+    auto v = base_->Get(name);
+    if (!v.ok() || name != short_name_) return v;
+    const size_t elem = v->bytes.size() / static_cast<size_t>(v->numel());
+    v->shape = {v->numel() - 1};
+    v->bytes = v->bytes.subspan(0, v->bytes.size() - elem);
+    return v;
+  }
+  std::vector<std::pair<std::string, std::string>> DescribeMetadata() const override {
+    return base_->DescribeMetadata();
+  }
+
+ private:
+  std::unique_ptr<io::TensorStore> base_;
+  std::string short_name_;
+};
+
+TEST(ActOrderLoadTest, ShortGIdxIsAnErrorNamingTheLayer) {
+  const std::string dir = kDir + "gptq_v2_asym_desc_act";
+  auto engine = runtime::LoadEngine(dir, {.threads = 1, .precision_plan_path = ""});
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  const std::string layer = "model.layers.0.self_attn.q_proj";
+  const LinearSpec* spec = (*engine)->plan->Find(layer);
+  ASSERT_NE(spec, nullptr);
+  ASSERT_TRUE(spec->act_order);
+  auto base = io::OpenTensorStore(dir);
+  ASSERT_TRUE(base.ok()) << base.status();
+  ASSERT_TRUE(LoadPackedWeights(*spec, layer, **base).ok());
+  const ShortTensorStore store(std::move(*base), layer + ".g_idx");
+  const auto w = LoadPackedWeights(*spec, layer, store);
+  ASSERT_FALSE(w.ok());
+  EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(w.status().message().find("g_idx"), std::string::npos) << w.status();
+  EXPECT_NE(w.status().message().find(spec->module), std::string::npos) << w.status();
+}
 
 }  // namespace
 }  // namespace tessera::quant

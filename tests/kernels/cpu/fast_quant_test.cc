@@ -53,7 +53,7 @@ float Uniform(std::mt19937& rng, float lo, float hi) {
 }
 
 PackedWeights Fp8(int64_t n, int64_t k, ScaleGranularity scale, ActivationFormat act,
-                  ScaleOrigin origin, uint32_t seed) {
+                  ScaleOrigin origin, uint32_t seed, int64_t block_k = 32) {
   std::mt19937 rng(seed);
   PackedWeights w;
   w.spec.n = n;
@@ -64,13 +64,13 @@ PackedWeights Fp8(int64_t n, int64_t k, ScaleGranularity scale, ActivationFormat
   w.spec.activation_origin = origin;
   w.spec.activation_scale = ScaleGranularity::kColwise;
   w.spec.block_n = 16;
-  w.spec.block_k = 32;
+  w.spec.block_k = block_k;
   w.bytes.resize(n * k);
   for (auto& b : w.bytes) {
     do b = static_cast<uint8_t>(rng()); while ((b & 0x7F) == 0x7F);  // no NaN codes
   }
   const int64_t count = scale == ScaleGranularity::kTensor ? 1
-                        : scale == ScaleGranularity::kBlock ? ((n + 15) / 16) * ((k + 31) / 32)
+                        : scale == ScaleGranularity::kBlock ? ((n + 15) / 16) * ((k + block_k - 1) / block_k)
                                                             : n;
   for (int64_t i = 0; i < count; ++i) w.scales.push_back(Uniform(rng, 1e-3f, 0.1f));
   w.q = w.bytes.data();
@@ -256,14 +256,18 @@ TEST(FastQuantTest, Fp8W8A8) {
 // K = 80 and 37 end in a partial block.
 TEST(FastQuantTest, Fp8W8A8BlockWeights) {
   const bool bf16 = kernels::cpu::fast::Fp8Bf16Available();
+  // Block width 32 (one vdpbf16ps unit per fold) and 128 (four, DeepSeek's; K = 96 is one
+  // partial block, the unblocked form; 200 ends in a partial block).
   for (const int acts : {0, 1, 2}) {  // per-token-group, per-token, static
-    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}, {40, 80}}) {
+    for (const auto& [n, k, bk] : {std::tuple<int64_t, int64_t, int64_t>{37, 37, 32}, {5, 256, 32},
+                                   {67, 96, 32}, {40, 80, 32}, {40, 200, 128}, {19, 384, 128},
+                                   {33, 96, 128}}) {
       CheckLayer([&] {
         PackedWeights w = Fp8(n, k, ScaleGranularity::kBlock, ActivationFormat::kFp8,
-                              acts == 2 ? ScaleOrigin::kStatic : ScaleOrigin::kDynamic, 19);
+                              acts == 2 ? ScaleOrigin::kStatic : ScaleOrigin::kDynamic, 19, bk);
         if (acts == 0) {
           w.spec.activation_scale = ScaleGranularity::kGroup;
-          w.spec.activation_group = 32;
+          w.spec.activation_group = bk;
         }
         return w;
       }, acts == 0 ? "fp8 block w8a8 group acts" : acts == 1 ? "fp8 block w8a8 token acts"
@@ -388,7 +392,13 @@ TEST(FastQuantTest, Int4ActOrder) {
       }
       const int64_t rows = 6;
       const std::vector<float> x = RandomX(rows, k, 99);
-      const std::vector<float> xo = int8_acts ? Q8InSortedOrder(x, rows, k, original.g_idx) : x;
+      // Ragged groups run the f32 reference whatever the plan asked (QuantizedLinear says so in
+      // its kernel label).
+      const bool q8 = int8_acts && uniform;
+      const std::vector<float> xo = q8 ? Q8InSortedOrder(x, rows, k, original.g_idx) : x;
+      if (!uniform) {
+        EXPECT_EQ(lin.weights().spec.kernel, "cpu/int-wo-ref");
+      }
       std::vector<float> oracle(rows * n), fast(rows * n), ref(rows * n);
       ASSERT_TRUE(kernels::cpu::MatmulIntWeightOnly(original.AsInt(), n, k, xo.data(), rows,
                                                     nullptr, oracle.data(), 0, n));
