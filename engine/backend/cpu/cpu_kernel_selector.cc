@@ -35,6 +35,13 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         const bool group_acts = spec->activation_origin != quant::ScaleOrigin::kStatic &&
                                 spec->activation_scale == quant::ScaleGranularity::kGroup;
         bool fast = !group_acts;
+        if (group_acts && spec->weight_scale == quant::ScaleGranularity::kBlock &&
+            spec->activation_group != spec->block_k) {
+          // The reference sums per K segment with one activation and one weight scale each.
+          return absl::InvalidArgumentError(absl::StrCat(
+              spec->module, ": FP8 activation groups of ", spec->activation_group,
+              " do not match the weight blocks' width ", spec->block_k));
+        }
         if (spec->weight_scale == quant::ScaleGranularity::kBlock) {
           fast = kernels::cpu::fast::Fp8Bf16Available() && spec->block_n > 0 &&
                  spec->block_k > 0 && (spec->block_k % 32 == 0 || spec->block_k >= spec->k) &&

@@ -1,0 +1,73 @@
+// CpuKernelSelector: the kernel labels the precision plan prints for layouts the fast kernels
+// take or refuse, and the FP8 W8A8 layouts no CPU kernel can compute (an error naming the layer
+// at plan time, not an unwritten output at run time).
+#include "engine/backend/cpu/cpu_kernel_selector.h"
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/fast/fp8_bf16_matmul.h"
+
+namespace tessera::backend::cpu {
+namespace {
+
+using quant::ActivationFormat;
+using quant::LinearSpec;
+using quant::ScaleGranularity;
+using quant::ScaleOrigin;
+using quant::WeightFormat;
+
+LinearSpec Fp8BlockW8A8(int64_t block_k, int64_t act_group) {
+  LinearSpec s;
+  s.module = "model.layers.3.mlp.down_proj";
+  s.n = 256;
+  s.k = 512;
+  s.weight_format = WeightFormat::kFp8E4m3;
+  s.weight_scale = ScaleGranularity::kBlock;
+  s.block_n = 128;
+  s.block_k = block_k;
+  s.activation = ActivationFormat::kFp8;
+  s.activation_origin = ScaleOrigin::kDynamic;
+  s.activation_scale = ScaleGranularity::kGroup;
+  s.activation_group = act_group;
+  return s;
+}
+
+TEST(CpuKernelSelectorTest, Fp8BlockW8A8) {
+  const CpuKernelSelector selector;
+  LinearSpec s = Fp8BlockW8A8(128, 128);
+  ASSERT_TRUE(selector.Select(&s).ok());
+  EXPECT_EQ(s.kernel, kernels::cpu::fast::Fp8Bf16Available() ? "cpu/fp8-w8a8-fast"
+                                                              : "cpu/fp8-w8a8-ref");
+  LinearSpec bad = Fp8BlockW8A8(128, 64);
+  const absl::Status st = selector.Select(&bad);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("model.layers.3.mlp.down_proj"), std::string::npos) << st;
+  // Per-row weights with per-token-group activations: the reference kernel, and the label says so.
+  LinearSpec rows = Fp8BlockW8A8(128, 128);
+  rows.weight_scale = ScaleGranularity::kRowwise;
+  ASSERT_TRUE(selector.Select(&rows).ok());
+  EXPECT_EQ(rows.kernel, "cpu/fp8-w8a8-ref");
+}
+
+TEST(CpuKernelSelectorTest, Int4ActOrderRunsTheFastKernels) {
+  LinearSpec s;
+  s.module = "model.layers.0.self_attn.q_proj";
+  s.n = 64;
+  s.k = 256;
+  s.weight_format = WeightFormat::kInt4;
+  s.group_size = 128;
+  s.act_order = true;
+  LinearSpec plain = s;
+  ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
+  EXPECT_EQ(plain.kernel, "cpu/int-wo-fast");
+  ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cpu/int4-wo-vnni");
+  EXPECT_EQ(s.activation, ActivationFormat::kInt8Block32);
+  LinearSpec g16 = s;
+  g16.group_size = 16;
+  g16.activation = ActivationFormat::kFloat;
+  ASSERT_TRUE(CpuKernelSelector().Select(&g16).ok());
+  EXPECT_EQ(g16.kernel, "cpu/int-wo-ref");
+}
+
+}  // namespace
+}  // namespace tessera::backend::cpu
