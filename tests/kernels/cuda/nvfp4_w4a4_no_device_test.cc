@@ -251,22 +251,18 @@ TEST(Nvfp4GemmNoDeviceTest, DescriptorsCarryFp4TypesAndBlockScaleModes) {
     for (const Expect& e : {Expect{d->a(), CUDA_R_4F_E2M1, 512, 256, 512},
                             Expect{d->b(), CUDA_R_4F_E2M1, 512, static_cast<uint64_t>(m), 512},
                             Expect{d->d(), CUDA_R_16BF, 256, static_cast<uint64_t>(m), 256}}) {
-      int32_t type = -1;
-      uint64_t rows = 0, cols = 0;
-      int64_t ld = 0;
-      size_t w = 0;
-      ASSERT_EQ(cublasLtMatrixLayoutGetAttribute(e.layout, CUBLASLT_MATRIX_LAYOUT_TYPE, &type,
-                                                 sizeof(type), &w),
-                CUBLAS_STATUS_SUCCESS);
-      ASSERT_EQ(cublasLtMatrixLayoutGetAttribute(e.layout, CUBLASLT_MATRIX_LAYOUT_ROWS, &rows,
-                                                 sizeof(rows), &w),
-                CUBLAS_STATUS_SUCCESS);
-      ASSERT_EQ(cublasLtMatrixLayoutGetAttribute(e.layout, CUBLASLT_MATRIX_LAYOUT_COLS, &cols,
-                                                 sizeof(cols), &w),
-                CUBLAS_STATUS_SUCCESS);
-      ASSERT_EQ(cublasLtMatrixLayoutGetAttribute(e.layout, CUBLASLT_MATRIX_LAYOUT_LD, &ld,
-                                                 sizeof(ld), &w),
-                CUBLAS_STATUS_SUCCESS);
+      // One attribute of the layout, read back as the type of `zero`.
+      auto attr = [&](cublasLtMatrixLayoutAttribute_t a, auto zero) {
+        decltype(zero) v = zero;
+        size_t w = 0;
+        EXPECT_EQ(cublasLtMatrixLayoutGetAttribute(e.layout, a, &v, sizeof(v), &w),
+                  CUBLAS_STATUS_SUCCESS);
+        return v;
+      };
+      const int32_t type = attr(CUBLASLT_MATRIX_LAYOUT_TYPE, int32_t{-1});
+      const uint64_t rows = attr(CUBLASLT_MATRIX_LAYOUT_ROWS, uint64_t{0});
+      const uint64_t cols = attr(CUBLASLT_MATRIX_LAYOUT_COLS, uint64_t{0});
+      const int64_t ld = attr(CUBLASLT_MATRIX_LAYOUT_LD, int64_t{0});
       EXPECT_EQ(type, e.type);
       EXPECT_EQ(rows, e.rows);
       EXPECT_EQ(cols, e.cols);
