@@ -55,6 +55,18 @@ kc::ThreadPool& Pool() {
   return *pool;
 }
 
+// Bytes of distinct weight copies a benchmark cycles through: 256 MiB (DRAM, never the L3) unless
+// TESSERA_BENCH_COVER_MIB says otherwise; a small value (e.g. 4) keeps one copy cache-resident,
+// which separates a kernel's compute limit from its memory limit.
+int64_t CoverBytes() {
+  static const int64_t bytes = [] {
+    const char* env = std::getenv("TESSERA_BENCH_COVER_MIB");
+    const int64_t mib = env != nullptr ? std::max(std::atoll(env), 1LL) : 256;
+    return mib << 20;
+  }();
+  return bytes;
+}
+
 // ---- STREAM triad: a = b + s·c over 3 × 64 MiB arrays. ----
 void BM_Triad(benchmark::State& state) {
   const int64_t n = int64_t{16} << 20;
@@ -301,7 +313,7 @@ const std::vector<kf::FastWeights>& WeightViews(const std::string& fmt, int64_t 
     copies.clear();
     views.assign(1, w.fw);
     const int64_t span = w.fw.n * w.fw.row_stride;
-    const int64_t ncopies = std::max<int64_t>(1, (int64_t{256} << 20) / std::max<int64_t>(span, 1));
+    const int64_t ncopies = std::max<int64_t>(1, CoverBytes() / std::max<int64_t>(span, 1));
     for (int64_t c = 1; c < ncopies; ++c) {
       copies.push_back(hwy::AllocateAligned<uint8_t>(span));
       std::memcpy(copies.back().get(), w.fw.data, span);
@@ -399,7 +411,7 @@ void BM_Int8DotMatmul(benchmark::State& state, std::string, int64_t n, int64_t k
     std::vector<float> scales;
   };
   const int64_t stored = n * k + 4 * n;
-  std::vector<Copy> copies(std::max<int64_t>(1, (int64_t{256} << 20) / stored));
+  std::vector<Copy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   std::vector<int8_t> q(n * k);
   for (Copy& c : copies) {
@@ -478,7 +490,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   int64_t stored = fmt == "Q4_0" ? n * blocks * 18 : n * k / 2;
   if (fmt == "INT4_G128") stored += n * (k / 128) * 8;
   if (fmt == "NVFP4") stored += n * k / 16;
-  std::vector<TileCopy> copies(std::max<int64_t>(1, (int64_t{256} << 20) / stored));
+  std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
     if (fmt == "Q4_0") {
@@ -611,7 +623,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     w.alpha = 0.5f;
   }
   const int64_t stored = q_bytes + bs_bytes + (n_scales + n_zeros) * 4;
-  std::vector<QuantCopy> copies(std::max<int64_t>(1, (int64_t{256} << 20) / stored));
+  std::vector<QuantCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   uint64_t seed = 42;
   for (auto& c : copies) {
     c.q.resize(q_bytes);

@@ -1,5 +1,6 @@
 #include "engine/model/decoder_model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "engine/model/kv_cache_scales.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fast/paged_attention.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/rope.h"
 
@@ -16,6 +18,7 @@ namespace tessera::model {
 namespace {
 
 namespace kc = kernels::cpu;
+namespace kf = kernels::cpu::fast;
 
 class DenseLinearFactory : public LinearFactory {
  public:
@@ -204,13 +207,16 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       std::copy(kr, kr + KV, cache.KBlock(li, block) + slot * KV);
       std::copy(v.data() + r * KV, v.data() + (r + 1) * KV, cache.VBlock(li, block) + slot * KV);
     }
-    // Attention: each (row, head) is independent; split rows × heads across threads.
+    // Attention: each (row, head) is independent; split rows × heads across threads. A task's
+    // heads of one row share that row's block table and run as one call.
     auto attend = [&](int64_t b, int64_t e) {
-      std::vector<float> scratch(max_ctx);
+      std::vector<float> scratch(kf::FastAttentionScratch(max_ctx));
       std::vector<const float*> kb, vb;
       std::vector<const uint8_t*> kb8, vb8;
-      for (int64_t idx = b; idx < e; ++idx) {
+      for (int64_t idx = b; idx < e;) {
         const int64_t r = idx / c.num_heads, head = idx % c.num_heads;
+        const int64_t head_end = std::min(c.num_heads, head + (e - idx));
+        idx += head_end - head;
         const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
         if (fp8_kv) {  // E4M3 blocks, decoded on the fly with this layer's scales
           kb8.clear();
@@ -221,8 +227,8 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
           }
           kc::PagedKvViewFp8 view{kb8.data(), vb8.data(), cache.block_tokens(), c.num_kv_heads,
                                   c.head_dim, L.k_scale, L.v_scale};
-          kc::PagedAttentionFp8(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale, head,
-                                head + 1, scratch.data(), attn.data() + r * Q);
+          kf::FastPagedAttentionFp8(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale,
+                                    head, head_end, scratch.data(), attn.data() + r * Q);
           continue;
         }
         kb.clear();
@@ -232,8 +238,8 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
           vb.push_back(cache.VBlock(li, blk));
         }
         kc::PagedKvView view{kb.data(), vb.data(), cache.block_tokens(), c.num_kv_heads, c.head_dim};
-        kc::PagedAttention(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale, head,
-                           head + 1, scratch.data(), attn.data() + r * Q);
+        kf::FastPagedAttention(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale, head,
+                               head_end, scratch.data(), attn.data() + r * Q);
       }
     };
     if (pool_ != nullptr) {

@@ -1,0 +1,228 @@
+// Highway implementation of paged_attention.h; compiled once per x86 target by foreach_target.h.
+#include "kernels/cpu/fast/paged_attention.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/fast/paged_attention.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tessera::kernels::cpu::fast {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+// Internal linkage: other fast kernels define same-named helpers in the same target namespaces.
+namespace {
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
+static_assert(kN <= 16, "FastAttentionScratch rounds to 16 lanes");
+// Vectors of V accumulated in registers per pass over the context (head_dim 64 is one pass on
+// AVX-512, two on AVX2).
+constexpr int kPvChunks = 4;
+
+// Row readers: Load(p, i) is elements [i, i + kN) of a K or V row as f32; Tail(p, i, rem) the
+// last rem < kN of them, zeros after.
+struct F32Reader {
+  using Elem = float;
+  HWY_INLINE VF Load(DF d, const float* p, int64_t i) const { return hn::LoadU(d, p + i); }
+  HWY_INLINE VF Tail(DF d, const float* p, int64_t i, int64_t rem) const {
+    HWY_ALIGN float t[kN] = {};
+    std::memcpy(t, p + i, static_cast<size_t>(rem) * sizeof(float));
+    return hn::Load(d, t);
+  }
+};
+
+// E4M3: the byte sign-extended and shifted left by 20 has the sign in bit 31 and exponent and
+// mantissa where an f32 with exponent bias 127 − 120 has them; the mask drops the sign copies and
+// the multiply by 2^120 · scale rebiases (subnormal codes become f32 subnormals first, exact), so
+// the product is DecodeE4m3(b) · scale rounded once, as the scalar kernel computes it. The NaN
+// codes (0x7F, 0xFF) are selected apart.
+struct Fp8Reader {
+  using Elem = uint8_t;
+  float rebiased_scale;  // 2^120 · scale
+  HWY_INLINE VF FromBytes(DF d, const uint8_t* p) const {
+    const hn::RebindToSigned<DF> di;
+    const hn::Rebind<int8_t, DF> d8;
+    const auto v = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p)));
+    const auto bits = hn::And(hn::ShiftLeft<20>(v), hn::Set(di, static_cast<int32_t>(0x87F00000u)));
+    const VF value = hn::Mul(hn::BitCast(d, bits), hn::Set(d, rebiased_scale));
+    const auto nan = hn::RebindMask(d, hn::Eq(hn::And(v, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
+    return hn::IfThenElse(nan, hn::Set(d, std::numeric_limits<float>::quiet_NaN()), value);
+  }
+  HWY_INLINE VF Load(DF d, const uint8_t* p, int64_t i) const { return FromBytes(d, p + i); }
+  HWY_INLINE VF Tail(DF d, const uint8_t* p, int64_t i, int64_t rem) const {
+    uint8_t t[kN] = {};
+    std::memcpy(t, p + i, static_cast<size_t>(rem));
+    return FromBytes(d, t);
+  }
+};
+
+// The blocks of one sequence for one KV head: position t is row t % block_tokens of block
+// t / block_tokens, walked block by block (no division per position).
+template <typename Elem>
+struct KvRows {
+  const Elem* const* blocks;
+  int64_t block_tokens, token_stride, head_offset;
+  template <typename F>
+  HWY_INLINE void ForEach(int64_t context_len, F&& f) const {
+    for (int64_t t = 0, b = 0; t < context_len; ++b) {
+      const Elem* row = blocks[b] + head_offset;
+      const int64_t n = std::min(block_tokens, context_len - t);
+      for (int64_t s = 0; s < n; ++s, ++t) f(t, row + s * token_stride);
+    }
+  }
+};
+
+// scores[t] = (q · k_t) · scale: lanes of one accumulator over the head_dim chunks, then their sum.
+template <typename Reader>
+void Scores(DF d, const float* qh, int64_t head_dim, const KvRows<typename Reader::Elem>& k,
+            int64_t context_len, float scale, const Reader& reader, float* scores) {
+  const int64_t full = head_dim / kN * kN, rem = head_dim - full;
+  VF q_tail = hn::Zero(d);
+  if (rem > 0) q_tail = F32Reader().Tail(d, qh, full, rem);
+  k.ForEach(context_len, [&](int64_t t, const typename Reader::Elem* row) {
+    VF acc = hn::Zero(d);
+    for (int64_t i = 0; i < full; i += kN) acc = hn::MulAdd(hn::LoadU(d, qh + i), reader.Load(d, row, i), acc);
+    if (rem > 0) acc = hn::MulAdd(q_tail, reader.Tail(d, row, full, rem), acc);
+    scores[t] = hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
+  });
+}
+
+// Highway's Exp maps NaN to 0 (its range check fails); a NaN in the cache must reach the output
+// as it does through std::exp in the scalar kernel.
+HWY_INLINE VF ExpKeepNan(DF d, VF x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, x)); }
+
+// scores[t] = exp(scores[t] − max); returns 1 / Σ.
+float Softmax(DF d, int64_t context_len, float* scores) {
+  const int64_t full = context_len / kN * kN, rem = context_len - full;
+  VF vmax = hn::Set(d, -std::numeric_limits<float>::infinity());
+  for (int64_t t = 0; t < full; t += kN) vmax = hn::Max(vmax, hn::LoadU(d, scores + t));
+  float max_score = hn::GetLane(hn::MaxOfLanes(d, vmax));
+  for (int64_t t = full; t < context_len; ++t) max_score = std::max(max_score, scores[t]);
+  const VF m = hn::Set(d, max_score);
+  VF sum = hn::Zero(d);
+  for (int64_t t = 0; t < full; t += kN) {
+    const VF e = ExpKeepNan(d, hn::Sub(hn::LoadU(d, scores + t), m));
+    hn::StoreU(e, d, scores + t);
+    sum = hn::Add(sum, e);
+  }
+  if (rem > 0) {
+    // The scratch holds whole vectors (FastAttentionScratch): lanes past the context are
+    // computed, stored there and masked out of the sum.
+    const VF e = hn::IfThenElseZero(hn::FirstN(d, static_cast<size_t>(rem)),
+                                    ExpKeepNan(d, hn::Sub(hn::LoadU(d, scores + full), m)));
+    hn::StoreU(e, d, scores + full);
+    sum = hn::Add(sum, e);
+  }
+  return 1.0f / hn::GetLane(hn::SumOfLanes(d, sum));
+}
+
+// out[c0, c0 + NF·kN (+ tail)) = Σ_t (p_t · inv) · v_t over the same lanes, NF full vectors plus
+// a partial one of `tail` lanes when tail > 0, kept in registers across the context.
+template <int NF, typename Reader>
+void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t context_len,
+               const float* p, float inv, const Reader& reader, int64_t c0, int64_t tail,
+               float* out) {
+  VF acc[NF + 1];
+  for (int j = 0; j <= NF; ++j) acc[j] = hn::Zero(d);
+  v.ForEach(context_len, [&](int64_t t, const typename Reader::Elem* row) {
+    const VF pt = hn::Set(d, p[t] * inv);
+    for (int j = 0; j < NF; ++j) acc[j] = hn::MulAdd(pt, reader.Load(d, row, c0 + j * kN), acc[j]);
+    if (tail > 0) acc[NF] = hn::MulAdd(pt, reader.Tail(d, row, c0 + NF * kN, tail), acc[NF]);
+  });
+  for (int j = 0; j < NF; ++j) hn::StoreU(acc[j], d, out + c0 + j * kN);
+  if (tail > 0) {
+    HWY_ALIGN float t[kN];
+    hn::Store(acc[NF], d, t);
+    std::memcpy(out + c0 + NF * kN, t, static_cast<size_t>(tail) * sizeof(float));
+  }
+}
+
+template <typename Reader>
+void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* const* k_blocks,
+                 const typename Reader::Elem* const* v_blocks, int64_t block_tokens,
+                 int64_t kv_heads, int64_t head_dim, int64_t context_len, float scale,
+                 int64_t head_begin, int64_t head_end, float* scratch, float* out,
+                 const Reader& k_reader, const Reader& v_reader) {
+  const DF d;
+  const int64_t group = heads / kv_heads, token_stride = kv_heads * head_dim;
+  for (int64_t h = head_begin; h < head_end; ++h) {
+    const int64_t offset = h / group * head_dim;
+    const KvRows<typename Reader::Elem> k{k_blocks, block_tokens, token_stride, offset};
+    const KvRows<typename Reader::Elem> v{v_blocks, block_tokens, token_stride, offset};
+    Scores(d, q + h * head_dim, head_dim, k, context_len, scale, k_reader, scratch);
+    const float inv = Softmax(d, context_len, scratch);
+    float* o = out + h * head_dim;
+    for (int64_t c0 = 0; c0 < head_dim; c0 += kPvChunks * kN) {
+      const int64_t left = head_dim - c0;
+      const int64_t nf = std::min<int64_t>(kPvChunks, left / kN);
+      const int64_t tail = nf < kPvChunks ? left - nf * kN : 0;
+      switch (nf) {
+        case 0: WeightedV<0>(d, v, context_len, scratch, inv, v_reader, c0, tail, o); break;
+        case 1: WeightedV<1>(d, v, context_len, scratch, inv, v_reader, c0, tail, o); break;
+        case 2: WeightedV<2>(d, v, context_len, scratch, inv, v_reader, c0, tail, o); break;
+        case 3: WeightedV<3>(d, v, context_len, scratch, inv, v_reader, c0, tail, o); break;
+        default: WeightedV<kPvChunks>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void FastPagedAttentionImpl(const float* q, int64_t heads, const PagedKvView& kv,
+                            int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
+                            float* scratch, float* out) {
+  const F32Reader reader;
+  AttendHeads(q, heads, kv.k_blocks, kv.v_blocks, kv.block_tokens, kv.kv_heads, kv.head_dim,
+              context_len, scale, head_begin, head_end, scratch, out, reader, reader);
+}
+
+void FastPagedAttentionFp8Impl(const float* q, int64_t heads, const PagedKvViewFp8& kv,
+                               int64_t context_len, float scale, int64_t head_begin,
+                               int64_t head_end, float* scratch, float* out) {
+  constexpr float kTwoTo120 = 1.329227995784916e36f;
+  AttendHeads(q, heads, kv.k_blocks, kv.v_blocks, kv.block_tokens, kv.kv_heads, kv.head_dim,
+              context_len, scale, head_begin, head_end, scratch, out,
+              Fp8Reader{kv.k_scale * kTwoTo120}, Fp8Reader{kv.v_scale * kTwoTo120});
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace tessera::kernels::cpu::fast
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tessera::kernels::cpu::fast {
+
+HWY_EXPORT(FastPagedAttentionImpl);
+HWY_EXPORT(FastPagedAttentionFp8Impl);
+
+int64_t FastAttentionScratch(int64_t context_len) {
+  constexpr int64_t kMaxLanes = 16;  // f32 lanes of the widest x86 target (AVX-512)
+  return (context_len + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
+}
+
+void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
+                        float scale, int64_t head_begin, int64_t head_end, float* scratch,
+                        float* out) {
+  if (context_len <= 0 || head_begin >= head_end) return;
+  HWY_DYNAMIC_DISPATCH(FastPagedAttentionImpl)(q, heads, kv, context_len, scale, head_begin,
+                                               head_end, scratch, out);
+}
+
+void FastPagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv,
+                           int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
+                           float* scratch, float* out) {
+  if (context_len <= 0 || head_begin >= head_end) return;
+  HWY_DYNAMIC_DISPATCH(FastPagedAttentionFp8Impl)(q, heads, kv, context_len, scale, head_begin,
+                                                  head_end, scratch, out);
+}
+
+}  // namespace tessera::kernels::cpu::fast
+#endif  // HWY_ONCE

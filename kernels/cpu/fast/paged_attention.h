@@ -1,0 +1,38 @@
+// Paged attention of one query token (decode, and each row of a prefill chunk) vectorized with
+// Highway's runtime dispatch: the same contract and the same formulas as the scalar
+// kernels/cpu/attention.h (scores q·k times scale, softmax with the max subtracted, then
+// Σ p·v), with the dot products, the exponentials and the weighted V sum over vector lanes. The
+// scalar kernel's one-lane dependency chains (64 multiply-adds per score, one exp per position)
+// made attention the second-largest cost of a batched decode step (bench/README.md).
+//
+// Order: every output depends only on q, the sequence's own K/V and context_len, summed in an
+// order fixed by head_dim and context_len, so a row's result is the same whichever rows share its
+// batch (the server's concurrent-equals-sequential guarantee). The order differs from the scalar
+// kernel's, so results agree with it to rounding (tests/kernels/cpu/paged_attention_test.cc), not
+// bit for bit; FP8 elements decode to exactly DecodeE4m3(b) · scale, as there.
+#ifndef TESSERA_KERNELS_CPU_FAST_PAGED_ATTENTION_H_
+#define TESSERA_KERNELS_CPU_FAST_PAGED_ATTENTION_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/attention.h"
+
+namespace tessera::kernels::cpu::fast {
+
+// Floats of scratch FastPagedAttention needs: context_len, rounded up to whole vectors.
+int64_t FastAttentionScratch(int64_t context_len);
+
+// As PagedAttention: q [heads, head_dim]; attends to positions [0, context_len); writes query
+// heads [head_begin, head_end) of out [heads, head_dim]. scratch: FastAttentionScratch floats.
+void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
+                        float scale, int64_t head_begin, int64_t head_end, float* scratch,
+                        float* out);
+
+// As PagedAttentionFp8 (E4M3 blocks, element = DecodeE4m3(byte) · k_scale or v_scale).
+void FastPagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv,
+                           int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
+                           float* scratch, float* out);
+
+}  // namespace tessera::kernels::cpu::fast
+
+#endif  // TESSERA_KERNELS_CPU_FAST_PAGED_ATTENTION_H_
