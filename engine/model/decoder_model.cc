@@ -9,7 +9,7 @@
 #include "engine/common/status_macros.h"
 #include "engine/model/kv_cache_scales.h"
 #include "kernels/cpu/attention.h"
-#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fast/fast_elementwise.h"
 #include "kernels/cpu/fast/paged_attention.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/rope.h"
@@ -41,8 +41,8 @@ absl::StatusOr<std::vector<float>> LoadVector(const io::TensorStore& store, cons
                                               int64_t expected) {
   TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(name));
   if (view.numel() != expected) {
-    return absl::InvalidArgumentError(absl::StrFormat("tensor '%s' has shape %s, expected %d values",
-                                                      name, view.ShapeString(), expected));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s' has shape %s, expected %d values", name, view.ShapeString(), expected));
   }
   return io::ToFloat32(view);
 }
@@ -50,8 +50,9 @@ absl::StatusOr<std::vector<float>> LoadVector(const io::TensorStore& store, cons
 absl::Status ExpectLinearShape(const backend::Linear& l, const std::string& name, int64_t n,
                                int64_t k) {
   if (l.out_features() != n || l.in_features() != k) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor '%s' is [%d, %d], expected [%d, %d]", name, l.out_features(), l.in_features(), n, k));
+    return absl::InvalidArgumentError(absl::StrFormat("tensor '%s' is [%d, %d], expected [%d, %d]",
+                                                      name, l.out_features(), l.in_features(), n,
+                                                      k));
   }
   return absl::OkStatus();
 }
@@ -62,12 +63,9 @@ std::unique_ptr<LinearFactory> MakeDenseLinearFactory(kc::ThreadPool* pool) {
   return std::make_unique<DenseLinearFactory>(pool);
 }
 
-absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(const ModelConfig& config,
-                                                                 const io::TensorStore& store,
-                                                                 NamingScheme naming,
-                                                                 LinearFactory& factory,
-                                                                 kc::ThreadPool* pool,
-                                                                 runtime::KvCacheFormat kv_format) {
+absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
+    const ModelConfig& config, const io::TensorStore& store, NamingScheme naming,
+    LinearFactory& factory, kc::ThreadPool* pool, runtime::KvCacheFormat kv_format) {
   TESSERA_RETURN_IF_ERROR(config.Validate());
   auto m = std::make_unique<DecoderModel>();
   m->kv_format_ = kv_format;
@@ -92,27 +90,38 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(const ModelConf
                                               "' is missing (this architecture has q/k/v biases)"));
     }
     const std::string wname = names.Layer(layer, t);
-    TESSERA_ASSIGN_OR_RETURN(auto l, factory.Create(WeightNames::ModuleName(layer, t), wname, store,
-                                                    std::move(bias)));
+    TESSERA_ASSIGN_OR_RETURN(
+        auto l, factory.Create(WeightNames::ModuleName(layer, t), wname, store, std::move(bias)));
     TESSERA_RETURN_IF_ERROR(ExpectLinearShape(*l, wname, n, k));
     return l;
   };
 
   for (int i = 0; i < c.num_layers; ++i) {
     Layer L;
-    TESSERA_ASSIGN_OR_RETURN(L.attn_norm, LoadVector(store, names.Layer(i, LayerTensor::kAttnNorm), c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(L.ffn_norm, LoadVector(store, names.Layer(i, LayerTensor::kFfnNorm), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.attn_norm, LoadVector(store, names.Layer(i, LayerTensor::kAttnNorm), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.ffn_norm, LoadVector(store, names.Layer(i, LayerTensor::kFfnNorm), c.hidden_size));
     if (c.qk_norm) {
-      TESSERA_ASSIGN_OR_RETURN(L.q_norm, LoadVector(store, names.Layer(i, LayerTensor::kQNorm), c.head_dim));
-      TESSERA_ASSIGN_OR_RETURN(L.k_norm, LoadVector(store, names.Layer(i, LayerTensor::kKNorm), c.head_dim));
+      TESSERA_ASSIGN_OR_RETURN(L.q_norm,
+                               LoadVector(store, names.Layer(i, LayerTensor::kQNorm), c.head_dim));
+      TESSERA_ASSIGN_OR_RETURN(L.k_norm,
+                               LoadVector(store, names.Layer(i, LayerTensor::kKNorm), c.head_dim));
     }
-    TESSERA_ASSIGN_OR_RETURN(L.q, linear(i, LayerTensor::kQ, LayerTensor::kQBias, c.q_dim(), c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(L.k, linear(i, LayerTensor::kK, LayerTensor::kKBias, c.kv_dim(), c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(L.v, linear(i, LayerTensor::kV, LayerTensor::kVBias, c.kv_dim(), c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(L.o, linear(i, LayerTensor::kO, std::nullopt, c.hidden_size, c.q_dim()));
-    TESSERA_ASSIGN_OR_RETURN(L.gate, linear(i, LayerTensor::kGate, std::nullopt, c.intermediate_size, c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(L.up, linear(i, LayerTensor::kUp, std::nullopt, c.intermediate_size, c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(L.down, linear(i, LayerTensor::kDown, std::nullopt, c.hidden_size, c.intermediate_size));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.q, linear(i, LayerTensor::kQ, LayerTensor::kQBias, c.q_dim(), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.k, linear(i, LayerTensor::kK, LayerTensor::kKBias, c.kv_dim(), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.v, linear(i, LayerTensor::kV, LayerTensor::kVBias, c.kv_dim(), c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(L.o,
+                             linear(i, LayerTensor::kO, std::nullopt, c.hidden_size, c.q_dim()));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.gate, linear(i, LayerTensor::kGate, std::nullopt, c.intermediate_size, c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.up, linear(i, LayerTensor::kUp, std::nullopt, c.intermediate_size, c.hidden_size));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.down, linear(i, LayerTensor::kDown, std::nullopt, c.hidden_size, c.intermediate_size));
     if (kv_format == runtime::KvCacheFormat::kFp8E4m3) {
       TESSERA_ASSIGN_OR_RETURN(KvCacheScales kvs, ReadKvCacheScales(store, i));
       L.k_scale = kvs.k_scale;
@@ -131,8 +140,8 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(const ModelConf
 
 absl::Status DecoderModel::EmbedToken(int32_t token, float* out) const {
   if (token < 0 || token >= config_.vocab_size) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("token id %d is outside the vocabulary [0, %d)", token, config_.vocab_size));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "token id %d is outside the vocabulary [0, %d)", token, config_.vocab_size));
   }
   auto enc = backend::cpu::EncodingForDType(embedding_);
   kc::DecodeWeightRow(*enc, embedding_.bytes.data(), config_.hidden_size, token, out);
@@ -182,7 +191,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
 
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
-    kc::RmsNorm(h.data(), L.attn_norm.data(), total, H, eps, xn.data());
+    kf::FastRmsNorm(h.data(), L.attn_norm.data(), total, H, eps, xn.data());
     L.q->Forward(xn.data(), total, q.data());
     L.k->Forward(xn.data(), total, k.data());
     L.v->Forward(xn.data(), total, v.data());
@@ -190,11 +199,13 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       float* qr = q.data() + r * Q;
       float* kr = k.data() + r * KV;
       if (c.qk_norm) {
-        kc::RmsNorm(qr, L.q_norm.data(), c.num_heads, c.head_dim, eps, qr);
-        kc::RmsNorm(kr, L.k_norm.data(), c.num_kv_heads, c.head_dim, eps, kr);
+        kf::FastRmsNorm(qr, L.q_norm.data(), c.num_heads, c.head_dim, eps, qr);
+        kf::FastRmsNorm(kr, L.k_norm.data(), c.num_kv_heads, c.head_dim, eps, kr);
       }
-      kc::ApplyRope(qr, c.num_heads, c.head_dim, c.rope_dim, row_pos[r], inv_freq_.data(), pairing);
-      kc::ApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, row_pos[r], inv_freq_.data(), pairing);
+      kf::FastApplyRope(qr, c.num_heads, c.head_dim, c.rope_dim, row_pos[r], inv_freq_.data(),
+                        pairing);
+      kf::FastApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, row_pos[r], inv_freq_.data(),
+                        pairing);
       // Append this position's K and V to its sequence's blocks.
       const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
       const int32_t block = seq.blocks[row_pos[r] / cache.block_tokens()];
@@ -225,8 +236,9 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
             kb8.push_back(cache.KBlockFp8(li, blk));
             vb8.push_back(cache.VBlockFp8(li, blk));
           }
-          kc::PagedKvViewFp8 view{kb8.data(), vb8.data(), cache.block_tokens(), c.num_kv_heads,
-                                  c.head_dim, L.k_scale, L.v_scale};
+          kc::PagedKvViewFp8 view{kb8.data(),     vb8.data(), cache.block_tokens(),
+                                  c.num_kv_heads, c.head_dim, L.k_scale,
+                                  L.v_scale};
           kf::FastPagedAttentionFp8(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale,
                                     head, head_end, scratch.data(), attn.data() + r * Q);
           continue;
@@ -237,7 +249,8 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
           kb.push_back(cache.KBlock(li, blk));
           vb.push_back(cache.VBlock(li, blk));
         }
-        kc::PagedKvView view{kb.data(), vb.data(), cache.block_tokens(), c.num_kv_heads, c.head_dim};
+        kc::PagedKvView view{kb.data(), vb.data(), cache.block_tokens(), c.num_kv_heads,
+                             c.head_dim};
         kf::FastPagedAttention(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale, head,
                                head_end, scratch.data(), attn.data() + r * Q);
       }
@@ -248,13 +261,13 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       attend(0, total * c.num_heads);
     }
     L.o->Forward(attn.data(), total, tmp.data());
-    kc::AddInPlace(h.data(), tmp.data(), total * H);
-    kc::RmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
+    kf::FastAddInPlace(h.data(), tmp.data(), total * H);
+    kf::FastRmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
     L.gate->Forward(xn.data(), total, gate.data());
     L.up->Forward(xn.data(), total, up.data());
-    kc::SwiGlu(gate.data(), up.data(), total * F, gate.data());
+    kf::FastSwiGlu(gate.data(), up.data(), total * F, gate.data());
     L.down->Forward(gate.data(), total, tmp.data());
-    kc::AddInPlace(h.data(), tmp.data(), total * H);
+    kf::FastAddInPlace(h.data(), tmp.data(), total * H);
   }
   for (const SequenceChunk& ch : chunks) ch.kv->length += static_cast<int64_t>(ch.tokens.size());
 
@@ -274,10 +287,11 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   }
   std::vector<float> sel(out_rows.size() * H);
   for (size_t i = 0; i < out_rows.size(); ++i) {
-    kc::RmsNorm(h.data() + out_rows[i] * H, final_norm_.data(), 1, H, eps, sel.data() + i * H);
+    kf::FastRmsNorm(h.data() + out_rows[i] * H, final_norm_.data(), 1, H, eps, sel.data() + i * H);
   }
   logits->assign(out_rows.size() * c.vocab_size, 0.0f);
-  if (!out_rows.empty()) lm_head_->Forward(sel.data(), static_cast<int64_t>(out_rows.size()), logits->data());
+  if (!out_rows.empty())
+    lm_head_->Forward(sel.data(), static_cast<int64_t>(out_rows.size()), logits->data());
   return absl::OkStatus();
 }
 

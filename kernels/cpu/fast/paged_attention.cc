@@ -9,6 +9,7 @@
 #define HWY_TARGET_INCLUDE "kernels/cpu/fast/paged_attention.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+// After highway.h, which it needs (re-included per target).
 #include "hwy/contrib/math/math-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -88,7 +89,8 @@ void Scores(DF d, const float* qh, int64_t head_dim, const KvRows<typename Reade
   if (rem > 0) q_tail = F32Reader().Tail(d, qh, full, rem);
   k.ForEach(context_len, [&](int64_t t, const typename Reader::Elem* row) {
     VF acc = hn::Zero(d);
-    for (int64_t i = 0; i < full; i += kN) acc = hn::MulAdd(hn::LoadU(d, qh + i), reader.Load(d, row, i), acc);
+    for (int64_t i = 0; i < full; i += kN)
+      acc = hn::MulAdd(hn::LoadU(d, qh + i), reader.Load(d, row, i), acc);
     if (rem > 0) acc = hn::MulAdd(q_tail, reader.Tail(d, row, full, rem), acc);
     scores[t] = hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
   });
@@ -126,9 +128,8 @@ float Softmax(DF d, int64_t context_len, float* scores) {
 // out[c0, c0 + NF·kN (+ tail)) = Σ_t (p_t · inv) · v_t over the same lanes, NF full vectors plus
 // a partial one of `tail` lanes when tail > 0, kept in registers across the context.
 template <int NF, typename Reader>
-void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t context_len,
-               const float* p, float inv, const Reader& reader, int64_t c0, int64_t tail,
-               float* out) {
+void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t context_len, const float* p,
+               float inv, const Reader& reader, int64_t c0, int64_t tail, float* out) {
   VF acc[NF + 1];
   for (int j = 0; j <= NF; ++j) acc[j] = hn::Zero(d);
   v.ForEach(context_len, [&](int64_t t, const typename Reader::Elem* row) {
@@ -164,11 +165,20 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
       const int64_t nf = std::min<int64_t>(kPvChunks, left / kN);
       const int64_t tail = nf < kPvChunks ? left - nf * kN : 0;
       switch (nf) {
-        case 0: WeightedV<0>(d, v, context_len, scratch, inv, v_reader, c0, tail, o); break;
-        case 1: WeightedV<1>(d, v, context_len, scratch, inv, v_reader, c0, tail, o); break;
-        case 2: WeightedV<2>(d, v, context_len, scratch, inv, v_reader, c0, tail, o); break;
-        case 3: WeightedV<3>(d, v, context_len, scratch, inv, v_reader, c0, tail, o); break;
-        default: WeightedV<kPvChunks>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
+        case 0:
+          WeightedV<0>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
+          break;
+        case 1:
+          WeightedV<1>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
+          break;
+        case 2:
+          WeightedV<2>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
+          break;
+        case 3:
+          WeightedV<3>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
+          break;
+        default:
+          WeightedV<kPvChunks>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
       }
     }
   }
@@ -212,16 +222,16 @@ void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, in
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,
                         float* out) {
   if (context_len <= 0 || head_begin >= head_end) return;
-  HWY_DYNAMIC_DISPATCH(FastPagedAttentionImpl)(q, heads, kv, context_len, scale, head_begin,
-                                               head_end, scratch, out);
+  HWY_DYNAMIC_DISPATCH(FastPagedAttentionImpl)
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out);
 }
 
 void FastPagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv,
                            int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
                            float* scratch, float* out) {
   if (context_len <= 0 || head_begin >= head_end) return;
-  HWY_DYNAMIC_DISPATCH(FastPagedAttentionFp8Impl)(q, heads, kv, context_len, scale, head_begin,
-                                                  head_end, scratch, out);
+  HWY_DYNAMIC_DISPATCH(FastPagedAttentionFp8Impl)
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out);
 }
 
 }  // namespace tessera::kernels::cpu::fast

@@ -71,11 +71,13 @@ TEST_P(PagedAttentionTest, F32MatchesScalarKernel) {
 
   std::vector<float> want(q.size()), got(q.size(), -7.0f), scratch(s.context),
       fast_scratch(FastAttentionScratch(s.context));
-  PagedAttention(q.data(), s.heads, view, s.context, scale, 0, s.heads, scratch.data(), want.data());
+  PagedAttention(q.data(), s.heads, view, s.context, scale, 0, s.heads, scratch.data(),
+                 want.data());
   FastPagedAttention(q.data(), s.heads, view, s.context, scale, 0, s.heads, fast_scratch.data(),
                      got.data());
   float vmax = 0;
-  for (const auto& b : cache.v) for (float e : b) vmax = std::max(vmax, std::fabs(e));
+  for (const auto& b : cache.v)
+    for (float e : b) vmax = std::max(vmax, std::fabs(e));
   for (size_t i = 0; i < q.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], 2e-6f * vmax + 1e-5f * std::fabs(want[i])) << "element " << i;
   }
@@ -95,19 +97,20 @@ TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
   // Every code but the two NaNs: subnormals, zeros of both signs and ±448 included.
   const auto cache = RandomCache<uint8_t>(s, rng, [](std::mt19937& r) {
     uint8_t b;
-    do b = static_cast<uint8_t>(r()); while ((b & 0x7F) == 0x7F);
+    do b = static_cast<uint8_t>(r());
+    while ((b & 0x7F) == 0x7F);
     return b;
   });
   const auto q = RandomQ(s, rng, spread / 64.0f);
   const PagedKvViewFp8 view{cache.kp.data(), cache.vp.data(), s.block_tokens, s.kv_heads,
-                            s.head_dim, 0.01f, 0.37f};
+                            s.head_dim,      0.01f,           0.37f};
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   std::vector<float> want(q.size()), got(q.size(), -7.0f), scratch(s.context),
       fast_scratch(FastAttentionScratch(s.context));
   PagedAttentionFp8(q.data(), s.heads, view, s.context, scale, 0, s.heads, scratch.data(),
                     want.data());
-  FastPagedAttentionFp8(q.data(), s.heads, view, s.context, scale, 0, s.heads,
-                        fast_scratch.data(), got.data());
+  FastPagedAttentionFp8(q.data(), s.heads, view, s.context, scale, 0, s.heads, fast_scratch.data(),
+                        got.data());
   const float vmax = 448.0f * 0.37f;
   for (size_t i = 0; i < q.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], 2e-6f * vmax + 1e-5f * std::fabs(want[i])) << "element " << i;
@@ -130,14 +133,14 @@ TEST(PagedAttentionFp8, NanCodeGivesNanOutput) {
   auto cache = RandomCache<uint8_t>(s, rng, [](std::mt19937&) { return uint8_t{0x38}; });
   cache.k[0][5] = 0xFF;  // K of position 0 or 4 (block order is shuffled), dim 5
   const auto q = RandomQ(s, rng, 1.0f);
-  const PagedKvViewFp8 view{cache.kp.data(), cache.vp.data(), s.block_tokens, s.kv_heads,
-                            s.head_dim, 1.0f, 1.0f};
+  const PagedKvViewFp8 view{
+      cache.kp.data(), cache.vp.data(), s.block_tokens, s.kv_heads, s.head_dim, 1.0f, 1.0f};
   std::vector<float> want(q.size()), got(q.size()), scratch(s.context),
       fast_scratch(FastAttentionScratch(s.context));
   PagedAttentionFp8(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads, scratch.data(),
                     want.data());
-  FastPagedAttentionFp8(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads,
-                        fast_scratch.data(), got.data());
+  FastPagedAttentionFp8(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads, fast_scratch.data(),
+                        got.data());
   for (size_t i = 0; i < q.size(); ++i) {
     EXPECT_TRUE(std::isnan(want[i])) << i;
     EXPECT_TRUE(std::isnan(got[i])) << i;

@@ -1,0 +1,180 @@
+// Highway implementation of fast_elementwise.h; compiled once per x86 target by foreach_target.h.
+#include "kernels/cpu/fast/fast_elementwise.h"
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/cpu/fast/fast_elementwise.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// After highway.h, which it needs (re-included per target).
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace tessera::kernels::cpu::fast {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+// Internal linkage: other fast kernels define same-named helpers in the same target namespaces.
+namespace {
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
+
+// silu(g) · up for one vector.
+HWY_INLINE VF SiluTimes(DF d, VF g, VF up) {
+  const VF e = hn::Exp(d, hn::Neg(g));
+  return hn::Mul(hn::Div(g, hn::Add(hn::Set(d, 1.0f), e)), up);
+}
+
+}  // namespace
+
+void FastRmsNormImpl(const float* x, const float* weight, int64_t rows, int64_t n, float eps,
+                     float* out) {
+  const DF df;
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> dh;  // half as many f32 lanes as a double vector
+  const int64_t nd = static_cast<int64_t>(hn::Lanes(dd));
+  const int64_t full_d = n / nd * nd, full_f = n / kN * kN;
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* o = out + r * n;
+    auto acc = hn::Zero(dd);
+    for (int64_t i = 0; i < full_d; i += nd) {
+      const auto v = hn::PromoteTo(dd, hn::LoadU(dh, xr + i));
+      acc = hn::MulAdd(v, v, acc);  // v·v is exact in double: fused or not, one rounding
+    }
+    double ss = hn::GetLane(hn::SumOfLanes(dd, acc));
+    for (int64_t i = full_d; i < n; ++i) ss += static_cast<double>(xr[i]) * xr[i];
+    const float mean = static_cast<float>(ss / static_cast<double>(n));
+    const float inv = 1.0f / std::sqrt(mean + eps);
+    const VF vinv = hn::Set(df, inv);
+    for (int64_t i = 0; i < full_f; i += kN) {
+      hn::StoreU(hn::Mul(hn::LoadU(df, weight + i), hn::Mul(hn::LoadU(df, xr + i), vinv)), df,
+                 o + i);
+    }
+    for (int64_t i = full_f; i < n; ++i) o[i] = weight[i] * (xr[i] * inv);
+  }
+}
+
+void FastSwiGluImpl(const float* gate, const float* up, int64_t n, float* out) {
+  const DF d;
+  const int64_t full = n / kN * kN, rem = n - full;
+  for (int64_t i = 0; i < full; i += kN) {
+    hn::StoreU(SiluTimes(d, hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, out + i);
+  }
+  if (rem > 0) {
+    // The same vector arithmetic for the tail, so an element's bits never depend on whether n
+    // (rows × width) puts it in the tail.
+    HWY_ALIGN float g[kN] = {}, u[kN] = {}, o[kN];
+    std::memcpy(g, gate + full, static_cast<size_t>(rem) * sizeof(float));
+    std::memcpy(u, up + full, static_cast<size_t>(rem) * sizeof(float));
+    hn::Store(SiluTimes(d, hn::Load(d, g), hn::Load(d, u)), d, o);
+    std::memcpy(out + full, o, static_cast<size_t>(rem) * sizeof(float));
+  }
+}
+
+void FastAddInPlaceImpl(float* y, const float* x, int64_t n) {
+  const DF d;
+  const int64_t full = n / kN * kN;
+  for (int64_t i = 0; i < full; i += kN) {
+    hn::StoreU(hn::Add(hn::LoadU(d, y + i), hn::LoadU(d, x + i)), d, y + i);
+  }
+  for (int64_t i = full; i < n; ++i) y[i] += x[i];
+}
+
+// cos and sin per pair as ApplyRope computes them; rotate-half pairs dims i and i + half (two
+// contiguous runs), interleaved pairs 2i and 2i + 1 (adjacent lanes: the partner comes from a
+// lane swap, and per-lane cos / ±sin tables make one expression serve both dims of a pair).
+void FastApplyRopeImpl(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim,
+                       int64_t position, const float* inv_freq, RopePairing pairing) {
+  const DF d;
+  const int64_t half = rope_dim / 2;
+  const bool interleaved = pairing == RopePairing::kInterleaved;
+  // Interleaved: lane 2i holds (cos_i, −sin_i), lane 2i + 1 (cos_i, +sin_i).
+  std::vector<float> cs(interleaved ? rope_dim : half), sn(interleaved ? rope_dim : half);
+  for (int64_t i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(position) * inv_freq[i];
+    const float c = std::cos(angle), s = std::sin(angle);
+    if (interleaved) {
+      cs[2 * i] = cs[2 * i + 1] = c;
+      sn[2 * i] = -s;
+      sn[2 * i + 1] = s;
+    } else {
+      cs[i] = c;
+      sn[i] = s;
+    }
+  }
+  for (int64_t h = 0; h < heads; ++h) {
+    float* v = x + h * head_dim;
+    if (interleaved) {
+#if HWY_TARGET == HWY_SCALAR
+      const int64_t full = 0;  // one lane: no partner to swap in; the scalar loop does it all
+#else
+      const int64_t full = rope_dim / kN * kN;
+      for (int64_t i = 0; i < full; i += kN) {
+        const VF a = hn::LoadU(d, v + i);
+        // a·cos + partner·(∓sin): x0·c − x1·s and x1·c + x0·s, each one product rounding and
+        // one addition rounding, as the scalar kernel.
+        const VF r = hn::Add(hn::Mul(a, hn::LoadU(d, cs.data() + i)),
+                             hn::Mul(hn::Shuffle2301(a), hn::LoadU(d, sn.data() + i)));
+        hn::StoreU(r, d, v + i);
+      }
+#endif
+      for (int64_t i = full / 2; i < half; ++i) {
+        const float x0 = v[2 * i], x1 = v[2 * i + 1];
+        v[2 * i] = x0 * cs[2 * i] - x1 * sn[2 * i + 1];
+        v[2 * i + 1] = x1 * cs[2 * i] + x0 * sn[2 * i + 1];
+      }
+      continue;
+    }
+    const int64_t full = half / kN * kN;
+    for (int64_t i = 0; i < full; i += kN) {
+      const VF x0 = hn::LoadU(d, v + i), x1 = hn::LoadU(d, v + half + i);
+      const VF c = hn::LoadU(d, cs.data() + i), s = hn::LoadU(d, sn.data() + i);
+      hn::StoreU(hn::Sub(hn::Mul(x0, c), hn::Mul(x1, s)), d, v + i);
+      hn::StoreU(hn::Add(hn::Mul(x1, c), hn::Mul(x0, s)), d, v + half + i);
+    }
+    for (int64_t i = full; i < half; ++i) {
+      const float x0 = v[i], x1 = v[i + half];
+      v[i] = x0 * cs[i] - x1 * sn[i];
+      v[i + half] = x1 * cs[i] + x0 * sn[i];
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace tessera::kernels::cpu::fast
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace tessera::kernels::cpu::fast {
+
+HWY_EXPORT(FastRmsNormImpl);
+HWY_EXPORT(FastSwiGluImpl);
+HWY_EXPORT(FastAddInPlaceImpl);
+HWY_EXPORT(FastApplyRopeImpl);
+
+void FastRmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps,
+                 float* out) {
+  HWY_DYNAMIC_DISPATCH(FastRmsNormImpl)(x, weight, rows, n, eps, out);
+}
+
+void FastSwiGlu(const float* gate, const float* up, int64_t n, float* out) {
+  HWY_DYNAMIC_DISPATCH(FastSwiGluImpl)(gate, up, n, out);
+}
+
+void FastAddInPlace(float* y, const float* x, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(FastAddInPlaceImpl)(y, x, n);
+}
+
+void FastApplyRope(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim, int64_t position,
+                   const float* inv_freq, RopePairing pairing) {
+  HWY_DYNAMIC_DISPATCH(FastApplyRopeImpl)
+  (x, heads, head_dim, rope_dim, position, inv_freq, pairing);
+}
+
+}  // namespace tessera::kernels::cpu::fast
+#endif  // HWY_ONCE
