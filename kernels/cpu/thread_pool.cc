@@ -9,6 +9,9 @@ namespace {
 // How long a thread spins before sleeping. A decode step's ParallelFor calls are a few
 // microseconds apart, so this catches the next call; longer idle periods sleep.
 constexpr auto kSpin = std::chrono::microseconds(100);
+constexpr int64_t kChunksPerThread = 4;
+// At least 4 grains per chunk: the GEMM kernels' register tiles span 4 column panels.
+constexpr int64_t kMinUnitsPerChunk = 4;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -31,7 +34,7 @@ bool SpinUntil(Pred pred) {
 
 ThreadPool::ThreadPool(int threads) {
   if (threads <= 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 1; i < threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -53,12 +56,18 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
+  // Up to kChunksPerThread chunks per thread of at least kMinUnitsPerChunk grains each, taken
+  // in order from a shared counter: a thread slowed by the other's memory traffic or by the
+  // hypervisor takes fewer. Boundaries depend only on n, grain and the thread count.
+  const int64_t count = std::max<int64_t>(
+      parts, std::min<int64_t>(parts * kChunksPerThread, units / kMinUnitsPerChunk));
   chunks_.clear();
-  for (int64_t p = 0; p < parts; ++p) {
-    const int64_t b = std::min(n, units * p / parts * grain);
-    const int64_t e = std::min(n, units * (p + 1) / parts * grain);
+  for (int64_t p = 0; p < count; ++p) {
+    const int64_t b = std::min(n, units * p / count * grain);
+    const int64_t e = std::min(n, units * (p + 1) / count * grain);
     chunks_.emplace_back(b, e);
   }
+  next_chunk_.store(0, std::memory_order_relaxed);
   job_ = &fn;
   // Every worker reports back, even one with no chunk, so none can lag into the next call.
   pending_.store(static_cast<int>(workers_.size()), std::memory_order_relaxed);
@@ -68,7 +77,7 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     generation_.fetch_add(1, std::memory_order_release);
   }
   start_cv_.notify_all();  // no system call when no worker sleeps
-  fn(chunks_[0].first, chunks_[0].second);
+  RunChunks(fn);
   if (!SpinUntil([this] { return pending_.load(std::memory_order_acquire) == 0; })) {
     std::unique_lock<std::mutex> lock(mu_);
     done_cv_.wait(lock, [this] { return pending_.load(std::memory_order_acquire) == 0; });
@@ -76,21 +85,25 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   job_ = nullptr;
 }
 
-void ThreadPool::WorkerLoop(int index) {
+void ThreadPool::RunChunks(const std::function<void(int64_t, int64_t)>& fn) {
+  const int64_t count = static_cast<int64_t>(chunks_.size());
+  for (int64_t i = next_chunk_.fetch_add(1, std::memory_order_relaxed); i < count;
+       i = next_chunk_.fetch_add(1, std::memory_order_relaxed)) {
+    fn(chunks_[i].first, chunks_[i].second);
+  }
+}
+
+void ThreadPool::WorkerLoop() {
   uint64_t seen = 0;
   while (true) {
     if (!SpinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
       std::unique_lock<std::mutex> lock(mu_);
-      start_cv_.wait(lock, [&] {
-        return stop_ || generation_.load(std::memory_order_acquire) != seen;
-      });
+      start_cv_.wait(lock,
+                     [&] { return stop_ || generation_.load(std::memory_order_acquire) != seen; });
       if (stop_) return;
     }
     seen = generation_.load(std::memory_order_acquire);
-    if (index < static_cast<int>(chunks_.size())) {
-      const std::pair<int64_t, int64_t> chunk = chunks_[index];
-      (*job_)(chunk.first, chunk.second);
-    }
+    RunChunks(*job_);
     if (pending_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
       std::lock_guard<std::mutex> lock(mu_);
       done_cv_.notify_one();

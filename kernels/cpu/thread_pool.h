@@ -1,7 +1,9 @@
 // A persistent pool of worker threads for the CPU kernels. Threads are created once; each
-// ParallelFor splits [0, n) into contiguous chunks, one per thread (the caller takes the first),
-// and returns when all are done. The split depends only on n and the thread count, never on
-// timing, so results are deterministic.
+// ParallelFor splits [0, n) into contiguous chunks (up to four per thread), which the caller and
+// the workers take from a shared counter, and returns when all are done. The chunk boundaries
+// depend only on n, grain and the thread count, never on timing, and fn never learns which thread
+// runs a chunk, so results are deterministic; which thread runs a chunk is not, which keeps both
+// cores busy when one is slowed (a 2-core VM's other tenant, memory traffic).
 //
 // A decode step issues hundreds of small ParallelFor calls a few microseconds apart, so a
 // futex wake-up per call (tens of microseconds on a loaded VM) would cost more than the work it
@@ -37,7 +39,9 @@ class ThreadPool {
   void ParallelFor(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  void WorkerLoop(int index);
+  void WorkerLoop();
+  // Runs chunks from next_chunk_ until none are left.
+  void RunChunks(const std::function<void(int64_t, int64_t)>& fn);
 
   std::vector<std::thread> workers_;
   std::mutex mu_;
@@ -47,6 +51,7 @@ class ThreadPool {
   // they observe the new generation (acquire).
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   std::vector<std::pair<int64_t, int64_t>> chunks_;
+  std::atomic<int64_t> next_chunk_{0};
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<int> sleepers_{0};  // workers blocked (or about to block) on start_cv_
