@@ -42,18 +42,8 @@ void RegisterOneDnnBenchmarks(int threads);
 void AddOneDnnContext();
 #endif
 
-namespace {
-
-namespace kc = kernels::cpu;
-namespace kf = kernels::cpu::fast;
-
-kc::ThreadPool& Pool() {
-  static kc::ThreadPool* pool = [] {
-    const char* env = std::getenv("TESSERA_THREADS");
-    return new kc::ThreadPool(env != nullptr ? std::atoi(env) : 0);
-  }();
-  return *pool;
-}
+// attention_bench.cc.
+void RegisterAttentionBenchmarks(kernels::cpu::ThreadPool* pool);
 
 // Bytes of distinct weight copies a benchmark cycles through: 256 MiB (DRAM, never the L3) unless
 // TESSERA_BENCH_COVER_MIB says otherwise; a small value (e.g. 4) keeps one copy cache-resident,
@@ -65,6 +55,19 @@ int64_t CoverBytes() {
     return mib << 20;
   }();
   return bytes;
+}
+
+namespace {
+
+namespace kc = kernels::cpu;
+namespace kf = kernels::cpu::fast;
+
+kc::ThreadPool& Pool() {
+  static kc::ThreadPool* pool = [] {
+    const char* env = std::getenv("TESSERA_THREADS");
+    return new kc::ThreadPool(env != nullptr ? std::atoi(env) : 0);
+  }();
+  return *pool;
 }
 
 // ---- STREAM triad: a = b + s·c over 3 × 64 MiB arrays. ----
@@ -764,6 +767,7 @@ void RegisterAll() {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }
   }
+  RegisterAttentionBenchmarks(&Pool());
 #ifdef TESSERA_HAVE_ONEDNN
   RegisterOneDnnBenchmarks(Pool().size());
 #endif

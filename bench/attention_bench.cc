@@ -1,0 +1,145 @@
+// Decode attention and the row kernels in tessera_matmul_bench, the vectorized kernels beside the
+// scalar ones they replaced, in the same run (bench/README.md has the commands and results):
+//  * BM_PagedAttention/<F32|FP8>/<fast|scalar>/ctx:N: one query row of TinyLlama-1.1B's attention
+//    (32 query heads, 4 KV heads, head_dim 64, 16-token blocks), heads split over the pool as the
+//    decoder splits them; every iteration reads another layer's cache (distinct copies covering
+//    256 MiB, or TESSERA_BENCH_COVER_MIB), so KV_GB/s (K and V bytes per second) compares with the
+//    triad when the context is long.
+//  * BM_RowKernel/<RmsNorm|SwiGlu>/<fast|scalar>: 16 rows (a batch-16 decode step) of width 2048
+//    (RMSNorm) or 5632 (SwiGLU), bytes read and written per second.
+#include <benchmark/benchmark.h>
+
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/fast/fast_elementwise.h"
+#include "kernels/cpu/fast/paged_attention.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/numeric/fp8.h"
+
+namespace tessera::bench {
+
+int64_t CoverBytes();  // matmul_bench.cc
+
+namespace {
+
+namespace kc = kernels::cpu;
+namespace kf = kernels::cpu::fast;
+
+constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlockTokens = 16;
+
+template <typename T>
+struct LayerCache {
+  std::vector<T> k, v;  // [blocks, block_tokens, kv_heads, head_dim], blocks in table order
+  std::vector<const T*> kp, vp;
+};
+
+template <typename T>
+std::vector<LayerCache<T>> Caches(int64_t ctx, std::mt19937& rng) {
+  const int64_t blocks = (ctx + kBlockTokens - 1) / kBlockTokens;
+  const int64_t block_elems = kBlockTokens * kKvHeads * kHeadDim;
+  const int64_t bytes = 2 * blocks * block_elems * static_cast<int64_t>(sizeof(T));
+  std::vector<LayerCache<T>> caches(std::max<int64_t>(1, CoverBytes() / bytes));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& c : caches) {
+    c.k.resize(blocks * block_elems);
+    c.v.resize(blocks * block_elems);
+    for (int64_t i = 0; i < blocks * block_elems; ++i) {
+      if constexpr (sizeof(T) == 1) {
+        c.k[i] = numeric::EncodeE4m3(nd(rng));
+        c.v[i] = numeric::EncodeE4m3(nd(rng));
+      } else {
+        c.k[i] = nd(rng);
+        c.v[i] = nd(rng);
+      }
+    }
+    for (int64_t b = 0; b < blocks; ++b) {
+      c.kp.push_back(c.k.data() + b * block_elems);
+      c.vp.push_back(c.v.data() + b * block_elems);
+    }
+  }
+  return caches;
+}
+
+template <typename T>
+void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast, int64_t ctx) {
+  std::mt19937 rng(7);
+  const auto caches = Caches<T>(ctx, rng);
+  std::vector<float> q(kHeads * kHeadDim), out(kHeads * kHeadDim);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& e : q) e = nd(rng);
+  const float scale = 0.125f;
+  size_t next = 0;
+  for (auto _ : state) {
+    const LayerCache<T>& c = caches[next];
+    next = (next + 1) % caches.size();
+    pool->ParallelFor(kHeads, 1, [&](int64_t b, int64_t e) {
+      std::vector<float> scratch(kf::FastAttentionScratch(ctx));
+      if constexpr (sizeof(T) == 1) {
+        const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads, kHeadDim,
+                                      0.02f, 0.03f};
+        (fast ? kf::FastPagedAttentionFp8 : kc::PagedAttentionFp8)(
+            q.data(), kHeads, view, ctx, scale, b, e, scratch.data(), out.data());
+      } else {
+        const kc::PagedKvView view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads, kHeadDim};
+        (fast ? kf::FastPagedAttention : kc::PagedAttention)(q.data(), kHeads, view, ctx, scale,
+                                                             b, e, scratch.data(), out.data());
+      }
+    });
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double kv_bytes = 2.0 * ctx * kKvHeads * kHeadDim * sizeof(T);
+  state.counters["KV_GB/s"] =
+      benchmark::Counter(kv_bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
+void BM_RowKernel(benchmark::State& state, bool swiglu, bool fast) {
+  const int64_t rows = 16, n = swiglu ? 5632 : 2048;
+  std::mt19937 rng(9);
+  std::normal_distribution<float> nd(0.0f, 2.0f);
+  std::vector<float> a(rows * n), b(rows * n), w(n), out(rows * n);
+  for (auto& e : a) e = nd(rng);
+  for (auto& e : b) e = nd(rng);
+  for (auto& e : w) e = nd(rng);
+  for (auto _ : state) {
+    if (swiglu) {
+      (fast ? kf::FastSwiGlu : kc::SwiGlu)(a.data(), b.data(), rows * n, out.data());
+    } else {
+      (fast ? kf::FastRmsNorm : kc::RmsNorm)(a.data(), w.data(), rows, n, 1e-5f, out.data());
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double bytes = (swiglu ? 3.0 : 2.0) * rows * n * sizeof(float);
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
+  for (int64_t ctx : {128, 1024, 4096}) {
+    for (bool fast : {true, false}) {
+      const std::string tail = std::string(fast ? "fast" : "scalar") + "/ctx:" + std::to_string(ctx);
+      benchmark::RegisterBenchmark(("BM_PagedAttention/F32/" + tail).c_str(),
+                                   BM_PagedAttention<float>, pool, fast, ctx)
+          ->UseRealTime()->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("BM_PagedAttention/FP8/" + tail).c_str(),
+                                   BM_PagedAttention<uint8_t>, pool, fast, ctx)
+          ->UseRealTime()->Unit(benchmark::kMicrosecond);
+    }
+  }
+  for (bool swiglu : {false, true}) {
+    for (bool fast : {true, false}) {
+      const std::string name = std::string("BM_RowKernel/") + (swiglu ? "SwiGlu/" : "RmsNorm/") +
+                               (fast ? "fast" : "scalar");
+      benchmark::RegisterBenchmark(name.c_str(), BM_RowKernel, swiglu, fast)
+          ->UseRealTime()->Unit(benchmark::kMicrosecond);
+    }
+  }
+}
+
+}  // namespace tessera::bench
