@@ -80,14 +80,14 @@ void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast,
     pool->ParallelFor(kHeads, 1, [&](int64_t b, int64_t e) {
       std::vector<float> scratch(kf::FastAttentionScratch(ctx));
       if constexpr (sizeof(T) == 1) {
-        const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads, kHeadDim,
-                                      0.02f, 0.03f};
+        const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads,
+                                      kHeadDim,    0.02f,       0.03f};
         (fast ? kf::FastPagedAttentionFp8 : kc::PagedAttentionFp8)(
             q.data(), kHeads, view, ctx, scale, b, e, scratch.data(), out.data());
       } else {
         const kc::PagedKvView view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads, kHeadDim};
-        (fast ? kf::FastPagedAttention : kc::PagedAttention)(q.data(), kHeads, view, ctx, scale,
-                                                             b, e, scratch.data(), out.data());
+        (fast ? kf::FastPagedAttention : kc::PagedAttention)(q.data(), kHeads, view, ctx, scale, b,
+                                                             e, scratch.data(), out.data());
       }
     });
     benchmark::DoNotOptimize(out.data());
@@ -123,13 +123,16 @@ void BM_RowKernel(benchmark::State& state, bool swiglu, bool fast) {
 void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
   for (int64_t ctx : {128, 1024, 4096}) {
     for (bool fast : {true, false}) {
-      const std::string tail = std::string(fast ? "fast" : "scalar") + "/ctx:" + std::to_string(ctx);
+      const std::string tail =
+          std::string(fast ? "fast" : "scalar") + "/ctx:" + std::to_string(ctx);
       benchmark::RegisterBenchmark(("BM_PagedAttention/F32/" + tail).c_str(),
                                    BM_PagedAttention<float>, pool, fast, ctx)
-          ->UseRealTime()->Unit(benchmark::kMicrosecond);
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark(("BM_PagedAttention/FP8/" + tail).c_str(),
                                    BM_PagedAttention<uint8_t>, pool, fast, ctx)
-          ->UseRealTime()->Unit(benchmark::kMicrosecond);
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   }
   for (bool swiglu : {false, true}) {
@@ -137,7 +140,8 @@ void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
       const std::string name = std::string("BM_RowKernel/") + (swiglu ? "SwiGlu/" : "RmsNorm/") +
                                (fast ? "fast" : "scalar");
       benchmark::RegisterBenchmark(name.c_str(), BM_RowKernel, swiglu, fast)
-          ->UseRealTime()->Unit(benchmark::kMicrosecond);
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
     }
   }
 }

@@ -490,22 +490,30 @@ struct TileCopy {
 
 void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
   const int64_t blocks = k / 32;
-  int64_t stored = fmt == "Q4_0" ? n * blocks * 18 : n * k / 2;
+  int64_t stored = fmt == "Q4_0" ? n * blocks * 18 : fmt == "Q8_0" ? n * blocks * 34 : n * k / 2;
   if (fmt == "INT4_G128") stored += n * (k / 128) * 8;
   if (fmt == "NVFP4") stored += n * k / 16;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
-    if (fmt == "Q4_0") {
-      c.src.resize(n * blocks * 18);
+    if (fmt == "Q4_0" || fmt == "Q8_0") {
+      const int64_t bb = fmt == "Q4_0" ? 18 : 34;
+      c.src.resize(n * blocks * bb);
       for (int64_t i = 0; i < n * blocks; ++i) {
-        uint8_t* b = c.src.data() + i * 18;
+        uint8_t* b = c.src.data() + i * bb;
         const uint16_t h = numeric::FloatToHalf(0.001f + 0.01f * (rng() % 100) / 100.0f);
         std::memcpy(b, &h, 2);
-        for (int j = 2; j < 18; ++j) b[j] = static_cast<uint8_t>(rng());
+        for (int j = 2; j < bb; ++j) b[j] = static_cast<uint8_t>(rng());
       }
-      c.tiles = hwy::AllocateAligned<uint8_t>(kf::Q4_0x16Bytes(n, k));
-      c.fw = kf::RepackQ4_0x16(c.src.data(), n, k, c.tiles.get());
+      if (bb == 18) {
+        c.tiles = hwy::AllocateAligned<uint8_t>(kf::Q4_0x16Bytes(n, k));
+        c.fw = kf::RepackQ4_0x16(c.src.data(), n, k, c.tiles.get());
+      } else {
+        c.tiles = hwy::AllocateAligned<uint8_t>(kf::Q8_0x16Bytes(n, k));
+        c.fw = kf::RepackQ8_0x16(c.src.data(), n, k, c.tiles.get());
+      }
+      c.src.clear();
+      c.src.shrink_to_fit();
       continue;
     }
     c.src.resize(n * k / 2);
@@ -762,7 +770,7 @@ void RegisterAll() {
       for (int64_t m : {1, 16, 128}) Register("BM_Q8ActMatmul", BM_Q8ActMatmul, f, s, m);
     }
   }
-  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4"}) {
+  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "Q8_0"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }

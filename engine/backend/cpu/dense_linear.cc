@@ -76,6 +76,14 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.get());
     return;
   }
+  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ8_0) {
+    // Q8_0 in the same tiles (a byte per code): weights reused across rows in registers (the
+    // row-major Q8ActMatmul of q8_act_matmul.h re-reads them per row pair).
+    repacked_bytes_ = kf::Q8_0x16Bytes(n, k);
+    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
+    fast_ = kf::RepackQ8_0x16(weight_.bytes.data(), n, k, repacked_.get());
+    return;
+  }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_K) {
     // Int8 activations on Q4_K: the per-group INT4 tiles (scale d·sc, zero point dmin·m / d·sc
     // per sub-block of 32; int4_x16.h RepackQ4KToU4x16).
@@ -115,9 +123,9 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   namespace kf = kernels::cpu::fast;
   std::function<void(int64_t, int64_t)> run;
-  kf::Q8Acts acts;
   kf::Int4x16Acts acts16;
-  if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16) {
+  if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16 ||
+      fast_.format == kf::FastFormat::kQ8_0x16) {
     const int64_t k = in_features(), blocks = k / 32;
     thread_local std::vector<int8_t> q;
     thread_local std::vector<float> d, s;
@@ -136,18 +144,6 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
     }
     acts16 = {rows, qp, dp, sp};
     run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(fast_, acts16, bias, y, b, e); };
-  } else if (activations_ == DenseActivations::kInt8Block32) {
-    // Quantized once per call, before the column split; the buffer is reused across calls (one
-    // Forward at a time per thread).
-    thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> scratch;
-    thread_local int64_t scratch_bytes = 0;
-    const int64_t need = kf::Q8ActScratchBytes(rows, in_features());
-    if (need > scratch_bytes) {
-      scratch = hwy::AllocateAligned<uint8_t>(need);
-      scratch_bytes = need;
-    }
-    acts = kf::QuantizeActsQ8Block32(fast_.format, x, rows, in_features(), scratch.get());
-    run = [&](int64_t b, int64_t e) { kf::Q8ActMatmul(fast_, acts, bias, y, b, e); };
   } else if (fast_.format == kf::FastFormat::kBf16Pairs ||
              (fast_.format == kf::FastFormat::kBF16 && activations_ == DenseActivations::kBf16)) {
     // bf16 weights (bf16_dot_matmul.h): the activations are converted once per call (hi + lo

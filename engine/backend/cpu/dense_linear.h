@@ -24,9 +24,9 @@ namespace tessera::backend::cpu {
 // The kernel encoding of a checkpoint dtype, or an error naming the tensor.
 absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorView& view);
 
-// What the layer feeds its kernel. kInt8Block32 (Q4_0/Q8_0 weights only) quantizes each input
-// row to int8 blocks of 32 per call and runs the VNNI kernels: Q4_0 repacked in 16-column tiles
-// (kernels/cpu/fast/int4_x16.h), Q8_0 in the row layout of kernels/cpu/fast/q8_act_matmul.h.
+// What the layer feeds its kernel. kInt8Block32 (Q4_0/Q8_0/Q4_K weights only) quantizes each
+// input row to int8 blocks of 32 per call and runs the VNNI kernel on the weights repacked in
+// 16-column tiles (kernels/cpu/fast/int4_x16.h).
 // kBf16 (bf16 weights only) rounds each input row to bf16 (kernels/cpu/fast/bf16_dot_matmul.h);
 // kFloat on bf16 weights runs the same kernel on the exact hi + lo split of the f32 rows.
 enum class DenseActivations { kFloat, kInt8Block32, kBf16 };

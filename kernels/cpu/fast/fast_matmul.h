@@ -42,6 +42,8 @@ enum class FastFormat {
   kU4x16,
   // NVFP4 (as kNvfp4Pairs) in 16-column tiles (int4_x16.h); int8-activation kernels only.
   kNvfp4x16,
+  // GGUF Q8_0 in 16-column tiles (int4_x16.h, codes + 128 as bytes); int8-activation kernels only.
+  kQ8_0x16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

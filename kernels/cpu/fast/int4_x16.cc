@@ -36,10 +36,17 @@ int64_t Align64(int64_t v) { return (v + 63) / 64 * 64; }
 
 // Bytes before the codes in one column group's tile.
 int64_t ScaleAreaBytes(const FastWeights& w) {
-  if (w.format == FastFormat::kQ4_0x16) return Align64(w.k / 32 * kCols * 2);
+  if (w.format == FastFormat::kQ4_0x16 || w.format == FastFormat::kQ8_0x16) {
+    return Align64(w.k / 32 * kCols * 2);
+  }
   if (w.format == FastFormat::kNvfp4x16) return Align64(w.k / 32 * 2 * kCols);
   return 2 * Align64(w.k / w.group_size * kCols * 4);
 }
+
+constexpr int64_t kQ8BlockBytes = 34;
+
+// Bytes of one block's codes in a tile: 32 K values of 16 columns.
+int64_t CodeBytesPerBlock(FastFormat format) { return format == FastFormat::kQ8_0x16 ? 512 : 256; }
 
 // 2·e2m1 for each 4-bit code (exact integers in [−12, 12]).
 constexpr int kTwiceE2m1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
@@ -62,7 +69,7 @@ FastWeights Describe(FastFormat format, uint8_t* dst, int64_t n, int64_t k, int6
   w.n = n;
   w.k = k;
   w.group_size = group_size;
-  w.row_stride = ScaleAreaBytes(w) + k / 32 * 256;
+  w.row_stride = ScaleAreaBytes(w) + k / 32 * CodeBytesPerBlock(format);
   return w;
 }
 
@@ -97,6 +104,33 @@ FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
         PutCodes(codes, b, c, [&](int j) {
           return j < 16 ? (blk[2 + j] & 0xF) : (blk[2 + j - 16] >> 4);
         });
+      }
+    }
+  }
+  return w;
+}
+
+int64_t Q8_0x16Bytes(int64_t n, int64_t k) {
+  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ8_0x16, nullptr, n, k, 32).row_stride;
+}
+
+FastWeights RepackQ8_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  FastWeights w = Describe(FastFormat::kQ8_0x16, dst, n, k, 32);
+  w.ggml = GgmlBlockType::kQ8_0;
+  const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
+  std::memset(dst, 0, groups * w.row_stride);
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* scales = dst + g * w.row_stride;
+    uint8_t* codes = scales + ScaleAreaBytes(w);
+    // Columns past n keep scale 0 (their codes, 0 here, read as −128 · 0).
+    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
+      const int64_t col = g * kCols + c;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* blk = ggml_rows + (col * blocks + b) * kQ8BlockBytes;
+        std::memcpy(scales + (b * kCols + c) * 2, blk, 2);
+        for (int j = 0; j < 32; ++j) {
+          codes[b * 512 + (j / 4) * 64 + c * 4 + j % 4] = static_cast<uint8_t>(blk[2 + j] ^ 0x80);
+        }
       }
     }
   }
@@ -255,7 +289,8 @@ float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n) {
 void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const float* bias,
                            float* y, int64_t n_begin, int64_t n_end) {
   const int64_t blocks = w.k / 32;
-  const bool q4_0 = w.format == FastFormat::kQ4_0x16;
+  const bool q8_0 = w.format == FastFormat::kQ8_0x16;
+  const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
   const bool nvfp4 = w.format == FastFormat::kNvfp4x16;
   const int64_t ngroups = (q4_0 || nvfp4) ? 0 : w.k / w.group_size;
   auto finish = [&](float acc, int64_t m, int64_t n) {
@@ -307,10 +342,14 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
       float acc = 0.0f;
       for (int64_t b = 0; b < blocks; ++b) {
         int32_t dot = 0;
-        for (int q = 0; q < 4; ++q) {
-          for (int i = 0; i < 4; ++i) {
-            const uint8_t byte = codes[b * 256 + q * 64 + c * 4 + i];
-            dot += (byte & 0xF) * x[b * 32 + 8 * q + i] + (byte >> 4) * x[b * 32 + 8 * q + 4 + i];
+        if (q8_0) {
+          for (int j = 0; j < 32; ++j) dot += codes[b * 512 + (j / 4) * 64 + c * 4 + j % 4] * x[b * 32 + j];
+        } else {
+          for (int q = 0; q < 4; ++q) {
+            for (int i = 0; i < 4; ++i) {
+              const uint8_t byte = codes[b * 256 + q * 64 + c * 4 + i];
+              dot += (byte & 0xF) * x[b * 32 + 8 * q + i] + (byte >> 4) * x[b * 32 + 8 * q + 4 + i];
+            }
           }
         }
         float scale, zero;
@@ -318,7 +357,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
           uint16_t h;
           std::memcpy(&h, tile + (b * kCols + c) * 2, 2);
           scale = numeric::HalfToFloat(h);
-          zero = 8.0f;
+          zero = q8_0 ? 128.0f : 8.0f;
         } else {
           const int64_t i = b * 32 / w.group_size;
           const auto* scales = reinterpret_cast<const float*>(tile);

@@ -4,10 +4,12 @@
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
 // are split into low and high nibbles once, then every activation row of the tile (up to 8, kept
 // in registers) does 8 vpdpbusd with its 4-byte code groups broadcast, one int-to-float convert
-// and two FMAs: the canonical order of the header, lane = column.
+// and two FMAs: the canonical order of the header, lane = column. Q8_0 tiles load 8 vectors of
+// bytes per block and skip the split.
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's false "may be used uninitialized" inside avx512fintrin.h (see q8_act_vnni.cc).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 #include <immintrin.h>
@@ -49,11 +51,16 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
+enum class Codes { kQ4_0, kU4, kQ8_0 };
+
 // Accumulators of rows [r0, r0 + MR) for one column group; kU4: per-group f32 scales and zero
-// points, else Q4_0's f16 block scales and zero point 8.
-template <int MR, bool kU4>
+// points, else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes).
+template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
           __m512* out) {
+  constexpr bool kU4 = kCodes == Codes::kU4;
+  constexpr bool kQ8 = kCodes == Codes::kQ8_0;
+  constexpr int64_t kBlockBytes = kQ8 ? 512 : 256;
   const int64_t k = w.k, blocks = k / 32;
   const int64_t area = kU4 ? Align64(k / w.group_size * kCols * 4) : Align64(blocks * kCols * 2);
   const uint8_t* scales = group;
@@ -62,7 +69,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   const uint8_t* codes = group + (kU4 ? 2 * area : area);
   const int64_t blocks_per_group = kU4 ? w.group_size / 32 : 1;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512 eight = _mm512_set1_ps(8.0f);
+  const __m512 zero_point = _mm512_set1_ps(kQ8 ? 128.0f : 8.0f);
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
@@ -75,18 +82,24 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       zv = _mm512_loadu_ps(gzeros + i * kCols);
     } else {
       sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kCols * 2)));
-      zv = eight;
+      zv = zero_point;
     }
     if (r0 == 0) {
       // The first row tile streams the weights from DRAM (later ones find them in L1/L2) and is
       // bound by its latency: fetch kPrefetchBlocks ahead (the next group's tile follows
       // contiguously, so running past this one's end is useful too).
-      const uint8_t* ahead = codes + (b + kPrefetchBlocks) * 256;
-      for (int l = 0; l < 4; ++l) _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
+      const uint8_t* ahead = codes + b * kBlockBytes + kPrefetchBlocks * 256;
+      for (int l = 0; l < kBlockBytes / 64; ++l) {
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 * l), _MM_HINT_T0);
+      }
     }
     __m512i isum[MR];
     for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
-    for (int q = 0; q < 4; ++q) {
+    for (int q = 0; kQ8 && q < 8; ++q) {
+      const __m512i v = _mm512_loadu_si512(codes + b * 512 + q * 64);
+      for (int r = 0; r < MR; ++r) isum[r] = DpbusdBcast(isum[r], v, xrow[r] + b * 32 + 4 * q);
+    }
+    for (int q = 0; !kQ8 && q < 4; ++q) {
       const __m512i v = _mm512_loadu_si512(codes + b * 256 + q * 64);
       const __m512i lo = _mm512_and_si512(v, m4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
@@ -166,9 +179,11 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
   if (w.format == FastFormat::kNvfp4x16) {
     TileNvfp4<MR>(w.data + g * w.row_stride, w, a, r0, acc);
   } else if (w.format == FastFormat::kU4x16) {
-    Tile<MR, true>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kU4>(w.data + g * w.row_stride, w, a, r0, acc);
+  } else if (w.format == FastFormat::kQ8_0x16) {
+    Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, r0, acc);
   } else {
-    Tile<MR, false>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, r0, acc);
   }
   const __mmask16 m = static_cast<__mmask16>(((1u << (c1 - c0)) - 1) << c0);
   const int64_t n0 = g * kCols;

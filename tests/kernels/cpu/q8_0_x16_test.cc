@@ -1,0 +1,153 @@
+// GGUF Q8_0 in 16-column tiles with int8 activations (kernels/cpu/fast/int4_x16.h, kQ8_0x16) on
+// random ggml blocks:
+//  * the kernel (VNNI here) equals the portable loop bit for bit, for column counts that are not
+//    multiples of 16 and row counts across one and two row tiles;
+//  * each row's result is the same alone or with other rows, and however columns are split;
+//  * against the ggml block arithmetic read straight from the file's bytes (Σ_b d_w·d_x·Σ w·x in
+//    double, the same int8 activations) it is within f32 accumulation rounding, and against float
+//    activations within the activation rounding bound.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+constexpr int64_t kBlockBytes = 34;
+
+struct Q8Matrix {
+  std::vector<uint8_t> ggml;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> tiles;
+  FastWeights fw;
+};
+
+Q8Matrix RandomQ8(int64_t n, int64_t k, std::mt19937& rng) {
+  Q8Matrix m;
+  const int64_t blocks = k / 32;
+  m.ggml.resize(n * blocks * kBlockBytes);
+  std::uniform_real_distribution<float> scale(-0.02f, 0.02f);
+  for (int64_t i = 0; i < n * blocks; ++i) {
+    uint8_t* b = m.ggml.data() + i * kBlockBytes;
+    const uint16_t h = numeric::FloatToHalf(scale(rng));
+    std::memcpy(b, &h, 2);
+    for (int j = 2; j < kBlockBytes; ++j) b[j] = static_cast<uint8_t>(rng());
+    if (i % 7 == 0) b[2] = 0x80;  // −128, the code with no positive twin
+  }
+  m.tiles = hwy::AllocateAligned<uint8_t>(Q8_0x16Bytes(n, k));
+  m.fw = RepackQ8_0x16(m.ggml.data(), n, k, m.tiles.get());
+  return m;
+}
+
+struct Acts {
+  std::vector<int8_t> q;
+  std::vector<float> d, s;
+  Int4x16Acts view;
+};
+
+Acts Quantize(const float* x, int64_t rows, int64_t k) {
+  Acts a;
+  a.q.resize(rows * k);
+  a.d.resize(rows * k / 32);
+  a.s.resize(rows * k / 32);
+  QuantizeActsInt4x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
+  a.view = {rows, a.q.data(), a.d.data(), a.s.data()};
+  return a;
+}
+
+std::vector<float> Normal(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& e : v) e = nd(rng);
+  return v;
+}
+
+TEST(Q8_0x16Test, MatchesPortableBitForBit) {
+  std::mt19937 rng(61);
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32},
+                             {19, 96},
+                             {16, 544},
+                             {33, 1056},
+                             {5, 2048},
+                             {3, 5632}}) {
+    const Q8Matrix w = RandomQ8(n, k, rng);
+    for (int64_t rows : {1, 2, 3, 5, 8, 9, 16, 17}) {
+      const auto x = Normal(rows * k, rng), bias = Normal(n, rng);
+      const Acts a = Quantize(x.data(), rows, k);
+      std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
+      Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
+      Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
+      for (int64_t i = 0; i < rows * n; ++i) {
+        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
+            << Q8ActKernelName() << " n=" << n << " k=" << k << " rows=" << rows << " i=" << i
+            << ": " << y[i] << " vs " << ref[i];
+      }
+    }
+  }
+}
+
+TEST(Q8_0x16Test, BatchAndColumnSplitInvariant) {
+  std::mt19937 rng(67);
+  const int64_t n = 45, k = 1088, rows = 17;
+  const Q8Matrix w = RandomQ8(n, k, rng);
+  const auto x = Normal(rows * k, rng);
+  const Acts a = Quantize(x.data(), rows, k);
+  std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
+  Int4x16Matmul(w.fw, a.view, nullptr, all.data(), 0, n);
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
+    Int4x16Matmul(w.fw, a.view, nullptr, split.data(), b, e);
+  }
+  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
+  for (int64_t m = 0; m < rows; ++m) {
+    const Acts one = Quantize(x.data() + m * k, 1, k);
+    std::vector<float> y(n);
+    Int4x16Matmul(w.fw, one.view, nullptr, y.data(), 0, n);
+    ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
+  }
+}
+
+TEST(Q8_0x16Test, MatchesGgmlBlockArithmetic) {
+  std::mt19937 rng(71);
+  const int64_t n = 21, k = 2048, rows = 3, blocks = k / 32;
+  const Q8Matrix w = RandomQ8(n, k, rng);
+  const auto x = Normal(rows * k, rng);
+  const Acts a = Quantize(x.data(), rows, k);
+  std::vector<float> y(rows * n);
+  Int4x16Matmul(w.fw, a.view, nullptr, y.data(), 0, n);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t c = 0; c < n; ++c) {
+      double int8_dot = 0, int8_mag = 0, exact = 0, bound = 0, mag = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        const uint8_t* blk = w.ggml.data() + (c * blocks + b) * kBlockBytes;
+        uint16_t h;
+        std::memcpy(&h, blk, 2);
+        const double dw = numeric::HalfToFloat(h), dx = a.d[m * blocks + b];
+        int64_t isum = 0, wsum = 0;
+        for (int j = 0; j < 32; ++j) {
+          const int wq = static_cast<int8_t>(blk[2 + j]);
+          isum += wq * a.q[m * k + b * 32 + j];
+          wsum += std::abs(wq);
+          const double xv = x[m * k + b * 32 + j];
+          exact += dw * wq * xv;
+          mag += std::fabs(dw * wq * xv);
+        }
+        int8_dot += dw * dx * static_cast<double>(isum);
+        int8_mag += std::fabs(dw * dx * static_cast<double>(isum));
+        bound += std::fabs(dw) * static_cast<double>(wsum) * dx / 2;
+      }
+      const float got = y[m * n + c];
+      EXPECT_NEAR(got, int8_dot, 1e-6 * int8_mag + 1e-30) << "m=" << m << " c=" << c;
+      EXPECT_NEAR(got, exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
