@@ -30,7 +30,8 @@ MemoryBandwidth MeasureMemoryBandwidth(ThreadPool* pool, int64_t array_bytes, in
   float* pa = a.get();
   float* pb = b.get();
   float* pc = c.get();
-  // First touch on the threads that later stream the data (page placement), distinct values.
+  // First touch through the pool (page placement follows the chunks; the pool's dynamic chunk
+  // assignment makes it approximate, which matters only on NUMA machines), distinct values.
   Run(pool, n, [&](int64_t s, int64_t e) {
     for (int64_t i = s; i < e; ++i) {
       pa[i] = 0.0f;

@@ -10,7 +10,8 @@ namespace {
 // microseconds apart, so this catches the next call; longer idle periods sleep.
 constexpr auto kSpin = std::chrono::microseconds(100);
 constexpr int64_t kChunksPerThread = 4;
-// At least 4 grains per chunk: the GEMM kernels' register tiles span 4 column panels.
+// At least 4 grains per chunk where there are that many per thread (the GEMM kernels' register
+// tiles span 4 column panels); otherwise one chunk per thread.
 constexpr int64_t kMinUnitsPerChunk = 4;
 
 inline void CpuRelax() {

@@ -1,8 +1,9 @@
 // The CPU Linear for unquantized and GGUF weights (f32, bf16, f16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
 // Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Dense and most ggml types
 // are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked once at load into
-// the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), and bf16
-// on CPUs with AVX-512 BF16 into the 16-column K-pair panels of the vdpbf16ps kernel.
+// the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row, or the
+// 16-column tiles of kernels/cpu/fast/int4_x16.h with int8 activations), and bf16 on CPUs with
+// AVX-512 BF16 into the 16-column K-pair panels of the vdpbf16ps kernel.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 

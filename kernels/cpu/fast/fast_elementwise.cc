@@ -23,9 +23,12 @@ using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
 
-// silu(g) · up for one vector.
+// silu(g) · up for one vector. Highway's Exp is defined up to +104 only (its 2^q wraps past the
+// exponent range above ~178, giving 0 or NaN); exp(88.75) already overflows to inf as std::exp
+// does, so clamping there keeps g / (1 + inf) = −0 for very negative g. A NaN g stays NaN through
+// the division.
 HWY_INLINE VF SiluTimes(DF d, VF g, VF up) {
-  const VF e = hn::Exp(d, hn::Neg(g));
+  const VF e = hn::Exp(d, hn::Min(hn::Neg(g), hn::Set(d, 88.75f)));
   return hn::Mul(hn::Div(g, hn::Add(hn::Set(d, 1.0f), e)), up);
 }
 
@@ -93,8 +96,19 @@ void FastApplyRopeImpl(float* x, int64_t heads, int64_t head_dim, int64_t rope_d
   const DF d;
   const int64_t half = rope_dim / 2;
   const bool interleaved = pairing == RopePairing::kInterleaved;
-  // Interleaved: lane 2i holds (cos_i, −sin_i), lane 2i + 1 (cos_i, +sin_i).
-  std::vector<float> cs(interleaved ? rope_dim : half), sn(interleaved ? rope_dim : half);
+  // Interleaved: lane 2i holds (cos_i, −sin_i), lane 2i + 1 (cos_i, +sin_i). On the stack for
+  // every real head size (this runs twice per row per layer).
+  const int64_t table = interleaved ? rope_dim : half;
+  float cs_stack[1024], sn_stack[1024];
+  std::vector<float> cs_heap, sn_heap;
+  float* cs = cs_stack;
+  float* sn = sn_stack;
+  if (table > 1024) {
+    cs_heap.resize(table);
+    sn_heap.resize(table);
+    cs = cs_heap.data();
+    sn = sn_heap.data();
+  }
   for (int64_t i = 0; i < half; ++i) {
     const float angle = static_cast<float>(position) * inv_freq[i];
     const float c = std::cos(angle), s = std::sin(angle);
@@ -118,8 +132,8 @@ void FastApplyRopeImpl(float* x, int64_t heads, int64_t head_dim, int64_t rope_d
         const VF a = hn::LoadU(d, v + i);
         // a·cos + partner·(∓sin): x0·c − x1·s and x1·c + x0·s, each one product rounding and
         // one addition rounding, as the scalar kernel.
-        const VF r = hn::Add(hn::Mul(a, hn::LoadU(d, cs.data() + i)),
-                             hn::Mul(hn::Shuffle2301(a), hn::LoadU(d, sn.data() + i)));
+        const VF r = hn::Add(hn::Mul(a, hn::LoadU(d, cs + i)),
+                             hn::Mul(hn::Shuffle2301(a), hn::LoadU(d, sn + i)));
         hn::StoreU(r, d, v + i);
       }
 #endif
@@ -133,7 +147,7 @@ void FastApplyRopeImpl(float* x, int64_t heads, int64_t head_dim, int64_t rope_d
     const int64_t full = half / kN * kN;
     for (int64_t i = 0; i < full; i += kN) {
       const VF x0 = hn::LoadU(d, v + i), x1 = hn::LoadU(d, v + half + i);
-      const VF c = hn::LoadU(d, cs.data() + i), s = hn::LoadU(d, sn.data() + i);
+      const VF c = hn::LoadU(d, cs + i), s = hn::LoadU(d, sn + i);
       hn::StoreU(hn::Sub(hn::Mul(x0, c), hn::Mul(x1, s)), d, v + i);
       hn::StoreU(hn::Add(hn::Mul(x1, c), hn::Mul(x0, s)), d, v + half + i);
     }

@@ -4,8 +4,9 @@
 //  * FastRmsNorm: the sum of squares in double over vector lanes (each square is exact in double,
 //    so only the double additions' order differs; the f32 result is the scalar kernel's except in
 //    rare last-bit ties), then the same f32 multiplies.
-//  * FastSwiGlu: exp from Highway's polynomial (within a few ulp of std::exp), so silu(g) · up
-//    agrees with the scalar kernel to a few ulp, not bit for bit.
+//  * FastSwiGlu: exp from Highway's polynomial (within a few ulp of std::exp, its argument
+//    clamped where std::exp overflows), so silu(g) · up agrees with the scalar kernel to a few ulp,
+//    not bit for bit.
 //  * FastAddInPlace and FastApplyRope: the same f32 operations (no fused multiply-add),
 //  bit-identical.
 //    RoPE's cos and sin stay std::cos / std::sin of the same f32 angles.

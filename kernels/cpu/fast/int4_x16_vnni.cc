@@ -1,5 +1,6 @@
-// AVX-512 VNNI kernel of int4_x16.h (Q4_0 and per-group INT4 tiles). Intrinsics under target attributes (Highway 1.0.3 has no
-// vpdpbusd); called only after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
+// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4 and Q8_0 tiles). Intrinsics under
+// target attributes (Highway 1.0.3 has no vpdpbusd); called only after the CPUID check in
+// q8_act_vnni.cc (internal::HasVnni).
 //
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
 // are split into low and high nibbles once, then every activation row of the tile (up to 8, kept
@@ -9,6 +10,7 @@
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's false "may be used uninitialized" inside avx512fintrin.h (see q8_act_vnni.cc).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// And its plain "is used uninitialized" twin, reported inside avx512fintrin.h for the Q8_0 tile.
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
@@ -39,8 +41,11 @@ constexpr int64_t kCols = 16;
 constexpr int64_t kPrefetchBytes = 16384;
 
 inline void PrefetchBlock(const uint8_t* codes, int64_t block_bytes) {
+  // The address may lie past the weights (a prefetch never faults); formed as an integer, since
+  // pointer arithmetic past the end of an object is undefined.
+  const uintptr_t ahead = reinterpret_cast<uintptr_t>(codes) + kPrefetchBytes;
   for (int64_t l = 0; l < block_bytes; l += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(codes + kPrefetchBytes + l), _MM_HINT_T1);
+    _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T1);
   }
 }
 
@@ -51,7 +56,9 @@ int64_t Align64(int64_t v) { return (v + 63) / 64 * 64; }
 // separate vpbroadcastd for _mm512_set1_epi32, one extra uop per vpdpbusd in the hottest loop.
 inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #if defined(__GNUC__)
-  __asm__("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
+  __asm__("vpdpbusd %2%{1to16%}, %1, %0"
+          : "+v"(acc)
+          : "v"(w), "m"(*reinterpret_cast<const int32_t*>(p)));
   return acc;
 #else
   int32_t v;
@@ -90,7 +97,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       sw = _mm512_loadu_ps(gscales + i * kCols);
       zv = _mm512_loadu_ps(gzeros + i * kCols);
     } else {
-      sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kCols * 2)));
+      sw = _mm512_cvtph_ps(
+          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kCols * 2)));
       zv = zero_point;
     }
     // Later row tiles find the weights in L1/L2. The next group's tile follows contiguously, so
@@ -144,7 +152,8 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
     if (r0 == 0) PrefetchBlock(codes + b * 256, 256);  // later row tiles hit L1/L2
     __m512 sw[2];
     for (int h = 0; h < 2; ++h) {
-      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sf + (b * 2 + h) * kCols));
+      const __m128i bytes =
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(sf + (b * 2 + h) * kCols));
       sw[h] = _mm512_mul_ps(Ue4m3TimesTwoToMinus8(bytes), sw_factor);
     }
     for (int h = 0; h < 2; ++h) {
@@ -164,7 +173,8 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
       const float* dx = h == 0 ? a.d : a.d2;
       for (int r = 0; r < MR; ++r) {
         const int64_t off = (r0 + r) * blocks + b;
-        const __m512 t = _mm512_fnmadd_ps(twelve, _mm512_set1_ps(xs[off]), _mm512_cvtepi32_ps(isum[r]));
+        const __m512 t =
+            _mm512_fnmadd_ps(twelve, _mm512_set1_ps(xs[off]), _mm512_cvtepi32_ps(isum[r]));
         acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw[h], _mm512_set1_ps(dx[off])), acc[r]);
       }
     }
@@ -223,19 +233,23 @@ void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1
       __m512i codes[2];
       const __m512 vs[2] = {v0, v1};
       for (int h = 0; h < 2; ++h) {
-        __m512 t = _mm512_roundscale_ps(_mm512_mul_ps(vs[h], idv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        __m512 t = _mm512_roundscale_ps(_mm512_mul_ps(vs[h], idv),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         const __mmask16 ordered = _mm512_cmp_ps_mask(t, t, _CMP_ORD_Q);
         t = _mm512_min_ps(_mm512_max_ps(t, neg_lim), lim);
         codes[h] = _mm512_maskz_cvtps_epi32(ordered, t);
       }
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32), _mm512_cvtsepi32_epi8(codes[0]));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32 + 16), _mm512_cvtsepi32_epi8(codes[1]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32),
+                       _mm512_cvtsepi32_epi8(codes[0]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + r * k + b * 32 + 16),
+                       _mm512_cvtsepi32_epi8(codes[1]));
       d[r * blocks + b] = db;
       if (s2 != nullptr) {
         s[r * blocks + b] = static_cast<float>(_mm512_reduce_add_epi32(codes[0]));
         s2[r * blocks + b] = static_cast<float>(_mm512_reduce_add_epi32(codes[1]));
       } else {
-        s[r * blocks + b] = static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(codes[0], codes[1])));
+        s[r * blocks + b] =
+            static_cast<float>(_mm512_reduce_add_epi32(_mm512_add_epi32(codes[0], codes[1])));
       }
     }
   }
@@ -250,14 +264,30 @@ void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* 
     const int64_t c1 = std::min<int64_t>(n_end - g * kCols, kCols);
     for (int64_t r0 = 0; r0 < a.rows; r0 += 8) {
       switch (std::min<int64_t>(8, a.rows - r0)) {
-        case 1: Rows<1>(w, a, bias, y, g, c0, c1, r0); break;
-        case 2: Rows<2>(w, a, bias, y, g, c0, c1, r0); break;
-        case 3: Rows<3>(w, a, bias, y, g, c0, c1, r0); break;
-        case 4: Rows<4>(w, a, bias, y, g, c0, c1, r0); break;
-        case 5: Rows<5>(w, a, bias, y, g, c0, c1, r0); break;
-        case 6: Rows<6>(w, a, bias, y, g, c0, c1, r0); break;
-        case 7: Rows<7>(w, a, bias, y, g, c0, c1, r0); break;
-        default: Rows<8>(w, a, bias, y, g, c0, c1, r0); break;
+        case 1:
+          Rows<1>(w, a, bias, y, g, c0, c1, r0);
+          break;
+        case 2:
+          Rows<2>(w, a, bias, y, g, c0, c1, r0);
+          break;
+        case 3:
+          Rows<3>(w, a, bias, y, g, c0, c1, r0);
+          break;
+        case 4:
+          Rows<4>(w, a, bias, y, g, c0, c1, r0);
+          break;
+        case 5:
+          Rows<5>(w, a, bias, y, g, c0, c1, r0);
+          break;
+        case 6:
+          Rows<6>(w, a, bias, y, g, c0, c1, r0);
+          break;
+        case 7:
+          Rows<7>(w, a, bias, y, g, c0, c1, r0);
+          break;
+        default:
+          Rows<8>(w, a, bias, y, g, c0, c1, r0);
+          break;
       }
     }
   }

@@ -40,19 +40,23 @@ struct F32Reader {
 };
 
 // E4M3: the byte sign-extended and shifted left by 20 has the sign in bit 31 and exponent and
-// mantissa where an f32 with exponent bias 127 − 120 has them; the mask drops the sign copies and
-// the multiply by 2^120 · scale rebiases (subnormal codes become f32 subnormals first, exact), so
-// the product is DecodeE4m3(b) · scale rounded once, as the scalar kernel computes it. The NaN
-// codes (0x7F, 0xFF) are selected apart.
+// mantissa where an f32 with exponent bias 127 − 120 has them; the mask drops the sign copies, the
+// multiply by 2^120 rebiases to the exact E4M3 value (subnormal codes pass through f32 subnormals,
+// exact unless the process sets MXCSR.DAZ, which tessera never does) and the multiply by the scale
+// is the one rounding: DecodeE4m3(b) · scale, as the scalar kernel computes it, for any finite
+// scale (2^120 · scale in one constant would overflow for scales ≥ 256). The NaN codes (0x7F,
+// 0xFF) are selected apart.
 struct Fp8Reader {
   using Elem = uint8_t;
-  float rebiased_scale;  // 2^120 · scale
+  float scale;
   HWY_INLINE VF FromBytes(DF d, const uint8_t* p) const {
     const hn::RebindToSigned<DF> di;
     const hn::Rebind<int8_t, DF> d8;
     const auto v = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p)));
     const auto bits = hn::And(hn::ShiftLeft<20>(v), hn::Set(di, static_cast<int32_t>(0x87F00000u)));
-    const VF value = hn::Mul(hn::BitCast(d, bits), hn::Set(d, rebiased_scale));
+    constexpr float kTwoTo120 = 1.329227995784916e36f;
+    const VF value =
+        hn::Mul(hn::Mul(hn::BitCast(d, bits), hn::Set(d, kTwoTo120)), hn::Set(d, scale));
     const auto nan = hn::RebindMask(d, hn::Eq(hn::And(v, hn::Set(di, 0x7F)), hn::Set(di, 0x7F)));
     return hn::IfThenElse(nan, hn::Set(d, std::numeric_limits<float>::quiet_NaN()), value);
   }
@@ -197,10 +201,9 @@ void FastPagedAttentionImpl(const float* q, int64_t heads, const PagedKvView& kv
 void FastPagedAttentionFp8Impl(const float* q, int64_t heads, const PagedKvViewFp8& kv,
                                int64_t context_len, float scale, int64_t head_begin,
                                int64_t head_end, float* scratch, float* out) {
-  constexpr float kTwoTo120 = 1.329227995784916e36f;
   AttendHeads(q, heads, kv.k_blocks, kv.v_blocks, kv.block_tokens, kv.kv_heads, kv.head_dim,
-              context_len, scale, head_begin, head_end, scratch, out,
-              Fp8Reader{kv.k_scale * kTwoTo120}, Fp8Reader{kv.v_scale * kTwoTo120});
+              context_len, scale, head_begin, head_end, scratch, out, Fp8Reader{kv.k_scale},
+              Fp8Reader{kv.v_scale});
 }
 
 }  // namespace HWY_NAMESPACE

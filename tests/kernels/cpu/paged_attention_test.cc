@@ -115,6 +115,24 @@ TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
   for (size_t i = 0; i < q.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], 2e-6f * vmax + 1e-5f * std::fabs(want[i])) << "element " << i;
   }
+  std::vector<float> split(q.size(), -7.0f);
+  for (int64_t h = s.heads - 1; h >= 0; --h) {
+    FastPagedAttentionFp8(q.data(), s.heads, view, s.context, scale, h, h + 1, fast_scratch.data(),
+                          split.data());
+  }
+  EXPECT_EQ(split, got);
+
+  // Scales of 256 and above: 2^120 · scale in one constant would overflow to inf (review).
+  const PagedKvViewFp8 big{cache.kp.data(), cache.vp.data(),        s.block_tokens, s.kv_heads,
+                           s.head_dim,      300.0f / 64.0f / 64.0f, 300.0f};
+  PagedAttentionFp8(q.data(), s.heads, big, s.context, scale, 0, s.heads, scratch.data(),
+                    want.data());
+  FastPagedAttentionFp8(q.data(), s.heads, big, s.context, scale, 0, s.heads, fast_scratch.data(),
+                        got.data());
+  for (size_t i = 0; i < q.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 2e-6f * 448.0f * 300.0f + 1e-5f * std::fabs(want[i]))
+        << "element " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(
