@@ -22,6 +22,7 @@
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
+#include "tests/kernels/cpu/int4_x16_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -48,21 +49,8 @@ Matrix Random(int64_t n, int64_t k, std::mt19937& rng) {
   return m;
 }
 
-struct Acts {
-  std::vector<int8_t> q;
-  std::vector<float> d, s;
-  Int4x16Acts view;
-};
-
-Acts Quantize(const float* x, int64_t rows, int64_t k) {
-  Acts a;
-  a.q.resize(rows * k);
-  a.d.resize(rows * k / 32);
-  a.s.resize(rows * k / 32);
-  QuantizeActsInt4x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
-  a.view = {rows, a.q.data(), a.d.data(), a.s.data()};
-  return a;
-}
+using testing::Acts;
+using testing::Quantize;
 
 // The (vectorized) activation quantizer equals the scalar QuantizeRowQ8Block32 bit for bit,
 // including zero blocks, NaN and infinite inputs and values on rounding ties.
@@ -72,9 +60,9 @@ TEST(Q4_0x16Test, QuantizerMatchesScalar) {
   const int64_t rows = 5, k = 320, blocks = k / 32;
   std::vector<float> x(rows * k);
   for (auto& v : x) v = nd(rng);
-  for (int j = 0; j < 32; ++j) x[32 + j] = 0.0f;                       // an all-zero block
-  x[70] = std::nanf("");                                               // NaN inside a block
-  x[100] = INFINITY;                                                   // infinite amax
+  for (int j = 0; j < 32; ++j) x[32 + j] = 0.0f;                            // an all-zero block
+  x[70] = std::nanf("");                                                    // NaN inside a block
+  x[100] = INFINITY;                                                        // infinite amax
   for (int j = 0; j < 32; ++j) x[128 + j] = static_cast<float>(j) - 15.5f;  // .5 ties
   x[160] = 127.0f;
   x[161] = -63.5f;
@@ -96,8 +84,12 @@ TEST(Q4_0x16Test, QuantizerMatchesScalar) {
 TEST(Q4_0x16Test, MatchesPortableBitForBit) {
   std::mt19937 rng(41);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {19, 96}, {16, 544}, {33, 1056},
-                             {5, 2048}, {3, 5632}}) {
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32},
+                             {19, 96},
+                             {16, 544},
+                             {33, 1056},
+                             {5, 2048},
+                             {3, 5632}}) {
     const Matrix w = Random(n, k, rng);
     for (int64_t rows : {1, 2, 3, 4, 5, 8, 9, 16, 17}) {
       std::vector<float> x(rows * k), bias(n);
@@ -108,9 +100,9 @@ TEST(Q4_0x16Test, MatchesPortableBitForBit) {
       Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
       Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
       for (int64_t i = 0; i < rows * n; ++i) {
-        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0) << Q8ActKernelName() << " n=" << n << " k=" << k
-                                                     << " rows=" << rows << " i=" << i << ": " << y[i]
-                                                     << " vs " << ref[i];
+        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
+            << Q8ActKernelName() << " n=" << n << " k=" << k << " rows=" << rows << " i=" << i
+            << ": " << y[i] << " vs " << ref[i];
       }
     }
   }
@@ -205,8 +197,12 @@ U4Matrix RandomU4(int64_t n, int64_t k, int64_t group, std::mt19937& rng) {
 TEST(U4x16Test, MatchesPortableBitForBit) {
   std::mt19937 rng(59);
   std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128}, {19, 384, 128},
-                                {8, 544, 32}, {33, 1024, 64}, {5, 2048, 128}, {7, 640, 640}}) {
+  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128},
+                                {19, 384, 128},
+                                {8, 544, 32},
+                                {33, 1024, 64},
+                                {5, 2048, 128},
+                                {7, 640, 640}}) {
     const U4Matrix w = RandomU4(n, k, g, rng);
     for (int64_t rows : {1, 2, 5, 8, 9, 17}) {
       std::vector<float> x(rows * k), bias(n);
@@ -217,8 +213,8 @@ TEST(U4x16Test, MatchesPortableBitForBit) {
       Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
       Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
       for (int64_t i = 0; i < rows * n; ++i) {
-        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0) << "n=" << n << " k=" << k << " g=" << g
-                                                     << " rows=" << rows << " i=" << i;
+        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
+            << "n=" << n << " k=" << k << " g=" << g << " rows=" << rows << " i=" << i;
       }
     }
   }
@@ -335,7 +331,7 @@ Nvfp4Matrix RandomNvfp4(int64_t n, int64_t k, float alpha, std::mt19937& rng) {
   for (auto& b : m.pairs) b = static_cast<uint8_t>(rng());
   m.sf.resize(n * k / 16);
   for (auto& b : m.sf) b = static_cast<uint8_t>(rng() % 0x7F);  // every UE4M3 code but NaN
-  m.sf[0] = 0x01;                                                // a subnormal scale
+  m.sf[0] = 0x01;                                               // a subnormal scale
   FastWeights src;
   src.format = FastFormat::kNvfp4Pairs;
   src.data = m.pairs.data();
@@ -375,8 +371,8 @@ HalfActs RandomNvfp4Acts(int64_t rows, int64_t k, std::mt19937& rng) {
 
 TEST(Nvfp4x16Test, W4A4MatchesPortableAndReference) {
   std::mt19937 rng(71);
-  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {19, 96}, {8, 544}, {5, 2048},
-                             {3, 5632}}) {
+  for (const auto& [n, k] :
+       {std::pair<int64_t, int64_t>{37, 32}, {19, 96}, {8, 544}, {5, 2048}, {3, 5632}}) {
     const Nvfp4Matrix w = RandomNvfp4(n, k, 1.0f, rng);
     for (int64_t rows : {1, 3, 9, 17}) {
       const HalfActs a = RandomNvfp4Acts(rows, k, rng);
@@ -465,8 +461,8 @@ TEST(Nvfp4ActsFastTest, MatchesReferenceBitForBit) {
   const float mids[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, 6.0f};
   for (float t : mids) {
     for (float sign : {1.0f, -1.0f}) {
-      block({6.0f, sign * t, sign * std::nextafter(t, 0.0f), sign * std::nextafter(t, 10.0f),
-             -0.0f, 0.0f, sign * 6.0f, std::nanf(""), -std::nanf("")});
+      block({6.0f, sign * t, sign * std::nextafter(t, 0.0f), sign * std::nextafter(t, 10.0f), -0.0f,
+             0.0f, sign * 6.0f, std::nanf(""), -std::nanf("")});
     }
   }
   block({std::numeric_limits<float>::infinity(), 1.0f, -3.0f});
@@ -476,7 +472,8 @@ TEST(Nvfp4ActsFastTest, MatchesReferenceBitForBit) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   while (x.size() % 32 != 0 || x.size() < 64 * 32) x.push_back(nd(rng) * (x.size() % 7 + 1));
   const int64_t len = static_cast<int64_t>(x.size()), blocks = len / 32;
-  for (float g : {1.0f, 448.0f * 6.0f / 9.5f, 0.37f, 1e-3f, Nvfp4DynamicGlobalScale(x.data(), len)}) {
+  for (float g :
+       {1.0f, 448.0f * 6.0f / 9.5f, 0.37f, 1e-3f, Nvfp4DynamicGlobalScale(x.data(), len)}) {
     std::vector<uint8_t> packed(len / 2), sf(len / 16);
     ASSERT_TRUE(QuantizeNvfp4(x.data(), 1, len, &g, 0, packed.data(), sf.data()));
     std::vector<int8_t> q_ref(len), q(len);
@@ -484,8 +481,7 @@ TEST(Nvfp4ActsFastTest, MatchesReferenceBitForBit) {
     std::vector<float> d(blocks), d2(blocks), s(blocks), s2(blocks);
     PackNvfp4ActsInt4x16(packed.data(), sf.data(), len, 0, 1, q_ref.data(), d_ref.data(),
                          d2_ref.data(), s_ref.data(), s2_ref.data());
-    QuantizeNvfp4ActsInt4x16(x.data(), len, g, q.data(), d.data(), d2.data(), s.data(),
-                             s2.data());
+    QuantizeNvfp4ActsInt4x16(x.data(), len, g, q.data(), d.data(), d2.data(), s.data(), s2.data());
     for (int64_t i = 0; i < len; ++i) {
       ASSERT_EQ(q[i], q_ref[i]) << "g " << g << " element " << i << " x " << x[i];
     }

@@ -18,6 +18,7 @@
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/numeric/half.h"
+#include "tests/kernels/cpu/int4_x16_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -47,21 +48,8 @@ Q8Matrix RandomQ8(int64_t n, int64_t k, std::mt19937& rng) {
   return m;
 }
 
-struct Acts {
-  std::vector<int8_t> q;
-  std::vector<float> d, s;
-  Int4x16Acts view;
-};
-
-Acts Quantize(const float* x, int64_t rows, int64_t k) {
-  Acts a;
-  a.q.resize(rows * k);
-  a.d.resize(rows * k / 32);
-  a.s.resize(rows * k / 32);
-  QuantizeActsInt4x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
-  a.view = {rows, a.q.data(), a.d.data(), a.s.data()};
-  return a;
-}
+using testing::Acts;
+using testing::Quantize;
 
 std::vector<float> Normal(int64_t n, std::mt19937& rng) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
