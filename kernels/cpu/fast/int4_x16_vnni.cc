@@ -210,6 +210,12 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
   }
 }
 
+// Rows<MR> for MR = 1..8 (a row tile of up to 8 activation rows kept in registers).
+using RowTileFn = void (*)(const FastWeights&, const Int4x16Acts&, const float*, float*, int64_t,
+                           int64_t, int64_t, int64_t);
+constexpr RowTileFn kRowTiles[8] = {Rows<1>, Rows<2>, Rows<3>, Rows<4>,
+                                    Rows<5>, Rows<6>, Rows<7>, Rows<8>};
+
 }  // namespace
 
 // QuantizeRowQ8Block32 vectorized, bit-identical: amax ignores NaN as std::max does (vmaxps
@@ -263,32 +269,7 @@ void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* 
     const int64_t c0 = std::max<int64_t>(n_begin - g * kCols, 0);
     const int64_t c1 = std::min<int64_t>(n_end - g * kCols, kCols);
     for (int64_t r0 = 0; r0 < a.rows; r0 += 8) {
-      switch (std::min<int64_t>(8, a.rows - r0)) {
-        case 1:
-          Rows<1>(w, a, bias, y, g, c0, c1, r0);
-          break;
-        case 2:
-          Rows<2>(w, a, bias, y, g, c0, c1, r0);
-          break;
-        case 3:
-          Rows<3>(w, a, bias, y, g, c0, c1, r0);
-          break;
-        case 4:
-          Rows<4>(w, a, bias, y, g, c0, c1, r0);
-          break;
-        case 5:
-          Rows<5>(w, a, bias, y, g, c0, c1, r0);
-          break;
-        case 6:
-          Rows<6>(w, a, bias, y, g, c0, c1, r0);
-          break;
-        case 7:
-          Rows<7>(w, a, bias, y, g, c0, c1, r0);
-          break;
-        default:
-          Rows<8>(w, a, bias, y, g, c0, c1, r0);
-          break;
-      }
+      kRowTiles[std::min<int64_t>(8, a.rows - r0) - 1](w, a, bias, y, g, c0, c1, r0);
     }
   }
 }

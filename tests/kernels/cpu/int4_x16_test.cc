@@ -115,19 +115,7 @@ TEST(Q4_0x16Test, BatchAndColumnSplitInvariant) {
   const Matrix w = Random(n, k, rng);
   std::vector<float> x(rows * k);
   for (auto& v : x) v = nd(rng);
-  const Acts a = Quantize(x.data(), rows, k);
-  std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
-  Int4x16Matmul(w.fw, a.view, nullptr, all.data(), 0, n);
-  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
-    Int4x16Matmul(w.fw, a.view, nullptr, split.data(), b, e);
-  }
-  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
-  for (int64_t m = 0; m < rows; ++m) {
-    const Acts one = Quantize(x.data() + m * k, 1, k);
-    std::vector<float> y(n);
-    Int4x16Matmul(w.fw, one.view, nullptr, y.data(), 0, n);
-    ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
-  }
+  testing::ExpectBatchAndColumnSplitInvariant(w.fw, x, rows);
 }
 
 TEST(Q4_0x16Test, CloseToFloatActivations) {
@@ -227,19 +215,7 @@ TEST(U4x16Test, BatchAndColumnSplitInvariant) {
   const U4Matrix w = RandomU4(n, k, 128, rng);
   std::vector<float> x(rows * k);
   for (auto& v : x) v = nd(rng);
-  const Acts a = Quantize(x.data(), rows, k);
-  std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
-  Int4x16Matmul(w.fw, a.view, nullptr, all.data(), 0, n);
-  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
-    Int4x16Matmul(w.fw, a.view, nullptr, split.data(), b, e);
-  }
-  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
-  for (int64_t m = 0; m < rows; ++m) {
-    const Acts one = Quantize(x.data() + m * k, 1, k);
-    std::vector<float> y(n);
-    Int4x16Matmul(w.fw, one.view, nullptr, y.data(), 0, n);
-    ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
-  }
+  testing::ExpectBatchAndColumnSplitInvariant(w.fw, x, rows);
 }
 
 // ---- GGUF Q4_K as kU4x16 (RepackQ4KToU4x16). Random blocks with f16 d / dmin, every 6-bit

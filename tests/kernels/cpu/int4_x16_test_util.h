@@ -4,8 +4,11 @@
 #define TESSERA_TESTS_KERNELS_CPU_INT4_X16_TEST_UTIL_H_
 
 #include <cstdint>
+#include <cstring>
+#include <utility>
 #include <vector>
 
+#include "gtest/gtest.h"
 #include "kernels/cpu/fast/int4_x16.h"
 
 namespace tessera::kernels::cpu::fast::testing {
@@ -24,6 +27,26 @@ inline Acts Quantize(const float* x, int64_t rows, int64_t k) {
   QuantizeActsInt4x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
   a.view = {rows, a.q.data(), a.d.data(), a.s.data()};
   return a;
+}
+
+// Rows of x ([rows, fw.k], fw.n ≥ 31) give the same bits however the columns are split and
+// whether each row runs alone or with the others.
+inline void ExpectBatchAndColumnSplitInvariant(const FastWeights& fw, const std::vector<float>& x,
+                                               int64_t rows) {
+  const int64_t n = fw.n, k = fw.k;
+  const Acts a = Quantize(x.data(), rows, k);
+  std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
+  Int4x16Matmul(fw, a.view, nullptr, all.data(), 0, n);
+  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, n}}) {
+    Int4x16Matmul(fw, a.view, nullptr, split.data(), b, e);
+  }
+  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
+  for (int64_t m = 0; m < rows; ++m) {
+    const Acts one = Quantize(x.data() + m * k, 1, k);
+    std::vector<float> y(n);
+    Int4x16Matmul(fw, one.view, nullptr, y.data(), 0, n);
+    ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
+  }
 }
 
 }  // namespace tessera::kernels::cpu::fast::testing

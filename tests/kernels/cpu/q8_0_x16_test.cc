@@ -90,19 +90,7 @@ TEST(Q8_0x16Test, BatchAndColumnSplitInvariant) {
   const int64_t n = 45, k = 1088, rows = 17;
   const Q8Matrix w = RandomQ8(n, k, rng);
   const auto x = Normal(rows * k, rng);
-  const Acts a = Quantize(x.data(), rows, k);
-  std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
-  Int4x16Matmul(w.fw, a.view, nullptr, all.data(), 0, n);
-  for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, 45}}) {
-    Int4x16Matmul(w.fw, a.view, nullptr, split.data(), b, e);
-  }
-  ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
-  for (int64_t m = 0; m < rows; ++m) {
-    const Acts one = Quantize(x.data() + m * k, 1, k);
-    std::vector<float> y(n);
-    Int4x16Matmul(w.fw, one.view, nullptr, y.data(), 0, n);
-    ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
-  }
+  testing::ExpectBatchAndColumnSplitInvariant(w.fw, x, rows);
 }
 
 TEST(Q8_0x16Test, MatchesGgmlBlockArithmetic) {
