@@ -8,10 +8,29 @@ namespace tessera::backend::cpu {
 
 // Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast (bf16 weights: the
 // vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
-// (--cpu_bf16_activations), "-vnni" the int8 activation tiles (--cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles (VNNI), "-ref"
-// the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8 block-scaled
-// W8A8 on a CPU without AVX-512 BF16, INT4 group 16, K not a multiple of 32 for the 4-bit formats, FP8 NaN codes, a CPU without
-// AVX-512 for the 4-bit formats) falls back to the reference kernel of the same scheme.
+// (--cpu_bf16_activations), "-vnni" the int8 activation tiles (--cpu_int8_activations), "-int"
+// NVFP4 W4A4's exact integer tiles (VNNI), "-ref" the scalar reference kernels. A layer whose
+// layout a fast kernel cannot take (FP8 block-scaled W8A8 on a CPU without AVX-512 BF16, INT4 group
+// 16, K not a multiple of 32 for the 4-bit formats, FP8 NaN codes, a CPU without AVX-512 for the
+// 4-bit formats) falls back to the reference kernel of the same scheme.
+namespace {
+
+// --cpu_int8_activations on an integer weight-only layer whose K and groups are whole int8
+// activation blocks: the 16-column VNNI tiles (QuantizedLinear::InitFast's conditions).
+bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
+  const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
+  if (spec->activation != quant::ActivationFormat::kFloat || spec->k % 32 != 0 || group % 32 != 0) {
+    return false;
+  }
+  spec->activation = quant::ActivationFormat::kInt8Block32;
+  spec->activation_scale = quant::ScaleGranularity::kGroup;
+  spec->activation_group = 32;
+  spec->kernel = kernel;
+  return true;
+}
+
+}  // namespace
+
 absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
   using quant::ActivationFormat;
   using quant::WeightFormat;
@@ -26,7 +45,8 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       }
       spec->kernel = "cpu/dense-fast";
       break;
-    case WeightFormat::kF32: case WeightFormat::kF16:
+    case WeightFormat::kF32:
+    case WeightFormat::kF16:
       spec->kernel = "cpu/dense-fast";
       break;
     case WeightFormat::kFp8E4m3:
@@ -38,13 +58,13 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         if (group_acts && spec->weight_scale == quant::ScaleGranularity::kBlock &&
             spec->activation_group != spec->block_k) {
           // The reference sums per K segment with one activation and one weight scale each.
-          return absl::InvalidArgumentError(absl::StrCat(
-              spec->module, ": FP8 activation groups of ", spec->activation_group,
-              " do not match the weight blocks' width ", spec->block_k));
+          return absl::InvalidArgumentError(
+              absl::StrCat(spec->module, ": FP8 activation groups of ", spec->activation_group,
+                           " do not match the weight blocks' width ", spec->block_k));
         }
         if (spec->weight_scale == quant::ScaleGranularity::kBlock) {
-          fast = kernels::cpu::fast::Fp8Bf16Available() && spec->block_n > 0 &&
-                 spec->block_k > 0 && (spec->block_k % 32 == 0 || spec->block_k >= spec->k) &&
+          fast = kernels::cpu::fast::Fp8Bf16Available() && spec->block_n > 0 && spec->block_k > 0 &&
+                 (spec->block_k % 32 == 0 || spec->block_k >= spec->k) &&
                  (!group_acts || spec->activation_group == spec->block_k);
         }
         spec->kernel = fast ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a8-ref";
@@ -62,29 +82,27 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kInt8:
       if (spec->activation == ActivationFormat::kInt8) {
         // QuantizedLinear::InitInt8Dot takes the layer under the same two conditions.
-        spec->kernel = kernels::cpu::fast::Int8DotAvailable() &&
-                               kernels::cpu::fast::Int8DotSupportsK(spec->k)
-                           ? "cpu/int8-w8a8-vnni"
-                           : "cpu/int8-w8a8-ref";
+        spec->kernel =
+            kernels::cpu::fast::Int8DotAvailable() && kernels::cpu::fast::Int8DotSupportsK(spec->k)
+                ? "cpu/int8-w8a8-vnni"
+                : "cpu/int8-w8a8-ref";
         break;
       }
+      // Weight-only INT8: the byte tiles with int8 activations, else the reference.
+      if (int8_activations_ && TakeInt8Activations(spec, "cpu/int8-wo-vnni")) break;
       spec->kernel = "cpu/int-wo-ref";
       break;
-    case WeightFormat::kInt4: case WeightFormat::kInt4Awq: {
-      const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
-      if (int8_activations_ && spec->activation == ActivationFormat::kFloat &&
-          spec->k % 32 == 0 && group % 32 == 0) {
-        spec->activation = ActivationFormat::kInt8Block32;
-        spec->activation_scale = quant::ScaleGranularity::kGroup;
-        spec->activation_group = 32;
-        spec->kernel = "cpu/int4-wo-vnni";
-        break;
-      }
+    case WeightFormat::kInt4:
+    case WeightFormat::kInt4Awq: {
+      if (int8_activations_ && TakeInt8Activations(spec, "cpu/int4-wo-vnni")) break;
       // Act-order layers run the same kernels once their channels are sorted by group.
+      const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
       spec->kernel = spec->k % 32 == 0 && group % 32 == 0 ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     }
-    case WeightFormat::kInt3: case WeightFormat::kInt2:
+    case WeightFormat::kInt3:
+    case WeightFormat::kInt2:
+      if (int8_activations_ && TakeInt8Activations(spec, "cpu/int-wo-vnni")) break;
       spec->kernel = "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:
@@ -95,22 +113,27 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         spec->kernel = "cpu/nvfp4-w4a16-vnni";
         break;
       }
-      spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int" : "cpu/nvfp4-w4a16-fast";
+      spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int"
+                                                                  : "cpu/nvfp4-w4a16-fast";
       break;
     case WeightFormat::kMxfp4:
       spec->kernel = "cpu/mxfp4-w4a16-fast";
       break;
-    case WeightFormat::kGgufQ4_0: case WeightFormat::kGgufQ8_0: case WeightFormat::kGgufQ4_K:
+    case WeightFormat::kGgufQ4_0:
+    case WeightFormat::kGgufQ8_0:
+    case WeightFormat::kGgufQ4_K:
       if (int8_activations_) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
         spec->activation_group = 32;
-        spec->kernel = absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-vnni");
+        spec->kernel = absl::StrCat(
+            "cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-vnni");
         break;
       }
       [[fallthrough]];
     default:
-      spec->kernel = absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-fast");
+      spec->kernel = absl::StrCat("cpu/gguf-",
+                                  quant::WeightFormatName(spec->weight_format).substr(5), "-fast");
   }
   return absl::OkStatus();
 }

@@ -77,7 +77,13 @@ void QuantizedLinear::InitFast() {
   }
   if (s.activation == ActivationFormat::kInt8Block32) {
     const bool int4 = s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq;
-    if (!int4 || !w_.g_idx.empty() || s.k % 32 != 0) return;
+    const bool bytes = s.weight_format == WeightFormat::kInt8 || s.weight_format == WeightFormat::kInt3 ||
+                       s.weight_format == WeightFormat::kInt2;
+    if ((!int4 && !bytes) || !w_.g_idx.empty() || s.k % 32 != 0) return;
+    if (bytes) {
+      InitIntBytesX16();
+      return;
+    }
     w_.PackInt4Pairs();
     const kc::IntWeights iw = w_.AsInt();
     if (iw.packing != kc::IntWeightPacking::kU4Pairs || iw.group_size % 32 != 0 ||

@@ -76,6 +76,9 @@ class QuantizedLinear : public Linear {
   // quantized_linear_int8.cc.
   bool InitInt8Dot();
   void ForwardInt8Dot(const float* x, int64_t rows, float* y) const;
+  // INT8 / INT3 / INT2 weight-only codes (one per byte) in the 16-column VNNI tiles for int8
+  // activations (kernels/cpu/fast/int4_x16.h kU8x16); sets q8_ / q8_ok_ when it takes the layer.
+  void InitIntBytesX16();
 
   quant::PackedWeights w_;
   std::vector<float> bias_;

@@ -2,10 +2,12 @@
 // int-quantized, Quark int8) on the VNNI panel kernel of kernels/cpu/fast/int8_dot_matmul.h.
 // The activations are quantized by the reference quantizers' exact arithmetic (the dynamic
 // symmetric one fused with the kernel's u8 shift) and the kernel is bit-identical to
-// MatmulInt8W8A8, so this path and ForwardReference agree bit for bit.
+// MatmulInt8W8A8, so this path and ForwardReference agree bit for bit. Also the byte tiles for
+// INT8 / INT3 / INT2 weight-only layers under --cpu_int8_activations (InitIntBytesX16).
 #include <vector>
 
 #include "engine/backend/cpu/quantized_linear.h"
+#include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
 
@@ -19,6 +21,28 @@ using quant::ScaleOrigin;
 using quant::WeightFormat;
 
 }  // namespace
+
+void QuantizedLinear::InitIntBytesX16() {
+  const auto& s = w_.spec;
+  const kc::IntWeights iw = w_.AsInt();
+  if (iw.packing != kc::IntWeightPacking::kU8 || iw.q == nullptr || iw.group_size % 32 != 0 ||
+      iw.num_groups * iw.group_size != s.k || w_.zeros.size() != w_.scales.size()) {
+    return;  // the reference path runs the same int8-activation scheme
+  }
+  kf::FastWeights src;
+  src.format = kf::FastFormat::kU8Groups;
+  src.data = iw.q;
+  src.n = s.n;
+  src.k = s.k;
+  src.row_stride = s.k;
+  src.group_scales = iw.scales;
+  src.group_zeros = iw.zeros;
+  src.group_size = iw.group_size;
+  x16_bytes_ = kf::U8x16Bytes(s.n, s.k, iw.group_size);
+  x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
+  q8_ = kf::RepackU8x16(src, x16_.get());
+  q8_ok_ = true;
+}
 
 bool QuantizedLinear::InitInt8Dot() {
   const auto& s = w_.spec;

@@ -353,7 +353,9 @@ void FastMatmulImpl(const FastWeights& w, const float* x, int64_t rows, const fl
     case FastFormat::kQ4_0x16:
     case FastFormat::kU4x16:
     case FastFormat::kNvfp4x16:
-    case FastFormat::kQ8_0x16: break;  // int8-activation kernels only (int4_x16.h)
+    case FastFormat::kQ8_0x16:
+    case FastFormat::kU8Groups:
+    case FastFormat::kU8x16: break;  // int8-activation kernels only (int4_x16.h)
     case FastFormat::kBf16Pairs: break;  // Bf16DotMatmul only
   }
 }

@@ -44,6 +44,12 @@ enum class FastFormat {
   kNvfp4x16,
   // GGUF Q8_0 in 16-column tiles (int4_x16.h, codes + 128 as bytes); int8-activation kernels only.
   kQ8_0x16,
+  // Unsigned integer codes of up to 8 bits, one per byte (the IntWeights kU8 layout), with an f32
+  // scale and zero point per (row, group): w = (q − z) · s. Only the source view of RepackU8x16.
+  kU8Groups,
+  // kU8Groups in 16-column tiles (int4_x16.h; INT8 / INT3 / INT2 weight-only); int8-activation
+  // kernels only.
+  kU8x16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

@@ -46,7 +46,9 @@ int64_t ScaleAreaBytes(const FastWeights& w) {
 constexpr int64_t kQ8BlockBytes = 34;
 
 // Bytes of one block's codes in a tile: 32 K values of 16 columns.
-int64_t CodeBytesPerBlock(FastFormat format) { return format == FastFormat::kQ8_0x16 ? 512 : 256; }
+int64_t CodeBytesPerBlock(FastFormat format) {
+  return format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16 ? 512 : 256;
+}
 
 // 2·e2m1 for each 4-bit code (exact integers in [−12, 12]).
 constexpr int kTwiceE2m1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
@@ -101,9 +103,8 @@ FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
       for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* blk = ggml_rows + (col * blocks + b) * kQ4BlockBytes;
         std::memcpy(scales + (b * kCols + c) * 2, blk, 2);
-        PutCodes(codes, b, c, [&](int j) {
-          return j < 16 ? (blk[2 + j] & 0xF) : (blk[2 + j - 16] >> 4);
-        });
+        PutCodes(codes, b, c,
+                 [&](int j) { return j < 16 ? (blk[2 + j] & 0xF) : (blk[2 + j - 16] >> 4); });
       }
     }
   }
@@ -137,9 +138,19 @@ FastWeights RepackQ8_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
   return w;
 }
 
-FastWeights RepackU4x16(const FastWeights& src, uint8_t* dst) {
+int64_t U8x16Bytes(int64_t n, int64_t k, int64_t group_size) {
+  return (n + kCols - 1) / kCols *
+         Describe(FastFormat::kU8x16, nullptr, n, k, group_size).row_stride;
+}
+
+namespace {
+
+// RepackU4x16 (kBytes false: nibble pairs in) and RepackU8x16 (one code per byte in): the same
+// scale and zero areas, codes in the 4-bit or the byte layout.
+template <bool kBytes>
+FastWeights RepackGroups(const FastWeights& src, uint8_t* dst) {
   const int64_t n = src.n, k = src.k, gs = src.group_size, ngroups = k / gs;
-  FastWeights w = Describe(FastFormat::kU4x16, dst, n, k, gs);
+  FastWeights w = Describe(kBytes ? FastFormat::kU8x16 : FastFormat::kU4x16, dst, n, k, gs);
   const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
   const int64_t zero_offset = Align64(ngroups * kCols * 4);
   std::memset(dst, 0, groups * w.row_stride);
@@ -156,14 +167,29 @@ FastWeights RepackU4x16(const FastWeights& src, uint8_t* dst) {
       }
       const uint8_t* row = src.data + col * src.row_stride;
       for (int64_t b = 0; b < blocks; ++b) {
-        PutCodes(codes, b, c, [&](int j) {
-          const uint8_t byte = row[(b * 32 + j) / 2];
-          return (j % 2 == 0) ? (byte & 0xF) : (byte >> 4);
-        });
+        if constexpr (kBytes) {
+          for (int j = 0; j < 32; ++j)
+            codes[b * 512 + (j / 4) * 64 + c * 4 + j % 4] = row[b * 32 + j];
+        } else {
+          PutCodes(codes, b, c, [&](int j) {
+            const uint8_t byte = row[(b * 32 + j) / 2];
+            return (j % 2 == 0) ? (byte & 0xF) : (byte >> 4);
+          });
+        }
       }
     }
   }
   return w;
+}
+
+}  // namespace
+
+FastWeights RepackU4x16(const FastWeights& src, uint8_t* dst) {
+  return RepackGroups<false>(src, dst);
+}
+
+FastWeights RepackU8x16(const FastWeights& src, uint8_t* dst) {
+  return RepackGroups<true>(src, dst);
 }
 
 FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
@@ -175,7 +201,8 @@ FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uin
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
       float s, o;
-      Q4KSubBlock(ggml_rows + r * row_bytes + (g / 8) * 144, static_cast<int>(g % 8), &s, &o, codes);
+      Q4KSubBlock(ggml_rows + r * row_bytes + (g / 8) * 144, static_cast<int>(g % 8), &s, &o,
+                  codes);
       float z = 0.0f;
       if (s != 0.0f) {
         z = o / s;
@@ -187,7 +214,8 @@ FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uin
       scales[r * groups + g] = s;
       zeros[r * groups + g] = z;
       uint8_t* p = pairs.data() + r * (k / 2) + g * 16;
-      for (int l = 0; l < 16; ++l) p[l] = static_cast<uint8_t>(codes[2 * l] | (codes[2 * l + 1] << 4));
+      for (int l = 0; l < 16; ++l)
+        p[l] = static_cast<uint8_t>(codes[2 * l] | (codes[2 * l + 1] << 4));
     }
   }
   FastWeights src;
@@ -215,7 +243,8 @@ FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
       const int64_t col = g * kCols + c;
       const uint8_t* row = src.data + col * src.row_stride;
       for (int64_t b = 0; b < blocks; ++b) {
-        for (int h = 0; h < 2; ++h) sf[(b * 2 + h) * kCols + c] = src.block_scales[col * (k / 16) + 2 * b + h];
+        for (int h = 0; h < 2; ++h)
+          sf[(b * 2 + h) * kCols + c] = src.block_scales[col * (k / 16) + 2 * b + h];
         PutCodes(codes, b, c, [&](int j) {
           const uint8_t byte = row[(b * 32 + j) / 2];
           return (j % 2 == 0) ? (byte & 0xF) : (byte >> 4);
@@ -266,8 +295,8 @@ void PackNvfp4ActsInt4x16(const uint8_t* packed, const uint8_t* sf, int64_t k, i
   }
 }
 
-void QuantizeNvfp4ActsInt4x16(const float* x, int64_t len, float g, int8_t* q, float* d,
-                              float* d2, float* s, float* s2) {
+void QuantizeNvfp4ActsInt4x16(const float* x, int64_t len, float g, int8_t* q, float* d, float* d2,
+                              float* s, float* s2) {
   if (internal::HasAvx512Bw()) {
     internal::QuantizeNvfp4ActsInt4x16Avx512(x, len, g, q, d, d2, s, s2);
     return;
@@ -286,10 +315,11 @@ float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n) {
   return amax == 0.0f ? 1.0f : kNvfp4GlobalScaleNumerator / amax;
 }
 
-void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const float* bias,
-                           float* y, int64_t n_begin, int64_t n_end) {
+void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
+                           int64_t n_begin, int64_t n_end) {
   const int64_t blocks = w.k / 32;
   const bool q8_0 = w.format == FastFormat::kQ8_0x16;
+  const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
   const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
   const bool nvfp4 = w.format == FastFormat::kNvfp4x16;
   const int64_t ngroups = (q4_0 || nvfp4) ? 0 : w.k / w.group_size;
@@ -323,7 +353,8 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
             const int64_t off = m * blocks + b;
             const float xs = h == 0 ? a.s[off] : a.s2[off];
             const float dx = h == 0 ? a.d[off] : a.d2[off];
-            const float sw = numeric::DecodeUe4m3(sf[(b * 2 + h) * kCols + c] & 0x7F) * w.alpha * 0.5f;
+            const float sw =
+                numeric::DecodeUe4m3(sf[(b * 2 + h) * kCols + c] & 0x7F) * w.alpha * 0.5f;
             const float t = std::fma(-12.0f, xs, static_cast<float>(dot));
             acc = std::fma(t, sw * dx, acc);
           }
@@ -342,8 +373,9 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
       float acc = 0.0f;
       for (int64_t b = 0; b < blocks; ++b) {
         int32_t dot = 0;
-        if (q8_0) {
-          for (int j = 0; j < 32; ++j) dot += codes[b * 512 + (j / 4) * 64 + c * 4 + j % 4] * x[b * 32 + j];
+        if (bytes) {
+          for (int j = 0; j < 32; ++j)
+            dot += codes[b * 512 + (j / 4) * 64 + c * 4 + j % 4] * x[b * 32 + j];
         } else {
           for (int q = 0; q < 4; ++q) {
             for (int i = 0; i < 4; ++i) {

@@ -2,7 +2,9 @@
 // path: GGUF Q4_0 (FastFormat::kQ4_0x16), integer 4-bit codes with an f32 scale and zero point per
 // group (FastFormat::kU4x16: GPTQ / AWQ / compressed-tensors INT4 without act-order), NVFP4
 // (FastFormat::kNvfp4x16, W4A16 with int8 activations or W4A4 with NVFP4 activations) and GGUF
-// Q8_0 (FastFormat::kQ8_0x16: a byte per code, nothing to unpack). llama.cpp's
+// Q8_0 (FastFormat::kQ8_0x16: a byte per code, nothing to unpack), and integer codes of up to 8
+// bits with per-group scales and zero points (FastFormat::kU8x16: GPTQ / compressed-tensors INT8,
+// INT3, INT2 weight-only, a byte per code). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
 // so a block's integer total lands in its column's lane without the horizontal reductions a
@@ -15,13 +17,15 @@
 // f16 block scales [blocks][16]; kU4x16 the f32 scales [groups][16] then zero points [groups][16];
 // kNvfp4x16 the UE4M3 scale bytes [blocks][2 halves][16] (codes are E2M1 nibbles). Each area
 // starts on 64 bytes. kQ8_0x16 has Q4_0's scale area and codes [blocks][8 chunks][16 columns]
-// [4 bytes], byte i of chunk q, column c being u = w + 128 for K = 4q + i of the block.
+// [4 bytes], byte i of chunk q, column c being u = w + 128 for K = 4q + i of the block; kU8x16
+// has kU4x16's scale area and Q8_0's code layout (u the unsigned code itself).
 //
 // Numerics (the canonical order, shared with Int4x16MatmulPortable bit for bit): with the
 // activation blocks of q8_act_matmul.h (codes x, scale d, code sum s per block of 32), per output
 //   acc = 0;  for b ascending: t = fma(−z, s_b, float(Σ_j u_j·x_j)); acc = fma(t, w_s · d_b, acc)
 // then + bias, where u are the unsigned codes, z = 8 (Q4_0) or 128 (Q8_0) and w_s the block's f16
-// scale for Q4_0 and Q8_0, and z, w_s the zero point and scale of the block's group for kU4x16.
+// scale for Q4_0 and Q8_0, and z, w_s the zero point and scale of the block's group for kU4x16
+// and kU8x16 (|Σ u·x| < 2^21 for 8-bit codes).
 // For Q4_0, Q8_0 (|Σ u·x| < 2^21) and integer zero points t is the exact block integer
 // Σ (u − z)·x. kNvfp4x16 works per half block of 16 (its
 // scale block): u = 2·e2m1 + 12, z = 12, w_s = sf · alpha / 2, and the activation scale and code
@@ -46,6 +50,7 @@ int64_t Q4_0x16Bytes(int64_t n, int64_t k);
 int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size);
 int64_t Nvfp4x16Bytes(int64_t n, int64_t k);
 int64_t Q8_0x16Bytes(int64_t n, int64_t k);
+int64_t U8x16Bytes(int64_t n, int64_t k, int64_t group_size);
 
 // Rewrites n ggml Q4_0 rows of k values into `dst` (Q4_0x16Bytes, 64-byte aligned) and returns
 // the FastWeights (format kQ4_0x16, row_stride = bytes per column group) describing it.
@@ -56,6 +61,9 @@ FastWeights RepackQ8_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 
 // The same for kU4Groups weights (nibble pairs + per-group scales and zero points).
 FastWeights RepackU4x16(const FastWeights& u4_groups, uint8_t* dst);
+
+// The same for kU8Groups weights (codes one per byte, row_stride ≥ k).
+FastWeights RepackU8x16(const FastWeights& u8_groups, uint8_t* dst);
 
 // GGUF Q4_K rows (k % 256 == 0) as kU4x16 with group size 32 (U4x16Bytes(n, k, 32)): each
 // sub-block's w = s·u − o (s = d·sc, o = dmin·m, ggml_dequant.h Q4KSubBlock) becomes scale s and

@@ -67,32 +67,34 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0 };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8 };
 
-// Accumulators of rows [r0, r0 + MR) for one column group; kU4: per-group f32 scales and zero
-// points, else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes).
+// Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
+// zero points, else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes); kQ8_0 /
+// kU8 have a byte per code, the others two nibbles.
 template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
           __m512* out) {
-  constexpr bool kU4 = kCodes == Codes::kU4;
-  constexpr bool kQ8 = kCodes == Codes::kQ8_0;
-  constexpr int64_t kBlockBytes = kQ8 ? 512 : 256;
+  constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
+  constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
+  constexpr int64_t kBlockBytes = kBytes ? 512 : 256;
   const int64_t k = w.k, blocks = k / 32;
-  const int64_t area = kU4 ? Align64(k / w.group_size * kCols * 4) : Align64(blocks * kCols * 2);
+  const int64_t area =
+      kGroupScales ? Align64(k / w.group_size * kCols * 4) : Align64(blocks * kCols * 2);
   const uint8_t* scales = group;
   const auto* gscales = reinterpret_cast<const float*>(group);
   const auto* gzeros = reinterpret_cast<const float*>(group + area);
-  const uint8_t* codes = group + (kU4 ? 2 * area : area);
-  const int64_t blocks_per_group = kU4 ? w.group_size / 32 : 1;
+  const uint8_t* codes = group + (kGroupScales ? 2 * area : area);
+  const int64_t blocks_per_group = kGroupScales ? w.group_size / 32 : 1;
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512 zero_point = _mm512_set1_ps(kQ8 ? 128.0f : 8.0f);
+  const __m512 zero_point = _mm512_set1_ps(kBytes ? 128.0f : 8.0f);
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
   for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
   for (int64_t b = 0; b < blocks; ++b) {
     __m512 sw, zv;
-    if constexpr (kU4) {
+    if constexpr (kGroupScales) {
       const int64_t i = b / blocks_per_group;
       sw = _mm512_loadu_ps(gscales + i * kCols);
       zv = _mm512_loadu_ps(gzeros + i * kCols);
@@ -106,11 +108,11 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
     if (r0 == 0) PrefetchBlock(codes + b * kBlockBytes, kBlockBytes);
     __m512i isum[MR];
     for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
-    for (int q = 0; kQ8 && q < 8; ++q) {
+    for (int q = 0; kBytes && q < 8; ++q) {
       const __m512i v = _mm512_loadu_si512(codes + b * 512 + q * 64);
       for (int r = 0; r < MR; ++r) isum[r] = DpbusdBcast(isum[r], v, xrow[r] + b * 32 + 4 * q);
     }
-    for (int q = 0; !kQ8 && q < 4; ++q) {
+    for (int q = 0; !kBytes && q < 4; ++q) {
       const __m512i v = _mm512_loadu_si512(codes + b * 256 + q * 64);
       const __m512i lo = _mm512_and_si512(v, m4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
@@ -190,6 +192,8 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
     TileNvfp4<MR>(w.data + g * w.row_stride, w, a, r0, acc);
   } else if (w.format == FastFormat::kU4x16) {
     Tile<MR, Codes::kU4>(w.data + g * w.row_stride, w, a, r0, acc);
+  } else if (w.format == FastFormat::kU8x16) {
+    Tile<MR, Codes::kU8>(w.data + g * w.row_stride, w, a, r0, acc);
   } else if (w.format == FastFormat::kQ8_0x16) {
     Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, r0, acc);
   } else {

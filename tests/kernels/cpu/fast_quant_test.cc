@@ -14,9 +14,9 @@
 // Batch invariance: every row of a multi-row call (GEMV for <= 4 rows, tiled GEMM above) is
 // bit-identical to the same row computed alone, and to the result with columns split across 2 or
 // 3 threads.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <algorithm>
 #include <functional>
 #include <numeric>
 #include <random>
@@ -25,9 +25,9 @@
 
 #include "engine/backend/cpu/quantized_linear.h"
 #include "engine/quant/packed_weights.h"
+#include "gtest/gtest.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
-#include "gtest/gtest.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
@@ -67,11 +67,13 @@ PackedWeights Fp8(int64_t n, int64_t k, ScaleGranularity scale, ActivationFormat
   w.spec.block_k = block_k;
   w.bytes.resize(n * k);
   for (auto& b : w.bytes) {
-    do b = static_cast<uint8_t>(rng()); while ((b & 0x7F) == 0x7F);  // no NaN codes
+    do b = static_cast<uint8_t>(rng());
+    while ((b & 0x7F) == 0x7F);  // no NaN codes
   }
   const int64_t count = scale == ScaleGranularity::kTensor ? 1
-                        : scale == ScaleGranularity::kBlock ? ((n + 15) / 16) * ((k + block_k - 1) / block_k)
-                                                            : n;
+                        : scale == ScaleGranularity::kBlock
+                            ? ((n + 15) / 16) * ((k + block_k - 1) / block_k)
+                            : n;
   for (int64_t i = 0; i < count; ++i) w.scales.push_back(Uniform(rng, 1e-3f, 0.1f));
   w.q = w.bytes.data();
   w.input_scale = 0.02f;
@@ -107,22 +109,32 @@ PackedWeights Int8(int64_t n, int64_t k, ScaleGranularity scale, ScaleOrigin ori
   return w;
 }
 
-PackedWeights Int4(int64_t n, int64_t k, int64_t group, uint32_t seed) {
+// Integer weight-only codes of `bits` (2, 3, 4 or 8), one per byte as the loaders leave them.
+PackedWeights IntCodes(int bits, int64_t n, int64_t k, int64_t group, uint32_t seed) {
   std::mt19937 rng(seed);
   PackedWeights w;
   w.spec.n = n;
   w.spec.k = k;
-  w.spec.weight_format = WeightFormat::kInt4;
+  w.spec.weight_format = bits == 8   ? WeightFormat::kInt8
+                         : bits == 3 ? WeightFormat::kInt3
+                         : bits == 2 ? WeightFormat::kInt2
+                                     : WeightFormat::kInt4;
   w.spec.group_size = group;
+  const uint32_t levels = 1u << bits;
   w.bytes.resize(n * k);
-  for (auto& b : w.bytes) b = static_cast<uint8_t>(rng() % 16);
+  for (auto& b : w.bytes) b = static_cast<uint8_t>(rng() % levels);
   const int64_t groups = group > 0 ? k / group : 1;
+  const float mid = static_cast<float>(levels / 2), top = static_cast<float>(levels - 1);
   for (int64_t i = 0; i < n * groups; ++i) {
-    w.scales.push_back(Uniform(rng, 1e-3f, 0.05f));
-    w.zeros.push_back(i % 3 == 0 ? 8.0f : Uniform(rng, 0.0f, 15.0f));  // fractional zero points
+    w.scales.push_back(Uniform(rng, 1e-3f, 0.05f) * 16.0f / static_cast<float>(levels));
+    w.zeros.push_back(i % 3 == 0 ? mid : Uniform(rng, 0.0f, top));  // fractional zero points
   }
   w.q = w.bytes.data();
   return w;
+}
+
+PackedWeights Int4(int64_t n, int64_t k, int64_t group, uint32_t seed) {
+  return IntCodes(4, n, k, group, seed);
 }
 
 PackedWeights Fp4(WeightFormat fmt, int64_t n, int64_t k, ActivationFormat act, ScaleOrigin origin,
@@ -187,7 +199,8 @@ void CheckLayer(const MakeWeights& make, const char* name, bool expect_fast) {
         double sum_abs = 0.0;
         for (int64_t i = 0; i < k; ++i) sum_abs += 2.0 * std::fabs(x[r * k + i] * w_row[i]);
         const double u = std::ldexp(1.0, -24);
-        const double tol = 4.0 * (k + 8) * u * sum_abs + 8.0 * u * std::fabs(ref[r * n + c]) + 1e-30;
+        const double tol =
+            4.0 * (k + 8) * u * sum_abs + 8.0 * u * std::fabs(ref[r * n + c]) + 1e-30;
         ASSERT_NEAR(fast[r * n + c], ref[r * n + c], tol) << "row " << r << " col " << c;
       }
     }
@@ -218,9 +231,10 @@ void CheckLayer(const MakeWeights& make, const char* name, bool expect_fast) {
 // both paths round x to bf16 first, then the kernel takes one vdpbf16ps per weight pair).
 TEST(FastQuantTest, Fp8W8A16) {
   for (const auto act : {ActivationFormat::kFloat, ActivationFormat::kBf16}) {
-    for (const auto scale : {ScaleGranularity::kTensor, ScaleGranularity::kRowwise,
-                             ScaleGranularity::kBlock}) {
-      for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}, {1, 16}}) {
+    for (const auto scale :
+         {ScaleGranularity::kTensor, ScaleGranularity::kRowwise, ScaleGranularity::kBlock}) {
+      for (const auto& [n, k] :
+           {std::pair<int64_t, int64_t>{37, 37}, {5, 256}, {67, 96}, {1, 16}}) {
         CheckLayer([&] { return Fp8(n, k, scale, act, ScaleOrigin::kDynamic, 7); },
                    act == ActivationFormat::kFloat ? "fp8 w8a16" : "fp8 w8a16 bf16 act",
                    scale != ScaleGranularity::kBlock || k % 32 == 0);
@@ -228,10 +242,12 @@ TEST(FastQuantTest, Fp8W8A16) {
     }
   }
   // bf16 activations really are rounded: the two forms differ on the same inputs.
-  const QuantizedLinear f32_acts(Fp8(67, 96, ScaleGranularity::kRowwise, ActivationFormat::kFloat,
-                                     ScaleOrigin::kDynamic, 7), {}, nullptr);
-  const QuantizedLinear bf16_acts(Fp8(67, 96, ScaleGranularity::kRowwise, ActivationFormat::kBf16,
-                                      ScaleOrigin::kDynamic, 7), {}, nullptr);
+  const QuantizedLinear f32_acts(
+      Fp8(67, 96, ScaleGranularity::kRowwise, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 7),
+      {}, nullptr);
+  const QuantizedLinear bf16_acts(
+      Fp8(67, 96, ScaleGranularity::kRowwise, ActivationFormat::kBf16, ScaleOrigin::kDynamic, 7),
+      {}, nullptr);
   const std::vector<float> x = RandomX(3, 96, 5);
   std::vector<float> a(3 * 67), b(3 * 67);
   f32_acts.Forward(x.data(), 3, a.data());
@@ -259,20 +275,27 @@ TEST(FastQuantTest, Fp8W8A8BlockWeights) {
   // Block width 32 (one vdpbf16ps unit per fold) and 128 (four, DeepSeek's; K = 96 is one
   // partial block, the unblocked form; 200 ends in a partial block).
   for (const int acts : {0, 1, 2}) {  // per-token-group, per-token, static
-    for (const auto& [n, k, bk] : {std::tuple<int64_t, int64_t, int64_t>{37, 37, 32}, {5, 256, 32},
-                                   {67, 96, 32}, {40, 80, 32}, {40, 200, 128}, {19, 384, 128},
+    for (const auto& [n, k, bk] : {std::tuple<int64_t, int64_t, int64_t>{37, 37, 32},
+                                   {5, 256, 32},
+                                   {67, 96, 32},
+                                   {40, 80, 32},
+                                   {40, 200, 128},
+                                   {19, 384, 128},
                                    {33, 96, 128}}) {
-      CheckLayer([&] {
-        PackedWeights w = Fp8(n, k, ScaleGranularity::kBlock, ActivationFormat::kFp8,
-                              acts == 2 ? ScaleOrigin::kStatic : ScaleOrigin::kDynamic, 19, bk);
-        if (acts == 0) {
-          w.spec.activation_scale = ScaleGranularity::kGroup;
-          w.spec.activation_group = bk;
-        }
-        return w;
-      }, acts == 0 ? "fp8 block w8a8 group acts" : acts == 1 ? "fp8 block w8a8 token acts"
-                                                              : "fp8 block w8a8 static acts",
-                 bf16);
+      CheckLayer(
+          [&] {
+            PackedWeights w = Fp8(n, k, ScaleGranularity::kBlock, ActivationFormat::kFp8,
+                                  acts == 2 ? ScaleOrigin::kStatic : ScaleOrigin::kDynamic, 19, bk);
+            if (acts == 0) {
+              w.spec.activation_scale = ScaleGranularity::kGroup;
+              w.spec.activation_group = bk;
+            }
+            return w;
+          },
+          acts == 0   ? "fp8 block w8a8 group acts"
+          : acts == 1 ? "fp8 block w8a8 token acts"
+                      : "fp8 block w8a8 static acts",
+          bf16);
     }
   }
 }
@@ -300,8 +323,8 @@ TEST(FastQuantTest, Int8W8A8) {
   }
   // Per-token asymmetric rows far from zero get zero points outside int8's range (the kernel's
   // int32 sum would wrap): such calls take the reference, so the outputs still agree exactly.
-  const QuantizedLinear asym(Int8(37, 300, ScaleGranularity::kRowwise, ScaleOrigin::kDynamic,
-                                  true, 17), {}, nullptr);
+  const QuantizedLinear asym(
+      Int8(37, 300, ScaleGranularity::kRowwise, ScaleOrigin::kDynamic, true, 17), {}, nullptr);
   std::vector<float> x(3 * 300);
   for (size_t i = 0; i < x.size(); ++i) x[i] = 1000.0f + 0.001f * static_cast<float>(i % 7);
   std::vector<float> fast(3 * 37), ref(3 * 37);
@@ -311,8 +334,13 @@ TEST(FastQuantTest, Int8W8A8) {
 }
 
 TEST(FastQuantTest, Int4WeightOnly) {
-  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128}, {5, 384, 128},
-                                {67, 64, 32}, {9, 48, 16}, {33, 80, -1}, {33, 96, -1}, {3, 256, 64}}) {
+  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128},
+                                {5, 384, 128},
+                                {67, 64, 32},
+                                {9, 48, 16},
+                                {33, 80, -1},
+                                {33, 96, -1},
+                                {3, 256, 64}}) {
     const bool fast = Wide() && k % 32 == 0 && (g < 0 || g % 32 == 0);  // group 16: reference
     CheckLayer([&] { return Int4(n, k, g, 3); }, "int4", fast);
   }
@@ -321,14 +349,56 @@ TEST(FastQuantTest, Int4WeightOnly) {
 // --cpu_int8_activations on INT4 weight-only layers: the VNNI int8-activation kernel against the
 // reference path, which quantizes and dequantizes the activations the same way.
 TEST(FastQuantTest, Int4Int8Activations) {
-  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128}, {5, 384, 128},
-                                {67, 64, 32}, {33, 96, -1}, {3, 256, 64}, {20, 2048, 128}}) {
-    CheckLayer([&] {
-      PackedWeights w = Int4(n, k, g, 5);
-      w.spec.activation = ActivationFormat::kInt8Block32;
-      return w;
-    }, "int4 x q8_0 act", true);
+  for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128},
+                                {5, 384, 128},
+                                {67, 64, 32},
+                                {33, 96, -1},
+                                {3, 256, 64},
+                                {20, 2048, 128}}) {
+    CheckLayer(
+        [&] {
+          PackedWeights w = Int4(n, k, g, 5);
+          w.spec.activation = ActivationFormat::kInt8Block32;
+          return w;
+        },
+        "int4 x q8_0 act", true);
   }
+}
+
+// --cpu_int8_activations on INT8 / INT3 / INT2 weight-only layers: the byte tiles (kU8x16)
+// against the reference path's same int8-activation scheme; act-order INT8 sorted at load.
+TEST(FastQuantTest, IntBytesInt8Activations) {
+  for (int bits : {8, 3, 2}) {
+    for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128},
+                                  {5, 384, 128},
+                                  {67, 64, 32},
+                                  {33, 96, -1},
+                                  {20, 2048, 128}}) {
+      SCOPED_TRACE(testing::Message() << "int" << bits << " " << n << "x" << k << " g" << g);
+      CheckLayer(
+          [&] {
+            PackedWeights w = IntCodes(bits, n, k, g, 7);
+            w.spec.activation = ActivationFormat::kInt8Block32;
+            return w;
+          },
+          "int bytes x q8_0 act",
+          kernels::cpu::fast::Q8ActKernelName() == std::string("avx512-vnni"));
+    }
+  }
+  CheckLayer(
+      [&] {
+        PackedWeights w = IntCodes(8, 19, 256, 64, 9);
+        w.spec.activation = ActivationFormat::kInt8Block32;
+        w.spec.act_order = true;
+        std::mt19937 rng(10);
+        std::vector<int32_t> rank(256);
+        std::iota(rank.begin(), rank.end(), 0);
+        std::shuffle(rank.begin(), rank.end(), rng);
+        for (int32_t r : rank) w.g_idx.push_back(r / 64);
+        return w;
+      },
+      "int8 act-order x q8_0 act",
+      kernels::cpu::fast::Q8ActKernelName() == std::string("avx512-vnni"));
 }
 
 // GPTQ act-order (desc_act): g_idx[i] = rank(i) / group for a random ranking, so each group holds
@@ -356,7 +426,8 @@ std::vector<float> Q8InSortedOrder(const std::vector<float>& x, int64_t rows, in
                                    const std::vector<int32_t>& g_idx) {
   std::vector<int32_t> perm(k);
   std::iota(perm.begin(), perm.end(), 0);
-  std::stable_sort(perm.begin(), perm.end(), [&](int32_t a, int32_t b) { return g_idx[a] < g_idx[b]; });
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](int32_t a, int32_t b) { return g_idx[a] < g_idx[b]; });
   std::vector<float> out(rows * k), sorted(k);
   std::vector<int8_t> q(k);
   std::vector<float> d(k / 32);
@@ -371,8 +442,11 @@ std::vector<float> Q8InSortedOrder(const std::vector<float>& x, int64_t rows, in
 TEST(FastQuantTest, Int4ActOrder) {
   for (const bool int8_acts : {false, true}) {
     for (const auto& [n, k, g, uniform] :
-         {std::tuple<int64_t, int64_t, int64_t, bool>{37, 256, 128, true}, {5, 384, 32, true},
-          {67, 256, 64, true}, {33, 96, -1, true}, {19, 128, 32, false}}) {
+         {std::tuple<int64_t, int64_t, int64_t, bool>{37, 256, 128, true},
+          {5, 384, 32, true},
+          {67, 256, 64, true},
+          {33, 96, -1, true},
+          {19, 128, 32, false}}) {
       auto make = [&] {
         PackedWeights w = Int4ActOrder(n, k, g, uniform, 21);
         if (int8_acts) w.spec.activation = ActivationFormat::kInt8Block32;
@@ -422,25 +496,38 @@ TEST(FastQuantTest, Int4ActOrder) {
 TEST(FastQuantTest, Nvfp4) {
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {5, 288}, {67, 64}, {3, 16}}) {
     const bool fast = Wide() && k % 32 == 0;  // k = 16: reference
-    CheckLayer([&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kFloat,
-                                ScaleOrigin::kDynamic, 5); }, "nvfp4 w4a16", fast);
+    CheckLayer(
+        [&] {
+          return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kFloat, ScaleOrigin::kDynamic,
+                     5);
+        },
+        "nvfp4 w4a16", fast);
     for (const auto origin : {ScaleOrigin::kStatic, ScaleOrigin::kDynamic}) {
-      CheckLayer([&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kNvfp4, origin, 5); },
-                 "nvfp4 w4a4", fast);
+      CheckLayer(
+          [&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kNvfp4, origin, 5); },
+          "nvfp4 w4a4", fast);
     }
     // --cpu_int8_activations: W4A16 with int8 activations (VNNI), against the reference on the
     // same quantized-and-dequantized activations.
     if (k % 32 != 0) continue;  // the selector only picks int8 blocks of 32 for k % 32 == 0
-    CheckLayer([&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kInt8Block32,
-                                ScaleOrigin::kDynamic, 5); }, "nvfp4 w4a16 x q8_0 act",
-               fast && std::string(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni");
+    CheckLayer(
+        [&] {
+          return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kInt8Block32,
+                     ScaleOrigin::kDynamic, 5);
+        },
+        "nvfp4 w4a16 x q8_0 act",
+        fast && std::string(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni");
   }
 }
 
 TEST(FastQuantTest, Mxfp4) {
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {5, 288}, {67, 64}}) {
-    CheckLayer([&] { return Fp4(WeightFormat::kMxfp4, n, k, ActivationFormat::kFloat,
-                                ScaleOrigin::kDynamic, 9); }, "mxfp4", Wide());
+    CheckLayer(
+        [&] {
+          return Fp4(WeightFormat::kMxfp4, n, k, ActivationFormat::kFloat, ScaleOrigin::kDynamic,
+                     9);
+        },
+        "mxfp4", Wide());
   }
 }
 

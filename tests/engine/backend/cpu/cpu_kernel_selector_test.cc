@@ -3,6 +3,8 @@
 // at plan time, not an unwritten output at run time).
 #include "engine/backend/cpu/cpu_kernel_selector.h"
 
+#include <utility>
+
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 
@@ -35,8 +37,8 @@ TEST(CpuKernelSelectorTest, Fp8BlockW8A8) {
   const CpuKernelSelector selector;
   LinearSpec s = Fp8BlockW8A8(128, 128);
   ASSERT_TRUE(selector.Select(&s).ok());
-  EXPECT_EQ(s.kernel, kernels::cpu::fast::Fp8Bf16Available() ? "cpu/fp8-w8a8-fast"
-                                                              : "cpu/fp8-w8a8-ref");
+  EXPECT_EQ(s.kernel,
+            kernels::cpu::fast::Fp8Bf16Available() ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a8-ref");
   LinearSpec bad = Fp8BlockW8A8(128, 64);
   const absl::Status st = selector.Select(&bad);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
@@ -67,6 +69,32 @@ TEST(CpuKernelSelectorTest, Int4ActOrderRunsTheFastKernels) {
   g16.activation = ActivationFormat::kFloat;
   ASSERT_TRUE(CpuKernelSelector().Select(&g16).ok());
   EXPECT_EQ(g16.kernel, "cpu/int-wo-ref");
+}
+
+// INT8 / INT3 / INT2 weight-only: the byte tiles under --cpu_int8_activations when K and the
+// groups are whole activation blocks, else (and without the flag) the reference kernel.
+TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
+  for (const auto& [fmt, label] : {std::pair{WeightFormat::kInt8, "cpu/int8-wo-vnni"},
+                                   std::pair{WeightFormat::kInt3, "cpu/int-wo-vnni"},
+                                   std::pair{WeightFormat::kInt2, "cpu/int-wo-vnni"}}) {
+    LinearSpec s;
+    s.module = "model.layers.0.mlp.up_proj";
+    s.n = 64;
+    s.k = 256;
+    s.weight_format = fmt;
+    s.group_size = 128;
+    LinearSpec plain = s, odd = s;
+    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&s).ok());
+    EXPECT_EQ(s.kernel, label);
+    EXPECT_EQ(s.activation, ActivationFormat::kInt8Block32);
+    ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
+    EXPECT_EQ(plain.kernel, "cpu/int-wo-ref");
+    EXPECT_EQ(plain.activation, ActivationFormat::kFloat);
+    odd.group_size = 48;
+    odd.k = 240;
+    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&odd).ok());
+    EXPECT_EQ(odd.kernel, "cpu/int-wo-ref");
+  }
 }
 
 }  // namespace
