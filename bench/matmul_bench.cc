@@ -492,6 +492,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   const int64_t blocks = k / 32;
   int64_t stored = fmt == "Q4_0" ? n * blocks * 18 : fmt == "Q8_0" ? n * blocks * 34 : n * k / 2;
   if (fmt == "INT4_G128") stored += n * (k / 128) * 8;
+  if (fmt == "INT8_G128") stored = n * k + n * (k / 128) * 8;  // GPTQ 8-bit: a byte per code
   if (fmt == "NVFP4") stored += n * k / 16;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
@@ -516,24 +517,30 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
       c.src.shrink_to_fit();
       continue;
     }
-    c.src.resize(n * k / 2);
+    const bool bytes = fmt == "INT8_G128";
+    c.src.resize(bytes ? n * k : n * k / 2);
     for (auto& b : c.src) b = static_cast<uint8_t>(rng());
     kf::FastWeights src;
     src.data = c.src.data();
     src.n = n;
     src.k = k;
-    src.row_stride = k / 2;
-    if (fmt == "INT4_G128") {
+    src.row_stride = bytes ? k : k / 2;
+    if (fmt == "INT4_G128" || bytes) {
       for (int64_t i = 0; i < n * (k / 128); ++i) {
         c.scales.push_back(0.001f + 0.01f * (rng() % 100) / 100.0f);
         c.zeros.push_back(static_cast<float>(rng() % 16));
       }
-      src.format = kf::FastFormat::kU4Groups;
+      src.format = bytes ? kf::FastFormat::kU8Groups : kf::FastFormat::kU4Groups;
       src.group_scales = c.scales.data();
       src.group_zeros = c.zeros.data();
       src.group_size = 128;
-      c.tiles = hwy::AllocateAligned<uint8_t>(kf::U4x16Bytes(n, k, 128));
-      c.fw = kf::RepackU4x16(src, c.tiles.get());
+      if (bytes) {
+        c.tiles = hwy::AllocateAligned<uint8_t>(kf::U8x16Bytes(n, k, 128));
+        c.fw = kf::RepackU8x16(src, c.tiles.get());
+      } else {
+        c.tiles = hwy::AllocateAligned<uint8_t>(kf::U4x16Bytes(n, k, 128));
+        c.fw = kf::RepackU4x16(src, c.tiles.get());
+      }
     } else {
       c.block_scales.resize(n * k / 16);
       for (auto& b : c.block_scales) b = static_cast<uint8_t>(0x30 + rng() % 16);
@@ -770,7 +777,7 @@ void RegisterAll() {
       for (int64_t m : {1, 16, 128}) Register("BM_Q8ActMatmul", BM_Q8ActMatmul, f, s, m);
     }
   }
-  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "Q8_0"}) {
+  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "Q8_0", "INT8_G128"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }
