@@ -221,7 +221,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     // Attention: each (row, head) is independent; split rows × heads across threads. A task's
     // heads of one row share that row's block table and run as one call.
     auto attend = [&](int64_t b, int64_t e) {
-      std::vector<float> scratch(kf::FastAttentionScratch(max_ctx));
+      std::vector<float> scratch(kf::FastAttentionScratch(max_ctx, c.num_heads));
       std::vector<const float*> kb, vb;
       std::vector<const uint8_t*> kb8, vb8;
       for (int64_t idx = b; idx < e;) {
@@ -256,7 +256,11 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       }
     };
     if (pool_ != nullptr) {
-      pool_->ParallelFor(total * c.num_heads, 1, attend);
+      // Chunks of whole GQA groups where there are enough to keep every thread busy: a group's
+      // heads share one read of its K and V (FastPagedAttention runs them tile by tile).
+      const int64_t group = c.num_heads / c.num_kv_heads;
+      const bool whole_groups = total * c.num_kv_heads >= pool_->size();
+      pool_->ParallelFor(total * c.num_heads, whole_groups ? group : 1, attend);
     } else {
       attend(0, total * c.num_heads);
     }

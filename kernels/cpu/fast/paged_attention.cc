@@ -22,7 +22,7 @@ namespace {
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
-static_assert(kN <= 16, "FastAttentionScratch rounds to 16 lanes");
+static_assert(kN <= 16, "FastAttentionScratchRow rounds to 16 lanes");
 // Vectors of V accumulated in registers per pass over the context (head_dim 64 is one pass on
 // AVX-512, two on AVX2).
 constexpr int kPvChunks = 4;
@@ -69,29 +69,37 @@ struct Fp8Reader {
 };
 
 // The blocks of one sequence for one KV head: position t is row t % block_tokens of block
-// t / block_tokens, walked block by block (no division per position).
+// t / block_tokens, walked block by block (one division per block).
 template <typename Elem>
 struct KvRows {
   const Elem* const* blocks;
   int64_t block_tokens, token_stride, head_offset;
+  // f(t, row of position t) for t in [t0, t1).
   template <typename F>
-  HWY_INLINE void ForEach(int64_t context_len, F&& f) const {
-    for (int64_t t = 0, b = 0; t < context_len; ++b) {
-      const Elem* row = blocks[b] + head_offset;
-      const int64_t n = std::min(block_tokens, context_len - t);
-      for (int64_t s = 0; s < n; ++s, ++t) f(t, row + s * token_stride);
+  HWY_INLINE void ForEach(int64_t t0, int64_t t1, F&& f) const {
+    for (int64_t t = t0; t < t1;) {
+      const int64_t s0 = t % block_tokens;
+      const Elem* row = blocks[t / block_tokens] + head_offset;
+      const int64_t n = std::min(block_tokens - s0, t1 - t);
+      for (int64_t s = s0; s < s0 + n; ++s, ++t) f(t, row + s * token_stride);
     }
   }
 };
 
-// scores[t] = (q · k_t) · scale: lanes of one accumulator over the head_dim chunks, then their sum.
+// Positions per context tile: the query heads that share a KV head take each tile in turn, so the
+// tile's K (or V) rows come from DRAM once and from L2 for the others (64 KiB of f32 K per tile
+// at head_dim 64). Per head the arithmetic and its order are those of an untiled pass.
+constexpr int64_t kTileTokens = 256;
+
+// scores[t] = (q · k_t) · scale for t in [t0, t1): lanes of one accumulator over the head_dim
+// chunks, then their sum.
 template <typename Reader>
 void Scores(DF d, const float* qh, int64_t head_dim, const KvRows<typename Reader::Elem>& k,
-            int64_t context_len, float scale, const Reader& reader, float* scores) {
+            int64_t t0, int64_t t1, float scale, const Reader& reader, float* scores) {
   const int64_t full = head_dim / kN * kN, rem = head_dim - full;
   VF q_tail = hn::Zero(d);
   if (rem > 0) q_tail = F32Reader().Tail(d, qh, full, rem);
-  k.ForEach(context_len, [&](int64_t t, const typename Reader::Elem* row) {
+  k.ForEach(t0, t1, [&](int64_t t, const typename Reader::Elem* row) {
     VF acc = hn::Zero(d);
     for (int64_t i = 0; i < full; i += kN)
       acc = hn::MulAdd(hn::LoadU(d, qh + i), reader.Load(d, row, i), acc);
@@ -129,26 +137,60 @@ float Softmax(DF d, int64_t context_len, float* scores) {
   return 1.0f / hn::GetLane(hn::SumOfLanes(d, sum));
 }
 
-// out[c0, c0 + NF·kN (+ tail)) = Σ_t (p_t · inv) · v_t over the same lanes, NF full vectors plus
-// a partial one of `tail` lanes when tail > 0, kept in registers across the context.
+// out[c0, c0 + NF·kN (+ tail)) += Σ_{t in [t0, t1)} (p_t · inv) · v_t over the same lanes (out
+// starts from zero when t0 is 0), NF full vectors plus a partial one of `tail` lanes when
+// tail > 0, kept in registers across the tile; storing and reloading between tiles is exact.
 template <int NF, typename Reader>
-void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t context_len, const float* p,
+void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1, const float* p,
                float inv, const Reader& reader, int64_t c0, int64_t tail, float* out) {
   VF acc[NF + 1];
-  for (int j = 0; j <= NF; ++j) acc[j] = hn::Zero(d);
-  v.ForEach(context_len, [&](int64_t t, const typename Reader::Elem* row) {
+  HWY_ALIGN float part[kN] = {};
+  for (int j = 0; j < NF; ++j) acc[j] = t0 == 0 ? hn::Zero(d) : hn::LoadU(d, out + c0 + j * kN);
+  if (tail > 0 && t0 != 0) std::memcpy(part, out + c0 + NF * kN, static_cast<size_t>(tail) * 4);
+  acc[NF] = hn::Load(d, part);
+  v.ForEach(t0, t1, [&](int64_t t, const typename Reader::Elem* row) {
     const VF pt = hn::Set(d, p[t] * inv);
     for (int j = 0; j < NF; ++j) acc[j] = hn::MulAdd(pt, reader.Load(d, row, c0 + j * kN), acc[j]);
     if (tail > 0) acc[NF] = hn::MulAdd(pt, reader.Tail(d, row, c0 + NF * kN, tail), acc[NF]);
   });
   for (int j = 0; j < NF; ++j) hn::StoreU(acc[j], d, out + c0 + j * kN);
   if (tail > 0) {
-    HWY_ALIGN float t[kN];
-    hn::Store(acc[NF], d, t);
-    std::memcpy(out + c0 + NF * kN, t, static_cast<size_t>(tail) * sizeof(float));
+    hn::Store(acc[NF], d, part);
+    std::memcpy(out + c0 + NF * kN, part, static_cast<size_t>(tail) * sizeof(float));
   }
 }
 
+// One head's Σ p·v over positions [t0, t1), head_dim in passes of kPvChunks vectors.
+template <typename Reader>
+void WeightedVHead(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1,
+                   const float* p, float inv, const Reader& reader, int64_t head_dim, float* o) {
+  for (int64_t c0 = 0; c0 < head_dim; c0 += kPvChunks * kN) {
+    const int64_t left = head_dim - c0;
+    const int64_t nf = std::min<int64_t>(kPvChunks, left / kN);
+    const int64_t tail = nf < kPvChunks ? left - nf * kN : 0;
+    switch (nf) {
+      case 0:
+        WeightedV<0>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        break;
+      case 1:
+        WeightedV<1>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        break;
+      case 2:
+        WeightedV<2>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        break;
+      case 3:
+        WeightedV<3>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        break;
+      default:
+        WeightedV<kPvChunks>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+    }
+  }
+}
+
+// Heads [head_begin, head_end) in runs that share a KV head (at most kAttentionMaxGroupRun);
+// within a run every head takes a context tile before the next tile (the scores, then after a
+// softmax per head the Σ p·v), so K and V stream from memory once per run, not once per head.
+// scratch holds a row of scores per head of the run.
 template <typename Reader>
 void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* const* k_blocks,
                  const typename Reader::Elem* const* v_blocks, int64_t block_tokens,
@@ -157,34 +199,29 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
                  const Reader& k_reader, const Reader& v_reader) {
   const DF d;
   const int64_t group = heads / kv_heads, token_stride = kv_heads * head_dim;
-  for (int64_t h = head_begin; h < head_end; ++h) {
-    const int64_t offset = h / group * head_dim;
-    const KvRows<typename Reader::Elem> k{k_blocks, block_tokens, token_stride, offset};
-    const KvRows<typename Reader::Elem> v{v_blocks, block_tokens, token_stride, offset};
-    Scores(d, q + h * head_dim, head_dim, k, context_len, scale, k_reader, scratch);
-    const float inv = Softmax(d, context_len, scratch);
-    float* o = out + h * head_dim;
-    for (int64_t c0 = 0; c0 < head_dim; c0 += kPvChunks * kN) {
-      const int64_t left = head_dim - c0;
-      const int64_t nf = std::min<int64_t>(kPvChunks, left / kN);
-      const int64_t tail = nf < kPvChunks ? left - nf * kN : 0;
-      switch (nf) {
-        case 0:
-          WeightedV<0>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
-          break;
-        case 1:
-          WeightedV<1>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
-          break;
-        case 2:
-          WeightedV<2>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
-          break;
-        case 3:
-          WeightedV<3>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
-          break;
-        default:
-          WeightedV<kPvChunks>(d, v, context_len, scratch, inv, v_reader, c0, tail, o);
+  const int64_t row = FastAttentionScratchRow(context_len);
+  float inv[kAttentionMaxGroupRun];
+  for (int64_t h0 = head_begin; h0 < head_end;) {
+    const int64_t kvh = h0 / group;
+    const int64_t h1 = std::min({head_end, (kvh + 1) * group, h0 + kAttentionMaxGroupRun});
+    const KvRows<typename Reader::Elem> k{k_blocks, block_tokens, token_stride, kvh * head_dim};
+    const KvRows<typename Reader::Elem> v{v_blocks, block_tokens, token_stride, kvh * head_dim};
+    for (int64_t t0 = 0; t0 < context_len; t0 += kTileTokens) {
+      const int64_t t1 = std::min(context_len, t0 + kTileTokens);
+      for (int64_t h = h0; h < h1; ++h) {
+        Scores(d, q + h * head_dim, head_dim, k, t0, t1, scale, k_reader, scratch + (h - h0) * row);
       }
     }
+    for (int64_t h = h0; h < h1; ++h)
+      inv[h - h0] = Softmax(d, context_len, scratch + (h - h0) * row);
+    for (int64_t t0 = 0; t0 < context_len; t0 += kTileTokens) {
+      const int64_t t1 = std::min(context_len, t0 + kTileTokens);
+      for (int64_t h = h0; h < h1; ++h) {
+        WeightedVHead(d, v, t0, t1, scratch + (h - h0) * row, inv[h - h0], v_reader, head_dim,
+                      out + h * head_dim);
+      }
+    }
+    h0 = h1;
   }
 }
 
@@ -215,11 +252,6 @@ namespace tessera::kernels::cpu::fast {
 
 HWY_EXPORT(FastPagedAttentionImpl);
 HWY_EXPORT(FastPagedAttentionFp8Impl);
-
-int64_t FastAttentionScratch(int64_t context_len) {
-  constexpr int64_t kMaxLanes = 16;  // f32 lanes of the widest x86 target (AVX-512)
-  return (context_len + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
-}
 
 void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,

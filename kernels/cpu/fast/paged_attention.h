@@ -3,7 +3,9 @@
 // kernels/cpu/attention.h (scores q·k times scale, softmax with the max subtracted, then
 // Σ p·v), with the dot products, the exponentials and the weighted V sum over vector lanes. The
 // scalar kernel's one-lane dependency chains (64 multiply-adds per score, one exp per position)
-// made attention the second-largest cost of a batched decode step (bench/README.md).
+// made attention the second-largest cost of a batched decode step (bench/README.md). The query
+// heads of one call that share a KV head (a GQA group) go through the context tile by tile
+// together, so its K and V stream from memory once rather than once per head.
 //
 // Order: every output depends only on q, the sequence's own K/V and context_len, summed in an
 // order fixed by head_dim and context_len, so a row's result is the same whichever rows share its
@@ -19,11 +21,22 @@
 
 namespace tessera::kernels::cpu::fast {
 
-// Floats of scratch FastPagedAttention needs: context_len, rounded up to whole vectors.
-int64_t FastAttentionScratch(int64_t context_len);
+// Query heads that run one context tile after another while sharing a KV head (GQA groups
+// larger than this run in parts).
+inline constexpr int64_t kAttentionMaxGroupRun = 16;
+
+// Floats of one head's row of scores: context_len rounded up to whole vectors (16 lanes).
+inline int64_t FastAttentionScratchRow(int64_t context_len) { return (context_len + 15) / 16 * 16; }
+
+// Floats of scratch FastPagedAttention needs for calls of up to `heads` query heads.
+inline int64_t FastAttentionScratch(int64_t context_len, int64_t heads) {
+  return (heads < kAttentionMaxGroupRun ? heads : kAttentionMaxGroupRun) *
+         FastAttentionScratchRow(context_len);
+}
 
 // As PagedAttention: q [heads, head_dim]; attends to positions [0, context_len); writes query
-// heads [head_begin, head_end) of out [heads, head_dim]. scratch: FastAttentionScratch floats.
+// heads [head_begin, head_end) of out [heads, head_dim]. scratch: FastAttentionScratch(context_len,
+// head_end - head_begin) floats.
 void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,
                         float* out);

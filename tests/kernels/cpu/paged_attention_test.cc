@@ -70,7 +70,7 @@ TEST_P(PagedAttentionTest, F32MatchesScalarKernel) {
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
 
   std::vector<float> want(q.size()), got(q.size(), -7.0f), scratch(s.context),
-      fast_scratch(FastAttentionScratch(s.context));
+      fast_scratch(FastAttentionScratch(s.context, s.heads));
   PagedAttention(q.data(), s.heads, view, s.context, scale, 0, s.heads, scratch.data(),
                  want.data());
   FastPagedAttention(q.data(), s.heads, view, s.context, scale, 0, s.heads, fast_scratch.data(),
@@ -106,7 +106,7 @@ TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
                             s.head_dim,      0.01f,           0.37f};
   const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
   std::vector<float> want(q.size()), got(q.size(), -7.0f), scratch(s.context),
-      fast_scratch(FastAttentionScratch(s.context));
+      fast_scratch(FastAttentionScratch(s.context, s.heads));
   PagedAttentionFp8(q.data(), s.heads, view, s.context, scale, 0, s.heads, scratch.data(),
                     want.data());
   FastPagedAttentionFp8(q.data(), s.heads, view, s.context, scale, 0, s.heads, fast_scratch.data(),
@@ -142,7 +142,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          Shape{6, 1, 80, 7, 1},       // one position
                                          Shape{4, 4, 3, 16, 17},      // head_dim below a vector
                                          Shape{16, 8, 128, 16, 300},  // two PV passes on AVX-512
-                                         Shape{2, 2, 40, 32, 64}),
+                                         Shape{2, 2, 40, 32, 64},
+                                         Shape{32, 4, 64, 16, 600}),  // three context tiles
                        ::testing::Values(1.0f, 8.0f)));  // sharp softmax at 8
 
 TEST(PagedAttentionFp8, NanCodeGivesNanOutput) {
@@ -154,7 +155,7 @@ TEST(PagedAttentionFp8, NanCodeGivesNanOutput) {
   const PagedKvViewFp8 view{
       cache.kp.data(), cache.vp.data(), s.block_tokens, s.kv_heads, s.head_dim, 1.0f, 1.0f};
   std::vector<float> want(q.size()), got(q.size()), scratch(s.context),
-      fast_scratch(FastAttentionScratch(s.context));
+      fast_scratch(FastAttentionScratch(s.context, s.heads));
   PagedAttentionFp8(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads, scratch.data(),
                     want.data());
   FastPagedAttentionFp8(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads, fast_scratch.data(),
