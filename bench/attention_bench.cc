@@ -78,7 +78,7 @@ void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast,
     const LayerCache<T>& c = caches[next];
     next = (next + 1) % caches.size();
     pool->ParallelFor(kHeads, fast ? kHeads / kKvHeads : 1, [&](int64_t b, int64_t e) {
-      std::vector<float> scratch(kf::FastAttentionScratch(ctx, kHeads));
+      std::vector<float> scratch(kf::FastAttentionScratch(ctx, e - b));
       if constexpr (sizeof(T) == 1) {
         const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads,
                                       kHeadDim,    0.02f,       0.03f};

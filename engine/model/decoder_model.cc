@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -221,7 +222,10 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     // Attention: each (row, head) is independent; split rows × heads across threads. A task's
     // heads of one row share that row's block table and run as one call.
     auto attend = [&](int64_t b, int64_t e) {
-      std::vector<float> scratch(kf::FastAttentionScratch(max_ctx, c.num_heads));
+      // Rows for one run of heads sharing a KV head, uninitialized (each row is written first).
+      const int64_t run_heads = std::min<int64_t>(e - b, c.num_heads / c.num_kv_heads);
+      auto scratch = std::make_unique_for_overwrite<float[]>(
+          static_cast<size_t>(kf::FastAttentionScratch(max_ctx, run_heads)));
       std::vector<const float*> kb, vb;
       std::vector<const uint8_t*> kb8, vb8;
       for (int64_t idx = b; idx < e;) {
@@ -240,7 +244,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
                                   c.num_kv_heads, c.head_dim, L.k_scale,
                                   L.v_scale};
           kf::FastPagedAttentionFp8(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale,
-                                    head, head_end, scratch.data(), attn.data() + r * Q);
+                                    head, head_end, scratch.get(), attn.data() + r * Q);
           continue;
         }
         kb.clear();
@@ -252,7 +256,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
         kc::PagedKvView view{kb.data(), vb.data(), cache.block_tokens(), c.num_kv_heads,
                              c.head_dim};
         kf::FastPagedAttention(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale, head,
-                               head_end, scratch.data(), attn.data() + r * Q);
+                               head_end, scratch.get(), attn.data() + r * Q);
       }
     };
     if (pool_ != nullptr) {

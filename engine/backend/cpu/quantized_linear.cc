@@ -302,7 +302,9 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
 }
 
 int64_t QuantizedLinear::weight_bytes() const {
-  // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s).
+  // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s). The
+  // byte tiles of INT3 / INT2 spend a byte per code, more than the checkpoint's bits.
+  if (q8_ok_ && q8_.format == kf::FastFormat::kU8x16) return x16_bytes_;
   const auto& s = w_.spec;
   const int64_t codes = s.n * s.k * quant::WeightBits(s.weight_format) / 8;
   switch (s.weight_format) {

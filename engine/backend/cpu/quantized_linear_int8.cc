@@ -38,6 +38,8 @@ void QuantizedLinear::InitIntBytesX16() {
   src.group_scales = iw.scales;
   src.group_zeros = iw.zeros;
   src.group_size = iw.group_size;
+  // The tiles copy the codes; the checkpoint-layout codes stay for the reference path and
+  // DequantizeRow (as for the INT4 tiles).
   x16_bytes_ = kf::U8x16Bytes(s.n, s.k, iw.group_size);
   x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
   q8_ = kf::RepackU8x16(src, x16_.get());

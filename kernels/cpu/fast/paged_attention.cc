@@ -127,7 +127,7 @@ float Softmax(DF d, int64_t context_len, float* scores) {
     sum = hn::Add(sum, e);
   }
   if (rem > 0) {
-    // The scratch holds whole vectors (FastAttentionScratch): lanes past the context are
+    // A scores row holds whole vectors (FastAttentionScratchRow): lanes past the context are
     // computed, stored there and masked out of the sum.
     const VF e = hn::IfThenElseZero(hn::FirstN(d, static_cast<size_t>(rem)),
                                     ExpKeepNan(d, hn::Sub(hn::LoadU(d, scores + full), m)));

@@ -143,7 +143,10 @@ INSTANTIATE_TEST_SUITE_P(
                                          Shape{4, 4, 3, 16, 17},      // head_dim below a vector
                                          Shape{16, 8, 128, 16, 300},  // two PV passes on AVX-512
                                          Shape{2, 2, 40, 32, 64},
-                                         Shape{32, 4, 64, 16, 600}),  // three context tiles
+                                         Shape{32, 4, 64, 16, 600},  // three context tiles
+                                         // Tiles ending mid-block, a partial PV vector
+                                         // reloaded across tiles, a group of 20 split in runs.
+                                         Shape{8, 2, 40, 7, 600}, Shape{40, 2, 40, 24, 530}),
                        ::testing::Values(1.0f, 8.0f)));  // sharp softmax at 8
 
 TEST(PagedAttentionFp8, NanCodeGivesNanOutput) {

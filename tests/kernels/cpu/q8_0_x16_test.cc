@@ -6,10 +6,13 @@
 //  * against the ggml block arithmetic read straight from the file's bytes (Σ_b d_w·d_x·Σ w·x in
 //    double, the same int8 activations) it is within f32 accumulation rounding, and against float
 //    activations within the activation rounding bound.
+// And the integer byte tiles (kU8x16: INT8 / INT3 / INT2 weight-only codes with per-group scales
+// and zero points), kernel against portable loop bit for bit and batch / split invariance.
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -125,6 +128,61 @@ TEST(Q8_0x16Test, MatchesGgmlBlockArithmetic) {
       const float got = y[m * n + c];
       EXPECT_NEAR(got, int8_dot, 1e-6 * int8_mag + 1e-30) << "m=" << m << " c=" << c;
       EXPECT_NEAR(got, exact, bound * 1.0001 + 1e-5 * mag) << "m=" << m << " c=" << c;
+    }
+  }
+}
+
+struct U8Matrix {
+  std::vector<uint8_t> codes;
+  std::vector<float> scales, zeros;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> tiles;
+  FastWeights fw;
+};
+
+U8Matrix RandomU8(int64_t n, int64_t k, int64_t group, int bits, std::mt19937& rng) {
+  U8Matrix m;
+  m.codes.resize(n * k);
+  for (auto& c : m.codes) c = static_cast<uint8_t>(rng() % (1u << bits));
+  std::uniform_real_distribution<float> scale(1e-4f, 0.01f), zero(0.0f, float((1 << bits) - 1));
+  for (int64_t i = 0; i < n * (k / group); ++i) {
+    m.scales.push_back(scale(rng));
+    m.zeros.push_back(i % 3 == 0 ? float(1 << (bits - 1)) : zero(rng));  // integer and fractional
+  }
+  FastWeights src;
+  src.format = FastFormat::kU8Groups;
+  src.data = m.codes.data();
+  src.n = n;
+  src.k = k;
+  src.row_stride = k;
+  src.group_scales = m.scales.data();
+  src.group_zeros = m.zeros.data();
+  src.group_size = group;
+  m.tiles = hwy::AllocateAligned<uint8_t>(U8x16Bytes(n, k, group));
+  m.fw = RepackU8x16(src, m.tiles.get());
+  return m;
+}
+
+TEST(U8x16Test, MatchesPortableBitForBitAndInvariant) {
+  if (std::string(Q8ActKernelName()) != "avx512-vnni") {
+    GTEST_SKIP() << "no AVX-512 VNNI: Int4x16Matmul is the portable loop itself";
+  }
+  std::mt19937 rng(83);
+  for (int bits : {8, 3, 2}) {
+    for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 256, 32},
+                                  {19, 384, 128},
+                                  {33, 96, 96},
+                                  {5, 2048, 128}}) {
+      const U8Matrix w = RandomU8(n, k, g, bits, rng);
+      for (int64_t rows : {1, 3, 8, 9, 17}) {
+        const auto x = Normal(rows * k, rng), bias = Normal(n, rng);
+        const Acts a = Quantize(x.data(), rows, k);
+        std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
+        Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
+        Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
+        ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
+            << "int" << bits << " n=" << n << " k=" << k << " g=" << g << " rows=" << rows;
+      }
+      if (n >= 31) testing::ExpectBatchAndColumnSplitInvariant(w.fw, Normal(17 * k, rng), 17);
     }
   }
 }

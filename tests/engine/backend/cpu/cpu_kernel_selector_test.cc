@@ -90,10 +90,17 @@ TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
     ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
     EXPECT_EQ(plain.kernel, "cpu/int-wo-ref");
     EXPECT_EQ(plain.activation, ActivationFormat::kFloat);
-    odd.group_size = 48;
-    odd.k = 240;
+    odd.group_size = 48;  // K a multiple of 32, the groups not
+    odd.k = 288;
     ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&odd).ok());
     EXPECT_EQ(odd.kernel, "cpu/int-wo-ref");
+    LinearSpec odd_k = plain;
+    odd_k.group_size = -1;  // per channel, K not a multiple of 32
+    odd_k.k = 240;
+    odd_k.kernel.clear();
+    odd_k.activation = ActivationFormat::kFloat;
+    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&odd_k).ok());
+    EXPECT_EQ(odd_k.kernel, "cpu/int-wo-ref");
   }
 }
 
