@@ -239,7 +239,8 @@ class CompressedTensorsConfig : public QuantConfig {
       s.group_size = 16;
       s.weight_scale_dtype = "F8_E4M3";
       s.global_scale = GlobalScaleConvention::kDivisor;
-      TESSERA_RETURN_IF_ERROR(parse::RequireTensor(store, module, prefix + ".weight_scale", {io::DType::kF8E4M3}, {n, k / 16}).status());
+      TESSERA_ASSIGN_OR_RETURN(io::TensorView block_scales, parse::RequireTensor(store, module, prefix + ".weight_scale", {io::DType::kF8E4M3}, {n, k / 16}));
+      s.nvfp4_scales_signed_or_nan = parse::HasSignedOrNanUe4m3(block_scales);
       TESSERA_RETURN_IF_ERROR(parse::RequireScalar(store, module, prefix + ".weight_global_scale"));
       if (s.activation == ActivationFormat::kNvfp4) {
         TESSERA_RETURN_IF_ERROR(parse::RequireScalar(store, module, prefix + ".input_global_scale"));

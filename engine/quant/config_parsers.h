@@ -46,6 +46,10 @@ absl::StatusOr<io::TensorView> RequireTensor(const io::TensorStore& store, const
                                              const std::string& name,
                                              std::initializer_list<io::DType> dtypes,
                                              std::vector<int64_t> shape = {}, bool scalar = false);
+// Whether an NVFP4 block-scale tensor (F8_E4M3 bytes) holds a byte with the sign bit set or a NaN
+// (0x7F / 0xFF): E4M3 reads them as negative or NaN, cuBLASLt's unsigned UE4M3 otherwise.
+bool HasSignedOrNanUe4m3(const io::TensorView& scales);
+
 // A per-tensor scale: numel 1 in any float dtype.
 absl::Status RequireScalar(const io::TensorStore& store, const std::string& module,
                            const std::string& name);

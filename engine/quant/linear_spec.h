@@ -47,6 +47,9 @@ struct LinearSpec {
   int64_t block_n = 0, block_k = 0;  // kBlock
   ZeroPointKind zero_point = ZeroPointKind::kNone;
   bool act_order = false;          // g_idx permutes the groups (GPTQ desc_act)
+  // NVFP4: a block-scale byte has the sign bit set or is NaN. The CPU kernels and CUDA's W4A16
+  // decode it as E4M3; cuBLASLt's block-scaled GEMM reads unsigned UE4M3, so W4A4 falls back.
+  bool nvfp4_scales_signed_or_nan = false;
 
   ActivationFormat activation = ActivationFormat::kFloat;
   ScaleGranularity activation_scale = ScaleGranularity::kNone;  // kTensor, kColwise (per token), kGroup

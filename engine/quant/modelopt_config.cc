@@ -69,13 +69,14 @@ class ModelOptConfig : public QuantConfig {
         return absl::InvalidArgumentError(absl::StrFormat("layer %s: NVFP4 K = %d is not a multiple of 16", module, k));
       }
       TESSERA_RETURN_IF_ERROR(parse::RequireTensor(store, module, prefix + ".weight", {io::DType::kU8}, {n, k / 2}).status());
-      TESSERA_RETURN_IF_ERROR(parse::RequireTensor(store, module, prefix + ".weight_scale", {io::DType::kF8E4M3}, {n, k / 16}).status());
+      TESSERA_ASSIGN_OR_RETURN(io::TensorView block_scales, parse::RequireTensor(store, module, prefix + ".weight_scale", {io::DType::kF8E4M3}, {n, k / 16}));
       TESSERA_RETURN_IF_ERROR(parse::RequireScalar(store, module, prefix + ".weight_scale_2"));
       s.weight_format = WeightFormat::kNvfp4;
       s.weight_scale = ScaleGranularity::kGroup;
       s.group_size = 16;
       s.weight_scale_dtype = "F8_E4M3";
       s.global_scale = GlobalScaleConvention::kMultiplier;
+      s.nvfp4_scales_signed_or_nan = parse::HasSignedOrNanUe4m3(block_scales);
       if (algo == "NVFP4") {
         TESSERA_RETURN_IF_ERROR(parse::RequireScalar(store, module, prefix + ".input_scale"));
         s.activation = ActivationFormat::kNvfp4;

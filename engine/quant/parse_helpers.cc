@@ -35,6 +35,13 @@ absl::StatusOr<io::TensorView> RequireTensor(const io::TensorStore& store, const
   return view;
 }
 
+bool HasSignedOrNanUe4m3(const io::TensorView& scales) {
+  for (const uint8_t b : scales.bytes) {
+    if ((b & 0x80) != 0 || b == 0x7F) return true;
+  }
+  return false;
+}
+
 absl::Status RequireScalar(const io::TensorStore& store, const std::string& module,
                            const std::string& name) {
   return RequireTensor(store, module, name, {}, {}, /*scalar=*/true).status();

@@ -121,6 +121,10 @@ absl::Status CudaKernelSelector::SelectFp8(LinearSpec* spec) const {
 
 absl::Status CudaKernelSelector::SelectNvfp4W4A4(LinearSpec* spec) const {
   absl::Status st = kc::SupportsNvfp4W4A4(spec->n, spec->k, sm_);
+  if (st.ok() && spec->nvfp4_scales_signed_or_nan) {
+    st = absl::UnimplementedError(
+        "block scale bytes with the sign bit or NaN (cuBLASLt reads them as unsigned UE4M3)");
+  }
   if (st.ok() && spec->activation_origin == quant::ScaleOrigin::kDynamic) {
     // Checkpoints carry a static input global scale; the online "nvfp4" scheme computes one per
     // row from the row's amax, and the GEMM's alpha (α_w / g) is a single scalar.

@@ -182,6 +182,8 @@ absl::Status UploadNvfp4W4A4(const LinearSpec& spec, const quant::PackedWeights&
   }
   // cuBLASLt reads the scales as unsigned UE4M3 (it ignores the sign bit); the reference decodes
   // them as E4M3. The two agree on every byte producers write: all but a set sign bit and NaN.
+  // The selector keeps layers with such bytes on W4A16 (LinearSpec::nvfp4_scales_signed_or_nan),
+  // so this only guards specs built some other way.
   for (int64_t i = 0; i < n * scale_cols; ++i) {
     const uint8_t b = p.block_scales[i];
     if ((b & 0x80) != 0 || b == 0x7F) {

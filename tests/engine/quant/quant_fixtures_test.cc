@@ -6,12 +6,15 @@
 // f32-vs-f64 gap, and 1e-4 of max |logit|).
 #include <cmath>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "engine/io/safetensors_file.h"
 #include "engine/io/tensor_store.h"
 #include "engine/quant/packed_weights.h"
+#include "engine/quant/quant_config.h"
 #include "engine/runtime/engine_loader.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -125,7 +128,8 @@ TEST_P(QuantFixtureTest, PlanDequantizedWeightsAndLogits) {
   auto ref = (*ref_file)->Get("logits")->CopyAs<float>();
   ASSERT_EQ(ref->size(), logits.size());
   double worst = 0;
-  for (size_t i = 0; i < logits.size(); ++i) worst = std::max(worst, std::abs(double(logits[i]) - (*ref)[i]));
+  for (size_t i = 0; i < logits.size(); ++i)
+    worst = std::max(worst, std::abs(double(logits[i]) - (*ref)[i]));
   const double atol = expected["logits"]["suggested_atol"].get<double>();
   EXPECT_LE(worst, atol) << "max |logit difference| " << worst;
   RecordProperty("max_abs_logit_error", std::to_string(worst));
@@ -205,6 +209,66 @@ TEST(ActOrderLoadTest, ShortGIdxIsAnErrorNamingTheLayer) {
   EXPECT_EQ(w.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(w.status().message().find("g_idx"), std::string::npos) << w.status();
   EXPECT_NE(w.status().message().find(spec->module), std::string::npos) << w.status();
+}
+
+// A store that serves one tensor with its first byte replaced (a copy; the mapped file is
+// read-only).
+class PatchedByteStore : public io::TensorStore {
+ public:
+  PatchedByteStore(std::unique_ptr<io::TensorStore> base, std::string name, uint8_t byte)
+      : base_(std::move(base)), name_(std::move(name)), byte_(byte) {}
+  io::ContainerKind kind() const override { return base_->kind(); }
+  const std::vector<std::string>& names() const override { return base_->names(); }
+  bool Contains(absl::string_view name) const override { return base_->Contains(name); }
+  absl::StatusOr<io::TensorView> Get(absl::string_view name) const override {
+    auto v = base_->Get(name);
+    if (!v.ok() || name != name_) return v;
+    copy_.assign(v->bytes.begin(), v->bytes.end());
+    copy_[0] = byte_;
+    v->bytes = copy_;
+    return v;
+  }
+  std::vector<std::pair<std::string, std::string>> DescribeMetadata() const override {
+    return base_->DescribeMetadata();
+  }
+
+ private:
+  std::unique_ptr<io::TensorStore> base_;
+  std::string name_;
+  uint8_t byte_;
+  mutable std::vector<uint8_t> copy_;
+};
+
+// NVFP4 block-scale bytes that E4M3 reads as negative or NaN are flagged on the spec (the CUDA
+// selector then keeps the layer off cuBLASLt's unsigned-UE4M3 W4A4 GEMM); producers' files are not.
+TEST(Nvfp4ScaleBytesTest, SignedOrNanScaleBytesAreFlagged) {
+  for (const auto& [name, codes] :
+       {std::pair{"modelopt_nvfp4", ".weight"}, std::pair{"ct_nvfp4", ".weight_packed"}}) {
+    SCOPED_TRACE(name);
+    const std::string dir = kDir + name;
+    std::ifstream in(dir + "/config.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string layer = "model.layers.0.mlp.gate_proj";
+    for (const int byte : {-1, 0x85, 0x7F, 0xFF}) {
+      auto base = io::OpenTensorStore(dir);
+      ASSERT_TRUE(base.ok()) << base.status();
+      auto packed = (*base)->Get(layer + codes);
+      ASSERT_TRUE(packed.ok()) << packed.status();
+      const int64_t n = packed->shape[0], k = packed->shape[1] * 2;
+      std::unique_ptr<io::TensorStore> store = std::move(*base);
+      if (byte >= 0) {
+        store = std::make_unique<PatchedByteStore>(std::move(store), layer + ".weight_scale",
+                                                   static_cast<uint8_t>(byte));
+      }
+      auto config = ParseQuantConfig(text.str(), dir, *store);
+      ASSERT_TRUE(config.ok()) << config.status();
+      auto spec = (*config)->Resolve(layer, layer, n, k, *store);
+      ASSERT_TRUE(spec.ok()) << spec.status();
+      ASSERT_EQ(spec->weight_format, WeightFormat::kNvfp4);
+      EXPECT_EQ(spec->nvfp4_scales_signed_or_nan, byte >= 0) << "byte " << byte;
+    }
+  }
 }
 
 }  // namespace

@@ -82,6 +82,23 @@ TEST(CudaKernelSelectorTest, Nvfp4W4A4OnBlackwell) {
   }
 }
 
+// Block-scale bytes that E4M3 reads as negative or NaN: W4A16 (which decodes them as the CPU
+// does), not cuBLASLt's unsigned UE4M3, and the plan says why.
+TEST(CudaKernelSelectorTest, Nvfp4W4A4SignedScalesStayW4A16) {
+  for (int sm : {100, 120}) {
+    LinearSpec s = Nvfp4W4A4();
+    s.activation_origin = quant::ScaleOrigin::kStatic;
+    s.nvfp4_scales_signed_or_nan = true;
+    ASSERT_TRUE(CudaKernelSelector(sm).Select(&s).ok()) << sm;
+    EXPECT_EQ(s.kernel, "cuda/w4a16-mma-nvfp4");
+    if (Compiled(sm)) {
+      EXPECT_EQ(s.reason,
+                "checkpoint: modelopt NVFP4; fallback: block scale bytes with the sign bit or NaN "
+                "(cuBLASLt reads them as unsigned UE4M3), using W4A16");
+    }
+  }
+}
+
 // A dynamic (per-row) activation global scale cannot become cuBLASLt's single alpha.
 TEST(CudaKernelSelectorTest, Nvfp4W4A4DynamicGlobalScaleStaysW4A16) {
   for (int sm : {100, 120}) {
