@@ -83,7 +83,6 @@ TEST(Q4_0x16Test, QuantizerMatchesScalar) {
 
 TEST(Q4_0x16Test, MatchesPortableBitForBit) {
   std::mt19937 rng(41);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32},
                              {19, 96},
                              {16, 544},
@@ -91,20 +90,7 @@ TEST(Q4_0x16Test, MatchesPortableBitForBit) {
                              {5, 2048},
                              {3, 5632}}) {
     const Matrix w = Random(n, k, rng);
-    for (int64_t rows : {1, 2, 3, 4, 5, 8, 9, 16, 17}) {
-      std::vector<float> x(rows * k), bias(n);
-      for (auto& v : x) v = nd(rng);
-      for (auto& v : bias) v = nd(rng);
-      const Acts a = Quantize(x.data(), rows, k);
-      std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
-      Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
-      Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
-      for (int64_t i = 0; i < rows * n; ++i) {
-        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
-            << Q8ActKernelName() << " n=" << n << " k=" << k << " rows=" << rows << " i=" << i
-            << ": " << y[i] << " vs " << ref[i];
-      }
-    }
+    testing::ExpectMatchesPortable(w.fw, rng, {1, 2, 3, 4, 5, 8, 9, 16, 17});
   }
 }
 

@@ -5,11 +5,14 @@
 
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
+#include <random>
 #include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
 
 namespace tessera::kernels::cpu::fast::testing {
 
@@ -27,6 +30,28 @@ inline Acts Quantize(const float* x, int64_t rows, int64_t k) {
   QuantizeActsInt4x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
   a.view = {rows, a.q.data(), a.d.data(), a.s.data()};
   return a;
+}
+
+// Int4x16Matmul (VNNI where the CPU has it) equals Int4x16MatmulPortable bit for bit, bias
+// included, for each row count, on normal random activations.
+inline void ExpectMatchesPortable(const FastWeights& fw, std::mt19937& rng,
+                                  std::initializer_list<int64_t> row_counts) {
+  const int64_t n = fw.n, k = fw.k;
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (int64_t rows : row_counts) {
+    std::vector<float> x(rows * k), bias(n);
+    for (auto& v : x) v = nd(rng);
+    for (auto& v : bias) v = nd(rng);
+    const Acts a = Quantize(x.data(), rows, k);
+    std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
+    Int4x16Matmul(fw, a.view, bias.data(), y.data(), 0, n);
+    Int4x16MatmulPortable(fw, a.view, bias.data(), ref.data(), 0, n);
+    for (int64_t i = 0; i < rows * n; ++i) {
+      ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
+          << Q8ActKernelName() << " n=" << n << " k=" << k << " rows=" << rows << " i=" << i << ": "
+          << y[i] << " vs " << ref[i];
+    }
+  }
 }
 
 // Rows of x ([rows, fw.k], fw.n ≥ 31) give the same bits however the columns are split and

@@ -73,18 +73,7 @@ TEST(Q8_0x16Test, MatchesPortableBitForBit) {
                              {5, 2048},
                              {3, 5632}}) {
     const Q8Matrix w = RandomQ8(n, k, rng);
-    for (int64_t rows : {1, 2, 3, 5, 8, 9, 16, 17}) {
-      const auto x = Normal(rows * k, rng), bias = Normal(n, rng);
-      const Acts a = Quantize(x.data(), rows, k);
-      std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
-      Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
-      Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
-      for (int64_t i = 0; i < rows * n; ++i) {
-        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
-            << Q8ActKernelName() << " n=" << n << " k=" << k << " rows=" << rows << " i=" << i
-            << ": " << y[i] << " vs " << ref[i];
-      }
-    }
+    testing::ExpectMatchesPortable(w.fw, rng, {1, 2, 3, 5, 8, 9, 16, 17});
   }
 }
 
@@ -173,15 +162,8 @@ TEST(U8x16Test, MatchesPortableBitForBitAndInvariant) {
                                   {33, 96, 96},
                                   {5, 2048, 128}}) {
       const U8Matrix w = RandomU8(n, k, g, bits, rng);
-      for (int64_t rows : {1, 3, 8, 9, 17}) {
-        const auto x = Normal(rows * k, rng), bias = Normal(n, rng);
-        const Acts a = Quantize(x.data(), rows, k);
-        std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
-        Int4x16Matmul(w.fw, a.view, bias.data(), y.data(), 0, n);
-        Int4x16MatmulPortable(w.fw, a.view, bias.data(), ref.data(), 0, n);
-        ASSERT_EQ(std::memcmp(y.data(), ref.data(), y.size() * 4), 0)
-            << "int" << bits << " n=" << n << " k=" << k << " g=" << g << " rows=" << rows;
-      }
+      SCOPED_TRACE(::testing::Message() << "int" << bits << " g=" << g);
+      testing::ExpectMatchesPortable(w.fw, rng, {1, 3, 8, 9, 17});
       if (n >= 31) testing::ExpectBatchAndColumnSplitInvariant(w.fw, Normal(17 * k, rng), 17);
     }
   }
