@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/fast/fast_elementwise.h"
@@ -22,8 +23,6 @@
 #include "kernels/numeric/fp8.h"
 
 namespace tessera::bench {
-
-int64_t CoverBytes();  // matmul_bench.cc
 
 namespace {
 

@@ -6,7 +6,9 @@
 // Threads: TESSERA_THREADS (default: all hardware threads), split over output columns exactly as
 // DenseLinear does. BM_Peak* measure the compute roofline (f32 FMA, VNNI, BF16 dot on zmm
 // registers, all pool threads) so GEMM rates can be quoted as a fraction of peak; with
-// TESSERA_HAVE_ONEDNN, onednn_bench.cc adds oneDNN's matmul on the same shapes.
+// TESSERA_HAVE_ONEDNN, onednn_bench.cc adds oneDNN's matmul on the same shapes. The quantized
+// formats' kernels (quant_matmul_bench.cc), the int8-activation tiles (int4_x16_bench.cc) and
+// attention / row kernels (attention_bench.cc) register from their own files.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
@@ -19,19 +21,17 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "engine/model/synth_model.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/fast_matmul.h"
-#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
-#include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/cpu/thread_pool.h"
-#include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::bench {
@@ -41,9 +41,6 @@ namespace tessera::bench {
 void RegisterOneDnnBenchmarks(int threads);
 void AddOneDnnContext();
 #endif
-
-// attention_bench.cc.
-void RegisterAttentionBenchmarks(kernels::cpu::ThreadPool* pool);
 
 // Bytes of distinct weight copies a benchmark cycles through: 256 MiB (DRAM, never the L3) unless
 // TESSERA_BENCH_COVER_MIB says otherwise; a small value (e.g. 4) keeps one copy cache-resident,
@@ -57,18 +54,18 @@ int64_t CoverBytes() {
   return bytes;
 }
 
+kernels::cpu::ThreadPool& Pool() {
+  static kernels::cpu::ThreadPool* pool = [] {
+    const char* env = std::getenv("TESSERA_THREADS");
+    return new kernels::cpu::ThreadPool(env != nullptr ? std::atoi(env) : 0);
+  }();
+  return *pool;
+}
+
 namespace {
 
 namespace kc = kernels::cpu;
 namespace kf = kernels::cpu::fast;
-
-kc::ThreadPool& Pool() {
-  static kc::ThreadPool* pool = [] {
-    const char* env = std::getenv("TESSERA_THREADS");
-    return new kc::ThreadPool(env != nullptr ? std::atoi(env) : 0);
-  }();
-  return *pool;
-}
 
 // ---- STREAM triad: a = b + s·c over 3 × 64 MiB arrays. ----
 void BM_Triad(benchmark::State& state) {
@@ -253,23 +250,6 @@ const Prepared& Weights(const std::string& fmt, int64_t n, int64_t k) {
     key = want;
   }
   return *cached;
-}
-
-// splitmix64: a fast random stream for filling hundreds of MiB.
-uint64_t Mix(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-// p[i * step] ^= (random byte & mask) for i < count.
-void XorStrided(uint8_t* p, int64_t count, int64_t step, uint8_t mask, uint64_t& s) {
-  uint64_t r = 0;
-  for (int64_t i = 0; i < count; ++i) {
-    if ((i & 7) == 0) r = Mix(s);
-    p[i * step] ^= static_cast<uint8_t>(r >> (8 * (i & 7))) & mask;
-  }
 }
 
 // Makes a copy of a prepared matrix differ from the original in every cache line while keeping
@@ -476,252 +456,6 @@ void BM_Q8ActMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   state.SetLabel(kf::Q8ActKernelName());
 }
 
-// ---- The 16-column int8-activation tiles (int4_x16.h) the engine runs under
-// --cpu_int8_activations for Q4_0 and INT4 group 128 (and always for NVFP4 W4A4): random codes
-// and scales per copy (256 MiB of distinct copies), activations quantized inside the timing with
-// the rows split over the pool (as DenseLinear / QuantizedLinear do), then the column split.
-// NVFP4 runs W4A16-style here (int8 activation blocks); W4A4 differs only in the quantizer. ----
-struct TileCopy {
-  std::vector<uint8_t> src, block_scales;
-  std::vector<float> scales, zeros;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> tiles;
-  kf::FastWeights fw;
-};
-
-void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
-  const int64_t blocks = k / 32;
-  int64_t stored = fmt == "Q4_0" ? n * blocks * 18 : fmt == "Q8_0" ? n * blocks * 34 : n * k / 2;
-  if (fmt == "INT4_G128") stored += n * (k / 128) * 8;
-  if (fmt == "INT8_G128") stored = n * k + n * (k / 128) * 8;  // GPTQ 8-bit: a byte per code
-  if (fmt == "NVFP4") stored += n * k / 16;
-  std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
-  std::mt19937 rng(42);
-  for (TileCopy& c : copies) {
-    if (fmt == "Q4_0" || fmt == "Q8_0") {
-      const int64_t bb = fmt == "Q4_0" ? 18 : 34;
-      c.src.resize(n * blocks * bb);
-      for (int64_t i = 0; i < n * blocks; ++i) {
-        uint8_t* b = c.src.data() + i * bb;
-        const uint16_t h = numeric::FloatToHalf(0.001f + 0.01f * (rng() % 100) / 100.0f);
-        std::memcpy(b, &h, 2);
-        for (int j = 2; j < bb; ++j) b[j] = static_cast<uint8_t>(rng());
-      }
-      if (bb == 18) {
-        c.tiles = hwy::AllocateAligned<uint8_t>(kf::Q4_0x16Bytes(n, k));
-        c.fw = kf::RepackQ4_0x16(c.src.data(), n, k, c.tiles.get());
-      } else {
-        c.tiles = hwy::AllocateAligned<uint8_t>(kf::Q8_0x16Bytes(n, k));
-        c.fw = kf::RepackQ8_0x16(c.src.data(), n, k, c.tiles.get());
-      }
-      c.src.clear();
-      c.src.shrink_to_fit();
-      continue;
-    }
-    const bool bytes = fmt == "INT8_G128";
-    c.src.resize(bytes ? n * k : n * k / 2);
-    for (auto& b : c.src) b = static_cast<uint8_t>(rng());
-    kf::FastWeights src;
-    src.data = c.src.data();
-    src.n = n;
-    src.k = k;
-    src.row_stride = bytes ? k : k / 2;
-    if (fmt == "INT4_G128" || bytes) {
-      for (int64_t i = 0; i < n * (k / 128); ++i) {
-        c.scales.push_back(0.001f + 0.01f * (rng() % 100) / 100.0f);
-        c.zeros.push_back(static_cast<float>(rng() % 16));
-      }
-      src.format = bytes ? kf::FastFormat::kU8Groups : kf::FastFormat::kU4Groups;
-      src.group_scales = c.scales.data();
-      src.group_zeros = c.zeros.data();
-      src.group_size = 128;
-      if (bytes) {
-        c.tiles = hwy::AllocateAligned<uint8_t>(kf::U8x16Bytes(n, k, 128));
-        c.fw = kf::RepackU8x16(src, c.tiles.get());
-      } else {
-        c.tiles = hwy::AllocateAligned<uint8_t>(kf::U4x16Bytes(n, k, 128));
-        c.fw = kf::RepackU4x16(src, c.tiles.get());
-      }
-    } else {
-      c.block_scales.resize(n * k / 16);
-      for (auto& b : c.block_scales) b = static_cast<uint8_t>(0x30 + rng() % 16);
-      src.format = kf::FastFormat::kNvfp4Pairs;
-      src.block_scales = c.block_scales.data();
-      src.alpha = 0.5f;
-      c.tiles = hwy::AllocateAligned<uint8_t>(kf::Nvfp4x16Bytes(n, k));
-      c.fw = kf::RepackNvfp4x16(src, c.tiles.get());
-    }
-    c.src.clear();
-    c.src.shrink_to_fit();
-  }
-  std::vector<float> x(m * k), y(m * n), d(m * blocks), sums(m * blocks), sums2(m * blocks);
-  std::vector<int8_t> q(m * k);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& v : x) v = nd(rng);
-  const bool halves = fmt == "NVFP4";
-  size_t next = 0;
-  for (auto _ : state) {
-    const kf::FastWeights& fw = copies[next].fw;
-    next = (next + 1) % copies.size();
-    auto quantize = [&](int64_t r0, int64_t r1) {
-      kf::QuantizeActsInt4x16(x.data(), k, r0, r1, q.data(), d.data(), sums.data(),
-                              halves ? sums2.data() : nullptr);
-    };
-    if (m > 1) {
-      Pool().ParallelFor(m, 1, quantize);
-    } else {
-      quantize(0, m);
-    }
-    kf::Int4x16Acts acts{m, q.data(), d.data(), sums.data()};
-    if (halves) {
-      acts.d2 = d.data();
-      acts.s2 = sums2.data();
-    }
-    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
-      kf::Int4x16Matmul(fw, acts, nullptr, y.data(), b, e);
-    });
-    benchmark::DoNotOptimize(y.data());
-  }
-  const double it = static_cast<double>(state.iterations());
-  state.counters["weight_GB/s"] = benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
-  state.SetLabel(kf::Q8ActKernelName());
-}
-
-// ---- QuantizedLinear's fast kernels (kernels/cpu/fast/fast_quant_matmul.h). Random codes with
-// sane scales; only the streaming and decode cost matters. FP8 per-row scales, INT4 group 128
-// with f32 scales and zero points, NVFP4 W4A16, MXFP4. weight_GB/s counts codes + scales.
-// Every copy (256 MiB in all, as BM_Matmul) has its own random codes and scales, so no two
-// pages are identical.
-struct QuantCopy {
-  std::vector<uint8_t> q, block_scales;
-  std::vector<float> scales, zeros;
-};
-
-void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
-  kf::FastQuantWeights w;
-  w.n = n;
-  w.k = k;
-  int64_t q_bytes = n * k / 2, bs_bytes = 0, n_scales = 0, n_zeros = 0;
-  static const float kUnit = 1.0f;
-  std::vector<float> row_scales(m, 0.02f);
-  // FP8_BF16ACT: W8A16 under --cpu_bf16_activations (x rounded to bf16 inside the timing, as
-  // QuantizedLinear does; the kernel then takes one vdpbf16ps per weight pair).
-  const bool bf16_act = fmt == "FP8_BF16ACT";
-  // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
-  // activation scales, both folded per block (FastQuantWeights::act_block_scales).
-  const bool block = fmt == "FP8_BLOCK_W8A8";
-  const int64_t k_blocks = (k + 127) / 128;
-  std::vector<float> act_block_scales(m * k_blocks, 0.02f);
-  if (block) {
-    w.decode = kf::QuantDecode::kFp8;
-    q_bytes = n * k;
-    n_scales = (n + 127) / 128 * k_blocks;
-    w.scale_rows = 128;
-    w.scale_row_stride = k_blocks;
-    w.scale_k = 128;
-    w.act_block_scales = true;
-    w.act_block_scale = act_block_scales.data();
-    w.act_block_row_stride = k_blocks;
-    w.act_block_stride = 1;
-  } else if (fmt == "FP8" || fmt == "FP8_W8A8" || bf16_act) {
-    w.decode = kf::QuantDecode::kFp8;
-    q_bytes = n * k;
-    n_scales = n;
-    w.scale_rows = 1;
-    w.scale_row_stride = 1;
-    w.scale_k = k;
-  } else if (fmt == "INT4_G128") {
-    w.decode = kf::QuantDecode::kInt4;
-    n_scales = n_zeros = n * k / 128;
-    w.scale_row_stride = k / 128;
-    w.scale_k = 128;
-  } else {
-    w.decode = fmt == "NVFP4" ? kf::QuantDecode::kNvfp4 : kf::QuantDecode::kMxfp4;
-    bs_bytes = n * k / (fmt == "NVFP4" ? 16 : 32);
-    w.alpha = 0.5f;
-  }
-  const int64_t stored = q_bytes + bs_bytes + (n_scales + n_zeros) * 4;
-  std::vector<QuantCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
-  uint64_t seed = 42;
-  for (auto& c : copies) {
-    c.q.resize(q_bytes);
-    XorStrided(c.q.data(), q_bytes, 1, 0x77, seed);  // ≤ 0x77: no FP8 NaN codes (0x7F / 0xFF)
-    // Block scales near 1: E4M3 0x30-0x3F (NVFP4), E8M0 0x7E-0x81 (MXFP4).
-    c.block_scales.assign(bs_bytes, fmt == "NVFP4" ? 0x30 : 0x7E);
-    XorStrided(c.block_scales.data(), bs_bytes, 1, fmt == "NVFP4" ? 0x0F : 0x03, seed);
-    c.scales.resize(n_scales);
-    for (auto& v : c.scales) v = 0.01f * (1.0f + static_cast<float>(Mix(seed) % 64) / 64.0f);
-    c.zeros.resize(n_zeros);
-    for (auto& v : c.zeros) v = static_cast<float>(6 + Mix(seed) % 5);
-  }
-  const bool w8a8 = fmt == "FP8_W8A8" || block;
-  auto use = [&](const QuantCopy& c) {
-    w.q = c.q.data();
-    w.block_scales = c.block_scales.data();
-    w.scales = c.scales.data();
-    w.zeros = c.zeros.data();
-    if (w8a8 && !block) {
-      // QuantizedLinear's W8A8 form: bare codes, the per-row weight scale and the per-token
-      // activation scale in the epilogue.
-      w.scales = &kUnit;
-      w.scale_rows = n;
-      w.scale_row_stride = 0;
-      w.col_scale = c.scales.data();
-      w.col_scale_stride = 1;
-      w.row_scale = row_scales.data();
-      w.row_scale_stride = 1;
-    }
-  };
-  use(copies[0]);
-  if (!kf::FastQuantSupported(w)) {
-    state.SkipWithError("not supported on this target");
-    return;
-  }
-  std::vector<float> x(m * k), y(m * n);
-  std::mt19937 rng(42);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& v : x) v = nd(rng);
-  // W8A8 activations are E4M3 values (the per-token quantizer's output, not timed here, as
-  // oneDNN's s8 rows do not time theirs).
-  if (w8a8) {
-    for (auto& v : x) v = numeric::DecodeE4m3(numeric::EncodeE4m3(v * 50.0f));
-  }
-  std::vector<float> xr(bf16_act ? m * k : 0);
-  size_t next = 0;
-  for (auto _ : state) {
-    use(copies[next]);
-    next = (next + 1) % copies.size();
-    if (bf16_act) {
-      Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t i = r0 * k; i < r1 * k; ++i) {
-          xr[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
-        }
-      });
-    }
-    const float* xin = bf16_act ? xr.data() : x.data();
-    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
-      kf::FastQuantMatmul(w, xin, m, nullptr, y.data(), b, e);
-    });
-    benchmark::DoNotOptimize(y.data());
-  }
-  const double it = static_cast<double>(state.iterations());
-  state.counters["weight_GB/s"] = benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
-}
-
-struct Shape {
-  const char* label;
-  int64_t n, k;  // y = x · Wᵀ with W [n, k]
-};
-
-void Register(const std::string& name,
-              void (*fn)(benchmark::State&, std::string, int64_t, int64_t, int64_t),
-              const char* fmt, const Shape& s, int64_t m) {
-  benchmark::RegisterBenchmark((name + "/" + fmt + "/" + s.label + "/M:" + std::to_string(m)).c_str(),
-                               fn, std::string(fmt), s.n, s.k, m)
-      ->UseRealTime()->Unit(benchmark::kMicrosecond);
-}
-
 void RegisterAll() {
   benchmark::RegisterBenchmark("BM_PeakFma", BM_Peak, PeakFmaRun,
                                __builtin_cpu_supports("avx512f") != 0, 2.0, "GFLOP/s")
@@ -742,12 +476,7 @@ void RegisterAll() {
     return std::string(s.label) != "1.1b_kv" && std::string(s.label) != "1.1b_lm_head";
   };
   const Shape gemm[] = {big[0], big[1], big[2], tiny[0], tiny[2], tiny[3]};
-  for (const char* f :
-       {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "INT4_G128", "NVFP4", "MXFP4"}) {
-    for (const Shape& s : gemm) {
-      for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
-    }
-  }
+  RegisterQuantMatmulBenchmarks(gemm);
   const char* formats[] = {"F32", "BF16", "F16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"};
   for (const char* f : formats) {
     for (const Shape& s : tiny) {
@@ -777,11 +506,7 @@ void RegisterAll() {
       for (int64_t m : {1, 16, 128}) Register("BM_Q8ActMatmul", BM_Q8ActMatmul, f, s, m);
     }
   }
-  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "Q8_0", "INT8_G128"}) {
-    for (const Shape& s : gemm) {
-      for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
-    }
-  }
+  RegisterInt4x16Benchmarks(gemm);
   RegisterAttentionBenchmarks(&Pool());
 #ifdef TESSERA_HAVE_ONEDNN
   RegisterOneDnnBenchmarks(Pool().size());

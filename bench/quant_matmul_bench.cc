@@ -1,0 +1,158 @@
+// BM_QuantMatmul of tessera_matmul_bench: QuantizedLinear's fast kernels
+// (kernels/cpu/fast/fast_quant_matmul.h) for FP8 (W8A16, W8A8, 128x128 blocks, bf16 activations),
+// INT4 group 128, NVFP4 and MXFP4 with float activations, at the shapes of matmul_bench.cc.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "bench/bench_common.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::bench {
+namespace {
+
+namespace kf = kernels::cpu::fast;
+
+// ---- QuantizedLinear's fast kernels (kernels/cpu/fast/fast_quant_matmul.h). Random codes with
+// sane scales; only the streaming and decode cost matters. FP8 per-row scales, INT4 group 128
+// with f32 scales and zero points, NVFP4 W4A16, MXFP4. weight_GB/s counts codes + scales.
+// Every copy (256 MiB in all, as BM_Matmul) has its own random codes and scales, so no two
+// pages are identical.
+struct QuantCopy {
+  std::vector<uint8_t> q, block_scales;
+  std::vector<float> scales, zeros;
+};
+
+void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+  kf::FastQuantWeights w;
+  w.n = n;
+  w.k = k;
+  int64_t q_bytes = n * k / 2, bs_bytes = 0, n_scales = 0, n_zeros = 0;
+  static const float kUnit = 1.0f;
+  std::vector<float> row_scales(m, 0.02f);
+  // FP8_BF16ACT: W8A16 under --cpu_bf16_activations (x rounded to bf16 inside the timing, as
+  // QuantizedLinear does; the kernel then takes one vdpbf16ps per weight pair).
+  const bool bf16_act = fmt == "FP8_BF16ACT";
+  // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
+  // activation scales, both folded per block (FastQuantWeights::act_block_scales).
+  const bool block = fmt == "FP8_BLOCK_W8A8";
+  const int64_t k_blocks = (k + 127) / 128;
+  std::vector<float> act_block_scales(m * k_blocks, 0.02f);
+  if (block) {
+    w.decode = kf::QuantDecode::kFp8;
+    q_bytes = n * k;
+    n_scales = (n + 127) / 128 * k_blocks;
+    w.scale_rows = 128;
+    w.scale_row_stride = k_blocks;
+    w.scale_k = 128;
+    w.act_block_scales = true;
+    w.act_block_scale = act_block_scales.data();
+    w.act_block_row_stride = k_blocks;
+    w.act_block_stride = 1;
+  } else if (fmt == "FP8" || fmt == "FP8_W8A8" || bf16_act) {
+    w.decode = kf::QuantDecode::kFp8;
+    q_bytes = n * k;
+    n_scales = n;
+    w.scale_rows = 1;
+    w.scale_row_stride = 1;
+    w.scale_k = k;
+  } else if (fmt == "INT4_G128") {
+    w.decode = kf::QuantDecode::kInt4;
+    n_scales = n_zeros = n * k / 128;
+    w.scale_row_stride = k / 128;
+    w.scale_k = 128;
+  } else {
+    w.decode = fmt == "NVFP4" ? kf::QuantDecode::kNvfp4 : kf::QuantDecode::kMxfp4;
+    bs_bytes = n * k / (fmt == "NVFP4" ? 16 : 32);
+    w.alpha = 0.5f;
+  }
+  const int64_t stored = q_bytes + bs_bytes + (n_scales + n_zeros) * 4;
+  std::vector<QuantCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
+  uint64_t seed = 42;
+  for (auto& c : copies) {
+    c.q.resize(q_bytes);
+    XorStrided(c.q.data(), q_bytes, 1, 0x77, seed);  // ≤ 0x77: no FP8 NaN codes (0x7F / 0xFF)
+    // Block scales near 1: E4M3 0x30-0x3F (NVFP4), E8M0 0x7E-0x81 (MXFP4).
+    c.block_scales.assign(bs_bytes, fmt == "NVFP4" ? 0x30 : 0x7E);
+    XorStrided(c.block_scales.data(), bs_bytes, 1, fmt == "NVFP4" ? 0x0F : 0x03, seed);
+    c.scales.resize(n_scales);
+    for (auto& v : c.scales) v = 0.01f * (1.0f + static_cast<float>(Mix(seed) % 64) / 64.0f);
+    c.zeros.resize(n_zeros);
+    for (auto& v : c.zeros) v = static_cast<float>(6 + Mix(seed) % 5);
+  }
+  const bool w8a8 = fmt == "FP8_W8A8" || block;
+  auto use = [&](const QuantCopy& c) {
+    w.q = c.q.data();
+    w.block_scales = c.block_scales.data();
+    w.scales = c.scales.data();
+    w.zeros = c.zeros.data();
+    if (w8a8 && !block) {
+      // QuantizedLinear's W8A8 form: bare codes, the per-row weight scale and the per-token
+      // activation scale in the epilogue.
+      w.scales = &kUnit;
+      w.scale_rows = n;
+      w.scale_row_stride = 0;
+      w.col_scale = c.scales.data();
+      w.col_scale_stride = 1;
+      w.row_scale = row_scales.data();
+      w.row_scale_stride = 1;
+    }
+  };
+  use(copies[0]);
+  if (!kf::FastQuantSupported(w)) {
+    state.SkipWithError("not supported on this target");
+    return;
+  }
+  std::vector<float> x(m * k), y(m * n);
+  std::mt19937 rng(42);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (auto& v : x) v = nd(rng);
+  // W8A8 activations are E4M3 values (the per-token quantizer's output, not timed here, as
+  // oneDNN's s8 rows do not time theirs).
+  if (w8a8) {
+    for (auto& v : x) v = numeric::DecodeE4m3(numeric::EncodeE4m3(v * 50.0f));
+  }
+  std::vector<float> xr(bf16_act ? m * k : 0);
+  size_t next = 0;
+  for (auto _ : state) {
+    use(copies[next]);
+    next = (next + 1) % copies.size();
+    if (bf16_act) {
+      Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0 * k; i < r1 * k; ++i) {
+          xr[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+        }
+      });
+    }
+    const float* xin = bf16_act ? xr.data() : x.data();
+    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+      kf::FastQuantMatmul(w, xin, m, nullptr, y.data(), b, e);
+    });
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double it = static_cast<double>(state.iterations());
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
+}
+
+}  // namespace
+
+void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
+  for (const char* f :
+       {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "INT4_G128", "NVFP4", "MXFP4"}) {
+    for (const Shape& s : gemm) {
+      for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
+    }
+  }
+}
+
+}  // namespace tessera::bench
