@@ -189,6 +189,13 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
                                       : kc::RopePairing::kInterleaved;
   int64_t max_ctx = 0;
   for (int64_t r = 0; r < total; ++r) max_ctx = std::max(max_ctx, row_pos[r] + 1);
+  // Each row's RoPE cos / sin, once for all layers and for its q and k heads.
+  const int64_t half = c.rope_dim / 2;
+  std::vector<float> rope_cos(total * half), rope_sin(total * half);
+  for (int64_t r = 0; r < total; ++r) {
+    kc::RopeCosSin(row_pos[r], inv_freq_.data(), half, rope_cos.data() + r * half,
+                   rope_sin.data() + r * half);
+  }
 
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
@@ -203,10 +210,10 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
         kf::FastRmsNorm(qr, L.q_norm.data(), c.num_heads, c.head_dim, eps, qr);
         kf::FastRmsNorm(kr, L.k_norm.data(), c.num_kv_heads, c.head_dim, eps, kr);
       }
-      kf::FastApplyRope(qr, c.num_heads, c.head_dim, c.rope_dim, row_pos[r], inv_freq_.data(),
-                        pairing);
-      kf::FastApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, row_pos[r], inv_freq_.data(),
-                        pairing);
+      const float* rc = rope_cos.data() + r * half;
+      const float* rs = rope_sin.data() + r * half;
+      kf::FastApplyRope(qr, c.num_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
+      kf::FastApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
       // Append this position's K and V to its sequence's blocks.
       const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
       const int32_t block = seq.blocks[row_pos[r] / cache.block_tokens()];

@@ -5,10 +5,18 @@
 
 namespace tessera::kernels::cpu {
 
+void RopeCosSin(int64_t position, const float* inv_freq, int64_t half, float* cos_out,
+                float* sin_out) {
+  for (int64_t i = 0; i < half; ++i) {
+    const float angle = static_cast<float>(position) * inv_freq[i];
+    cos_out[i] = std::cos(angle);
+    sin_out[i] = std::sin(angle);
+  }
+}
+
 void ApplyRope(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim, int64_t position,
                const float* inv_freq, RopePairing pairing) {
   const int64_t half = rope_dim / 2;
-  // Angles in float32 (position * inv_freq), then cos/sin, as transformers computes them.
   float cos_buf[512], sin_buf[512];
   std::vector<float> big_cos, big_sin;
   float* c = cos_buf;
@@ -19,11 +27,7 @@ void ApplyRope(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim, int6
     c = big_cos.data();
     s = big_sin.data();
   }
-  for (int64_t i = 0; i < half; ++i) {
-    const float angle = static_cast<float>(position) * inv_freq[i];
-    c[i] = std::cos(angle);
-    s[i] = std::sin(angle);
-  }
+  RopeCosSin(position, inv_freq, half, c, s);
   for (int64_t h = 0; h < heads; ++h) {
     float* v = x + h * head_dim;
     for (int64_t i = 0; i < half; ++i) {

@@ -88,38 +88,36 @@ void FastAddInPlaceImpl(float* y, const float* x, int64_t n) {
   for (int64_t i = full; i < n; ++i) y[i] += x[i];
 }
 
-// cos and sin per pair as ApplyRope computes them; rotate-half pairs dims i and i + half (two
-// contiguous runs), interleaved pairs 2i and 2i + 1 (adjacent lanes: the partner comes from a
-// lane swap, and per-lane cos / ±sin tables make one expression serve both dims of a pair).
+// Rotate-half pairs dims i and i + half (two contiguous runs), interleaved pairs 2i and 2i + 1
+// (adjacent lanes: the partner comes from a lane swap, and per-lane cos / ±sin tables make one
+// expression serve both dims of a pair).
 void FastApplyRopeImpl(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim,
-                       int64_t position, const float* inv_freq, RopePairing pairing) {
+                       const float* cos, const float* sin, RopePairing pairing) {
   const DF d;
   const int64_t half = rope_dim / 2;
   const bool interleaved = pairing == RopePairing::kInterleaved;
-  // Interleaved: lane 2i holds (cos_i, −sin_i), lane 2i + 1 (cos_i, +sin_i). On the stack for
-  // every real head size (this runs twice per row per layer).
-  const int64_t table = interleaved ? rope_dim : half;
+  // Rotate-half reads the tables as given. Interleaved wants them per lane: lane 2i holds
+  // (cos_i, −sin_i), lane 2i + 1 (cos_i, +sin_i); on the stack for every real head size.
+  const float* cs = cos;
+  const float* sn = sin;
   float cs_stack[1024], sn_stack[1024];
   std::vector<float> cs_heap, sn_heap;
-  float* cs = cs_stack;
-  float* sn = sn_stack;
-  if (table > 1024) {
-    cs_heap.resize(table);
-    sn_heap.resize(table);
-    cs = cs_heap.data();
-    sn = sn_heap.data();
-  }
-  for (int64_t i = 0; i < half; ++i) {
-    const float angle = static_cast<float>(position) * inv_freq[i];
-    const float c = std::cos(angle), s = std::sin(angle);
-    if (interleaved) {
-      cs[2 * i] = cs[2 * i + 1] = c;
-      sn[2 * i] = -s;
-      sn[2 * i + 1] = s;
-    } else {
-      cs[i] = c;
-      sn[i] = s;
+  if (interleaved) {
+    float* c = cs_stack;
+    float* s = sn_stack;
+    if (rope_dim > 1024) {
+      cs_heap.resize(rope_dim);
+      sn_heap.resize(rope_dim);
+      c = cs_heap.data();
+      s = sn_heap.data();
     }
+    for (int64_t i = 0; i < half; ++i) {
+      c[2 * i] = c[2 * i + 1] = cos[i];
+      s[2 * i] = -sin[i];
+      s[2 * i + 1] = sin[i];
+    }
+    cs = c;
+    sn = s;
   }
   for (int64_t h = 0; h < heads; ++h) {
     float* v = x + h * head_dim;
@@ -184,10 +182,9 @@ void FastAddInPlace(float* y, const float* x, int64_t n) {
   HWY_DYNAMIC_DISPATCH(FastAddInPlaceImpl)(y, x, n);
 }
 
-void FastApplyRope(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim, int64_t position,
-                   const float* inv_freq, RopePairing pairing) {
-  HWY_DYNAMIC_DISPATCH(FastApplyRopeImpl)
-  (x, heads, head_dim, rope_dim, position, inv_freq, pairing);
+void FastApplyRope(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim, const float* cos,
+                   const float* sin, RopePairing pairing) {
+  HWY_DYNAMIC_DISPATCH(FastApplyRopeImpl)(x, heads, head_dim, rope_dim, cos, sin, pairing);
 }
 
 }  // namespace tessera::kernels::cpu::fast

@@ -9,7 +9,8 @@
 //    not bit for bit.
 //  * FastAddInPlace and FastApplyRope: the same f32 operations (no fused multiply-add),
 //  bit-identical.
-//    RoPE's cos and sin stay std::cos / std::sin of the same f32 angles.
+//    RoPE takes the cos / sin tables of RopeCosSin (kernels/cpu/rope.h), so a row computes them
+//    once for its q and k heads.
 // Every element depends only on its own row, so results do not depend on which rows share a batch.
 #ifndef TESSERA_KERNELS_CPU_FAST_FAST_ELEMENTWISE_H_
 #define TESSERA_KERNELS_CPU_FAST_FAST_ELEMENTWISE_H_
@@ -30,9 +31,10 @@ void FastSwiGlu(const float* gate, const float* up, int64_t n, float* out);
 // y[i] += x[i]
 void FastAddInPlace(float* y, const float* x, int64_t n);
 
-// As ApplyRope (both pairings; rope_dim ≤ head_dim, even).
-void FastApplyRope(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim, int64_t position,
-                   const float* inv_freq, RopePairing pairing);
+// As ApplyRope (both pairings; rope_dim ≤ head_dim, even) with the rope_dim / 2 entries of
+// RopeCosSin for the row's position.
+void FastApplyRope(float* x, int64_t heads, int64_t head_dim, int64_t rope_dim, const float* cos,
+                   const float* sin, RopePairing pairing);
 
 }  // namespace tessera::kernels::cpu::fast
 

@@ -107,7 +107,9 @@ TEST_P(RopeTest, BitIdenticalToScalar) {
     auto want = Normal(s.heads * s.head_dim, 1.0f, static_cast<uint32_t>(position + 7));
     auto got = want;
     ApplyRope(want.data(), s.heads, s.head_dim, s.rope_dim, position, inv_freq.data(), pairing);
-    FastApplyRope(got.data(), s.heads, s.head_dim, s.rope_dim, position, inv_freq.data(), pairing);
+    std::vector<float> cos(s.rope_dim / 2), sin(s.rope_dim / 2);
+    RopeCosSin(position, inv_freq.data(), s.rope_dim / 2, cos.data(), sin.data());
+    FastApplyRope(got.data(), s.heads, s.head_dim, s.rope_dim, cos.data(), sin.data(), pairing);
     ASSERT_EQ(got, want) << "position " << position;
   }
 }
