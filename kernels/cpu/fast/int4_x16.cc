@@ -53,6 +53,12 @@ int64_t CodeBytesPerBlock(FastFormat format) {
 // 2·e2m1 for each 4-bit code (exact integers in [−12, 12]).
 constexpr int kTwiceE2m1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
+// Offset of code j of block b, column c in a byte-code tile (kQ8_0x16, kU8x16): chunk j / 4 of the
+// block holds K values 4q .. 4q + 3 of the 16 columns, 4 bytes per column.
+inline int64_t ByteCodeOffset(int64_t b, int64_t c, int j) {
+  return b * 512 + (j / 4) * 64 + c * 4 + j % 4;
+}
+
 // Writes the codes of block b, column c, given code(j) for j in 0..31.
 template <class Code>
 void PutCodes(uint8_t* codes, int64_t b, int64_t c, Code code) {
@@ -90,25 +96,43 @@ int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size) {
          Describe(FastFormat::kU4x16, nullptr, n, k, group_size).row_stride;
 }
 
-FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  FastWeights w = Describe(FastFormat::kQ4_0x16, dst, n, k, 32);
-  w.ggml = GgmlBlockType::kQ4_0;
+namespace {
+
+// Q4_0 and Q8_0 rows (ggml blocks of 32: an f16 scale, then the codes) into their tiles: the
+// scale goes to the scale area as is, put(codes, b, c, blk) writes the block's codes. Columns
+// past n keep scale 0 and codes 0.
+template <class Put>
+FastWeights RepackGgmlBlocks(FastFormat format, GgmlBlockType type, int64_t block_bytes,
+                             const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst,
+                             Put put) {
+  FastWeights w = Describe(format, dst, n, k, 32);
+  w.ggml = type;
   const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
   std::memset(dst, 0, groups * w.row_stride);
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* scales = dst + g * w.row_stride;
     uint8_t* codes = scales + ScaleAreaBytes(w);
-    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {  // past n: zero scale and codes
+    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
       const int64_t col = g * kCols + c;
       for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* blk = ggml_rows + (col * blocks + b) * kQ4BlockBytes;
+        const uint8_t* blk = ggml_rows + (col * blocks + b) * block_bytes;
         std::memcpy(scales + (b * kCols + c) * 2, blk, 2);
-        PutCodes(codes, b, c,
-                 [&](int j) { return j < 16 ? (blk[2 + j] & 0xF) : (blk[2 + j - 16] >> 4); });
+        put(codes, b, c, blk);
       }
     }
   }
   return w;
+}
+
+}  // namespace
+
+FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  return RepackGgmlBlocks(FastFormat::kQ4_0x16, GgmlBlockType::kQ4_0, kQ4BlockBytes, ggml_rows, n,
+                          k, dst, [](uint8_t* codes, int64_t b, int64_t c, const uint8_t* blk) {
+                            PutCodes(codes, b, c, [&](int j) {
+                              return j < 16 ? (blk[2 + j] & 0xF) : (blk[2 + j - 16] >> 4);
+                            });
+                          });
 }
 
 int64_t Q8_0x16Bytes(int64_t n, int64_t k) {
@@ -116,26 +140,14 @@ int64_t Q8_0x16Bytes(int64_t n, int64_t k) {
 }
 
 FastWeights RepackQ8_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  FastWeights w = Describe(FastFormat::kQ8_0x16, dst, n, k, 32);
-  w.ggml = GgmlBlockType::kQ8_0;
-  const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
-  std::memset(dst, 0, groups * w.row_stride);
-  for (int64_t g = 0; g < groups; ++g) {
-    uint8_t* scales = dst + g * w.row_stride;
-    uint8_t* codes = scales + ScaleAreaBytes(w);
-    // Columns past n keep scale 0 (their codes, 0 here, read as −128 · 0).
-    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
-      const int64_t col = g * kCols + c;
-      for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* blk = ggml_rows + (col * blocks + b) * kQ8BlockBytes;
-        std::memcpy(scales + (b * kCols + c) * 2, blk, 2);
-        for (int j = 0; j < 32; ++j) {
-          codes[b * 512 + (j / 4) * 64 + c * 4 + j % 4] = static_cast<uint8_t>(blk[2 + j] ^ 0x80);
-        }
-      }
-    }
-  }
-  return w;
+  // Codes w + 128 (Q8_0 codes are in [-127, 127]); padding columns read as −128 · 0.
+  return RepackGgmlBlocks(FastFormat::kQ8_0x16, GgmlBlockType::kQ8_0, kQ8BlockBytes, ggml_rows, n,
+                          k, dst, [](uint8_t* codes, int64_t b, int64_t c, const uint8_t* blk) {
+                            for (int j = 0; j < 32; ++j) {
+                              codes[ByteCodeOffset(b, c, j)] =
+                                  static_cast<uint8_t>(blk[2 + j] ^ 0x80);
+                            }
+                          });
 }
 
 int64_t U8x16Bytes(int64_t n, int64_t k, int64_t group_size) {
@@ -168,8 +180,7 @@ FastWeights RepackGroups(const FastWeights& src, uint8_t* dst) {
       const uint8_t* row = src.data + col * src.row_stride;
       for (int64_t b = 0; b < blocks; ++b) {
         if constexpr (kBytes) {
-          for (int j = 0; j < 32; ++j)
-            codes[b * 512 + (j / 4) * 64 + c * 4 + j % 4] = row[b * 32 + j];
+          for (int j = 0; j < 32; ++j) codes[ByteCodeOffset(b, c, j)] = row[b * 32 + j];
         } else {
           PutCodes(codes, b, c, [&](int j) {
             const uint8_t byte = row[(b * 32 + j) / 2];
@@ -374,8 +385,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
       for (int64_t b = 0; b < blocks; ++b) {
         int32_t dot = 0;
         if (bytes) {
-          for (int j = 0; j < 32; ++j)
-            dot += codes[b * 512 + (j / 4) * 64 + c * 4 + j % 4] * x[b * 32 + j];
+          for (int j = 0; j < 32; ++j) dot += codes[ByteCodeOffset(b, c, j)] * x[b * 32 + j];
         } else {
           for (int q = 0; q < 4; ++q) {
             for (int i = 0; i < 4; ++i) {
