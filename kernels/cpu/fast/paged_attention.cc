@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "kernels/cpu/fast/paged_attention.cc"
@@ -22,7 +23,6 @@ namespace {
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
-static_assert(kN <= 16, "FastAttentionScratchRow rounds to 16 lanes");
 // Vectors of V accumulated in registers per pass over the context (head_dim 64 is one pass on
 // AVX-512, two on AVX2).
 constexpr int kPvChunks = 4;
@@ -68,129 +68,243 @@ struct Fp8Reader {
   }
 };
 
+// Positions ahead of use whose rows ForEach prefetches into L2. The row of one KV head is a short
+// run in a strided layout ([block][token][kv_head][dim]) and the blocks are separate, scattered
+// allocations, so the hardware prefetchers miss much of it: without this, one pass over K at
+// ctx 4096 waited on DRAM for ~75% of its time (perf, BM_PagedAttention). One thread, f32 KV,
+// ctx 1024 from DRAM: no prefetch 440 us, 16 ahead 277, 64 ahead 276; two threads at ctx 4096,
+// L2 hint: 16 ahead 726 us, 32 680, 64 653 (an L1 hint: 737-778).
+constexpr int64_t kPrefetchTokens = 64;
+
 // The blocks of one sequence for one KV head: position t is row t % block_tokens of block
 // t / block_tokens, walked block by block (one division per block).
 template <typename Elem>
 struct KvRows {
   const Elem* const* blocks;
   int64_t block_tokens, token_stride, head_offset;
-  // f(t, row of position t) for t in [t0, t1).
+  int64_t row_bytes;    // head_dim · sizeof(Elem)
+  int64_t context_len;  // positions with a block (the prefetch stops there)
+  // f(t, row of position t) for t in [t0, t1), the row kPrefetchTokens ahead prefetched.
   template <typename F>
   HWY_INLINE void ForEach(int64_t t0, int64_t t1, F&& f) const {
+    int64_t pt = t0 + kPrefetchTokens;
+    int64_t pb = pt / block_tokens, ps = pt % block_tokens;
     for (int64_t t = t0; t < t1;) {
       const int64_t s0 = t % block_tokens;
       const Elem* row = blocks[t / block_tokens] + head_offset;
       const int64_t n = std::min(block_tokens - s0, t1 - t);
-      for (int64_t s = s0; s < s0 + n; ++s, ++t) f(t, row + s * token_stride);
+      for (int64_t s = s0; s < s0 + n; ++s, ++t) {
+        if (pt < context_len) {
+          const auto* ahead =
+              reinterpret_cast<const char*>(blocks[pb] + head_offset + ps * token_stride);
+          for (int64_t l = 0; l < row_bytes; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+          ++pt;
+          if (++ps == block_tokens) {
+            ps = 0;
+            ++pb;
+          }
+        }
+        f(t, row + s * token_stride);
+      }
     }
   }
 };
 
-// Positions per context tile: the query heads that share a KV head take each tile in turn, so the
-// tile's K (or V) rows come from DRAM once and from L2 for the others (64 KiB of f32 K per tile
-// at head_dim 64). Per head the arithmetic and its order are those of an untiled pass.
+// Positions per context tile of the Σ p·v pass: each block of kHeadBlock heads takes the tile in
+// turn, so its V rows come from DRAM once and from L1/L2 for the other blocks (64 KiB of f32 V
+// per tile at head_dim 64).
 constexpr int64_t kTileTokens = 256;
+// Heads whose Σ p·v accumulators share the registers of one pass over V (4 × kPvChunks vectors
+// on AVX-512's 32 registers; 2 on targets with 16).
+constexpr int kHeadBlock = kN >= 16 ? 4 : 2;
+// Heads of one run: their scores are one row of the scratch per position (heads in lanes).
+constexpr int64_t kRunHeads = kN >= 16 ? 16 : 8;
+static_assert(kRunHeads <= kAttentionMaxGroupRun, "scratch rows hold kAttentionMaxGroupRun heads");
 
-// scores[t] = (q · k_t) · scale for t in [t0, t1): lanes of one accumulator over the head_dim
-// chunks, then their sum.
-template <typename Reader>
-void Scores(DF d, const float* qh, int64_t head_dim, const KvRows<typename Reader::Elem>& k,
-            int64_t t0, int64_t t1, float scale, const Reader& reader, float* scores) {
+using D4 = hn::CappedTag<float, 4>;
+
+#if HWY_TARGET == HWY_SCALAR
+// One lane per vector: the sums are the lanes themselves.
+HWY_INLINE void StoreSums4(DF, VF a0, VF a1, VF a2, VF a3, float scale, float* dst) {
+  dst[0] = hn::GetLane(a0) * scale;
+  dst[1] = hn::GetLane(a1) * scale;
+  dst[2] = hn::GetLane(a2) * scale;
+  dst[3] = hn::GetLane(a3) * scale;
+}
+#else
+// The lanes of each 128-bit block of v summed across blocks ((b0 + b2) + (b1 + b3) on AVX-512).
+template <class D>
+HWY_INLINE hn::Vec<D4> SumBlocks(D d, hn::Vec<D> v) {
+  if constexpr (hn::MaxLanes(D()) > 4) {
+    const hn::Half<D> dh;
+    return SumBlocks(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  } else {
+    (void)d;
+    return v;
+  }
+}
+
+// dst[0, 4) = [Σ lanes of a0, Σ a1, Σ a2, Σ a3] · scale. Each sum's order is fixed by the lane
+// count alone (within a block (l0 + l2) + (l1 + l3), then the blocks), whatever the other three
+// vectors hold.
+HWY_INLINE void StoreSums4(DF d, VF a0, VF a1, VF a2, VF a3, float scale, float* dst) {
+  const hn::Repartition<uint64_t, DF> du;
+  const VF s01 = hn::Add(hn::InterleaveLower(d, a0, a1), hn::InterleaveUpper(d, a0, a1));
+  const VF s23 = hn::Add(hn::InterleaveLower(d, a2, a3), hn::InterleaveUpper(d, a2, a3));
+  const auto w01 = hn::BitCast(du, s01), w23 = hn::BitCast(du, s23);
+  const VF s = hn::Add(hn::BitCast(d, hn::InterleaveLower(du, w01, w23)),
+                       hn::BitCast(d, hn::InterleaveUpper(du, w01, w23)));
+  const D4 d4;
+  hn::StoreU(hn::Mul(SumBlocks(d, s), hn::Set(d4, scale)), d4, dst);
+}
+#endif
+
+// s[t · 4·R4 + h] = (q_h · k_t) · scale for every position t and the run's heads h < 4·R4: each K
+// row is read (and for FP8 decoded) once for all heads. q: the run's heads zero-padded to 4·R4
+// rows of qs floats (whole vectors; padded heads score 0). Per head, the multiply-adds run over
+// head_dim in the order of one head alone, then StoreSums4.
+template <int R4, typename Reader>
+void ScoresRun(DF d, const float* q, int64_t qs, int64_t head_dim,
+               const KvRows<typename Reader::Elem>& k, int64_t context_len, float scale,
+               const Reader& reader, float* s) {
+  constexpr int R = 4 * R4;
   const int64_t full = head_dim / kN * kN, rem = head_dim - full;
-  VF q_tail = hn::Zero(d);
-  if (rem > 0) q_tail = F32Reader().Tail(d, qh, full, rem);
-  k.ForEach(t0, t1, [&](int64_t t, const typename Reader::Elem* row) {
-    VF acc = hn::Zero(d);
-    for (int64_t i = 0; i < full; i += kN)
-      acc = hn::MulAdd(hn::LoadU(d, qh + i), reader.Load(d, row, i), acc);
-    if (rem > 0) acc = hn::MulAdd(q_tail, reader.Tail(d, row, full, rem), acc);
-    scores[t] = hn::GetLane(hn::SumOfLanes(d, acc)) * scale;
+  k.ForEach(0, context_len, [&](int64_t t, const typename Reader::Elem* row) {
+    VF acc[R];
+    for (int h = 0; h < R; ++h) acc[h] = hn::Zero(d);
+    for (int64_t i = 0; i < full; i += kN) {
+      const VF kv = reader.Load(d, row, i);
+      for (int h = 0; h < R; ++h) acc[h] = hn::MulAdd(hn::LoadU(d, q + h * qs + i), kv, acc[h]);
+    }
+    if (rem > 0) {
+      const VF kv = reader.Tail(d, row, full, rem);
+      for (int h = 0; h < R; ++h) acc[h] = hn::MulAdd(hn::LoadU(d, q + h * qs + full), kv, acc[h]);
+    }
+    for (int g = 0; g < R4; ++g) {
+      StoreSums4(d, acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3], scale,
+                 s + t * R + 4 * g);
+    }
   });
 }
 
 // Highway's Exp maps NaN to 0 (its range check fails); a NaN in the cache must reach the output
 // as it does through std::exp in the scalar kernel.
-HWY_INLINE VF ExpKeepNan(DF d, VF x) { return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, x)); }
-
-// scores[t] = exp(scores[t] − max); returns 1 / Σ.
-float Softmax(DF d, int64_t context_len, float* scores) {
-  const int64_t full = context_len / kN * kN, rem = context_len - full;
-  VF vmax = hn::Set(d, -std::numeric_limits<float>::infinity());
-  for (int64_t t = 0; t < full; t += kN) vmax = hn::Max(vmax, hn::LoadU(d, scores + t));
-  float max_score = hn::GetLane(hn::MaxOfLanes(d, vmax));
-  for (int64_t t = full; t < context_len; ++t) max_score = std::max(max_score, scores[t]);
-  const VF m = hn::Set(d, max_score);
-  VF sum = hn::Zero(d);
-  for (int64_t t = 0; t < full; t += kN) {
-    const VF e = ExpKeepNan(d, hn::Sub(hn::LoadU(d, scores + t), m));
-    hn::StoreU(e, d, scores + t);
-    sum = hn::Add(sum, e);
-  }
-  if (rem > 0) {
-    // A scores row holds whole vectors (FastAttentionScratchRow): lanes past the context are
-    // computed, stored there and masked out of the sum.
-    const VF e = hn::IfThenElseZero(hn::FirstN(d, static_cast<size_t>(rem)),
-                                    ExpKeepNan(d, hn::Sub(hn::LoadU(d, scores + full), m)));
-    hn::StoreU(e, d, scores + full);
-    sum = hn::Add(sum, e);
-  }
-  return 1.0f / hn::GetLane(hn::SumOfLanes(d, sum));
+template <class D>
+HWY_INLINE hn::Vec<D> ExpKeepNan(D d, hn::Vec<D> x) {
+  return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, x));
 }
 
-// out[c0, c0 + NF·kN (+ tail)) += Σ_{t in [t0, t1)} (p_t · inv) · v_t over the same lanes (out
-// starts from zero when t0 is 0), NF full vectors plus a partial one of `tail` lanes when
-// tail > 0, kept in registers across the tile; storing and reloading between tiles is exact.
-template <int NF, typename Reader>
+// Rows of w scores (one per position, heads in lanes): s = exp(s − max over positions) per head,
+// inv[h] = 1 / Σ over positions (four partial sums by position mod 4, then (s0 + s1) + (s2 + s3)).
+// Lanes never mix, so a head's numbers do not depend on the width of the rows it sits in.
+template <class DW>
+void SoftmaxRun(DW dw, int64_t context_len, int64_t w, float* s, float* inv) {
+  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dw));
+  for (int64_t j = 0; j < w; j += lanes) {
+    auto m = hn::Set(dw, -std::numeric_limits<float>::infinity());
+    for (int64_t t = 0; t < context_len; ++t) m = hn::Max(m, hn::LoadU(dw, s + t * w + j));
+    auto exp_row = [&](int64_t t) {
+      const auto e = ExpKeepNan(dw, hn::Sub(hn::LoadU(dw, s + t * w + j), m));
+      hn::StoreU(e, dw, s + t * w + j);
+      return e;
+    };
+    auto s0 = hn::Zero(dw), s1 = hn::Zero(dw), s2 = hn::Zero(dw), s3 = hn::Zero(dw);
+    int64_t t = 0;
+    for (; t + 4 <= context_len; t += 4) {
+      s0 = hn::Add(s0, exp_row(t));
+      s1 = hn::Add(s1, exp_row(t + 1));
+      s2 = hn::Add(s2, exp_row(t + 2));
+      s3 = hn::Add(s3, exp_row(t + 3));
+    }
+    if (t < context_len) s0 = hn::Add(s0, exp_row(t));
+    if (t + 1 < context_len) s1 = hn::Add(s1, exp_row(t + 1));
+    if (t + 2 < context_len) s2 = hn::Add(s2, exp_row(t + 2));
+    const auto total = hn::Add(hn::Add(s0, s1), hn::Add(s2, s3));
+    hn::StoreU(hn::Div(hn::Set(dw, 1.0f), total), dw, inv + j);
+  }
+}
+
+// The widest vectors of at most kN lanes that tile a row of w (a multiple of 4) floats.
+void Softmax(int64_t context_len, int64_t w, float* s, float* inv) {
+  if constexpr (kN >= 16) {
+    if (w % 16 == 0) return SoftmaxRun(hn::CappedTag<float, 16>(), context_len, w, s, inv);
+  }
+  if constexpr (kN >= 8) {
+    if (w % 8 == 0) return SoftmaxRun(hn::CappedTag<float, 8>(), context_len, w, s, inv);
+  }
+  SoftmaxRun(D4(), context_len, w, s, inv);
+}
+
+// out_h[c0, c0 + NF·kN (+ tail)) += Σ_{t in [t0, t1)} (p_t,h · inv_h) · v_t over the same lanes for
+// the HB heads h of one block (out_h starts from zero when t0 is 0), NF full vectors plus a
+// partial one of `tail` lanes when tail > 0, kept in registers across the tile; each V vector is
+// read once for the block. Per head the order is one head's alone; storing and reloading between
+// tiles is exact.
+template <int HB, int NF, typename Reader>
 void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1, const float* p,
-               float inv, const Reader& reader, int64_t c0, int64_t tail, float* out) {
-  VF acc[NF + 1];
-  HWY_ALIGN float part[kN] = {};
-  for (int j = 0; j < NF; ++j) acc[j] = t0 == 0 ? hn::Zero(d) : hn::LoadU(d, out + c0 + j * kN);
-  if (tail > 0 && t0 != 0) std::memcpy(part, out + c0 + NF * kN, static_cast<size_t>(tail) * 4);
-  acc[NF] = hn::Load(d, part);
+               int64_t w, const float* inv, const Reader& reader, int64_t c0, int64_t tail,
+               float* const* out) {
+  VF acc[HB][NF + 1];
+  for (int h = 0; h < HB; ++h) {
+    HWY_ALIGN float part[kN] = {};
+    for (int j = 0; j < NF; ++j)
+      acc[h][j] = t0 == 0 ? hn::Zero(d) : hn::LoadU(d, out[h] + c0 + j * kN);
+    if (tail > 0 && t0 != 0) std::memcpy(part, out[h] + c0 + NF * kN, static_cast<size_t>(tail) * 4);
+    acc[h][NF] = hn::Load(d, part);
+  }
   v.ForEach(t0, t1, [&](int64_t t, const typename Reader::Elem* row) {
-    const VF pt = hn::Set(d, p[t] * inv);
-    for (int j = 0; j < NF; ++j) acc[j] = hn::MulAdd(pt, reader.Load(d, row, c0 + j * kN), acc[j]);
-    if (tail > 0) acc[NF] = hn::MulAdd(pt, reader.Tail(d, row, c0 + NF * kN, tail), acc[NF]);
+    VF vv[NF + 1];
+    for (int j = 0; j < NF; ++j) vv[j] = reader.Load(d, row, c0 + j * kN);
+    if (tail > 0) vv[NF] = reader.Tail(d, row, c0 + NF * kN, tail);
+    for (int h = 0; h < HB; ++h) {
+      const VF pt = hn::Set(d, p[t * w + h] * inv[h]);
+      for (int j = 0; j < NF; ++j) acc[h][j] = hn::MulAdd(pt, vv[j], acc[h][j]);
+      if (tail > 0) acc[h][NF] = hn::MulAdd(pt, vv[NF], acc[h][NF]);
+    }
   });
-  for (int j = 0; j < NF; ++j) hn::StoreU(acc[j], d, out + c0 + j * kN);
-  if (tail > 0) {
-    hn::Store(acc[NF], d, part);
-    std::memcpy(out + c0 + NF * kN, part, static_cast<size_t>(tail) * sizeof(float));
+  for (int h = 0; h < HB; ++h) {
+    for (int j = 0; j < NF; ++j) hn::StoreU(acc[h][j], d, out[h] + c0 + j * kN);
+    if (tail > 0) {
+      HWY_ALIGN float part[kN];
+      hn::Store(acc[h][NF], d, part);
+      std::memcpy(out[h] + c0 + NF * kN, part, static_cast<size_t>(tail) * sizeof(float));
+    }
   }
 }
 
-// One head's Σ p·v over positions [t0, t1), head_dim in passes of kPvChunks vectors.
-template <typename Reader>
-void WeightedVHead(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1,
-                   const float* p, float inv, const Reader& reader, int64_t head_dim, float* o) {
+// One block of HB heads: Σ p·v over positions [t0, t1), head_dim in passes of kPvChunks vectors.
+template <int HB, typename Reader>
+void WeightedVBlock(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1,
+                    const float* p, int64_t w, const float* inv, const Reader& reader,
+                    int64_t head_dim, float* const* out) {
   for (int64_t c0 = 0; c0 < head_dim; c0 += kPvChunks * kN) {
     const int64_t left = head_dim - c0;
     const int64_t nf = std::min<int64_t>(kPvChunks, left / kN);
     const int64_t tail = nf < kPvChunks ? left - nf * kN : 0;
     switch (nf) {
       case 0:
-        WeightedV<0>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        WeightedV<HB, 0>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
         break;
       case 1:
-        WeightedV<1>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        WeightedV<HB, 1>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
         break;
       case 2:
-        WeightedV<2>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        WeightedV<HB, 2>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
         break;
       case 3:
-        WeightedV<3>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        WeightedV<HB, 3>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
         break;
       default:
-        WeightedV<kPvChunks>(d, v, t0, t1, p, inv, reader, c0, tail, o);
+        WeightedV<HB, kPvChunks>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
     }
   }
 }
 
-// Heads [head_begin, head_end) in runs that share a KV head (at most kAttentionMaxGroupRun);
-// within a run every head takes a context tile before the next tile (the scores, then after a
-// softmax per head the Σ p·v), so K and V stream from memory once per run, not once per head.
-// scratch holds a row of scores per head of the run.
+// Heads [head_begin, head_end) in runs that share a KV head (at most kRunHeads). A run's scores
+// come from one pass over K (each row meets every head of the run), its softmax is one pass over
+// the rows of scores, and its Σ p·v goes tile by tile with the heads in blocks of kHeadBlock.
+// Every head's arithmetic is that of a run of one, so results do not depend on how heads are
+// split across calls. scratch: the run's scores, [context_len][4 · ⌈heads / 4⌉].
 template <typename Reader>
 void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* const* k_blocks,
                  const typename Reader::Elem* const* v_blocks, int64_t block_tokens,
@@ -199,26 +313,56 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
                  const Reader& k_reader, const Reader& v_reader) {
   const DF d;
   const int64_t group = heads / kv_heads, token_stride = kv_heads * head_dim;
-  const int64_t row = FastAttentionScratchRow(context_len);
-  float inv[kAttentionMaxGroupRun];
+  // The run's queries, zero-padded to whole vectors and to a multiple of 4 heads.
+  const int64_t qs = (head_dim + kN - 1) / kN * kN;
+  thread_local std::vector<float> qpad;
+  qpad.resize(static_cast<size_t>(kRunHeads * qs));
+  HWY_ALIGN float inv[kRunHeads];
   for (int64_t h0 = head_begin; h0 < head_end;) {
     const int64_t kvh = h0 / group;
-    const int64_t h1 = std::min({head_end, (kvh + 1) * group, h0 + kAttentionMaxGroupRun});
-    const KvRows<typename Reader::Elem> k{k_blocks, block_tokens, token_stride, kvh * head_dim};
-    const KvRows<typename Reader::Elem> v{v_blocks, block_tokens, token_stride, kvh * head_dim};
-    for (int64_t t0 = 0; t0 < context_len; t0 += kTileTokens) {
-      const int64_t t1 = std::min(context_len, t0 + kTileTokens);
-      for (int64_t h = h0; h < h1; ++h) {
-        Scores(d, q + h * head_dim, head_dim, k, t0, t1, scale, k_reader, scratch + (h - h0) * row);
-      }
-    }
+    const int64_t h1 = std::min({head_end, (kvh + 1) * group, h0 + kRunHeads});
+    const int64_t r4 = (h1 - h0 + 3) / 4, w = 4 * r4;
+    std::fill(qpad.begin(), qpad.begin() + w * qs, 0.0f);
     for (int64_t h = h0; h < h1; ++h)
-      inv[h - h0] = Softmax(d, context_len, scratch + (h - h0) * row);
+      std::copy(q + h * head_dim, q + (h + 1) * head_dim, qpad.begin() + (h - h0) * qs);
+    const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(typename Reader::Elem));
+    const KvRows<typename Reader::Elem> k{k_blocks,       block_tokens, token_stride,
+                                          kvh * head_dim, row_bytes,    context_len};
+    const KvRows<typename Reader::Elem> v{v_blocks,       block_tokens, token_stride,
+                                          kvh * head_dim, row_bytes,    context_len};
+    switch (r4) {
+      case 1:
+        ScoresRun<1>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
+        break;
+      case 2:
+        ScoresRun<2>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
+        break;
+      case 3:
+        ScoresRun<3>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
+        break;
+      default:
+        ScoresRun<4>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
+    }
+    Softmax(context_len, w, scratch, inv);
     for (int64_t t0 = 0; t0 < context_len; t0 += kTileTokens) {
       const int64_t t1 = std::min(context_len, t0 + kTileTokens);
-      for (int64_t h = h0; h < h1; ++h) {
-        WeightedVHead(d, v, t0, t1, scratch + (h - h0) * row, inv[h - h0], v_reader, head_dim,
-                      out + h * head_dim);
+      for (int64_t hb = h0; hb < h1; hb += kHeadBlock) {
+        const int64_t n = std::min<int64_t>(kHeadBlock, h1 - hb);
+        float* outs[kHeadBlock];
+        for (int64_t i = 0; i < n; ++i) outs[i] = out + (hb + i) * head_dim;
+        const float* p = scratch + (hb - h0);
+        const float* iv = inv + (hb - h0);
+        if (n == kHeadBlock) {
+          WeightedVBlock<kHeadBlock>(d, v, t0, t1, p, w, iv, v_reader, head_dim, outs);
+        } else if (n == 1) {
+          WeightedVBlock<1>(d, v, t0, t1, p, w, iv, v_reader, head_dim, outs);
+        } else if constexpr (kHeadBlock > 2) {
+          if (n == 2) {
+            WeightedVBlock<2>(d, v, t0, t1, p, w, iv, v_reader, head_dim, outs);
+          } else {
+            WeightedVBlock<3>(d, v, t0, t1, p, w, iv, v_reader, head_dim, outs);
+          }
+        }
       }
     }
     h0 = h1;

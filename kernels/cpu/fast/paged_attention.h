@@ -4,8 +4,10 @@
 // Σ p·v), with the dot products, the exponentials and the weighted V sum over vector lanes. The
 // scalar kernel's one-lane dependency chains (64 multiply-adds per score, one exp per position)
 // made attention the second-largest cost of a batched decode step (bench/README.md). The query
-// heads of one call that share a KV head (a GQA group) go through the context tile by tile
-// together, so its K and V stream from memory once rather than once per head.
+// heads of one call that share a KV head (a GQA group) go through the context together: each K
+// row is read (and for FP8 decoded) once for all of them, the scores are stored one row per
+// position with the heads in lanes (so the softmax needs no horizontal reductions), and the V
+// rows are read once per block of heads, tile by tile.
 //
 // Order: every output depends only on q, the sequence's own K/V and context_len, summed in an
 // order fixed by head_dim and context_len, so a row's result is the same whichever rows share its
@@ -21,17 +23,15 @@
 
 namespace tessera::kernels::cpu::fast {
 
-// Query heads that run one context tile after another while sharing a KV head (GQA groups
-// larger than this run in parts).
+// Query heads that go through the context together while sharing a KV head (GQA groups larger
+// than this run in parts; 8 on targets narrower than AVX-512).
 inline constexpr int64_t kAttentionMaxGroupRun = 16;
 
-// Floats of one head's row of scores: context_len rounded up to whole vectors (16 lanes).
-inline int64_t FastAttentionScratchRow(int64_t context_len) { return (context_len + 15) / 16 * 16; }
-
-// Floats of scratch FastPagedAttention needs for calls of up to `heads` query heads.
+// Floats of scratch FastPagedAttention needs for calls of up to `heads` query heads: a row of
+// scores per position, one lane per head of a run, rounded up to 4 heads.
 inline int64_t FastAttentionScratch(int64_t context_len, int64_t heads) {
-  return (heads < kAttentionMaxGroupRun ? heads : kAttentionMaxGroupRun) *
-         FastAttentionScratchRow(context_len);
+  const int64_t run = heads < kAttentionMaxGroupRun ? heads : kAttentionMaxGroupRun;
+  return (run + 3) / 4 * 4 * context_len;
 }
 
 // As PagedAttention: q [heads, head_dim]; attends to positions [0, context_len); writes query

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "hwy/targets.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/numeric/fp8.h"
 
@@ -60,8 +61,30 @@ std::vector<float> RandomQ(const Shape& s, std::mt19937& rng, float spread) {
 
 class PagedAttentionTest : public ::testing::TestWithParam<std::tuple<Shape, float>> {};
 
-TEST_P(PagedAttentionTest, F32MatchesScalarKernel) {
-  const auto [s, spread] = GetParam();
+// Runs `check` under every compiled target this CPU supports (AVX-512, AVX2, SSE4, the emulated
+// and scalar ones), not only the best one: their lane counts give different runs and head blocks.
+template <typename F>
+void ForEachTarget(F check) {
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    check();
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+// Heads in calls of `per_call` (the last one shorter), last call first: the engine splits heads
+// over threads at any boundary.
+template <typename Attend>
+std::vector<float> SplitHeads(int64_t heads, int64_t head_dim, int64_t per_call, Attend attend) {
+  std::vector<float> out(heads * head_dim, -7.0f);
+  for (int64_t h = (heads - 1) / per_call * per_call; h >= 0; h -= per_call) {
+    attend(h, std::min(heads, h + per_call), out.data());
+  }
+  return out;
+}
+
+void CheckF32(const Shape& s, float spread) {
   std::mt19937 rng(static_cast<uint32_t>(s.head_dim * 131 + s.context));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const auto cache = RandomCache<float>(s, rng, [&](std::mt19937& r) { return nd(r); });
@@ -82,17 +105,24 @@ TEST_P(PagedAttentionTest, F32MatchesScalarKernel) {
     ASSERT_NEAR(got[i], want[i], 2e-6f * vmax + 1e-5f * std::fabs(want[i])) << "element " << i;
   }
 
-  // One head per call gives the same bits as all heads in one call.
-  std::vector<float> split(q.size(), -7.0f);
-  for (int64_t h = s.heads - 1; h >= 0; --h) {
-    FastPagedAttention(q.data(), s.heads, view, s.context, scale, h, h + 1, fast_scratch.data(),
-                       split.data());
+  // One head per call, or three, gives the same bits as all heads in one call.
+  for (const int64_t per_call : {1, 3}) {
+    EXPECT_EQ(SplitHeads(s.heads, s.head_dim, per_call,
+                         [&](int64_t b, int64_t e, float* out) {
+                           FastPagedAttention(q.data(), s.heads, view, s.context, scale, b, e,
+                                              fast_scratch.data(), out);
+                         }),
+              got)
+        << per_call << " heads per call";
   }
-  EXPECT_EQ(split, got);
 }
 
-TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
+TEST_P(PagedAttentionTest, F32MatchesScalarKernel) {
   const auto [s, spread] = GetParam();
+  ForEachTarget([&] { CheckF32(s, spread); });
+}
+
+void CheckFp8(const Shape& s, float spread) {
   std::mt19937 rng(static_cast<uint32_t>(s.head_dim * 977 + s.context));
   // Every code but the two NaNs: subnormals, zeros of both signs and ±448 included.
   const auto cache = RandomCache<uint8_t>(s, rng, [](std::mt19937& r) {
@@ -115,12 +145,15 @@ TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
   for (size_t i = 0; i < q.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], 2e-6f * vmax + 1e-5f * std::fabs(want[i])) << "element " << i;
   }
-  std::vector<float> split(q.size(), -7.0f);
-  for (int64_t h = s.heads - 1; h >= 0; --h) {
-    FastPagedAttentionFp8(q.data(), s.heads, view, s.context, scale, h, h + 1, fast_scratch.data(),
-                          split.data());
+  for (const int64_t per_call : {1, 3}) {
+    EXPECT_EQ(SplitHeads(s.heads, s.head_dim, per_call,
+                         [&](int64_t b, int64_t e, float* out) {
+                           FastPagedAttentionFp8(q.data(), s.heads, view, s.context, scale, b, e,
+                                                 fast_scratch.data(), out);
+                         }),
+              got)
+        << per_call << " heads per call";
   }
-  EXPECT_EQ(split, got);
 
   // Scales of 256 and above: 2^120 · scale in one constant would overflow to inf (review).
   const PagedKvViewFp8 big{cache.kp.data(), cache.vp.data(),        s.block_tokens, s.kv_heads,
@@ -133,6 +166,11 @@ TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
     ASSERT_NEAR(got[i], want[i], 2e-6f * 448.0f * 300.0f + 1e-5f * std::fabs(want[i]))
         << "element " << i;
   }
+}
+
+TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
+  const auto [s, spread] = GetParam();
+  ForEachTarget([&] { CheckFp8(s, spread); });
 }
 
 INSTANTIATE_TEST_SUITE_P(
