@@ -21,8 +21,8 @@ namespace {
 namespace kf = kernels::cpu::fast;
 
 // ---- QuantizedLinear's fast kernels (kernels/cpu/fast/fast_quant_matmul.h). Random codes with
-// sane scales; only the streaming and decode cost matters. FP8 per-row scales, INT4 group 128
-// with f32 scales and zero points, NVFP4 W4A16, MXFP4. weight_GB/s counts codes + scales.
+// sane scales; only the streaming and decode cost matters. FP8 per-row scales, INT4 and INT8
+// group 128 with f32 scales and zero points, NVFP4 W4A16, MXFP4. weight_GB/s counts codes + scales.
 // Every copy (256 MiB in all, as BM_Matmul) has its own random codes and scales, so no two
 // pages are identical.
 struct QuantCopy {
@@ -63,8 +63,10 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     w.scale_rows = 1;
     w.scale_row_stride = 1;
     w.scale_k = k;
-  } else if (fmt == "INT4_G128") {
-    w.decode = kf::QuantDecode::kInt4;
+  } else if (fmt == "INT4_G128" || fmt == "INT8_G128") {
+    // INT8_G128: byte codes (GPTQ 8-bit; INT3 / INT2 run the same kernel on unpacked codes).
+    w.decode = fmt == "INT4_G128" ? kf::QuantDecode::kInt4 : kf::QuantDecode::kInt8;
+    if (fmt == "INT8_G128") q_bytes = n * k;
     n_scales = n_zeros = n * k / 128;
     w.scale_row_stride = k / 128;
     w.scale_k = 128;
@@ -148,7 +150,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
 
 void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
   for (const char* f :
-       {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "INT4_G128", "NVFP4", "MXFP4"}) {
+       {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "INT4_G128", "INT8_G128", "NVFP4", "MXFP4"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
     }

@@ -11,8 +11,9 @@ namespace tessera::backend::cpu {
 // (--cpu_bf16_activations), "-vnni" the int8 activation tiles (--cpu_int8_activations), "-int"
 // NVFP4 W4A4's exact integer tiles (VNNI), "-ref" the scalar reference kernels. A layer whose
 // layout a fast kernel cannot take (FP8 block-scaled W8A8 on a CPU without AVX-512 BF16, INT4 group
-// 16, K not a multiple of 32 for the 4-bit formats, FP8 NaN codes, a CPU without AVX-512 for the
-// 4-bit formats) falls back to the reference kernel of the same scheme.
+// 16, K not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
+// vectors, FP8 NaN codes, a CPU without AVX-512 for the 4-bit formats) falls back to the reference
+// kernel of the same scheme.
 namespace {
 
 // --cpu_int8_activations on an integer weight-only layer whose K and groups are whole int8
@@ -27,6 +28,15 @@ bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
   spec->activation_group = 32;
   spec->kernel = kernel;
   return true;
+}
+
+// INT8 / INT3 / INT2 weight-only codes (a byte each) with f32 activations: FastQuantMatmul's
+// byte-code decoder takes groups of whole vectors (16 lanes covers every target) or one group
+// per row (QuantizedLinear::InitFast's conditions).
+bool IntBytesFast(const quant::LinearSpec& spec) {
+  const int64_t group = spec.group_size > 0 ? spec.group_size : spec.k;
+  return spec.activation == quant::ActivationFormat::kFloat &&
+         (group >= spec.k || (group % 16 == 0 && spec.k % group == 0));
 }
 
 }  // namespace
@@ -88,9 +98,9 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
                 : "cpu/int8-w8a8-ref";
         break;
       }
-      // Weight-only INT8: the byte tiles with int8 activations, else the reference.
+      // Weight-only INT8: the byte tiles with int8 activations, else the f32 byte-code kernel.
       if (int8_activations_ && TakeInt8Activations(spec, "cpu/int8-wo-vnni")) break;
-      spec->kernel = "cpu/int-wo-ref";
+      spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kInt4:
     case WeightFormat::kInt4Awq: {
@@ -103,7 +113,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kInt3:
     case WeightFormat::kInt2:
       if (int8_activations_ && TakeInt8Activations(spec, "cpu/int-wo-vnni")) break;
-      spec->kernel = "cpu/int-wo-ref";
+      spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:
       if (int8_activations_ && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0) {

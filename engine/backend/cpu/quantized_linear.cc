@@ -166,6 +166,22 @@ void QuantizedLinear::InitFast() {
       fast_permute_ = true;
       break;
     }
+    case WeightFormat::kInt8:
+    case WeightFormat::kInt3:
+    case WeightFormat::kInt2: {  // one code per byte (the loaders unpack INT3 / INT2)
+      const kc::IntWeights iw = w_.AsInt();
+      if (!w_.g_idx.empty() || w_.scales.empty() || iw.packing != kc::IntWeightPacking::kU8 ||
+          iw.num_groups * iw.group_size < s.k || w_.zeros.size() != w_.scales.size()) {
+        return;
+      }
+      f.decode = kf::QuantDecode::kInt8;
+      f.q = iw.q;
+      f.scales = iw.scales;
+      f.zeros = iw.zeros;
+      f.scale_row_stride = iw.num_groups;
+      f.scale_k = iw.group_size;
+      break;
+    }
     case WeightFormat::kNvfp4: {
       const kc::Nvfp4Weights nw = w_.AsNvfp4();
       f.decode = kf::QuantDecode::kNvfp4;

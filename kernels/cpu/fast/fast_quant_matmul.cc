@@ -155,6 +155,38 @@ struct DecInt4 {
   HWY_INLINE VF Tail(DF d, const Tab2&, int64_t, int64_t) const { return hn::Zero(d); }
 };
 
+// Byte codes (INT8, INT3 / INT2 unpacked), a scale and zero point per group of whole chunks:
+// (float(q) − z) · s, the reference's two roundings.
+struct DecInt8 {
+  static constexpr int kStep = 1;
+  struct Group {
+    VF zero, scale;
+  };
+  const uint8_t* q;
+  const float* scales;  // this row's groups
+  const float* zeros;
+  int64_t cpb;
+  HWY_INLINE Group Table(DF d, int64_t blk) const {
+    return {hn::Set(d, zeros[blk]), hn::Set(d, scales[blk])};
+  }
+  HWY_INLINE VF FromBytes(DF d, const Group& g, const uint8_t* p) const {
+    const hn::Rebind<uint8_t, DF> d8;
+    const VF codes = hn::ConvertTo(d, hn::BitCast(hn::RebindToSigned<DF>(),
+                                                  hn::PromoteTo(hn::RebindToUnsigned<DF>(),
+                                                                hn::LoadU(d8, p))));
+    return hn::Mul(hn::Sub(codes, g.zero), g.scale);
+  }
+  HWY_INLINE void Step(DF d, const Group& g, int64_t c, VF* w) const {
+    w[0] = FromBytes(d, g, q + c * kN);
+  }
+  HWY_INLINE VF Tail(DF d, const Group& g, int64_t c, int64_t rem) const {
+    uint8_t t[kN] = {};
+    // 0 < rem < kN; the clamp tells GCC so (-Wstringop-overflow).
+    std::memcpy(t, q + c * kN, static_cast<size_t>(std::clamp<int64_t>(rem, 0, kN)));
+    return hn::IfThenElseZero(hn::FirstN(d, static_cast<size_t>(rem)), FromBytes(d, g, t));
+  }
+};
+
 struct DecNvfp4 {
   static constexpr int kStep = 2;
   const uint8_t* q;
@@ -246,6 +278,7 @@ int64_t ChunksPerBlock(const FastQuantWeights& w) {
   switch (w.decode) {
     case QuantDecode::kFp8: return w.scale_k >= w.k ? w.k / kN + 1 : w.scale_k / kN;
     case QuantDecode::kInt4: return w.scale_k / kN;
+    case QuantDecode::kInt8: return w.scale_k >= w.k ? w.k / kN + 1 : w.scale_k / kN;
     case QuantDecode::kNvfp4: return 2;
     case QuantDecode::kMxfp4: return 2;
   }
@@ -260,6 +293,9 @@ Dec MakeDec(const FastQuantWeights& w, int64_t col) {
   } else if constexpr (std::is_same_v<Dec, DecInt4>) {
     const int64_t off = col * (w.k / w.scale_k);
     return DecInt4{w.q + col * (w.k / 2), w.scales + off, w.zeros + off, cpb};
+  } else if constexpr (std::is_same_v<Dec, DecInt8>) {
+    const int64_t off = col * w.scale_row_stride;
+    return DecInt8{w.q + col * w.k, w.scales + off, w.zeros + off, cpb};
   } else if constexpr (std::is_same_v<Dec, DecNvfp4>) {
     return DecNvfp4{w.q + col * (w.k / 2), w.block_scales + col * (w.k / 16), w.alpha, cpb,
                     Tables().ue4m3.data()};
@@ -372,6 +408,7 @@ void MatmulImpl(const FastQuantWeights& w, const float* x, int64_t rows, const f
   switch (w.decode) {
     case QuantDecode::kFp8: return Run<DecFp8>(w, x, rows, bias, y, nb, ne);
     case QuantDecode::kInt4: return Run<DecInt4>(w, x, rows, bias, y, nb, ne);
+    case QuantDecode::kInt8: return Run<DecInt8>(w, x, rows, bias, y, nb, ne);
     case QuantDecode::kNvfp4: return Run<DecNvfp4>(w, x, rows, bias, y, nb, ne);
     case QuantDecode::kMxfp4: return Run<DecMxfp4>(w, x, rows, bias, y, nb, ne);
   }
@@ -426,6 +463,10 @@ bool FastQuantSupported(const FastQuantWeights& w) {
     case QuantDecode::kInt4:
       return lanes == 16 && w.k % 32 == 0 && w.scale_k > 0 && w.scale_k % 32 == 0 &&
              w.k % w.scale_k == 0 && w.scales != nullptr && w.zeros != nullptr;
+    case QuantDecode::kInt8:
+      return w.scale_k > 0 && (w.scale_k >= w.k || (w.scale_k % lanes == 0 && w.k % w.scale_k == 0)) &&
+             w.scale_row_stride == (w.k + w.scale_k - 1) / w.scale_k && w.scales != nullptr &&
+             w.zeros != nullptr;
     case QuantDecode::kNvfp4:
       return lanes == 16 && w.k % 32 == 0 && w.block_scales != nullptr;
     case QuantDecode::kMxfp4:

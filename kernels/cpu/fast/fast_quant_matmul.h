@@ -25,7 +25,8 @@
 // 4-bit formats decode 32 elements (16 bytes) at a time as two chunks, [low nibbles, high
 // nibbles], i.e. lanes hold elements 0, 2, ..., 30 and then 1, 3, ..., 31; the activations must be
 // permuted the same way once per call with FastQuantPermuteActivations. The 4-bit path needs 16
-// f32 lanes (AVX-512) and K % 32 == 0; FP8 runs on every target and any K.
+// f32 lanes (AVX-512) and K % 32 == 0; FP8 and byte codes (kInt8) run on every target and any K
+// (kInt8: groups of whole vectors, or one group per row).
 #ifndef TESSERA_KERNELS_CPU_FAST_FAST_QUANT_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_FAST_QUANT_MATMUL_H_
 
@@ -36,6 +37,7 @@ namespace tessera::kernels::cpu::fast {
 enum class QuantDecode {
   kFp8,    // q [n, k] E4M3 bytes; w = e4m3(q) · scale(n, k / scale_k)
   kInt4,   // q [n, k / 2] nibble pairs; w = (float(q) − zeros[n, g]) · scales[n, g], g = k / scale_k
+  kInt8,   // q [n, k] one code per byte (INT8, and INT3 / INT2 unpacked), the same w as kInt4
   kNvfp4,  // q [n, k / 2] E2M1 pairs, block_scales [n, k / 16] UE4M3; w = (e2m1 · sf) · alpha
   kMxfp4,  // q [n, k / 2] E2M1 pairs, block_scales [n, k / 32] E8M0; w = e2m1 · 2^(e − 127)
 };

@@ -26,6 +26,7 @@
 #include "engine/backend/cpu/quantized_linear.h"
 #include "engine/quant/packed_weights.h"
 #include "gtest/gtest.h"
+#include "hwy/targets.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
@@ -397,6 +398,42 @@ TEST(FastQuantTest, IntBytesInt8Activations) {
         return w;
       },
       "int8 act-order x q8_0 act", true);
+}
+
+// INT8 / INT3 / INT2 weight-only codes with f32 activations: the byte-code decoder of
+// FastQuantMatmul, on every target (groups of whole vectors, or one per row with any K).
+TEST(FastQuantTest, IntBytesWeightOnly) {
+  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+    hwy::SetSupportedTargetsForTest(target);
+    SCOPED_TRACE(hwy::TargetName(target));
+    for (int bits : {8, 3, 2}) {
+      for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128},
+                                    {5, 384, 128},
+                                    {67, 64, 32},
+                                    {9, 48, 16},
+                                    {33, 83, -1},  // K not a multiple of any vector width
+                                    {20, 2048, 128}}) {
+        SCOPED_TRACE(testing::Message() << "int" << bits << " " << n << "x" << k << " g" << g);
+        CheckLayer([&] { return IntCodes(bits, n, k, g, 11); }, "int bytes", true);
+      }
+    }
+  }
+  hwy::SetSupportedTargetsForTest(0);
+  CheckLayer(
+      [&] {
+        PackedWeights w = IntCodes(8, 19, 256, 64, 9);
+        w.spec.act_order = true;
+        std::mt19937 rng(12);
+        std::vector<int32_t> rank(256);
+        std::iota(rank.begin(), rank.end(), 0);
+        std::shuffle(rank.begin(), rank.end(), rng);
+        for (int32_t r : rank) w.g_idx.push_back(r / 64);
+        return w;
+      },
+      "int8 act-order", true);
+  // Groups that are not whole vectors stay on the reference kernel.
+  CheckLayer([&] { return IntCodes(8, 7, 72, 24, 13); }, "int8 g24", false);
+  EXPECT_FALSE(QuantizedLinear(IntCodes(8, 7, 72, 24, 13), {}, nullptr).uses_fast_path());
 }
 
 // GPTQ act-order (desc_act): g_idx[i] = rank(i) / group for a random ranking, so each group holds

@@ -72,7 +72,8 @@ TEST(CpuKernelSelectorTest, Int4ActOrderRunsTheFastKernels) {
 }
 
 // INT8 / INT3 / INT2 weight-only: the byte tiles under --cpu_int8_activations when K and the
-// groups are whole activation blocks, else (and without the flag) the reference kernel.
+// groups are whole activation blocks, else (and without the flag) the f32 byte-code kernel when
+// the groups are whole vectors or one per row, else the reference kernel.
 TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
   for (const auto& [fmt, label] : {std::pair{WeightFormat::kInt8, "cpu/int8-wo-vnni"},
                                    std::pair{WeightFormat::kInt3, "cpu/int-wo-vnni"},
@@ -88,19 +89,24 @@ TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
     EXPECT_EQ(s.kernel, label);
     EXPECT_EQ(s.activation, ActivationFormat::kInt8Block32);
     ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
-    EXPECT_EQ(plain.kernel, "cpu/int-wo-ref");
+    EXPECT_EQ(plain.kernel, "cpu/int-wo-fast");
     EXPECT_EQ(plain.activation, ActivationFormat::kFloat);
-    odd.group_size = 48;  // K a multiple of 32, the groups not
+    odd.group_size = 48;  // K a multiple of 32, the groups not (but whole vectors)
     odd.k = 288;
     ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&odd).ok());
-    EXPECT_EQ(odd.kernel, "cpu/int-wo-ref");
+    EXPECT_EQ(odd.kernel, "cpu/int-wo-fast");
+    EXPECT_EQ(odd.activation, ActivationFormat::kFloat);
     LinearSpec odd_k = plain;
     odd_k.group_size = -1;  // per channel, K not a multiple of 32
     odd_k.k = 240;
     odd_k.kernel.clear();
-    odd_k.activation = ActivationFormat::kFloat;
     ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&odd_k).ok());
-    EXPECT_EQ(odd_k.kernel, "cpu/int-wo-ref");
+    EXPECT_EQ(odd_k.kernel, "cpu/int-wo-fast");
+    LinearSpec g24 = odd_k;
+    g24.group_size = 24;  // groups that are not whole vectors
+    g24.kernel.clear();
+    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&g24).ok());
+    EXPECT_EQ(g24.kernel, "cpu/int-wo-ref");
   }
 }
 
