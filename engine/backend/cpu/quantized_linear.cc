@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/fp8_act_quant.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
@@ -249,14 +250,15 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
     const float* ub_ptr = s.activation_scale_ub ? &ub : nullptr;
     for_rows([&](int64_t r0, int64_t r1) {
       const int64_t b = r0 * k, e = r1 * k;
+      // The vectorized quantizers give the reference's bytes and scales (fp8_act_quant.h).
       if (per_group) {
-        kc::QuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group,
-                                     kc::kFp8PerTokenGroupEps, qa.data() + b, sa.data() + r0 * groups);
+        kf::FastQuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group,
+                                         kc::kFp8PerTokenGroupEps, qa.data() + b, sa.data() + r0 * groups);
       } else if (per_token) {
-        kc::QuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale, qa.data() + b,
-                                sa.data() + r0);
+        kf::FastQuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale, qa.data() + b,
+                                    sa.data() + r0);
       } else {
-        kc::QuantizeFp8Static(x + b, e - b, w_.input_scale, kc::Fp8ScaleOp::kDivide, qa.data() + b);
+        kf::FastEncodeE4m3Divide(x + b, e - b, w_.input_scale, qa.data() + b);
       }
       for (int64_t i = b; i < e; ++i) xa[i] = numeric::DecodeE4m3(qa[i]);
     });

@@ -249,7 +249,8 @@ void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t
     HWY_ALIGN float part[kN] = {};
     for (int j = 0; j < NF; ++j)
       acc[h][j] = t0 == 0 ? hn::Zero(d) : hn::LoadU(d, out[h] + c0 + j * kN);
-    if (tail > 0 && t0 != 0) std::memcpy(part, out[h] + c0 + NF * kN, static_cast<size_t>(tail) * 4);
+    if (tail > 0 && t0 != 0)
+      std::memcpy(part, out[h] + c0 + NF * kN, static_cast<size_t>(tail) * 4);
     acc[h][NF] = hn::Load(d, part);
   }
   v.ForEach(t0, t1, [&](int64_t t, const typename Reader::Elem* row) {
