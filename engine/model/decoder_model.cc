@@ -268,7 +268,8 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     };
     if (pool_ != nullptr) {
       // Chunks of whole GQA groups where there are enough to keep every thread busy: a group's
-      // heads share one read of its K and V (FastPagedAttention runs them tile by tile).
+      // heads share one read of its K and V (FastPagedAttention takes each K row once for all of
+      // them, and V once per block of heads, tile by tile).
       const int64_t group = c.num_heads / c.num_kv_heads;
       const bool whole_groups = total * c.num_kv_heads >= pool_->size();
       pool_->ParallelFor(total * c.num_heads, whole_groups ? group : 1, attend);

@@ -171,7 +171,8 @@ void QuantizedLinear::InitFast() {
     case WeightFormat::kInt3:
     case WeightFormat::kInt2: {  // one code per byte (the loaders unpack INT3 / INT2)
       const kc::IntWeights iw = w_.AsInt();
-      if (!w_.g_idx.empty() || w_.scales.empty() || iw.packing != kc::IntWeightPacking::kU8 ||
+      if (s.activation != ActivationFormat::kFloat || !w_.g_idx.empty() || w_.scales.empty() ||
+          iw.packing != kc::IntWeightPacking::kU8 ||
           iw.num_groups * iw.group_size < s.k || w_.zeros.size() != w_.scales.size()) {
         return;
       }
@@ -324,7 +325,10 @@ int64_t QuantizedLinear::weight_bytes() const {
   // byte tiles of INT3 / INT2 spend a byte per code, more than the checkpoint's bits.
   if (q8_ok_ && q8_.format == kf::FastFormat::kU8x16) return x16_bytes_;
   const auto& s = w_.spec;
-  const int64_t codes = s.n * s.k * quant::WeightBits(s.weight_format) / 8;
+  // INT3 / INT2 codes stay unpacked, a byte each (as the loaders leave them), on every path.
+  const bool byte_codes = (s.weight_format == WeightFormat::kInt3 || s.weight_format == WeightFormat::kInt2) &&
+                          w_.int_packing == kc::IntWeightPacking::kU8;
+  const int64_t codes = byte_codes ? s.n * s.k : s.n * s.k * quant::WeightBits(s.weight_format) / 8;
   switch (s.weight_format) {
     case WeightFormat::kNvfp4: return codes + s.n * s.k / kc::kNvfp4BlockSize;
     case WeightFormat::kMxfp4: return codes + s.n * s.k / kc::kMxfp4BlockSize;

@@ -10,8 +10,9 @@
 // per-token-group, per-token or static activations; 4-bit integer weight-only (any group size
 // that is a multiple of 32, per-channel included, zero points; codes repacked into nibble pairs
 // at load; act-order layers with their input channels sorted by group first, as Marlin does);
-// NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0). Everything else (group 16,
-// 2/3/8-bit weight-only, SIMD targets narrower than AVX-512 for the 4-bit formats) runs the
+// NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0); 2/3/8-bit weight-only as byte
+// codes (groups of a multiple of 16 or one per row). Everything else (INT4 group 16, byte-code
+// groups of other sizes, SIMD targets narrower than AVX-512 for the 4-bit formats) runs the
 // scalar reference kernels.
 // TESSERA_QUANT_REFERENCE=1 in the environment forces the reference kernels (A/B measurements).
 // Int8 activations (spec.activation == kInt8Block32, chosen by CpuKernelSelector under

@@ -464,7 +464,9 @@ bool FastQuantSupported(const FastQuantWeights& w) {
       return lanes == 16 && w.k % 32 == 0 && w.scale_k > 0 && w.scale_k % 32 == 0 &&
              w.k % w.scale_k == 0 && w.scales != nullptr && w.zeros != nullptr;
     case QuantDecode::kInt8:
-      return w.scale_k > 0 && (w.scale_k >= w.k || (w.scale_k % lanes == 0 && w.k % w.scale_k == 0)) &&
+      // Groups of 16 whatever the target's lanes, so the plan's label (CpuKernelSelector) holds on
+      // every CPU.
+      return w.scale_k > 0 && (w.scale_k >= w.k || (w.scale_k % 16 == 0 && w.k % w.scale_k == 0)) &&
              w.scale_row_stride == (w.k + w.scale_k - 1) / w.scale_k && w.scales != nullptr &&
              w.zeros != nullptr;
     case QuantDecode::kNvfp4:

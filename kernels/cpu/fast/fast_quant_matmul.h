@@ -26,7 +26,7 @@
 // nibbles], i.e. lanes hold elements 0, 2, ..., 30 and then 1, 3, ..., 31; the activations must be
 // permuted the same way once per call with FastQuantPermuteActivations. The 4-bit path needs 16
 // f32 lanes (AVX-512) and K % 32 == 0; FP8 and byte codes (kInt8) run on every target and any K
-// (kInt8: groups of whole vectors, or one group per row).
+// (kInt8: groups of a multiple of 16, or one group per row).
 #ifndef TESSERA_KERNELS_CPU_FAST_FAST_QUANT_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_FAST_QUANT_MATMUL_H_
 
@@ -50,6 +50,7 @@ struct FastQuantWeights {
   // kFp8: scale(n, b) = scales[(n / scale_rows) * scale_row_stride + b], b = k / scale_k
   // (per-tensor: scale_rows >= n, scale_k >= k; per-row: scale_rows = 1, stride 1, scale_k >= k).
   // kInt4: scales/zeros [n, k / scale_k] (scale_rows = 1, scale_row_stride = k / scale_k).
+  // kInt8: the same, scale_row_stride = ceil(k / scale_k) (scale_k >= k: one group per row).
   const float* scales = nullptr;
   const float* zeros = nullptr;
   int64_t scale_rows = 1;

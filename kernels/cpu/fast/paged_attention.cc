@@ -2,6 +2,7 @@
 #include "kernels/cpu/fast/paged_attention.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <vector>
@@ -95,9 +96,12 @@ struct KvRows {
       const int64_t n = std::min(block_tokens - s0, t1 - t);
       for (int64_t s = s0; s < s0 + n; ++s, ++t) {
         if (pt < context_len) {
-          const auto* ahead =
-              reinterpret_cast<const char*>(blocks[pb] + head_offset + ps * token_stride);
-          for (int64_t l = 0; l < row_bytes; l += 64) __builtin_prefetch(ahead + l, 0, 2);
+          // Every line the row touches, from the line of its first byte.
+          const auto ahead =
+              reinterpret_cast<uintptr_t>(blocks[pb] + head_offset + ps * token_stride);
+          for (uintptr_t l = ahead & ~uintptr_t{63}; l < ahead + row_bytes; l += 64) {
+            __builtin_prefetch(reinterpret_cast<const void*>(l), 0, 2);
+          }
           ++pt;
           if (++ps == block_tokens) {
             ps = 0;

@@ -36,7 +36,8 @@ inline int64_t FastAttentionScratch(int64_t context_len, int64_t heads) {
 
 // As PagedAttention: q [heads, head_dim]; attends to positions [0, context_len); writes query
 // heads [head_begin, head_end) of out [heads, head_dim]. scratch: FastAttentionScratch(context_len,
-// head_end - head_begin) floats.
+// n) floats, n the most heads of one GQA group inside [head_begin, head_end) (the call works
+// through one group's heads at a time; head_end - head_begin always suffices).
 void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,
                         float* out);

@@ -431,6 +431,22 @@ TEST(FastQuantTest, IntBytesWeightOnly) {
         return w;
       },
       "int8 act-order", true);
+  // One-hot rows make each output one weight: (float(q) − z) · s exactly, the reference's two
+  // roundings (a fused or reordered form, e.g. q·s − z·s, would differ in the last bits).
+  for (int bits : {8, 3}) {
+    const QuantizedLinear lin(IntCodes(bits, 21, 96, 32, 17), {}, nullptr);
+    ASSERT_TRUE(lin.uses_fast_path());
+    const int64_t n = 21, k = 96;
+    std::vector<float> x(k * k, 0.0f), y(k * n), w_row(k);
+    for (int64_t i = 0; i < k; ++i) x[i * k + i] = 1.0f;
+    lin.Forward(x.data(), k, y.data());
+    for (int64_t c = 0; c < n; ++c) {
+      lin.weights().DequantizeRow(c, w_row.data());
+      for (int64_t i = 0; i < k; ++i) {
+        ASSERT_EQ(y[i * n + c], w_row[i]) << "int" << bits << " col " << c << " k " << i;
+      }
+    }
+  }
   // Groups that are not whole vectors stay on the reference kernel.
   CheckLayer([&] { return IntCodes(8, 7, 72, 24, 13); }, "int8 g24", false);
   EXPECT_FALSE(QuantizedLinear(IntCodes(8, 7, 72, 24, 13), {}, nullptr).uses_fast_path());
