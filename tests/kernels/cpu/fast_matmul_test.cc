@@ -18,6 +18,7 @@
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/numeric/half.h"
+#include "tests/kernels/cpu/hwy_targets_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -185,12 +186,8 @@ TEST(FastMatmulRowBlocks, LongRowsAreBatchInvariant) {
 
 // Every compiled target this CPU supports (AVX-512, AVX2, SSE4, ...), not only the best one.
 TEST_P(FastMatmulTest, MatchesReferenceAndIsBatchInvariant) {
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(FastTargetName());
-    CheckFormat(GetParam());
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  const auto param = GetParam();
+  ForEachHwyTarget([&] { CheckFormat(param); });
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFormats, FastMatmulTest,

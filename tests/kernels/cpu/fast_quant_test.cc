@@ -26,7 +26,7 @@
 #include "engine/backend/cpu/quantized_linear.h"
 #include "engine/quant/packed_weights.h"
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
+#include "tests/kernels/cpu/hwy_targets_test_util.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
@@ -403,9 +403,7 @@ TEST(FastQuantTest, IntBytesInt8Activations) {
 // INT8 / INT3 / INT2 weight-only codes with f32 activations: the byte-code decoder of
 // FastQuantMatmul, on every target (groups of whole vectors, or one per row with any K).
 TEST(FastQuantTest, IntBytesWeightOnly) {
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
+  kernels::cpu::fast::ForEachHwyTarget([] {
     for (int bits : {8, 3, 2}) {
       for (const auto& [n, k, g] : {std::tuple<int64_t, int64_t, int64_t>{37, 128, 128},
                                     {5, 384, 128},
@@ -417,8 +415,7 @@ TEST(FastQuantTest, IntBytesWeightOnly) {
         CheckLayer([&] { return IntCodes(bits, n, k, g, 11); }, "int bytes", true);
       }
     }
-  }
-  hwy::SetSupportedTargetsForTest(0);
+  });
   CheckLayer(
       [&] {
         PackedWeights w = IntCodes(8, 19, 256, 64, 9);

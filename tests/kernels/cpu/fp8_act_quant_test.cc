@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/fp8.h"
+#include "tests/kernels/cpu/hwy_targets_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -29,16 +29,6 @@ uint32_t ToBits(float f) {
   uint32_t b;
   std::memcpy(&b, &f, 4);
   return b;
-}
-
-template <typename F>
-void ForEachTarget(F check) {
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    check();
-  }
-  hwy::SetSupportedTargetsForTest(0);
 }
 
 void ExpectEncodes(const std::vector<float>& x, float scale) {
@@ -71,7 +61,7 @@ TEST(Fp8ActQuantTest, EncodeMatchesScalarOnEveryCodeBoundary) {
                         FromBits(0x7F800001u), FromBits(0xFFC00123u)}) {
     x.push_back(v);
   }
-  ForEachTarget([&] {
+  ForEachHwyTarget([&] {
     ExpectEncodes(x, 1.0f);
     ExpectEncodes(x, 0.37f);
     ExpectEncodes(x, 3.1e-3f);
@@ -88,7 +78,7 @@ TEST(Fp8ActQuantTest, EncodeMatchesScalarOnAStrideThroughAllFloats) {
 TEST(Fp8ActQuantTest, PerTokenAndGroupMatchReference) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 3.0f);
-  ForEachTarget([&] {
+  ForEachHwyTarget([&] {
     for (const int64_t k : {1, 15, 17, 100, 2048}) {
       const int64_t rows = 4;
       std::vector<float> x(rows * k);

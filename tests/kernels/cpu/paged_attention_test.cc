@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "hwy/targets.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/numeric/fp8.h"
+#include "tests/kernels/cpu/hwy_targets_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -60,18 +60,6 @@ std::vector<float> RandomQ(const Shape& s, std::mt19937& rng, float spread) {
 }
 
 class PagedAttentionTest : public ::testing::TestWithParam<std::tuple<Shape, float>> {};
-
-// Runs `check` under every compiled target this CPU supports (AVX-512, AVX2, SSE4, the emulated
-// and scalar ones), not only the best one: their lane counts give different runs and head blocks.
-template <typename F>
-void ForEachTarget(F check) {
-  for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
-    hwy::SetSupportedTargetsForTest(target);
-    SCOPED_TRACE(hwy::TargetName(target));
-    check();
-  }
-  hwy::SetSupportedTargetsForTest(0);
-}
 
 // Heads in calls of `per_call` (the last one shorter), last call first: the engine splits heads
 // over threads at any boundary.
@@ -121,7 +109,7 @@ void CheckF32(const Shape& s, float spread) {
 
 TEST_P(PagedAttentionTest, F32MatchesScalarKernel) {
   const auto [s, spread] = GetParam();
-  ForEachTarget([&] { CheckF32(s, spread); });
+  ForEachHwyTarget([&] { CheckF32(s, spread); });
 }
 
 void CheckFp8(const Shape& s, float spread) {
@@ -173,7 +161,7 @@ void CheckFp8(const Shape& s, float spread) {
 
 TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
   const auto [s, spread] = GetParam();
-  ForEachTarget([&] { CheckFp8(s, spread); });
+  ForEachHwyTarget([&] { CheckFp8(s, spread); });
 }
 
 INSTANTIATE_TEST_SUITE_P(
