@@ -251,17 +251,16 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
     const float* ub_ptr = s.activation_scale_ub ? &ub : nullptr;
     for_rows([&](int64_t r0, int64_t r1) {
       const int64_t b = r0 * k, e = r1 * k;
-      // The vectorized quantizers give the reference's bytes and scales (fp8_act_quant.h).
+      // The vectorized quantizers give the reference's bytes and scales, and the codes' values.
       if (per_group) {
-        kf::FastQuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group,
-                                         kc::kFp8PerTokenGroupEps, qa.data() + b, sa.data() + r0 * groups);
+        kf::FastQuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group, kc::kFp8PerTokenGroupEps,
+                                         qa.data() + b, sa.data() + r0 * groups, xa.data() + b);
       } else if (per_token) {
         kf::FastQuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale, qa.data() + b,
-                                    sa.data() + r0);
+                                    sa.data() + r0, xa.data() + b);
       } else {
-        kf::FastEncodeE4m3Divide(x + b, e - b, w_.input_scale, qa.data() + b);
+        kf::FastEncodeE4m3Divide(x + b, e - b, w_.input_scale, qa.data() + b, xa.data() + b);
       }
-      for (int64_t i = b; i < e; ++i) xa[i] = numeric::DecodeE4m3(qa[i]);
     });
     if (f.act_block_scales) {
       f.act_block_scale = sa.data();

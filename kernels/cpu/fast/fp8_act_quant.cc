@@ -32,7 +32,8 @@ constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
 //    unless MXCSR.DAZ / FTZ are set, which tessera never does), so its bits >> 20 are the code's
 //    magnitude; the sign comes from v (so −0 and negatives rounding to zero give 0x80) and NaN
 //    gives 0x7F | sign.
-HWY_INLINE hn::Vec<DI> EncodeLanes(DF d, VF v) {
+// *decoded = DecodeE4m3(code): r with v's sign, or the quiet NaN with v's sign for the NaN code.
+HWY_INLINE hn::Vec<DI> EncodeLanes(DF d, VF v, VF* decoded) {
   const DI di;
   const auto bits = hn::BitCast(di, v);
   const VF a = hn::Min(hn::Abs(v), hn::Set(d, 448.0f));
@@ -43,26 +44,39 @@ HWY_INLINE hn::Vec<DI> EncodeLanes(DF d, VF v) {
   const VF r = hn::Sub(hn::Add(a, c), c);
   const VF rebiased = hn::Mul(r, hn::Set(d, 7.52316384526264e-37f));  // 2^-120
   auto mag = hn::ShiftRight<20>(hn::BitCast(di, rebiased));
-  mag = hn::IfThenElse(hn::RebindMask(di, hn::IsNaN(v)), hn::Set(di, 0x7F), mag);
-  const auto sign = hn::And(hn::ShiftRight<24>(bits), hn::Set(di, 0x80));
-  return hn::Or(mag, sign);
+  const auto nan = hn::RebindMask(di, hn::IsNaN(v));
+  mag = hn::IfThenElse(nan, hn::Set(di, 0x7F), mag);
+  const auto sign_bit = hn::And(bits, hn::Set(di, static_cast<int32_t>(0x80000000u)));
+  *decoded = hn::BitCast(
+      d, hn::Or(hn::IfThenElse(nan, hn::Set(di, 0x7FC00000), hn::BitCast(di, r)), sign_bit));
+  const hn::RebindToUnsigned<DF> du;
+  return hn::Or(mag, hn::BitCast(di, hn::ShiftRight<24>(hn::BitCast(du, sign_bit))));
 }
 
-HWY_INLINE void EncodeDivide(const float* x, int64_t n, float scale, uint8_t* q) {
+// q[i] = code of x[i] / scale and, when `decoded` is not null, decoded[i] = its value.
+HWY_INLINE void EncodeDivide(const float* x, int64_t n, float scale, uint8_t* q, float* decoded) {
   const DF d;
   const hn::Rebind<uint8_t, DF> d8;
   const VF s = hn::Set(d, scale);
+  VF value;
   int64_t i = 0;
   for (; i + kN <= n; i += kN) {
     // Codes are 0..255: the saturating i32 -> u8 demotion keeps them.
-    hn::StoreU(hn::DemoteTo(d8, EncodeLanes(d, hn::Div(hn::LoadU(d, x + i), s))), d8, q + i);
+    hn::StoreU(hn::DemoteTo(d8, EncodeLanes(d, hn::Div(hn::LoadU(d, x + i), s), &value)), d8,
+               q + i);
+    if (decoded != nullptr) hn::StoreU(value, d, decoded + i);
   }
   if (i < n) {
     HWY_ALIGN float t[kN] = {};
     HWY_ALIGN uint8_t out[kN];
-    std::memcpy(t, x + i, static_cast<size_t>(n - i) * sizeof(float));
-    hn::StoreU(hn::DemoteTo(d8, EncodeLanes(d, hn::Div(hn::Load(d, t), s))), d8, out);
-    std::memcpy(q + i, out, static_cast<size_t>(n - i));
+    const size_t rem = static_cast<size_t>(n - i);
+    std::memcpy(t, x + i, rem * sizeof(float));
+    hn::StoreU(hn::DemoteTo(d8, EncodeLanes(d, hn::Div(hn::Load(d, t), s), &value)), d8, out);
+    std::memcpy(q + i, out, rem);
+    if (decoded != nullptr) {
+      hn::Store(value, d, t);
+      std::memcpy(decoded + i, t, rem * sizeof(float));
+    }
   }
 }
 
@@ -83,24 +97,24 @@ HWY_INLINE float AbsMax(const float* x, int64_t n) {
 
 }  // namespace
 
-void FastEncodeE4m3DivideImpl(const float* x, int64_t n, float scale, uint8_t* q) {
-  EncodeDivide(x, n, scale, q);
+void FastEncodeE4m3DivideImpl(const float* x, int64_t n, float scale, uint8_t* q, float* decoded) {
+  EncodeDivide(x, n, scale, q, decoded);
 }
 
 void FastQuantizeFp8PerTokenImpl(const float* x, int64_t rows, int64_t k, const float* scale_ub,
-                                 float min_scale, uint8_t* q, float* scales) {
+                                 float min_scale, uint8_t* q, float* scales, float* decoded) {
   for (int64_t m = 0; m < rows; ++m) {
     float a = AbsMax(x + m * k, k);
     if (scale_ub != nullptr) a = std::min(a, *scale_ub);
     float s = std::max(a / 448.0f, min_scale);
     if (s == 0.0f) s = 1.0f;
     scales[m] = s;
-    EncodeDivide(x + m * k, k, s, q + m * k);
+    EncodeDivide(x + m * k, k, s, q + m * k, decoded == nullptr ? nullptr : decoded + m * k);
   }
 }
 
 void FastQuantizeFp8PerTokenGroupImpl(const float* x, int64_t rows, int64_t k, int64_t group_size,
-                                      float eps, uint8_t* q, float* scales) {
+                                      float eps, uint8_t* q, float* scales, float* decoded) {
   const int64_t groups = (k + group_size - 1) / group_size;
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t g = 0; g < groups; ++g) {
@@ -109,7 +123,8 @@ void FastQuantizeFp8PerTokenGroupImpl(const float* x, int64_t rows, int64_t k, i
       float s = std::max(AbsMax(xg, len), eps) / 448.0f;
       if (s == 0.0f) s = 1.0f;
       scales[m * groups + g] = s;
-      EncodeDivide(xg, len, s, q + m * k + begin);
+      EncodeDivide(xg, len, s, q + m * k + begin,
+                   decoded == nullptr ? nullptr : decoded + m * k + begin);
     }
   }
 }
@@ -125,18 +140,20 @@ HWY_EXPORT(FastEncodeE4m3DivideImpl);
 HWY_EXPORT(FastQuantizeFp8PerTokenImpl);
 HWY_EXPORT(FastQuantizeFp8PerTokenGroupImpl);
 
-void FastEncodeE4m3Divide(const float* x, int64_t n, float scale, uint8_t* q) {
-  HWY_DYNAMIC_DISPATCH(FastEncodeE4m3DivideImpl)(x, n, scale, q);
+void FastEncodeE4m3Divide(const float* x, int64_t n, float scale, uint8_t* q, float* decoded) {
+  HWY_DYNAMIC_DISPATCH(FastEncodeE4m3DivideImpl)(x, n, scale, q, decoded);
 }
 
 void FastQuantizeFp8PerToken(const float* x, int64_t rows, int64_t k, const float* scale_ub,
-                             float min_scale, uint8_t* q, float* scales) {
-  HWY_DYNAMIC_DISPATCH(FastQuantizeFp8PerTokenImpl)(x, rows, k, scale_ub, min_scale, q, scales);
+                             float min_scale, uint8_t* q, float* scales, float* decoded) {
+  HWY_DYNAMIC_DISPATCH(FastQuantizeFp8PerTokenImpl)
+  (x, rows, k, scale_ub, min_scale, q, scales, decoded);
 }
 
 void FastQuantizeFp8PerTokenGroup(const float* x, int64_t rows, int64_t k, int64_t group_size,
-                                  float eps, uint8_t* q, float* scales) {
-  HWY_DYNAMIC_DISPATCH(FastQuantizeFp8PerTokenGroupImpl)(x, rows, k, group_size, eps, q, scales);
+                                  float eps, uint8_t* q, float* scales, float* decoded) {
+  HWY_DYNAMIC_DISPATCH(FastQuantizeFp8PerTokenGroupImpl)
+  (x, rows, k, group_size, eps, q, scales, decoded);
 }
 
 }  // namespace tessera::kernels::cpu::fast

@@ -13,16 +13,19 @@
 
 namespace tessera::kernels::cpu::fast {
 
-// q[i] = EncodeE4m3(x[i] / scale), i < n.
-void FastEncodeE4m3Divide(const float* x, int64_t n, float scale, uint8_t* q);
+// q[i] = EncodeE4m3(x[i] / scale), i < n. Every function here also writes, when `decoded` is
+// not null, decoded[i] = DecodeE4m3(q[i]) (the value the W8A8 kernels multiply; NaN codes give the
+// quiet NaN with the code's sign), from the same registers.
+void FastEncodeE4m3Divide(const float* x, int64_t n, float scale, uint8_t* q,
+                          float* decoded = nullptr);
 
 // As QuantizeFp8PerToken (kernels/cpu/quant/activation_quant.h).
 void FastQuantizeFp8PerToken(const float* x, int64_t rows, int64_t k, const float* scale_ub,
-                             float min_scale, uint8_t* q, float* scales);
+                             float min_scale, uint8_t* q, float* scales, float* decoded = nullptr);
 
 // As QuantizeFp8PerTokenGroup.
 void FastQuantizeFp8PerTokenGroup(const float* x, int64_t rows, int64_t k, int64_t group_size,
-                                  float eps, uint8_t* q, float* scales);
+                                  float eps, uint8_t* q, float* scales, float* decoded = nullptr);
 
 }  // namespace tessera::kernels::cpu::fast
 

@@ -31,12 +31,19 @@ uint32_t ToBits(float f) {
   return b;
 }
 
+// The codes, and the decoded values bit for bit (NaN codes give the quiet NaN with their sign).
 void ExpectEncodes(const std::vector<float>& x, float scale) {
-  std::vector<uint8_t> got(x.size());
-  FastEncodeE4m3Divide(x.data(), static_cast<int64_t>(x.size()), scale, got.data());
+  std::vector<uint8_t> got(x.size()), codes_only(x.size());
+  std::vector<float> decoded(x.size());
+  FastEncodeE4m3Divide(x.data(), static_cast<int64_t>(x.size()), scale, got.data(),
+                       decoded.data());
+  FastEncodeE4m3Divide(x.data(), static_cast<int64_t>(x.size()), scale, codes_only.data());
+  ASSERT_EQ(codes_only, got);
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(got[i], numeric::EncodeE4m3(x[i] / scale))
         << "x bits 0x" << std::hex << ToBits(x[i]) << " scale " << scale;
+    ASSERT_EQ(ToBits(decoded[i]), ToBits(numeric::DecodeE4m3(got[i])))
+        << "code 0x" << std::hex << int{got[i]};
   }
 }
 
@@ -92,9 +99,14 @@ TEST(Fp8ActQuantTest, PerTokenAndGroupMatchReference) {
           std::vector<uint8_t> want(rows * k), got(rows * k);
           std::vector<float> ws(rows), gs(rows);
           QuantizeFp8PerToken(x.data(), rows, k, ub_ptr, min_scale, want.data(), ws.data());
-          FastQuantizeFp8PerToken(x.data(), rows, k, ub_ptr, min_scale, got.data(), gs.data());
+          std::vector<float> dec(rows * k);
+          FastQuantizeFp8PerToken(x.data(), rows, k, ub_ptr, min_scale, got.data(), gs.data(),
+                                  dec.data());
           EXPECT_EQ(got, want) << "k " << k;
           EXPECT_EQ(gs, ws) << "k " << k;
+          for (int64_t i = 0; i < rows * k; ++i) {
+            ASSERT_EQ(ToBits(dec[i]), ToBits(numeric::DecodeE4m3(want[i]))) << i;
+          }
         }
       }
       for (const int64_t group : {int64_t{16}, int64_t{128}, k}) {
@@ -103,8 +115,13 @@ TEST(Fp8ActQuantTest, PerTokenAndGroupMatchReference) {
           std::vector<uint8_t> want(rows * k), got(rows * k);
           std::vector<float> ws(rows * groups), gs(rows * groups);
           QuantizeFp8PerTokenGroup(x.data(), rows, k, group, eps, want.data(), ws.data());
-          FastQuantizeFp8PerTokenGroup(x.data(), rows, k, group, eps, got.data(), gs.data());
+          std::vector<float> dec(rows * k);
+          FastQuantizeFp8PerTokenGroup(x.data(), rows, k, group, eps, got.data(), gs.data(),
+                                       dec.data());
           EXPECT_EQ(got, want) << "k " << k << " group " << group;
+          for (int64_t i = 0; i < rows * k; ++i) {
+            ASSERT_EQ(ToBits(dec[i]), ToBits(numeric::DecodeE4m3(want[i]))) << i;
+          }
           EXPECT_EQ(gs, ws) << "k " << k << " group " << group;
         }
       }
