@@ -1,5 +1,6 @@
 // Highway implementation of FastMatmul; compiled once per x86 target by foreach_target.h.
 #include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/next_group_prefetch.h"
 
 #include <algorithm>
 #include <cstring>
@@ -128,25 +129,9 @@ struct DecQ4 {
 };
 
 // ---- The one inner kernel: MR rows × NC columns of dot products in the canonical order. ----
-// The next column group's bytes, prefetched into L2 as this group's are consumed (one line per
-// line, `step` bytes of it per chunk and column): the group's NC rows are read as NC short
-// streams, which the hardware prefetcher alone keeps restarting (the FP8 kernel measured
-// ~30 GB/s without it, ~36 with it, on this project's VMs). `next` is an address, never
-// dereferenced: it may lie past the weights.
-struct NextGroup {
-  uintptr_t next = 0;  // 0: none
-  int64_t step = 1;
-  HWY_INLINE void Touch(int64_t i) const {
-    if (next == 0) return;
-    const uintptr_t a = next + static_cast<uintptr_t>(i * step);
-    if ((a & 63) < static_cast<uintptr_t>(step))
-      __builtin_prefetch(reinterpret_cast<const void*>(a), 0, 2);
-  }
-};
-
 template <int MR, int NC, class Dec>
 HWY_INLINE void DotTile(const Dec* dec, const float* x, int64_t k, float* out /*[MR][NC]*/,
-                        const NextGroup& pf = {}) {
+                        const NextGroupPrefetch& pf = {}) {
   const DF d;
   VF acc[MR][NC];
   for (int r = 0; r < MR; ++r)
@@ -189,13 +174,13 @@ HWY_INLINE void DotTile(const Dec* dec, const float* x, int64_t k, float* out /*
 
 template <int NC, class Dec>
 void DotRows(const Dec* dec, const float* x, int64_t rows, int64_t k, float* out,
-             const NextGroup& pf = {}) {
+             const NextGroupPrefetch& pf = {}) {
   // out is [rows][NC]; rows handled in tiles of 4 so the accumulators stay in registers. Only
   // the first tile streams the weights from memory, so only it prefetches.
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4)
-    DotTile<4, NC>(dec, x + r * k, k, out + r * NC, r == 0 ? pf : NextGroup{});
-  const NextGroup& tail_pf = r == 0 ? pf : NextGroup{};
+    DotTile<4, NC>(dec, x + r * k, k, out + r * NC, r == 0 ? pf : NextGroupPrefetch{});
+  const NextGroupPrefetch& tail_pf = r == 0 ? pf : NextGroupPrefetch{};
   switch (rows - r) {
     case 3:
       DotTile<3, NC>(dec, x + r * k, k, out + r * NC, tail_pf);
@@ -275,7 +260,7 @@ void FusedPath(const FastWeights& w, const float* x, int64_t rows, const float* 
   s.out.resize(rows * kTileCols);
   int64_t col = nb;
   // Bytes of a row per chunk (rows are chunk-proportional in every format here).
-  NextGroup pf{
+  NextGroupPrefetch pf{
       reinterpret_cast<uintptr_t>(w.data) + static_cast<uintptr_t>((nb + kTileCols) * w.row_stride),
       std::max<int64_t>(1, w.row_stride / std::max<int64_t>(1, w.k / kN))};
   for (; col + kTileCols <= ne; col += kTileCols) {

@@ -3,6 +3,7 @@
 // (DotTile) computes MR rows × NC columns of dot products in the canonical order, fed either by a
 // register decoder (GEMV) or by an f32 tile the same decoder filled (GEMM).
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/next_group_prefetch.h"
 #include "kernels/cpu/fast/quant_epilogue.h"
 
 #include <algorithm>
@@ -224,7 +225,8 @@ struct DecMxfp4 {
 
 // ---- The inner kernel: MR rows × NC columns in the canonical order. ----
 template <int MR, int NC, class Dec>
-HWY_INLINE void DotTile(const Dec* dec, const float* x, int64_t k, float* out /*[MR][NC]*/) {
+HWY_INLINE void DotTile(const Dec* dec, const float* x, int64_t k, float* out /*[MR][NC]*/,
+                        const NextGroupPrefetch& pf) {
   const DF d;
   VF acc[MR][NC];
   for (int r = 0; r < MR; ++r)
@@ -238,7 +240,10 @@ HWY_INLINE void DotTile(const Dec* dec, const float* x, int64_t k, float* out /*
     const int64_t c1 = std::min(full, c0 + cpb);
     for (int64_t c = c0; c < c1; c += S) {  // 4-bit formats: k % 32 == 0, no partial step
       VF w[NC][S];
-      for (int j = 0; j < NC; ++j) dec[j].Step(d, tab[j], c, w[j]);
+      for (int j = 0; j < NC; ++j) {
+        for (int s = 0; s < S; ++s) pf.Touch((c + s) * NC + j);
+        dec[j].Step(d, tab[j], c, w[j]);
+      }
       for (int s = 0; s < S; ++s) {
         for (int r = 0; r < MR; ++r) {
           const VF xv = hn::LoadU(d, x + r * k + (c + s) * kN);
@@ -261,14 +266,19 @@ HWY_INLINE void DotTile(const Dec* dec, const float* x, int64_t k, float* out /*
     for (int j = 0; j < NC; ++j) out[r * NC + j] = hn::GetLane(hn::SumOfLanes(d, acc[r][j]));
 }
 
+// Only the first row tile streams the weights from memory, so only it prefetches the next group.
 template <int NC, class Dec>
-void DotRows(const Dec* dec, const float* x, int64_t rows, int64_t k, float* out) {
+void DotRows(const Dec* dec, const float* x, int64_t rows, int64_t k, float* out,
+             const NextGroupPrefetch& pf = {}) {
   int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) DotTile<4, NC>(dec, x + r * k, k, out + r * NC);
+  for (; r + 4 <= rows; r += 4) {
+    DotTile<4, NC>(dec, x + r * k, k, out + r * NC, r == 0 ? pf : NextGroupPrefetch{});
+  }
+  const NextGroupPrefetch tail_pf = r == 0 ? pf : NextGroupPrefetch{};
   switch (rows - r) {
-    case 3: DotTile<3, NC>(dec, x + r * k, k, out + r * NC); break;
-    case 2: DotTile<2, NC>(dec, x + r * k, k, out + r * NC); break;
-    case 1: DotTile<1, NC>(dec, x + r * k, k, out + r * NC); break;
+    case 3: DotTile<3, NC>(dec, x + r * k, k, out + r * NC, tail_pf); break;
+    case 2: DotTile<2, NC>(dec, x + r * k, k, out + r * NC, tail_pf); break;
+    case 1: DotTile<1, NC>(dec, x + r * k, k, out + r * NC, tail_pf); break;
     default: break;
   }
 }
@@ -322,10 +332,17 @@ void FusedPath(const FastQuantWeights& w, const float* x, int64_t rows, const fl
   Scratch& s = ThreadScratch();
   s.out.resize(rows * kTileCols);
   int64_t col = nb;
+  // Codes: a byte per weight (FP8, byte codes) or two per byte; scales are small side streams.
+  const int64_t row_bytes =
+      w.decode == QuantDecode::kFp8 || w.decode == QuantDecode::kInt8 ? w.k : w.k / 2;
+  NextGroupPrefetch pf{
+      reinterpret_cast<uintptr_t>(w.q) + static_cast<uintptr_t>((nb + kTileCols) * row_bytes),
+      std::max<int64_t>(1, row_bytes / std::max<int64_t>(1, w.k / kN))};
   for (; col + kTileCols <= ne; col += kTileCols) {
     Dec dec[kTileCols];
     for (int j = 0; j < kTileCols; ++j) dec[j] = MakeDec<Dec>(w, col + j);
-    DotRows<kTileCols>(dec, x, rows, w.k, s.out.data());
+    DotRows<kTileCols>(dec, x, rows, w.k, s.out.data(), pf);
+    pf.next += static_cast<uintptr_t>(kTileCols * row_bytes);
     StoreQuantEpilogue(w, s.out.data(), kTileCols, 0, rows, col, bias, y);
   }
   for (; col < ne; ++col) {
