@@ -5,8 +5,11 @@
 #define TESSERA_ENGINE_BACKEND_LINEAR_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+#include "absl/functional/function_ref.h"
 
 namespace tessera::backend {
 
@@ -17,6 +20,20 @@ class Linear {
   virtual int64_t in_features() const = 0;   // K
   // x: [rows, K] -> y: [rows, N]. A row's result does not depend on the other rows.
   virtual void Forward(const float* x, int64_t rows, float* y) const = 0;
+
+  // Forward with the column split left to the caller, so that layers sharing an input (q, k and
+  // v; gate and up) can run their columns in one parallel pass (ForwardSharedInput). The layer
+  // does its per-call work that does not depend on the columns (activation quantization, the
+  // act-order gather), then calls `split` once with N and `run`, where run(b, e) computes output
+  // columns [b, e) of every row; split must have run over disjoint ranges covering [0, N)
+  // before it returns, and `run` is valid only until then. A layer may instead compute all of y
+  // itself and never call split (this default, and paths without a column split).
+  using ColumnRun = std::function<void(int64_t, int64_t)>;
+  using ColumnSplit = absl::FunctionRef<void(int64_t n, const ColumnRun& run)>;
+  virtual void ForwardColumns(const float* x, int64_t rows, float* y, ColumnSplit split) const {
+    (void)split;
+    Forward(x, rows, y);
+  }
   // The weight format and kernel, e.g. "Q4_0 / reference".
   virtual std::string Describe() const = 0;
   // Bytes of weight data read per Forward call.

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/backend/cpu/column_split.h"
 #include "engine/backend/cpu/dense_linear.h"
 #include "engine/common/status_macros.h"
 #include "engine/model/kv_cache_scales.h"
@@ -200,9 +201,9 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     kf::FastRmsNorm(h.data(), L.attn_norm.data(), total, H, eps, xn.data());
-    L.q->Forward(xn.data(), total, q.data());
-    L.k->Forward(xn.data(), total, k.data());
-    L.v->Forward(xn.data(), total, v.data());
+    // q, k and v read the same input: their columns run in one parallel pass.
+    backend::cpu::ForwardSharedInput({L.q.get(), L.k.get(), L.v.get()}, xn.data(), total,
+                                     {q.data(), k.data(), v.data()}, pool_);
     for (int64_t r = 0; r < total; ++r) {
       float* qr = q.data() + r * Q;
       float* kr = k.data() + r * KV;
@@ -279,8 +280,8 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     L.o->Forward(attn.data(), total, tmp.data());
     kf::FastAddInPlace(h.data(), tmp.data(), total * H);
     kf::FastRmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
-    L.gate->Forward(xn.data(), total, gate.data());
-    L.up->Forward(xn.data(), total, up.data());
+    backend::cpu::ForwardSharedInput({L.gate.get(), L.up.get()}, xn.data(), total,
+                                     {gate.data(), up.data()}, pool_);
     kf::FastSwiGlu(gate.data(), up.data(), total * F, gate.data());
     L.down->Forward(gate.data(), total, tmp.data());
     kf::FastAddInPlace(h.data(), tmp.data(), total * H);

@@ -9,10 +9,6 @@ namespace {
 // How long a thread spins before sleeping. A decode step's ParallelFor calls are a few
 // microseconds apart, so this catches the next call; longer idle periods sleep.
 constexpr auto kSpin = std::chrono::microseconds(100);
-constexpr int64_t kChunksPerThread = 4;
-// At least 4 grains per chunk where there are that many per thread (the GEMM kernels' register
-// tiles span 4 column panels); otherwise one chunk per thread.
-constexpr int64_t kMinUnitsPerChunk = 4;
 
 inline void CpuRelax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -57,16 +53,17 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
     fn(0, n);
     return;
   }
-  // Up to kChunksPerThread chunks per thread of at least kMinUnitsPerChunk grains each, taken
-  // in order from a shared counter: a thread slowed by the other's memory traffic or by the
-  // hypervisor takes fewer. Boundaries depend only on n, grain and the thread count.
-  const int64_t count = std::max<int64_t>(
-      parts, std::min<int64_t>(parts * kChunksPerThread, units / kMinUnitsPerChunk));
+  // Guided chunks, taken in order from a shared counter: each is 1 / (2 · parts) of what is
+  // left (at least one grain), so the first ones are large (few counter hits, long sequential
+  // weight streams) and the last ones are a grain or two, and a thread that finishes early (the
+  // other slowed by memory traffic or by the hypervisor) waits for at most one small chunk.
+  // Boundaries depend only on n, grain and the thread count.
   chunks_.clear();
-  for (int64_t p = 0; p < count; ++p) {
-    const int64_t b = std::min(n, units * p / count * grain);
-    const int64_t e = std::min(n, units * (p + 1) / count * grain);
-    chunks_.emplace_back(b, e);
+  for (int64_t done = 0; done < units;) {
+    const int64_t left = units - done;
+    const int64_t take = std::max<int64_t>(1, (left + 2 * parts - 1) / (2 * parts));
+    chunks_.emplace_back(std::min(n, done * grain), std::min(n, (done + take) * grain));
+    done += take;
   }
   next_chunk_.store(0, std::memory_order_relaxed);
   job_ = &fn;

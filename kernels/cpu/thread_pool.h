@@ -1,6 +1,7 @@
 // A persistent pool of worker threads for the CPU kernels. Threads are created once; each
-// ParallelFor splits [0, n) into contiguous chunks (up to four per thread), which the caller and
-// the workers take from a shared counter, and returns when all are done. The chunk boundaries
+// ParallelFor splits [0, n) into contiguous chunks of decreasing size (guided: large first, a
+// grain or two at the end), which the caller and the workers take from a shared counter, and
+// returns when all are done. The chunk boundaries
 // depend only on n, grain and the thread count, never on timing, and fn never learns which thread
 // runs a chunk, so results are deterministic; which thread runs a chunk is not, which keeps both
 // cores busy when one is slowed (a 2-core VM's other tenant, memory traffic).

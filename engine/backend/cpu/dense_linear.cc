@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "engine/backend/cpu/column_split.h"
+#include "kernels/cpu/scratch_arena.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
@@ -72,30 +74,30 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_0) {
     // Int8 activations on Q4_0: 16-column tiles (int4_x16.h), one layout for decode and batches.
     repacked_bytes_ = kf::Q4_0x16Bytes(n, k);
-    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
-    fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.get());
+    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ8_0) {
     // Q8_0 in the same tiles (a byte per code): weights reused across rows in registers (the
     // row-major Q8ActMatmul of q8_act_matmul.h re-reads them per row pair).
     repacked_bytes_ = kf::Q8_0x16Bytes(n, k);
-    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
-    fast_ = kf::RepackQ8_0x16(weight_.bytes.data(), n, k, repacked_.get());
+    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    fast_ = kf::RepackQ8_0x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_K) {
     // Int8 activations on Q4_K: the per-group INT4 tiles (scale d·sc, zero point dmin·m / d·sc
     // per sub-block of 32; int4_x16.h RepackQ4KToU4x16).
     repacked_bytes_ = kf::U4x16Bytes(n, k, 32);
-    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
-    fast_ = kf::RepackQ4KToU4x16(weight_.bytes.data(), n, k, repacked_.get());
+    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    fast_ = kf::RepackQ4KToU4x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
     repacked_bytes_ = n * kf::RepackedRowStride(*enc_.ggml, k);
-    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
-    fast_ = kf::RepackGgmlRows(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.get());
+    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    fast_ = kf::RepackGgmlRows(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   fast_.data = weight_.bytes.data();
@@ -113,28 +115,29 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16DotAvailable()) {
     // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels.
     repacked_bytes_ = kf::Bf16PairsBytes(n, k);
-    repacked_ = hwy::AllocateAligned<uint8_t>(repacked_bytes_);
-    fast_ = kf::RepackBf16Pairs(fast_, repacked_.get());
+    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    fast_ = kf::RepackBf16Pairs(fast_, repacked_.data());
   }
 }
 
 void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
+  ForwardColumns(x, rows, y, [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
+}
+
+void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnSplit split) const {
   const int64_t n = out_features();
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   namespace kf = kernels::cpu::fast;
-  std::function<void(int64_t, int64_t)> run;
+  // Per-call buffers: alive until split returns, distinct from a sibling layer's.
+  kernels::cpu::ScratchFrame scratch;
+  ColumnRun run;
   kf::Int4x16Acts acts16;
   if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16 ||
       fast_.format == kf::FastFormat::kQ8_0x16) {
     const int64_t k = in_features(), blocks = k / 32;
-    thread_local std::vector<int8_t> q;
-    thread_local std::vector<float> d, s;
-    q.resize(rows * k);
-    d.resize(rows * blocks);
-    s.resize(rows * blocks);
-    int8_t* qp = q.data();
-    float* dp = d.data();
-    float* sp = s.data();
+    int8_t* qp = scratch.Alloc<int8_t>(rows * k);
+    float* dp = scratch.Alloc<float>(rows * blocks);
+    float* sp = scratch.Alloc<float>(rows * blocks);
     // Per-row quantization split over the pool: each row's codes depend on that row only.
     auto quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp); };
     if (pool_ != nullptr && rows > 1) {
@@ -147,19 +150,13 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
   } else if (fast_.format == kf::FastFormat::kBf16Pairs ||
              (fast_.format == kf::FastFormat::kBF16 && activations_ == DenseActivations::kBf16)) {
     // bf16 weights (bf16_dot_matmul.h): the activations are converted once per call (hi + lo
-    // split, or bf16 under kBf16), rows split over the pool; the buffers are reused across calls
-    // (one Forward at a time per thread).
+    // split, or bf16 under kBf16), rows split over the pool.
     const int64_t k = in_features(), stride = kf::Bf16DotActStride(k);
     const bool dot = fast_.format == kf::FastFormat::kBf16Pairs;
-    const bool split = activations_ != DenseActivations::kBf16;
-    thread_local std::vector<uint16_t> hi, lo;
-    thread_local std::vector<float> rounded;
-    hi.resize(rows * stride);
-    if (split) lo.resize(rows * stride);
-    if (!dot) rounded.resize(rows * k);
-    uint16_t* hp = hi.data();
-    uint16_t* lp = split ? lo.data() : nullptr;
-    float* rp = dot ? nullptr : rounded.data();
+    const bool split_acts = activations_ != DenseActivations::kBf16;
+    uint16_t* hp = scratch.Alloc<uint16_t>(rows * stride);
+    uint16_t* lp = split_acts ? scratch.Alloc<uint16_t>(rows * stride) : nullptr;
+    float* rp = dot ? nullptr : scratch.Alloc<float>(rows * k);
     auto convert = [&](int64_t r0, int64_t r1) { kf::RoundActsToBf16(x, k, r0, r1, hp, lp, rp); };
     if (pool_ != nullptr && rows > 1) {
       pool_->ParallelFor(rows, 1, convert);
@@ -174,15 +171,11 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
   } else {
     run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, x, rows, bias, y, b, e); };
   }
-  if (pool_ != nullptr) {
-    pool_->ParallelFor(n, 16, run);
-  } else {
-    run(0, n);
-  }
+  split(n, run);
 }
 
 std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
-  if (repacked_ != nullptr) return {{repacked_.get(), repacked_bytes_}};
+  if (repacked_.data() != nullptr) return {{repacked_.data(), repacked_bytes_}};
   return {{weight_.bytes.data(), static_cast<int64_t>(weight_.bytes.size())}};
 }
 

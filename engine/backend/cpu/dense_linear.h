@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/linear.h"
 #include "engine/io/tensor_view.h"
-#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/weight_buffer.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/thread_pool.h"
@@ -48,12 +48,13 @@ class DenseLinear : public Linear {
   int64_t out_features() const override { return weight_.shape[0]; }
   int64_t in_features() const override { return weight_.shape[1]; }
   void Forward(const float* x, int64_t rows, float* y) const override;
+  void ForwardColumns(const float* x, int64_t rows, float* y, ColumnSplit split) const override;
   std::string Describe() const override;
   int64_t weight_bytes() const override { return static_cast<int64_t>(weight_.bytes.size()); }
   std::vector<ByteSpan> weight_spans() const override;
   // Whether Forward reads only the layer's own repacked copy, never `weight`'s bytes again (so an
   // owner of those bytes may free them; shape and dtype stay in use).
-  bool reads_own_copy() const { return repacked_ != nullptr; }
+  bool reads_own_copy() const { return repacked_.data() != nullptr; }
 
  private:
   kernels::cpu::WeightEncoding enc_;
@@ -61,7 +62,7 @@ class DenseLinear : public Linear {
   std::vector<float> bias_;
   kernels::cpu::ThreadPool* pool_;
   kernels::cpu::fast::FastWeights fast_;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> repacked_;  // Q8_0/Q4_0 tiles, bf16 K-pair panels
+  kernels::cpu::WeightBuffer repacked_;  // Q8_0/Q4_0 tiles, bf16 K-pair panels
   int64_t repacked_bytes_ = 0;
   DenseActivations activations_ = DenseActivations::kFloat;
 };

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "engine/backend/cpu/column_split.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
@@ -70,8 +71,8 @@ void QuantizedLinear::InitFast() {
       q8_.block_scales = nw.block_scales;
       q8_.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
       x16_bytes_ = kf::Nvfp4x16Bytes(s.n, s.k);
-      x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
-      q8_ = kf::RepackNvfp4x16(q8_, x16_.get());
+      x16_ = kc::WeightBuffer(x16_bytes_);
+      q8_ = kf::RepackNvfp4x16(q8_, x16_.data());
       q8_ok_ = true;
       return;
     }
@@ -102,8 +103,8 @@ void QuantizedLinear::InitFast() {
     // 16-column tiles (int4_x16.h): reduction-free VNNI for one row and for batches. They copy
     // the codes; the nibble pairs stay for the reference path (ForwardReference, the tests).
     x16_bytes_ = kf::U4x16Bytes(s.n, s.k, iw.group_size);
-    x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
-    q8_ = kf::RepackU4x16(q8_, x16_.get());
+    x16_ = kc::WeightBuffer(x16_bytes_);
+    q8_ = kf::RepackU4x16(q8_, x16_.data());
     q8_ok_ = true;
     return;
   }
@@ -208,7 +209,7 @@ void QuantizedLinear::InitFast() {
   fast_ok_ = kf::FastQuantSupported(fast_);
 }
 
-bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const {
+bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split) const {
   const auto& s = w_.spec;
   const int64_t n = s.n, k = s.k;
   kf::FastQuantWeights f = fast_;
@@ -310,12 +311,7 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y) const 
     xin = xa.data();
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
-  auto run = [&](int64_t b, int64_t e) { kf::FastQuantMatmul(f, xin, rows, bias, y, b, e); };
-  if (pool_ != nullptr) {
-    pool_->ParallelFor(n, 16, run);
-  } else {
-    run(0, n);
-  }
+  split(n, [&](int64_t b, int64_t e) { kf::FastQuantMatmul(f, xin, rows, bias, y, b, e); });
   return true;
 }
 
@@ -337,7 +333,7 @@ int64_t QuantizedLinear::weight_bytes() const {
 }
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
-  if (q8_ok_ || int8_dot_ok_) return {{x16_.get(), x16_bytes_}};
+  if (q8_ok_ || int8_dot_ok_) return {{x16_.data(), x16_bytes_}};
   const auto& s = w_.spec;
   std::vector<ByteSpan> spans;
   auto add = [&](const void* p, int64_t bytes) {
@@ -360,21 +356,17 @@ std::string QuantizedLinear::Describe() const {
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel);
 }
 
-void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) const {
+void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y, ColumnSplit split,
+                                      kc::ScratchFrame& scratch) const {
   // Activations are quantized once per call, before the column split, per row (batch
-  // invariance), with the rows split over the pool, into per-thread buffers reused across calls.
+  // invariance), with the rows split over the pool, into the caller's scratch frame.
   const auto& s = w_.spec;
   const int64_t k = s.k, blocks = k / 32;
-  thread_local std::vector<int8_t> q;
-  thread_local std::vector<float> d, d2, sums, sums2;
-  q.resize(rows * k);
-  for (auto* v : {&d, &d2, &sums, &sums2}) v->resize(rows * blocks);
-  // Plain pointers: a thread_local named inside a lambda is the running worker's own copy.
-  int8_t* qp = q.data();
-  float* dp = d.data();
-  float* d2p = d2.data();
-  float* sp = sums.data();
-  float* s2p = sums2.data();
+  int8_t* qp = scratch.Alloc<int8_t>(rows * k);
+  float* dp = scratch.Alloc<float>(rows * blocks);
+  float* d2p = scratch.Alloc<float>(rows * blocks);
+  float* sp = scratch.Alloc<float>(rows * blocks);
+  float* s2p = scratch.Alloc<float>(rows * blocks);
   kf::Int4x16Acts acts{rows, qp, dp, sp};
   std::vector<float> gscale, alpha;
   std::function<void(int64_t, int64_t)> quantize;
@@ -437,32 +429,32 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y) co
     quantize(0, rows);
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
-  auto run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(q8_, acts, bias, y, b, e); };
-  if (pool_ != nullptr) {
-    pool_->ParallelFor(s.n, 16, run);
-  } else {
-    run(0, s.n);
-  }
+  split(s.n, [&](int64_t b, int64_t e) { kf::Int4x16Matmul(q8_, acts, bias, y, b, e); });
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
-  // Decode-sized calls reuse a per-thread buffer; prefill-sized ones allocate per call, so a long
-  // prompt does not pin rows x K floats for the life of the thread.
-  thread_local std::vector<float> small;
-  std::vector<float> large;
-  x = GatherActOrder(x, rows, rows * w_.spec.k <= (int64_t{1} << 16) ? small : large);
-  if (int8_dot_ok_ && rows > 0) return ForwardInt8Dot(x, rows, y);
-  if (q8_ok_ && rows > 0) return ForwardInt8Acts(x, rows, y);
-  if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y)) return;
-  ForwardReferenceSorted(x, rows, y);
+  ForwardColumns(x, rows, y, [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
+}
+
+void QuantizedLinear::ForwardColumns(const float* x, int64_t rows, float* y,
+                                     ColumnSplit split) const {
+  // Per-call buffers: alive until split returns, distinct from a sibling layer's.
+  kc::ScratchFrame scratch;
+  x = GatherActOrder(x, rows, scratch);
+  if (int8_dot_ok_ && rows > 0) return ForwardInt8Dot(x, rows, y, split, scratch);
+  if (q8_ok_ && rows > 0) return ForwardInt8Acts(x, rows, y, split, scratch);
+  if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y, split)) return;
+  ForwardReferenceSorted(x, rows, y, split);
 }
 
 void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) const {
-  std::vector<float> sorted;
-  ForwardReferenceSorted(GatherActOrder(x, rows, sorted), rows, y);
+  kc::ScratchFrame scratch;
+  ForwardReferenceSorted(GatherActOrder(x, rows, scratch), rows, y,
+                         [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
 }
 
-void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float* y) const {
+void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float* y,
+                                             ColumnSplit split) const {
   const auto& s = w_.spec;
   const int64_t n = s.n, k = s.k;
   const float* bias = bias_.empty() ? nullptr : bias_.data();
@@ -587,11 +579,7 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
     default:
       return;  // the plan never builds a QuantizedLinear for other formats
   }
-  if (pool_ != nullptr) {
-    pool_->ParallelFor(n, 16, run);
-  } else {
-    run(0, n);
-  }
+  split(n, run);
 }
 
 }  // namespace tessera::backend::cpu

@@ -29,9 +29,10 @@
 
 #include "engine/backend/linear.h"
 #include "engine/quant/packed_weights.h"
-#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/weight_buffer.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/scratch_arena.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::backend::cpu {
@@ -48,6 +49,7 @@ class QuantizedLinear : public Linear {
   int64_t out_features() const override { return w_.spec.n; }
   int64_t in_features() const override { return w_.spec.k; }
   void Forward(const float* x, int64_t rows, float* y) const override;
+  void ForwardColumns(const float* x, int64_t rows, float* y, ColumnSplit split) const override;
   std::string Describe() const override;
   int64_t weight_bytes() const override;
   std::vector<ByteSpan> weight_spans() const override;
@@ -63,20 +65,23 @@ class QuantizedLinear : public Linear {
   // x through k_perm first (GatherActOrder). The int8-activation scheme quantizes blocks of 32 in
   // that sorted order, on both paths. quantized_linear_act_order.cc.
   void SortActOrder();
-  const float* GatherActOrder(const float* x, int64_t rows, std::vector<float>& buf) const;
+  const float* GatherActOrder(const float* x, int64_t rows,
+                              kernels::cpu::ScratchFrame& scratch) const;
   // ForwardReference on activations already gathered by GatherActOrder.
-  void ForwardReferenceSorted(const float* x, int64_t rows, float* y) const;
+  void ForwardReferenceSorted(const float* x, int64_t rows, float* y, ColumnSplit split) const;
   // Repacks what the fast kernel needs and fills fast_ / fast_ok_.
   void InitFast();
   // The fast Forward; false when this call must take the reference path.
-  bool ForwardFast(const float* x, int64_t rows, float* y) const;
+  bool ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split) const;
   // The int8-activation Forward (q8_ok_).
-  void ForwardInt8Acts(const float* x, int64_t rows, float* y) const;
+  void ForwardInt8Acts(const float* x, int64_t rows, float* y, ColumnSplit split,
+                       kernels::cpu::ScratchFrame& scratch) const;
   // INT8 W8A8 on the VNNI panel kernel (kernels/cpu/fast/int8_dot_matmul.h), bit-identical to the
   // reference: InitInt8Dot repacks (returns whether it took the layer), ForwardInt8Dot runs it.
   // quantized_linear_int8.cc.
   bool InitInt8Dot();
-  void ForwardInt8Dot(const float* x, int64_t rows, float* y) const;
+  void ForwardInt8Dot(const float* x, int64_t rows, float* y, ColumnSplit split,
+                      kernels::cpu::ScratchFrame& scratch) const;
   // INT8 / INT3 / INT2 weight-only codes (one per byte) in the 16-column VNNI tiles for int8
   // activations (kernels/cpu/fast/int4_x16.h kU8x16); sets q8_ / q8_ok_ when it takes the layer.
   void InitIntBytesX16();
@@ -88,7 +93,7 @@ class QuantizedLinear : public Linear {
   bool fast_ok_ = false;
   bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
-  hwy::AlignedFreeUniquePtr<uint8_t[]> x16_;  // INT4 / NVFP4: the 16-column tiles q8_ points into
+  kernels::cpu::WeightBuffer x16_;  // INT4 / NVFP4: the 16-column tiles q8_ points into
   int64_t x16_bytes_ = 0;
   bool q8_ok_ = false;
   std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift

@@ -35,12 +35,11 @@ void QuantizedLinear::SortActOrder() {
 }
 
 const float* QuantizedLinear::GatherActOrder(const float* x, int64_t rows,
-                                             std::vector<float>& buf) const {
+                                             kernels::cpu::ScratchFrame& scratch) const {
   if (w_.k_perm.empty()) return x;
   const int64_t k = w_.spec.k;
   const int32_t* perm = w_.k_perm.data();
-  buf.resize(rows * k);
-  float* out = buf.data();
+  float* out = scratch.Alloc<float>(rows * k);
   auto gather = [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
       for (int64_t j = 0; j < k; ++j) out[r * k + j] = x[r * k + perm[j]];

@@ -41,8 +41,8 @@ void QuantizedLinear::InitIntBytesX16() {
   // The tiles copy the codes; the checkpoint-layout codes stay for the reference path and
   // DequantizeRow (as for the INT4 tiles).
   x16_bytes_ = kf::U8x16Bytes(s.n, s.k, iw.group_size);
-  x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
-  q8_ = kf::RepackU8x16(src, x16_.get());
+  x16_ = kc::WeightBuffer(x16_bytes_);
+  q8_ = kf::RepackU8x16(src, x16_.data());
   q8_ok_ = true;
 }
 
@@ -57,42 +57,32 @@ bool QuantizedLinear::InitInt8Dot() {
   }
   const kc::Int8Weights iw = w_.AsInt8();
   x16_bytes_ = kf::Int8QuadsBytes(s.n, s.k);
-  x16_ = hwy::AllocateAligned<uint8_t>(x16_bytes_);
+  x16_ = kc::WeightBuffer(x16_bytes_);
   int8_col_sums_.resize(s.n);
-  kf::RepackInt8Quads(iw.q, s.n, s.k, x16_.get(), int8_col_sums_.data());
+  kf::RepackInt8Quads(iw.q, s.n, s.k, x16_.data(), int8_col_sums_.data());
   int8_dot_ok_ = true;
   return true;
 }
 
-void QuantizedLinear::ForwardInt8Dot(const float* x, int64_t rows, float* y) const {
+void QuantizedLinear::ForwardInt8Dot(const float* x, int64_t rows, float* y, ColumnSplit split,
+                                     kc::ScratchFrame& scratch) const {
   const auto& s = w_.spec;
   const int64_t n = s.n, k = s.k, stride = kf::Int8DotActStride(k);
-  // Per-call buffers, reused across calls (one Forward at a time per thread).
-  thread_local std::vector<uint8_t> u8;
-  thread_local std::vector<int8_t> q;
-  thread_local std::vector<float> sa;
-  thread_local std::vector<int32_t> azp;
-  u8.resize(rows * stride);
+  uint8_t* up = scratch.Alloc<uint8_t>(rows * stride);
   kc::Int8Activations a;
   a.per_token = s.activation_origin != ScaleOrigin::kStatic;
+  float* sp = scratch.Alloc<float>(a.per_token ? rows : 1);
+  int32_t* zp = scratch.Alloc<int32_t>(a.per_token ? rows : 1);
   if (!a.per_token) {
-    sa.assign(1, w_.input_scale);
-    azp.assign(1, w_.input_zero_point);
-    a.azp = w_.input_zero_point != 0 ? azp.data() : nullptr;
-  } else {
-    sa.resize(rows);
-    if (s.activation_asymmetric) {
-      azp.resize(rows);
-      a.azp = azp.data();
-    }
+    sp[0] = w_.input_scale;
+    zp[0] = w_.input_zero_point;
+    a.azp = w_.input_zero_point != 0 ? zp : nullptr;
+  } else if (s.activation_asymmetric) {
+    a.azp = zp;
   }
-  a.scales = sa.data();
+  a.scales = sp;
   const bool fused = a.per_token && !s.activation_asymmetric;
-  if (!fused) q.resize(rows * k);
-  uint8_t* up = u8.data();
-  int8_t* qp = q.data();
-  float* sp = sa.data();
-  int32_t* zp = azp.data();
+  int8_t* qp = fused ? nullptr : scratch.Alloc<int8_t>(rows * k);
   // Each row's codes depend on that row only, so splitting the rows over the pool changes nothing.
   auto quantize = [&](int64_t r0, int64_t r1) {
     if (fused) {
@@ -116,18 +106,13 @@ void QuantizedLinear::ForwardInt8Dot(const float* x, int64_t rows, float* y) con
     // A row far from zero gets a zero point outside int8's range; the reference sums in int64.
     // It is bit-identical to the kernel wherever both apply, so switching per call is invisible.
     for (int64_t r = 0; r < rows; ++r) {
-      if (!kf::Int8DotSupportsAzp(zp[r])) return ForwardReference(x, rows, y);
+      if (!kf::Int8DotSupportsAzp(zp[r])) return ForwardReferenceSorted(x, rows, y, split);
     }
   }
   const kc::Int8Weights iw = w_.AsInt8();
-  const kf::Int8DotWeights w{x16_.get(), int8_col_sums_.data(), iw.scales, iw.per_row, n, k};
+  const kf::Int8DotWeights w{x16_.data(), int8_col_sums_.data(), iw.scales, iw.per_row, n, k};
   const float* bias = bias_.empty() ? nullptr : bias_.data();
-  auto run = [&](int64_t b, int64_t e) { kf::Int8DotMatmul(w, up, a, rows, bias, y, b, e); };
-  if (pool_ != nullptr) {
-    pool_->ParallelFor(n, 16, run);
-  } else {
-    run(0, n);
-  }
+  split(n, [&](int64_t b, int64_t e) { kf::Int8DotMatmul(w, up, a, rows, bias, y, b, e); });
 }
 
 }  // namespace tessera::backend::cpu

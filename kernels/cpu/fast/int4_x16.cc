@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/int4_x16_layout.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/fp8.h"
@@ -29,42 +30,27 @@ float AbsMaxIgnoringNanAvx512(const float* x, int64_t n);
 
 namespace {
 
+using internal::X16Layout;
+
 constexpr int64_t kCols = 16;
 constexpr int64_t kQ4BlockBytes = 18;
-
-int64_t Align64(int64_t v) { return (v + 63) / 64 * 64; }
-
-// Bytes before the codes in one column group's tile.
-int64_t ScaleAreaBytes(const FastWeights& w) {
-  if (w.format == FastFormat::kQ4_0x16 || w.format == FastFormat::kQ8_0x16) {
-    return Align64(w.k / 32 * kCols * 2);
-  }
-  if (w.format == FastFormat::kNvfp4x16) return Align64(w.k / 32 * 2 * kCols);
-  return 2 * Align64(w.k / w.group_size * kCols * 4);
-}
-
 constexpr int64_t kQ8BlockBytes = 34;
 
-// Bytes of one block's codes in a tile: 32 K values of 16 columns.
-int64_t CodeBytesPerBlock(FastFormat format) {
-  return format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16 ? 512 : 256;
-}
+X16Layout LayoutOf(const FastWeights& w) { return X16Layout::Of(w.format, w.group_size); }
 
 // 2·e2m1 for each 4-bit code (exact integers in [−12, 12]).
 constexpr int kTwiceE2m1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-// Offset of code j of block b, column c in a byte-code tile (kQ8_0x16, kU8x16): chunk j / 4 of the
+// Offset of code j of column c in a block's byte codes (kQ8_0x16, kU8x16): chunk j / 4 of the
 // block holds K values 4q .. 4q + 3 of the 16 columns, 4 bytes per column.
-inline int64_t ByteCodeOffset(int64_t b, int64_t c, int j) {
-  return b * 512 + (j / 4) * 64 + c * 4 + j % 4;
-}
+inline int64_t ByteCodeOffset(int64_t c, int j) { return (j / 4) * 64 + c * 4 + j % 4; }
 
-// Writes the codes of block b, column c, given code(j) for j in 0..31.
+// Writes column c's nibble codes into a block's codes, given code(j) for j in 0..31.
 template <class Code>
-void PutCodes(uint8_t* codes, int64_t b, int64_t c, Code code) {
+void PutCodes(uint8_t* block_codes, int64_t c, Code code) {
   for (int q = 0; q < 4; ++q) {
     for (int i = 0; i < 4; ++i) {
-      codes[b * 256 + q * 64 + c * 4 + i] =
+      block_codes[q * 64 + c * 4 + i] =
           static_cast<uint8_t>(code(8 * q + i) | (code(8 * q + 4 + i) << 4));
     }
   }
@@ -77,7 +63,7 @@ FastWeights Describe(FastFormat format, uint8_t* dst, int64_t n, int64_t k, int6
   w.n = n;
   w.k = k;
   w.group_size = group_size;
-  w.row_stride = ScaleAreaBytes(w) + k / 32 * CodeBytesPerBlock(format);
+  w.row_stride = LayoutOf(w).TileBytes(k / 32);
   return w;
 }
 
@@ -99,25 +85,25 @@ int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size) {
 namespace {
 
 // Q4_0 and Q8_0 rows (ggml blocks of 32: an f16 scale, then the codes) into their tiles: the
-// scale goes to the scale area as is, put(codes, b, c, blk) writes the block's codes. Columns
-// past n keep scale 0 and codes 0.
+// scale goes to its record's scale area as is, put(block_codes, c, blk) writes the block's codes.
+// Columns past n keep scale 0 and codes 0.
 template <class Put>
 FastWeights RepackGgmlBlocks(FastFormat format, GgmlBlockType type, int64_t block_bytes,
                              const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst,
                              Put put) {
   FastWeights w = Describe(format, dst, n, k, 32);
   w.ggml = type;
+  const X16Layout l = LayoutOf(w);
   const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
   std::memset(dst, 0, groups * w.row_stride);
   for (int64_t g = 0; g < groups; ++g) {
-    uint8_t* scales = dst + g * w.row_stride;
-    uint8_t* codes = scales + ScaleAreaBytes(w);
+    uint8_t* tile = dst + g * w.row_stride;
     for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
       const int64_t col = g * kCols + c;
       for (int64_t b = 0; b < blocks; ++b) {
         const uint8_t* blk = ggml_rows + (col * blocks + b) * block_bytes;
-        std::memcpy(scales + (b * kCols + c) * 2, blk, 2);
-        put(codes, b, c, blk);
+        std::memcpy(tile + l.Scales(b) + c * 2, blk, 2);
+        put(tile + l.Codes(b), c, blk);
       }
     }
   }
@@ -128,8 +114,8 @@ FastWeights RepackGgmlBlocks(FastFormat format, GgmlBlockType type, int64_t bloc
 
 FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
   return RepackGgmlBlocks(FastFormat::kQ4_0x16, GgmlBlockType::kQ4_0, kQ4BlockBytes, ggml_rows, n,
-                          k, dst, [](uint8_t* codes, int64_t b, int64_t c, const uint8_t* blk) {
-                            PutCodes(codes, b, c, [&](int j) {
+                          k, dst, [](uint8_t* codes, int64_t c, const uint8_t* blk) {
+                            PutCodes(codes, c, [&](int j) {
                               return j < 16 ? (blk[2 + j] & 0xF) : (blk[2 + j - 16] >> 4);
                             });
                           });
@@ -142,9 +128,9 @@ int64_t Q8_0x16Bytes(int64_t n, int64_t k) {
 FastWeights RepackQ8_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
   // Codes w + 128 (Q8_0 codes are in [-127, 127]); padding columns read as −128 · 0.
   return RepackGgmlBlocks(FastFormat::kQ8_0x16, GgmlBlockType::kQ8_0, kQ8BlockBytes, ggml_rows, n,
-                          k, dst, [](uint8_t* codes, int64_t b, int64_t c, const uint8_t* blk) {
+                          k, dst, [](uint8_t* codes, int64_t c, const uint8_t* blk) {
                             for (int j = 0; j < 32; ++j) {
-                              codes[ByteCodeOffset(b, c, j)] =
+                              codes[ByteCodeOffset(c, j)] =
                                   static_cast<uint8_t>(blk[2 + j] ^ 0x80);
                             }
                           });
@@ -163,26 +149,25 @@ template <bool kBytes>
 FastWeights RepackGroups(const FastWeights& src, uint8_t* dst) {
   const int64_t n = src.n, k = src.k, gs = src.group_size, ngroups = k / gs;
   FastWeights w = Describe(kBytes ? FastFormat::kU8x16 : FastFormat::kU4x16, dst, n, k, gs);
+  const X16Layout l = LayoutOf(w);
   const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
-  const int64_t zero_offset = Align64(ngroups * kCols * 4);
   std::memset(dst, 0, groups * w.row_stride);
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* tile = dst + g * w.row_stride;
-    auto* scales = reinterpret_cast<float*>(tile);
-    auto* zeros = reinterpret_cast<float*>(tile + zero_offset);
-    uint8_t* codes = tile + ScaleAreaBytes(w);
     for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
       const int64_t col = g * kCols + c;
       for (int64_t i = 0; i < ngroups; ++i) {
-        scales[i * kCols + c] = src.group_scales[col * ngroups + i];
-        zeros[i * kCols + c] = src.group_zeros[col * ngroups + i];
+        auto* scales = reinterpret_cast<float*>(tile + l.Scales(i * gs / 32));
+        scales[c] = src.group_scales[col * ngroups + i];
+        scales[kCols + c] = src.group_zeros[col * ngroups + i];  // the zero points, 64 bytes on
       }
       const uint8_t* row = src.data + col * src.row_stride;
       for (int64_t b = 0; b < blocks; ++b) {
+        uint8_t* codes = tile + l.Codes(b);
         if constexpr (kBytes) {
-          for (int j = 0; j < 32; ++j) codes[ByteCodeOffset(b, c, j)] = row[b * 32 + j];
+          for (int j = 0; j < 32; ++j) codes[ByteCodeOffset(c, j)] = row[b * 32 + j];
         } else {
-          PutCodes(codes, b, c, [&](int j) {
+          PutCodes(codes, c, [&](int j) {
             const uint8_t byte = row[(b * 32 + j) / 2];
             return (j % 2 == 0) ? (byte & 0xF) : (byte >> 4);
           });
@@ -245,18 +230,18 @@ FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
   const int64_t n = src.n, k = src.k;
   FastWeights w = Describe(FastFormat::kNvfp4x16, dst, n, k, 32);
   w.alpha = src.alpha;
+  const X16Layout l = LayoutOf(w);
   const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
   std::memset(dst, 0, groups * w.row_stride);
   for (int64_t g = 0; g < groups; ++g) {
-    uint8_t* sf = dst + g * w.row_stride;
-    uint8_t* codes = sf + ScaleAreaBytes(w);
+    uint8_t* tile = dst + g * w.row_stride;
     for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
       const int64_t col = g * kCols + c;
       const uint8_t* row = src.data + col * src.row_stride;
       for (int64_t b = 0; b < blocks; ++b) {
         for (int h = 0; h < 2; ++h)
-          sf[(b * 2 + h) * kCols + c] = src.block_scales[col * (k / 16) + 2 * b + h];
-        PutCodes(codes, b, c, [&](int j) {
+          tile[l.Scales(b) + h * kCols + c] = src.block_scales[col * (k / 16) + 2 * b + h];
+        PutCodes(tile + l.Codes(b), c, [&](int j) {
           const uint8_t byte = row[(b * 32 + j) / 2];
           return (j % 2 == 0) ? (byte & 0xF) : (byte >> 4);
         });
@@ -333,7 +318,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
   const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
   const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
   const bool nvfp4 = w.format == FastFormat::kNvfp4x16;
-  const int64_t ngroups = (q4_0 || nvfp4) ? 0 : w.k / w.group_size;
+  const X16Layout l = LayoutOf(w);
   auto finish = [&](float acc, int64_t m, int64_t n) {
     if (a.row_scale != nullptr) {
       const float rs = a.row_scale[m * a.row_scale_stride];
@@ -346,8 +331,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
   if (nvfp4) {
     for (int64_t n = n_begin; n < n_end; ++n) {
       const int64_t g = n / kCols, c = n % kCols;
-      const uint8_t* sf = w.data + g * w.row_stride;
-      const uint8_t* codes = sf + ScaleAreaBytes(w);
+      const uint8_t* tile = w.data + g * w.row_stride;
       for (int64_t m = 0; m < a.rows; ++m) {
         const int8_t* x = a.q + m * w.k;
         float acc = 0.0f;
@@ -356,7 +340,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
             int32_t dot = 0;
             for (int q = 2 * h; q < 2 * h + 2; ++q) {
               for (int i = 0; i < 4; ++i) {
-                const uint8_t byte = codes[b * 256 + q * 64 + c * 4 + i];
+                const uint8_t byte = tile[l.Codes(b) + q * 64 + c * 4 + i];
                 dot += (kTwiceE2m1[byte & 0xF] + 12) * x[b * 32 + 8 * q + i] +
                        (kTwiceE2m1[byte >> 4] + 12) * x[b * 32 + 8 * q + 4 + i];
               }
@@ -365,7 +349,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
             const float xs = h == 0 ? a.s[off] : a.s2[off];
             const float dx = h == 0 ? a.d[off] : a.d2[off];
             const float sw =
-                numeric::DecodeUe4m3(sf[(b * 2 + h) * kCols + c] & 0x7F) * w.alpha * 0.5f;
+                numeric::DecodeUe4m3(tile[l.Scales(b) + h * kCols + c] & 0x7F) * w.alpha * 0.5f;
             const float t = std::fma(-12.0f, xs, static_cast<float>(dot));
             acc = std::fma(t, sw * dx, acc);
           }
@@ -378,18 +362,18 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
   for (int64_t n = n_begin; n < n_end; ++n) {
     const int64_t g = n / kCols, c = n % kCols;
     const uint8_t* tile = w.data + g * w.row_stride;
-    const uint8_t* codes = tile + ScaleAreaBytes(w);
     for (int64_t m = 0; m < a.rows; ++m) {
       const int8_t* x = a.q + m * w.k;
       float acc = 0.0f;
       for (int64_t b = 0; b < blocks; ++b) {
         int32_t dot = 0;
+        const uint8_t* codes = tile + l.Codes(b);
         if (bytes) {
-          for (int j = 0; j < 32; ++j) dot += codes[ByteCodeOffset(b, c, j)] * x[b * 32 + j];
+          for (int j = 0; j < 32; ++j) dot += codes[ByteCodeOffset(c, j)] * x[b * 32 + j];
         } else {
           for (int q = 0; q < 4; ++q) {
             for (int i = 0; i < 4; ++i) {
-              const uint8_t byte = codes[b * 256 + q * 64 + c * 4 + i];
+              const uint8_t byte = codes[q * 64 + c * 4 + i];
               dot += (byte & 0xF) * x[b * 32 + 8 * q + i] + (byte >> 4) * x[b * 32 + 8 * q + 4 + i];
             }
           }
@@ -397,15 +381,13 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
         float scale, zero;
         if (q4_0) {
           uint16_t h;
-          std::memcpy(&h, tile + (b * kCols + c) * 2, 2);
+          std::memcpy(&h, tile + l.Scales(b) + c * 2, 2);
           scale = numeric::HalfToFloat(h);
           zero = q8_0 ? 128.0f : 8.0f;
         } else {
-          const int64_t i = b * 32 / w.group_size;
-          const auto* scales = reinterpret_cast<const float*>(tile);
-          const auto* zeros = reinterpret_cast<const float*>(tile + Align64(ngroups * kCols * 4));
-          scale = scales[i * kCols + c];
-          zero = zeros[i * kCols + c];
+          const auto* scales = reinterpret_cast<const float*>(tile + l.Scales(b));
+          scale = scales[c];
+          zero = scales[kCols + c];
         }
         const float t = std::fma(-zero, a.s[m * blocks + b], static_cast<float>(dot));
         acc = std::fma(t, scale * a.d[m * blocks + b], acc);

@@ -27,29 +27,16 @@
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,avx2,fma,f16c")
 
 #include "kernels/cpu/fast/avx512_decode.h"
+#include "kernels/cpu/fast/int4_x16_layout.h"
 
 namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
 constexpr int64_t kCols = 16;
-// The first row tile streams the weights from DRAM and is bound by how many lines are in flight:
-// prefetch 16 KiB ahead into L2 (prefetcht1). Measured on the 2-core Zen 4 VM, one thread, M = 1,
-// A/B in one session: 2 KiB ahead into L1 (prefetcht0, the previous choice) streams 14 GB/s for
-// Q4_0 and Q8_0 tiles, 8-32 KiB ahead into L2 19-21 GB/s; two threads 23-27 -> 29-32 GB/s
-// (bench/README.md). L1 prefetches hold one of the core's few L1 miss buffers until the line
-// arrives; L2 prefetches do not.
-constexpr int64_t kPrefetchBytes = 16384;
-
-inline void PrefetchBlock(const uint8_t* codes, int64_t block_bytes) {
-  // The address may lie past the weights (a prefetch never faults); formed as an integer, since
-  // pointer arithmetic past the end of an object is undefined.
-  const uintptr_t ahead = reinterpret_cast<uintptr_t>(codes) + kPrefetchBytes;
-  for (int64_t l = 0; l < block_bytes; l += 64) {
-    _mm_prefetch(reinterpret_cast<const char*>(ahead + l), _MM_HINT_T1);
-  }
-}
-
-int64_t Align64(int64_t v) { return (v + 63) / 64 * 64; }
+// No software prefetch: a tile is one sequential stream of records (int4_x16_layout.h), which the
+// hardware prefetchers follow best on their own. Measured on the 2-core Zen 4 VM, M = 1, two
+// threads, same process: the earlier layout (scales, then codes) with prefetcht1 16 KiB ahead
+// 25-30 GB/s; records without prefetch 27-33; records with that prefetch 19-20 (bench/README.md).
 
 // acc += w (unsigned bytes) · the 4 signed bytes at p broadcast to every lane. Written as inline
 // asm so that the broadcast is the instruction's embedded {1to16} memory operand: GCC 12 emits a
@@ -78,42 +65,39 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
   constexpr int64_t kBlockBytes = kBytes ? 512 : 256;
+  constexpr int64_t kScaleBytes = kGroupScales ? 128 : 64;
   const int64_t k = w.k, blocks = k / 32;
-  const int64_t area =
-      kGroupScales ? Align64(k / w.group_size * kCols * 4) : Align64(blocks * kCols * 2);
-  const uint8_t* scales = group;
-  const auto* gscales = reinterpret_cast<const float*>(group);
-  const auto* gzeros = reinterpret_cast<const float*>(group + area);
-  const uint8_t* codes = group + (kGroupScales ? 2 * area : area);
-  const int64_t blocks_per_group = kGroupScales ? w.group_size / 32 : 1;
+  const X16Layout layout = X16Layout::Of(w.format, w.group_size);
+  const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512 zero_point = _mm512_set1_ps(kBytes ? 128.0f : 8.0f);
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
   for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
-  for (int64_t b = 0; b < blocks; ++b) {
+  const uint8_t* record = group;  // the record of block b; block b is its j-th
+  for (int64_t b = 0, j = 0; b < blocks; ++b) {
     __m512 sw, zv;
     if constexpr (kGroupScales) {
-      const int64_t i = b / blocks_per_group;
-      sw = _mm512_loadu_ps(gscales + i * kCols);
-      zv = _mm512_loadu_ps(gzeros + i * kCols);
+      sw = _mm512_loadu_ps(reinterpret_cast<const float*>(record));
+      zv = _mm512_loadu_ps(reinterpret_cast<const float*>(record + 64));
     } else {
-      sw = _mm512_cvtph_ps(
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(scales + b * kCols * 2)));
+      sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + j * 32)));
       zv = zero_point;
     }
-    // Later row tiles find the weights in L1/L2. The next group's tile follows contiguously, so
-    // running past this one's end is useful too (a prefetch past the buffer never faults).
-    if (r0 == 0) PrefetchBlock(codes + b * kBlockBytes, kBlockBytes);
+    const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
+    if (++j == per_record) {
+      j = 0;
+      record += record_bytes;
+    }
     __m512i isum[MR];
     for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
     for (int q = 0; kBytes && q < 8; ++q) {
-      const __m512i v = _mm512_loadu_si512(codes + b * 512 + q * 64);
+      const __m512i v = _mm512_loadu_si512(codes + q * 64);
       for (int r = 0; r < MR; ++r) isum[r] = DpbusdBcast(isum[r], v, xrow[r] + b * 32 + 4 * q);
     }
     for (int q = 0; !kBytes && q < 4; ++q) {
-      const __m512i v = _mm512_loadu_si512(codes + b * 256 + q * 64);
+      const __m512i v = _mm512_loadu_si512(codes + q * 64);
       const __m512i lo = _mm512_and_si512(v, m4);
       const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
       for (int r = 0; r < MR; ++r) {
@@ -137,8 +121,7 @@ template <int MR>
 void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
                __m512* out) {
   const int64_t k = w.k, blocks = k / 32;
-  const uint8_t* sf = group;
-  const uint8_t* codes = group + Align64(blocks * 2 * kCols);
+  const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const __m512i m4 = _mm512_set1_epi8(0x0F), lut = TwiceE2m1Plus12Table();
   const __m512 twelve = _mm512_set1_ps(12.0f);
   // sf · 2^-8 (exact) times alpha · 128 is one rounding of sf · alpha / 2: bit for bit the
@@ -151,18 +134,18 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
   const int8_t* xrow[MR];
   for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
   for (int64_t b = 0; b < blocks; ++b) {
-    if (r0 == 0) PrefetchBlock(codes + b * 256, 256);  // later row tiles hit L1/L2
+    const uint8_t* sf = group + layout.Scales(b);
+    const uint8_t* codes = group + layout.Codes(b);
     __m512 sw[2];
     for (int h = 0; h < 2; ++h) {
-      const __m128i bytes =
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(sf + (b * 2 + h) * kCols));
+      const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sf + h * kCols));
       sw[h] = _mm512_mul_ps(Ue4m3TimesTwoToMinus8(bytes), sw_factor);
     }
     for (int h = 0; h < 2; ++h) {
       __m512i isum[MR];
       for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
       for (int q = 2 * h; q < 2 * h + 2; ++q) {
-        const __m512i v = _mm512_loadu_si512(codes + b * 256 + q * 64);
+        const __m512i v = _mm512_loadu_si512(codes + q * 64);
         const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
         const __m512i hi = _mm512_shuffle_epi8(lut, _mm512_and_si512(_mm512_srli_epi16(v, 4), m4));
         for (int r = 0; r < MR; ++r) {

@@ -1,10 +1,13 @@
 // ThreadPool (kernels/cpu/thread_pool.h): every index of [0, n) runs exactly once, chunks are
-// multiples of the grain, the chunk boundaries are the same on every call (only the thread that
-// runs a chunk may change), and back-to-back calls never see a worker lag into the next call.
+// multiples of the grain and guided (each 1 / (2 · threads) of what is left, so sizes never grow
+// and the last ones are a grain), the chunk boundaries are the same on every call (only the
+// thread that runs a chunk may change), and back-to-back calls never see a worker lag into the
+// next call.
 #include "kernels/cpu/thread_pool.h"
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <mutex>
 #include <set>
 #include <utility>
@@ -42,7 +45,24 @@ TEST(ThreadPoolTest, CoversEveryIndexOnceInGrainAlignedChunks) {
       for (int64_t grain : {1, 16, 4096}) {
         const auto first = Chunks(pool, n, grain);
         EXPECT_EQ(Chunks(pool, n, grain), first) << "n " << n << " grain " << grain;
-        EXPECT_LE(static_cast<int64_t>(first.size()), 4 * threads);
+        const int64_t units = (n + grain - 1) / grain;
+        const int64_t parts = std::min<int64_t>(threads, units);
+        if (parts <= 1) {
+          EXPECT_EQ(first.size(), 1u);
+          continue;
+        }
+        // Guided: what is left shrinks by 1 - 1 / (2 · parts) per chunk until chunks are a grain.
+        const double bound = 2.0 * parts * (std::log(static_cast<double>(units)) + 1.0) + 1.0;
+        EXPECT_LE(static_cast<double>(first.size()), bound) << "n " << n << " grain " << grain;
+        int64_t prev = n;
+        for (const auto& [b, e] : first) {
+          if (e != n) {
+            EXPECT_LE(e - b, prev) << "chunk sizes grow at " << b;
+          }
+          prev = e - b;
+        }
+        EXPECT_LE(first.rbegin()->second - first.rbegin()->first, grain);
+        EXPECT_LE(first.begin()->second, ((units + 2 * parts - 1) / (2 * parts)) * grain);
       }
     }
   }
@@ -50,10 +70,12 @@ TEST(ThreadPoolTest, CoversEveryIndexOnceInGrainAlignedChunks) {
 
 TEST(ThreadPoolTest, SplitsSmallMatricesAcrossThreads) {
   ThreadPool pool(2);
-  // 256 columns in grains of 16 (a KV projection): both threads get work, chunks ≥ 4 grains.
+  // 256 columns in grains of 16 (a KV projection): the first chunk is a quarter, so both threads
+  // get work, and the last is one grain, so neither waits long for the other.
   const auto chunks = Chunks(pool, 256, 16);
-  EXPECT_GE(chunks.size(), 2u);
-  for (const auto& [b, e] : chunks) EXPECT_GE(e - b, 64);
+  EXPECT_GE(chunks.size(), 4u);
+  EXPECT_EQ(chunks.begin()->second, 64);
+  EXPECT_EQ(chunks.rbegin()->second - chunks.rbegin()->first, 16);
 }
 
 TEST(ThreadPoolTest, BackToBackCallsStayConsistent) {

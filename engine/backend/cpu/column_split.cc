@@ -1,0 +1,70 @@
+#include "engine/backend/cpu/column_split.h"
+
+#include <algorithm>
+#include <functional>
+#include <vector>
+
+namespace tessera::backend::cpu {
+namespace {
+
+constexpr int64_t kColumnUnit = 16;  // the kernels' column group / panel width
+
+struct Part {
+  int64_t n = 0;
+  const Linear::ColumnRun* run = nullptr;
+};
+
+// One ParallelFor over every part's columns: part i owns units [first[i], first[i + 1]).
+void RunParts(const std::vector<Part>& parts, kernels::cpu::ThreadPool* pool) {
+  std::vector<int64_t> first(parts.size() + 1, 0);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    first[i + 1] = first[i] + (parts[i].n + kColumnUnit - 1) / kColumnUnit;
+  }
+  auto run = [&](int64_t ub, int64_t ue) {
+    for (size_t i = 0; i < parts.size(); ++i) {
+      const int64_t b = std::max(ub, first[i]), e = std::min(ue, first[i + 1]);
+      if (b >= e) continue;
+      (*parts[i].run)((b - first[i]) * kColumnUnit,
+                      std::min(parts[i].n, (e - first[i]) * kColumnUnit));
+    }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(first.back(), 1, run);
+  } else {
+    run(0, first.back());
+  }
+}
+
+}  // namespace
+
+void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, const Linear::ColumnRun& run) {
+  if (pool != nullptr) {
+    pool->ParallelFor(n, kColumnUnit, run);
+  } else {
+    run(0, n);
+  }
+}
+
+void ForwardSharedInput(absl::Span<const Linear* const> layers, const float* x, int64_t rows,
+                        absl::Span<float* const> ys, kernels::cpu::ThreadPool* pool) {
+  std::vector<Part> parts;
+  parts.reserve(layers.size());
+  // Layer i prepares inside layer i - 1's split callback, so every prepared state (the layers'
+  // scratch frames and run closures) is alive when the innermost level runs all the parts.
+  std::function<void(size_t)> nest = [&](size_t i) {
+    if (i == layers.size()) {
+      RunParts(parts, pool);
+      return;
+    }
+    bool split_called = false;
+    layers[i]->ForwardColumns(x, rows, ys[i], [&](int64_t n, const Linear::ColumnRun& run) {
+      split_called = true;
+      parts.push_back({n, &run});
+      nest(i + 1);
+    });
+    if (!split_called) nest(i + 1);  // layer i computed its output itself
+  };
+  nest(0);
+}
+
+}  // namespace tessera::backend::cpu

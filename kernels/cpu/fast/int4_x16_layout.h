@@ -1,0 +1,54 @@
+// Where each block's scales and codes sit inside one column group's tile of int4_x16.h: shared by
+// the repacks, the portable loop and the VNNI kernel, so the three cannot disagree. A tile is a
+// sequence of records, each a scale area followed by the codes of the blocks it scales, so the
+// kernel reads one sequential stream (two streams a few KiB apart, scales then codes, ran at 60-75%
+// of the speed of one on the 2-core Zen 4 VMs, with or without software prefetch; bench/README.md).
+// Records: kQ4_0x16 / kQ8_0x16 two blocks after 64 bytes of f16 scales [2 blocks][16 columns];
+// kNvfp4x16 two blocks after 64 bytes of UE4M3 scales [2 blocks][2 halves][16]; kU4x16 / kU8x16
+// one quantization group (group_size / 32 blocks) after its f32 scales [16] and zero points [16].
+// Scale areas and code blocks are multiples of 64 bytes, so every load stays on its cache lines.
+#ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
+#define TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/fast/fast_matmul.h"
+
+namespace tessera::kernels::cpu::fast::internal {
+
+struct X16Layout {
+  int64_t blocks_per_record = 2;
+  int64_t scale_bytes = 64;  // per record
+  int64_t code_bytes = 256;  // per block of 32 K values x 16 columns
+
+  static X16Layout Of(FastFormat format, int64_t group_size) {
+    X16Layout l;
+    const bool bytes = format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16;
+    const bool groups = format == FastFormat::kU4x16 || format == FastFormat::kU8x16;
+    l.code_bytes = bytes ? 512 : 256;
+    l.blocks_per_record = groups ? group_size / 32 : 2;
+    l.scale_bytes = groups ? 128 : 64;
+    return l;
+  }
+  int64_t record_bytes() const { return scale_bytes + blocks_per_record * code_bytes; }
+  // Start of the record holding block b.
+  int64_t Record(int64_t b) const { return b / blocks_per_record * record_bytes(); }
+  // kQ4_0x16 / kQ8_0x16 / kNvfp4x16: block b's 32 scale bytes. kU4x16 / kU8x16: its group's f32
+  // scales (the zero points follow 64 bytes later).
+  int64_t Scales(int64_t b) const {
+    return Record(b) + (scale_bytes == 64 ? (b % blocks_per_record) * 32 : 0);
+  }
+  int64_t Codes(int64_t b) const {
+    return Record(b) + scale_bytes + (b % blocks_per_record) * code_bytes;
+  }
+  // Bytes of one column group's tile (a last record of Q4_0 / Q8_0 / NVFP4 may hold one block).
+  int64_t TileBytes(int64_t blocks) const {
+    const int64_t rest = blocks % blocks_per_record;
+    return blocks / blocks_per_record * record_bytes() +
+           (rest != 0 ? scale_bytes + rest * code_bytes : 0);
+  }
+};
+
+}  // namespace tessera::kernels::cpu::fast::internal
+
+#endif  // TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
