@@ -105,7 +105,8 @@ int64_t WeightBuffer::HugePageBytes() const {
     if (inside && std::sscanf(line, "AnonHugePages: %lld kB", &kb) == 1) total += kb * 1024;
   }
   std::fclose(f);
-  return total;
+  // A mapping the kernel merged with a neighbour's reports the neighbour's huge pages too.
+  return total < mapped_ ? total : mapped_;
 #else
   return 0;
 #endif

@@ -28,7 +28,8 @@ class WeightBuffer {
   uint8_t* data() const { return data_; }
   int64_t size() const { return size_; }
   // Bytes of the buffer the kernel backs with huge pages now (from /proc/self/smaps; 0 where it
-  // cannot tell). For tests and the bench's report.
+  // cannot tell; an upper bound where the kernel merged the mapping with an advised neighbour).
+  // For tests and reports.
   int64_t HugePageBytes() const;
 
  private:

@@ -1,6 +1,7 @@
 #include "engine/backend/cpu/column_split.h"
 
 #include <algorithm>
+#include <cassert>
 #include <functional>
 #include <vector>
 
@@ -47,6 +48,10 @@ void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, const Linear::C
 
 void ForwardSharedInput(absl::Span<const Linear* const> layers, const float* x, int64_t rows,
                         absl::Span<float* const> ys, kernels::cpu::ThreadPool* pool) {
+  assert(ys.size() == layers.size());
+  assert(std::all_of(layers.begin(), layers.end(), [&](const Linear* l) {
+    return l->in_features() == layers[0]->in_features();
+  }));
   std::vector<Part> parts;
   parts.reserve(layers.size());
   // Layer i prepares inside layer i - 1's split callback, so every prepared state (the layers'
