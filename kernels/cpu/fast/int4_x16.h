@@ -11,14 +11,16 @@
 // row-major layout needs. The same layout serves one row (decode) and many rows (batched decode,
 // prefill): weights are unpacked once per block and reused for every activation row in registers.
 //
-// Layout of column group j (columns 16j .. 16j+15, zero columns past n): a scale area, then the
-// codes [blocks][4 chunks][16 columns][4 bytes], where byte i of chunk q, column c holds the codes
-// of K = 8q + i (low nibble) and 8q + 4 + i (high nibble) of the block. Scale area: kQ4_0x16 the
-// f16 block scales [blocks][16]; kU4x16 the f32 scales [groups][16] then zero points [groups][16];
-// kNvfp4x16 the UE4M3 scale bytes [blocks][2 halves][16] (codes are E2M1 nibbles). Each area
-// starts on 64 bytes. kQ8_0x16 has Q4_0's scale area and codes [blocks][8 chunks][16 columns]
-// [4 bytes], byte i of chunk q, column c being u = w + 128 for K = 4q + i of the block; kU8x16
-// has kU4x16's scale area and Q8_0's code layout (u the unsigned code itself).
+// Layout of column group j (columns 16j .. 16j+15, zero columns past n): records of a scale area
+// followed by the codes of the blocks it scales (int4_x16_layout.h: two blocks per record for
+// kQ4_0x16 / kQ8_0x16 / kNvfp4x16, one quantization group for kU4x16 / kU8x16), so a tile is one
+// sequential stream. A block's codes are [4 chunks][16 columns][4 bytes], where byte i of chunk
+// q, column c holds the codes of K = 8q + i (low nibble) and 8q + 4 + i (high nibble) of the
+// block. Scales: kQ4_0x16 the f16 block scales [16] per block; kU4x16 the group's f32 scales
+// [16] then zero points [16]; kNvfp4x16 the UE4M3 scale bytes [2 halves][16] per block (codes
+// are E2M1 nibbles). kQ8_0x16 has Q4_0's scales and codes [8 chunks][16 columns][4 bytes] per
+// block, byte i of chunk q, column c being u = w + 128 for K = 4q + i of the block; kU8x16 has
+// kU4x16's scales and Q8_0's code layout (u the unsigned code itself). Everything is on 64 bytes.
 //
 // Numerics (the canonical order, shared with Int4x16MatmulPortable bit for bit): with the
 // activation blocks of q8_act_matmul.h (codes x, scale d, code sum s per block of 32), per output
