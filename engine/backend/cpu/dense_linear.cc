@@ -163,10 +163,11 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     } else {
       convert(0, rows);
     }
+    // By value: hp, lp and rp go out of scope before split runs.
     if (dot) {
-      run = [&](int64_t b, int64_t e) { kf::Bf16DotMatmul(fast_, hp, lp, rows, bias, y, b, e); };
+      run = [=, this](int64_t b, int64_t e) { kf::Bf16DotMatmul(fast_, hp, lp, rows, bias, y, b, e); };
     } else {
-      run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, rp, rows, bias, y, b, e); };
+      run = [=, this](int64_t b, int64_t e) { kf::FastMatmul(fast_, rp, rows, bias, y, b, e); };
     }
   } else {
     run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, x, rows, bias, y, b, e); };
