@@ -26,6 +26,8 @@ struct Arena {
   std::vector<Block> blocks;
   size_t block = 0;    // the block allocations come from
   int64_t offset = 0;  // bytes used in it
+  int64_t before = 0;  // bytes of the blocks before it
+  int64_t peak = 0;    // most bytes in use (skipped block ends included) since depth was 0
   int depth = 0;       // live frames
 };
 
@@ -34,12 +36,21 @@ Arena& ThreadArena() {
   return arena;
 }
 
+Block NewBlock(int64_t bytes) {
+  Block b;
+  b.size = bytes;
+  b.data.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(b.size))));
+  if (b.data == nullptr) std::abort();  // as operator new would, without an exception
+  return b;
+}
+
 }  // namespace
 
 ScratchFrame::ScratchFrame() {
   Arena& a = ThreadArena();
   saved_block_ = a.block;
   saved_offset_ = a.offset;
+  saved_before_ = a.before;
   ++a.depth;
 }
 
@@ -47,14 +58,17 @@ ScratchFrame::~ScratchFrame() {
   Arena& a = ThreadArena();
   a.block = saved_block_;
   a.offset = saved_offset_;
-  if (--a.depth == 0) {
-    int64_t kept = 0;
-    size_t keep = 0;
-    while (keep < a.blocks.size() && kept + a.blocks[keep].size <= kRetainBytes) {
-      kept += a.blocks[keep++].size;
-    }
-    a.blocks.resize(keep);
+  a.before = saved_before_;
+  if (--a.depth != 0) return;
+  // The outermost frame: a call that spilled into a second block, or into one past the budget,
+  // leaves one block of its peak size (the next call of the same shape then fits in it) if that
+  // is within the budget, and nothing otherwise.
+  if (a.blocks.size() > 1 || (!a.blocks.empty() && a.blocks[0].size > kRetainBytes)) {
+    const int64_t need = std::max(a.peak, kFirstBlockBytes);
+    a.blocks.clear();
+    if (need <= kRetainBytes) a.blocks.push_back(NewBlock((need + kAlign - 1) / kAlign * kAlign));
   }
+  a.peak = 0;
 }
 
 void* ScratchFrame::AllocBytes(int64_t bytes) {
@@ -63,20 +77,18 @@ void* ScratchFrame::AllocBytes(int64_t bytes) {
   // The first block from the current one on with room left; blocks too small are skipped for
   // the rest of this frame (their bytes come back when it ends).
   while (a.block < a.blocks.size() && a.offset + bytes > a.blocks[a.block].size) {
+    a.before += a.blocks[a.block].size;
     ++a.block;
     a.offset = 0;
   }
   if (a.block == a.blocks.size()) {
     const int64_t last = a.blocks.empty() ? kFirstBlockBytes / 2 : a.blocks.back().size;
-    Block b;
-    b.size = std::max(bytes, 2 * last);
-    b.data.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(b.size))));
-    if (b.data == nullptr) std::abort();  // as operator new would, without an exception
-    a.blocks.push_back(std::move(b));
+    a.blocks.push_back(NewBlock(std::max(bytes, 2 * last)));
     a.offset = 0;
   }
   void* p = a.blocks[a.block].data.get() + a.offset;
   a.offset += bytes;
+  a.peak = std::max(a.peak, a.before + a.offset);
   return p;
 }
 

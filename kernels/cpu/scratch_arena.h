@@ -3,9 +3,11 @@
 // ScratchFrame hands out 64-byte-aligned, uninitialized arrays that live until the frame ends;
 // frames nest in LIFO order on a thread, so a layer's buffers stay valid while a sibling layer
 // prepares its own (ForwardSharedInput runs the q, k and v projections' columns in one
-// ParallelFor after all three have prepared). The blocks are kept across calls, so a decode step
-// allocates nothing; when the outermost frame of a thread ends, blocks beyond a few MiB (a long
-// prompt's) are freed rather than pinned for the life of the thread.
+// ParallelFor after all three have prepared). The blocks are kept across calls, so a decode
+// step's buffers come from memory already mapped; when the outermost frame of a thread ends, a
+// call that needed more than one block leaves one block of its peak size if that is at most a
+// few MiB (the next call of the same shape fits in it), else frees them all rather than pin a
+// long prompt's buffers for the life of the thread.
 #ifndef TESSERA_KERNELS_CPU_SCRATCH_ARENA_H_
 #define TESSERA_KERNELS_CPU_SCRATCH_ARENA_H_
 
@@ -35,6 +37,7 @@ class ScratchFrame {
 
   size_t saved_block_;
   int64_t saved_offset_;
+  int64_t saved_before_;
 };
 
 }  // namespace tessera::kernels::cpu

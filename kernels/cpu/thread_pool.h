@@ -1,10 +1,10 @@
 // A persistent pool of worker threads for the CPU kernels. Threads are created once; each
 // ParallelFor splits [0, n) into contiguous chunks of decreasing size (guided: large first, a
 // grain or two at the end), which the caller and the workers take from a shared counter, and
-// returns when all are done. The chunk boundaries
-// depend only on n, grain and the thread count, never on timing, and fn never learns which thread
-// runs a chunk, so results are deterministic; which thread runs a chunk is not, which keeps both
-// cores busy when one is slowed (a 2-core VM's other tenant, memory traffic).
+// returns when all are done. The chunk boundaries depend only on n, grain and the thread count,
+// never on timing, and fn never learns which thread runs a chunk, so results are deterministic;
+// which thread runs a chunk is not, which keeps both cores busy when one is slowed (a 2-core VM's
+// other tenant, memory traffic).
 //
 // A decode step issues hundreds of small ParallelFor calls a few microseconds apart, so a
 // futex wake-up per call (tens of microseconds on a loaded VM) would cost more than the work it

@@ -3,9 +3,11 @@
 // streams every weight byte once per token, and on 4 KiB pages that stream crosses a page (a TLB
 // entry, a restart of the hardware prefetcher's page-bounded stream) every 64 cache lines: on the
 // 2-core Zen 4 VMs a plain read of 512 MiB ran at 25 GB/s on one core with 4 KiB pages and 29-31
-// with 2 MiB pages (bench/README.md). Buffers of 2 MiB and more start on a 2 MiB boundary and
-// are advised MADV_HUGEPAGE (this machine's THP mode is `madvise`); smaller ones are plain
-// anonymous pages. Either way the memory is 64-byte aligned and zero-filled.
+// with 2 MiB pages (bench/README.md). On Linux, buffers of 2 MiB and more start on a 2 MiB
+// boundary and are advised MADV_HUGEPAGE (which is what THP's `madvise` mode, common on VMs,
+// waits for); their last partial 2 MiB and smaller buffers stay on 4 KiB pages rather than
+// waste up to 2 MiB each. Elsewhere it is aligned_alloc. The memory is 64-byte aligned and
+// zero-filled.
 #ifndef TESSERA_KERNELS_CPU_WEIGHT_BUFFER_H_
 #define TESSERA_KERNELS_CPU_WEIGHT_BUFFER_H_
 

@@ -21,8 +21,10 @@ namespace tessera::backend::cpu {
 // Columns [0, n) through run, split over `pool` in 16-column units (run(0, n) without a pool).
 void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, const Linear::ColumnRun& run);
 
-// ys[i] = layers[i]->Forward(x) for every i, the layers' columns in one ParallelFor. Layers must
-// have the same in_features; rows and x as in Linear::Forward.
+// ys[i] = layers[i]->Forward(x) for every i, the layers' columns in one ParallelFor on `pool`
+// (the pool the layers were built with: their per-call preparation uses theirs). Layers must
+// have the same in_features and ys one output per layer (checked in debug builds); rows and x
+// as in Linear::Forward.
 void ForwardSharedInput(absl::Span<const Linear* const> layers, const float* x, int64_t rows,
                         absl::Span<float* const> ys, kernels::cpu::ThreadPool* pool);
 

@@ -121,7 +121,8 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
 }
 
 void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
-  ForwardColumns(x, rows, y, [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
+  ForwardColumns(x, rows, y,
+                 [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
 }
 
 void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnSplit split) const {
@@ -165,7 +166,9 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     }
     // By value: hp, lp and rp go out of scope before split runs.
     if (dot) {
-      run = [=, this](int64_t b, int64_t e) { kf::Bf16DotMatmul(fast_, hp, lp, rows, bias, y, b, e); };
+      run = [=, this](int64_t b, int64_t e) {
+        kf::Bf16DotMatmul(fast_, hp, lp, rows, bias, y, b, e);
+      };
     } else {
       run = [=, this](int64_t b, int64_t e) { kf::FastMatmul(fast_, rp, rows, bias, y, b, e); };
     }

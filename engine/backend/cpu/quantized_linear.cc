@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/column_split.h"
-#include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
@@ -433,7 +432,8 @@ void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y, Co
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
-  ForwardColumns(x, rows, y, [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
+  ForwardColumns(x, rows, y,
+                 [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
 }
 
 void QuantizedLinear::ForwardColumns(const float* x, int64_t rows, float* y,

@@ -1,8 +1,9 @@
 // Where each block's scales and codes sit inside one column group's tile of int4_x16.h: shared by
 // the repacks, the portable loop and the VNNI kernel, so the three cannot disagree. A tile is a
 // sequence of records, each a scale area followed by the codes of the blocks it scales, so the
-// kernel reads one sequential stream (two streams a few KiB apart, scales then codes, ran at 60-75%
-// of the speed of one on the 2-core Zen 4 VMs, with or without software prefetch; bench/README.md).
+// kernel reads one sequential stream: on the 2-core Zen 4 VMs the earlier layout (all scales, then
+// all codes: two streams a few KiB apart) read 25-30 GB/s with software prefetch and 19-20 without,
+// records 27-33 without (bench/README.md, 2026-11-25 fourth session).
 // Records: kQ4_0x16 / kQ8_0x16 two blocks after 64 bytes of f16 scales [2 blocks][16 columns];
 // kNvfp4x16 two blocks after 64 bytes of UE4M3 scales [2 blocks][2 halves][16]; kU4x16 / kU8x16
 // one quantization group (group_size / 32 blocks) after its f32 scales [16] and zero points [16].
@@ -20,6 +21,7 @@ struct X16Layout {
   int64_t blocks_per_record = 2;
   int64_t scale_bytes = 64;  // per record
   int64_t code_bytes = 256;  // per block of 32 K values x 16 columns
+  bool group_scales = false;  // kU4x16 / kU8x16: one f32 scale and zero point set per record
 
   static X16Layout Of(FastFormat format, int64_t group_size) {
     X16Layout l;
@@ -28,6 +30,7 @@ struct X16Layout {
     l.code_bytes = bytes ? 512 : 256;
     l.blocks_per_record = groups ? group_size / 32 : 2;
     l.scale_bytes = groups ? 128 : 64;
+    l.group_scales = groups;
     return l;
   }
   int64_t record_bytes() const { return scale_bytes + blocks_per_record * code_bytes; }
@@ -36,7 +39,7 @@ struct X16Layout {
   // kQ4_0x16 / kQ8_0x16 / kNvfp4x16: block b's 32 scale bytes. kU4x16 / kU8x16: its group's f32
   // scales (the zero points follow 64 bytes later).
   int64_t Scales(int64_t b) const {
-    return Record(b) + (scale_bytes == 64 ? (b % blocks_per_record) * 32 : 0);
+    return Record(b) + (group_scales ? 0 : (b % blocks_per_record) * 32);
   }
   int64_t Codes(int64_t b) const {
     return Record(b) + scale_bytes + (b % blocks_per_record) * code_bytes;

@@ -69,6 +69,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
+  // The walk below hard-codes the record geometry for speed; it must be the layout's.
+  HWY_DASSERT(layout.scale_bytes == kScaleBytes && layout.code_bytes == kBlockBytes);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
   const __m512 zero_point = _mm512_set1_ps(kBytes ? 128.0f : 8.0f);
   __m512 acc[MR];

@@ -87,7 +87,8 @@ TEST(Q8_0x16Test, BatchAndColumnSplitInvariant) {
 
 TEST(Q8_0x16Test, MatchesGgmlBlockArithmetic) {
   std::mt19937 rng(71);
-  const int64_t n = 21, k = 2048, rows = 3, blocks = k / 32;
+  // 65 blocks: the tile's last record holds one block (int4_x16_layout.h).
+  const int64_t n = 21, k = 2080, rows = 3, blocks = k / 32;
   const Q8Matrix w = RandomQ8(n, k, rng);
   const auto x = Normal(rows * k, rng);
   const Acts a = Quantize(x.data(), rows, k);

@@ -7,6 +7,7 @@
 #include "kernels/cpu/weight_buffer.h"
 
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -162,6 +163,43 @@ TEST(WeightBufferTest, MoveAssignmentTransfersOwnership) {
     EXPECT_EQ(empty.data(), nullptr);
     EXPECT_EQ(empty.size(), 0);
   }
+}
+
+// The VmFlags of the mapping that holds `p` ("hg" marks MADV_HUGEPAGE); empty if none is found.
+std::string VmFlagsOf(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    unsigned long lo = 0, hi = 0;
+    const size_t dash = line.find('-'), space = line.find(' ');
+    if (dash != std::string::npos && space != std::string::npos && dash < space &&
+        std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) == 2) {
+      inside = lo <= addr && addr < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line.substr(8);
+  }
+  return "";
+}
+
+// Buffers of 2 MiB and more are advised MADV_HUGEPAGE (whether the kernel then grants huge pages
+// depends on the machine; the advice is what the code controls). Smaller ones are not.
+TEST(WeightBufferTest, LargeBuffersAreAdvisedHugePages) {
+#if defined(__linux__)
+  if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
+    GTEST_SKIP() << "no transparent huge pages in this kernel";
+  }
+  WeightBuffer large(int64_t{6} << 20);
+  WeightBuffer small(int64_t{1} << 20);
+  const std::string large_flags = VmFlagsOf(large.data()), small_flags = VmFlagsOf(small.data());
+  ASSERT_FALSE(large_flags.empty());
+  ASSERT_FALSE(small_flags.empty());
+  EXPECT_NE(large_flags.find(" hg"), std::string::npos) << large_flags;
+  EXPECT_EQ(small_flags.find(" hg"), std::string::npos) << small_flags;
+#else
+  GTEST_SKIP() << "Linux only";
+#endif
 }
 
 }  // namespace
