@@ -5,6 +5,18 @@
 #include <memory>
 #include <vector>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+// Arena memory not handed out by a live frame is poisoned, so ASan still reports a kernel that
+// reads past its buffer (to the next 64 bytes) or a buffer used after its frame ended, as it did
+// for the per-call vectors the arena replaced.
+#define TESSERA_POISON(p, n) ASAN_POISON_MEMORY_REGION((p), (n))
+#define TESSERA_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#else
+#define TESSERA_POISON(p, n) ((void)(p), (void)(n))
+#define TESSERA_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace tessera::kernels::cpu {
 namespace {
 
@@ -14,7 +26,11 @@ constexpr int64_t kFirstBlockBytes = int64_t{256} << 10;
 constexpr int64_t kRetainBytes = int64_t{8} << 20;
 
 struct FreeDeleter {
-  void operator()(uint8_t* p) const { std::free(p); }
+  int64_t size = 0;
+  void operator()(uint8_t* p) const {
+    TESSERA_UNPOISON(p, size);  // give the allocator its memory back as it handed it out
+    std::free(p);
+  }
 };
 
 struct Block {
@@ -39,8 +55,11 @@ Arena& ThreadArena() {
 Block NewBlock(int64_t bytes) {
   Block b;
   b.size = bytes;
-  b.data.reset(static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(b.size))));
+  b.data = std::unique_ptr<uint8_t, FreeDeleter>(
+      static_cast<uint8_t*>(std::aligned_alloc(kAlign, static_cast<size_t>(b.size))),
+      FreeDeleter{b.size});
   if (b.data == nullptr) std::abort();  // as operator new would, without an exception
+  TESSERA_POISON(b.data.get(), b.size);
   return b;
 }
 
@@ -56,6 +75,10 @@ ScratchFrame::ScratchFrame() {
 
 ScratchFrame::~ScratchFrame() {
   Arena& a = ThreadArena();
+  for (size_t i = saved_block_; i < a.blocks.size(); ++i) {
+    const int64_t from = i == saved_block_ ? saved_offset_ : 0;
+    TESSERA_POISON(a.blocks[i].data.get() + from, a.blocks[i].size - from);
+  }
   a.block = saved_block_;
   a.offset = saved_offset_;
   a.before = saved_before_;
@@ -87,6 +110,7 @@ void* ScratchFrame::AllocBytes(int64_t bytes) {
     a.offset = 0;
   }
   void* p = a.blocks[a.block].data.get() + a.offset;
+  TESSERA_UNPOISON(p, bytes);
   a.offset += bytes;
   a.peak = std::max(a.peak, a.before + a.offset);
   return p;

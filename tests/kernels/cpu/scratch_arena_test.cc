@@ -255,5 +255,32 @@ TEST(ScratchArenaTest, FramesOnTwoThreadsAreIndependent) {
   }
 }
 
+#if defined(__SANITIZE_ADDRESS__)
+// Under ASan the arena poisons what no live frame handed out: a read past an allocation (beyond
+// its 64-byte rounding) and a read after the frame ended are reported, as for a heap buffer.
+uint8_t ReadByte(const uint8_t* p) { return *static_cast<const volatile uint8_t*>(p); }
+
+TEST(ScratchArenaDeathTest, AsanSeesOverreadsAndUseAfterFrame) {
+  EXPECT_DEATH(
+      {
+        ScratchFrame frame;
+        uint8_t* p = frame.Alloc<uint8_t>(64);
+        (void)frame.Alloc<uint8_t>(0);  // takes p[64..127] (64 bytes at least)
+        ReadByte(p + 128);              // past everything the frame handed out
+      },
+      "AddressSanitizer");
+  EXPECT_DEATH(
+      {
+        const uint8_t* p = nullptr;
+        {
+          ScratchFrame frame;
+          p = frame.Alloc<uint8_t>(128);
+        }
+        ReadByte(p);
+      },
+      "AddressSanitizer");
+}
+#endif
+
 }  // namespace
 }  // namespace tessera::kernels::cpu

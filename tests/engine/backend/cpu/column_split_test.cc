@@ -243,7 +243,8 @@ std::vector<std::vector<float>> NanOutputs(const std::vector<const Linear*>& lay
 // Builds one layer per maker (out_features from `ns`) for each pool setting and checks that
 // ForwardSharedInput gives every layer's Forward output bit for bit, every element written, for
 // 1, 3 and 17 rows; a second call (scratch blocks reused) gives the same bits again.
-void ExpectSharedMatchesSeparate(const std::vector<Maker>& makers, const std::vector<int64_t>& ns) {
+void ExpectSharedMatchesSeparate(const std::vector<Maker>& makers, const std::vector<int64_t>& ns,
+                                 float x_lo = -2, float x_hi = 2) {
   ThreadPool pool2(2);
   for (ThreadPool* pool : {static_cast<ThreadPool*>(nullptr), &pool2}) {
     SCOPED_TRACE(pool == nullptr ? "no pool" : "2-thread pool");
@@ -257,7 +258,8 @@ void ExpectSharedMatchesSeparate(const std::vector<Maker>& makers, const std::ve
     }
     for (const int64_t rows : {int64_t{1}, int64_t{3}, int64_t{17}}) {
       SCOPED_TRACE(testing::Message() << rows << " rows");
-      const std::vector<float> x = RandomFloats(rows * kK, 42 + static_cast<uint32_t>(rows), -2, 2);
+      const std::vector<float> x =
+          RandomFloats(rows * kK, 42 + static_cast<uint32_t>(rows), x_lo, x_hi);
       std::vector<std::vector<float>> expected;
       for (const Linear* l : layers) {
         expected.emplace_back(rows * l->out_features(), -7.0f);
@@ -318,6 +320,14 @@ TEST(ColumnSplitTest, QuantizedW8A8AndNvfp4W4A4) {
         Quantized([=](int64_t n, uint32_t seed) { return Int8W8A8(n, seed, asymmetric); });
     ExpectSharedMatchesSeparate({int8, int8, int8}, kQkv);
   }
+}
+
+// Rows far from zero give asymmetric INT8 activations a zero point outside int8's range: the
+// layer prepares for the VNNI kernel, then falls back to the reference kernel through the same
+// split (quantized_linear_int8.cc).
+TEST(ColumnSplitTest, Int8AsymmetricZeroPointFallback) {
+  const Maker int8 = Quantized([](int64_t n, uint32_t seed) { return Int8W8A8(n, seed, true); });
+  ExpectSharedMatchesSeparate({int8, int8, int8}, kQkv, 50, 54);
 }
 
 TEST(ColumnSplitTest, QuantizedReferenceKernels) {
