@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
-#include "kernels/cpu/weight_buffer.h"
+#include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/numeric/half.h"
@@ -30,7 +30,7 @@ namespace kf = kernels::cpu::fast;
 struct TileCopy {
   std::vector<uint8_t> src, block_scales;
   std::vector<float> scales, zeros;
-  kernels::cpu::WeightBuffer tiles;  // as the engine allocates them (huge pages where granted)
+  kernels::cpu::HugePageBuffer tiles;  // as the engine allocates them (huge pages where granted)
   kf::FastWeights fw;
 };
 
@@ -53,10 +53,10 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
         for (int j = 2; j < bb; ++j) b[j] = static_cast<uint8_t>(rng());
       }
       if (bb == 18) {
-        c.tiles = kernels::cpu::WeightBuffer(kf::Q4_0x16Bytes(n, k));
+        c.tiles = kernels::cpu::HugePageBuffer(kf::Q4_0x16Bytes(n, k));
         c.fw = kf::RepackQ4_0x16(c.src.data(), n, k, c.tiles.data());
       } else {
-        c.tiles = kernels::cpu::WeightBuffer(kf::Q8_0x16Bytes(n, k));
+        c.tiles = kernels::cpu::HugePageBuffer(kf::Q8_0x16Bytes(n, k));
         c.fw = kf::RepackQ8_0x16(c.src.data(), n, k, c.tiles.data());
       }
       c.src.clear();
@@ -81,10 +81,10 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
       src.group_zeros = c.zeros.data();
       src.group_size = 128;
       if (bytes) {
-        c.tiles = kernels::cpu::WeightBuffer(kf::U8x16Bytes(n, k, 128));
+        c.tiles = kernels::cpu::HugePageBuffer(kf::U8x16Bytes(n, k, 128));
         c.fw = kf::RepackU8x16(src, c.tiles.data());
       } else {
-        c.tiles = kernels::cpu::WeightBuffer(kf::U4x16Bytes(n, k, 128));
+        c.tiles = kernels::cpu::HugePageBuffer(kf::U4x16Bytes(n, k, 128));
         c.fw = kf::RepackU4x16(src, c.tiles.data());
       }
     } else {
@@ -93,7 +93,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
       src.format = kf::FastFormat::kNvfp4Pairs;
       src.block_scales = c.block_scales.data();
       src.alpha = 0.5f;
-      c.tiles = kernels::cpu::WeightBuffer(kf::Nvfp4x16Bytes(n, k));
+      c.tiles = kernels::cpu::HugePageBuffer(kf::Nvfp4x16Bytes(n, k));
       c.fw = kf::RepackNvfp4x16(src, c.tiles.data());
     }
     c.src.clear();

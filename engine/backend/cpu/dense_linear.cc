@@ -74,7 +74,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_0) {
     // Int8 activations on Q4_0: 16-column tiles (int4_x16.h), one layout for decode and batches.
     repacked_bytes_ = kf::Q4_0x16Bytes(n, k);
-    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
     fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
@@ -82,7 +82,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // Q8_0 in the same tiles (a byte per code): weights reused across rows in registers (the
     // row-major Q8ActMatmul of q8_act_matmul.h re-reads them per row pair).
     repacked_bytes_ = kf::Q8_0x16Bytes(n, k);
-    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
     fast_ = kf::RepackQ8_0x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
@@ -90,13 +90,13 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // Int8 activations on Q4_K: the per-group INT4 tiles (scale d·sc, zero point dmin·m / d·sc
     // per sub-block of 32; int4_x16.h RepackQ4KToU4x16).
     repacked_bytes_ = kf::U4x16Bytes(n, k, 32);
-    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
     fast_ = kf::RepackQ4KToU4x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
     repacked_bytes_ = n * kf::RepackedRowStride(*enc_.ggml, k);
-    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
     fast_ = kf::RepackGgmlRows(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
@@ -115,7 +115,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16DotAvailable()) {
     // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels.
     repacked_bytes_ = kf::Bf16PairsBytes(n, k);
-    repacked_ = kernels::cpu::WeightBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
     fast_ = kf::RepackBf16Pairs(fast_, repacked_.data());
   }
 }

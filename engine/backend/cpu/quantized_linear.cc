@@ -70,7 +70,7 @@ void QuantizedLinear::InitFast() {
       q8_.block_scales = nw.block_scales;
       q8_.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
       x16_bytes_ = kf::Nvfp4x16Bytes(s.n, s.k);
-      x16_ = kc::WeightBuffer(x16_bytes_);
+      x16_ = kc::HugePageBuffer(x16_bytes_);
       q8_ = kf::RepackNvfp4x16(q8_, x16_.data());
       q8_ok_ = true;
       return;
@@ -102,7 +102,7 @@ void QuantizedLinear::InitFast() {
     // 16-column tiles (int4_x16.h): reduction-free VNNI for one row and for batches. They copy
     // the codes; the nibble pairs stay for the reference path (ForwardReference, the tests).
     x16_bytes_ = kf::U4x16Bytes(s.n, s.k, iw.group_size);
-    x16_ = kc::WeightBuffer(x16_bytes_);
+    x16_ = kc::HugePageBuffer(x16_bytes_);
     q8_ = kf::RepackU4x16(q8_, x16_.data());
     q8_ok_ = true;
     return;

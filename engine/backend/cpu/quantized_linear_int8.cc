@@ -41,7 +41,7 @@ void QuantizedLinear::InitIntBytesX16() {
   // The tiles copy the codes; the checkpoint-layout codes stay for the reference path and
   // DequantizeRow (as for the INT4 tiles).
   x16_bytes_ = kf::U8x16Bytes(s.n, s.k, iw.group_size);
-  x16_ = kc::WeightBuffer(x16_bytes_);
+  x16_ = kc::HugePageBuffer(x16_bytes_);
   q8_ = kf::RepackU8x16(src, x16_.data());
   q8_ok_ = true;
 }
@@ -57,7 +57,7 @@ bool QuantizedLinear::InitInt8Dot() {
   }
   const kc::Int8Weights iw = w_.AsInt8();
   x16_bytes_ = kf::Int8QuadsBytes(s.n, s.k);
-  x16_ = kc::WeightBuffer(x16_bytes_);
+  x16_ = kc::HugePageBuffer(x16_bytes_);
   int8_col_sums_.resize(s.n);
   kf::RepackInt8Quads(iw.q, s.n, s.k, x16_.data(), int8_col_sums_.data());
   int8_dot_ok_ = true;

@@ -1,4 +1,4 @@
-#include "kernels/cpu/weight_buffer.h"
+#include "kernels/cpu/huge_page_buffer.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +25,7 @@ int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
 }  // namespace
 
-WeightBuffer::WeightBuffer(int64_t bytes) {
+HugePageBuffer::HugePageBuffer(int64_t bytes) {
   if (bytes <= 0) return;
   size_ = bytes;
 #if defined(__linux__)
@@ -57,14 +57,14 @@ WeightBuffer::WeightBuffer(int64_t bytes) {
 #endif
 }
 
-WeightBuffer::~WeightBuffer() { Release(); }
+HugePageBuffer::~HugePageBuffer() { Release(); }
 
-WeightBuffer::WeightBuffer(WeightBuffer&& other) noexcept
+HugePageBuffer::HugePageBuffer(HugePageBuffer&& other) noexcept
     : data_(std::exchange(other.data_, nullptr)),
       size_(std::exchange(other.size_, 0)),
       mapped_(std::exchange(other.mapped_, 0)) {}
 
-WeightBuffer& WeightBuffer::operator=(WeightBuffer&& other) noexcept {
+HugePageBuffer& HugePageBuffer::operator=(HugePageBuffer&& other) noexcept {
   if (this != &other) {
     Release();
     data_ = std::exchange(other.data_, nullptr);
@@ -74,7 +74,7 @@ WeightBuffer& WeightBuffer::operator=(WeightBuffer&& other) noexcept {
   return *this;
 }
 
-void WeightBuffer::Release() {
+void HugePageBuffer::Release() {
   if (data_ == nullptr) return;
 #if defined(__linux__)
   munmap(data_, mapped_);
@@ -85,7 +85,7 @@ void WeightBuffer::Release() {
   size_ = mapped_ = 0;
 }
 
-int64_t WeightBuffer::HugePageBytes() const {
+int64_t HugePageBuffer::HugePageBytes() const {
 #if defined(__linux__)
   if (data_ == nullptr) return 0;
   std::FILE* f = std::fopen("/proc/self/smaps", "r");

@@ -1,10 +1,10 @@
-// WeightBuffer (kernels/cpu/weight_buffer.h): for sizes from 1 byte to 8 MiB + 5 the memory is
+// HugePageBuffer (kernels/cpu/huge_page_buffer.h): for sizes from 1 byte to 8 MiB + 5 the memory is
 // zero-filled, writable over the whole size, 64-byte aligned, and 2 MiB aligned from 2 MiB up;
 // HugePageBytes stays between 0 and the size rounded up to whole pages, also with several
 // huge-page buffers alive at once (it is reported, never required to be > 0: CI machines may
 // have THP off or fragmented memory); a default-constructed buffer is empty; move construction
 // and assignment hand the memory over and leave the source empty.
-#include "kernels/cpu/weight_buffer.h"
+#include "kernels/cpu/huge_page_buffer.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -37,7 +37,7 @@ std::string ThpMode() {
 }
 
 // Writes the pattern over the whole buffer and reads it back; false at the first mismatch.
-bool FillAndCheck(const WeightBuffer& buf) {
+bool FillAndCheck(const HugePageBuffer& buf) {
   uint8_t* p = buf.data();
   for (int64_t i = 0; i < buf.size(); ++i) p[i] = PatternByte(i);
   for (int64_t i = 0; i < buf.size(); ++i) {
@@ -46,7 +46,7 @@ bool FillAndCheck(const WeightBuffer& buf) {
   return true;
 }
 
-bool HoldsPattern(const WeightBuffer& buf) {
+bool HoldsPattern(const HugePageBuffer& buf) {
   for (int64_t i = 0; i < buf.size(); ++i) {
     if (buf.data()[i] != PatternByte(i)) return false;
   }
@@ -55,10 +55,10 @@ bool HoldsPattern(const WeightBuffer& buf) {
 
 const int64_t kSizes[] = {1, 4095, 4096, kMiB + 3, 2 * kMiB, 8 * kMiB + 5};
 
-TEST(WeightBufferTest, ZeroFilledWritableAndAligned) {
+TEST(HugePageBufferTest, ZeroFilledWritableAndAligned) {
   for (const int64_t size : kSizes) {
     SCOPED_TRACE(size);
-    const WeightBuffer buf(size);
+    const HugePageBuffer buf(size);
     ASSERT_NE(buf.data(), nullptr);
     ASSERT_EQ(buf.size(), size);
     const auto addr = reinterpret_cast<uintptr_t>(buf.data());
@@ -77,11 +77,11 @@ TEST(WeightBufferTest, ZeroFilledWritableAndAligned) {
 
 // HugePageBytes after the whole buffer was written: between 0 and the page-rounded size. Printed
 // (with the THP mode) for the record, not asserted to be positive.
-TEST(WeightBufferTest, HugePageBytesIsWithinTheBuffer) {
+TEST(HugePageBufferTest, HugePageBytesIsWithinTheBuffer) {
   const std::string mode = ThpMode();
   for (const int64_t size : kSizes) {
     SCOPED_TRACE(size);
-    const WeightBuffer buf(size);
+    const HugePageBuffer buf(size);
     ASSERT_TRUE(FillAndCheck(buf));
     const int64_t huge = buf.HugePageBytes();
     EXPECT_GE(huge, 0);
@@ -95,15 +95,15 @@ TEST(WeightBufferTest, HugePageBytesIsWithinTheBuffer) {
 
 // Several huge-page-sized buffers alive at the same time (as a model's layers are): each one's
 // HugePageBytes counts only its own pages, never a neighbour's.
-TEST(WeightBufferTest, HugePageBytesCountsOnlyItsOwnBuffer) {
-  std::vector<WeightBuffer> bufs;
+TEST(HugePageBufferTest, HugePageBytesCountsOnlyItsOwnBuffer) {
+  std::vector<HugePageBuffer> bufs;
   for (int i = 0; i < 12; ++i) {
     const int64_t size = i % 3 == 0 ? 2 * kMiB : i % 3 == 1 ? 4 * kMiB + 4096 : 6 * kMiB - 4096;
     bufs.emplace_back(size);
     ASSERT_TRUE(FillAndCheck(bufs.back()));
   }
   int64_t total = 0;
-  for (const WeightBuffer& buf : bufs) {
+  for (const HugePageBuffer& buf : bufs) {
     const int64_t huge = buf.HugePageBytes();
     EXPECT_GE(huge, 0);
     EXPECT_LE(huge, RoundUpToPage(buf.size())) << "buffer of " << buf.size() << " bytes";
@@ -111,23 +111,23 @@ TEST(WeightBufferTest, HugePageBytesCountsOnlyItsOwnBuffer) {
   }
   std::cout << "THP " << ThpMode() << ": " << total << " bytes on huge pages in " << bufs.size()
             << " buffers\n";
-  for (const WeightBuffer& buf : bufs) EXPECT_TRUE(HoldsPattern(buf));
+  for (const HugePageBuffer& buf : bufs) EXPECT_TRUE(HoldsPattern(buf));
 }
 
-TEST(WeightBufferTest, DefaultConstructedIsEmpty) {
-  const WeightBuffer buf;
+TEST(HugePageBufferTest, DefaultConstructedIsEmpty) {
+  const HugePageBuffer buf;
   EXPECT_EQ(buf.data(), nullptr);
   EXPECT_EQ(buf.size(), 0);
   EXPECT_EQ(buf.HugePageBytes(), 0);
 }
 
-TEST(WeightBufferTest, MoveConstructionTransfersOwnership) {
+TEST(HugePageBufferTest, MoveConstructionTransfersOwnership) {
   for (const int64_t size : {int64_t{4095}, 8 * kMiB + 5}) {
     SCOPED_TRACE(size);
-    WeightBuffer src(size);
+    HugePageBuffer src(size);
     ASSERT_TRUE(FillAndCheck(src));
     uint8_t* const p = src.data();
-    WeightBuffer dst(std::move(src));
+    HugePageBuffer dst(std::move(src));
     EXPECT_EQ(src.data(), nullptr);  // NOLINT(bugprone-use-after-move): the moved-from state
     EXPECT_EQ(src.size(), 0);        // NOLINT(bugprone-use-after-move)
     EXPECT_EQ(src.HugePageBytes(), 0);
@@ -137,13 +137,13 @@ TEST(WeightBufferTest, MoveConstructionTransfersOwnership) {
   }
 }
 
-TEST(WeightBufferTest, MoveAssignmentTransfersOwnership) {
+TEST(HugePageBufferTest, MoveAssignmentTransfersOwnership) {
   for (const int64_t size : {int64_t{1}, kMiB + 3, 2 * kMiB}) {
     SCOPED_TRACE(size);
-    WeightBuffer src(size);
+    HugePageBuffer src(size);
     ASSERT_TRUE(FillAndCheck(src));
     uint8_t* const p = src.data();
-    WeightBuffer dst(3 * kMiB);  // owns memory already: released by the assignment
+    HugePageBuffer dst(3 * kMiB);  // owns memory already: released by the assignment
     dst.data()[0] = 1;
     dst = std::move(src);
     EXPECT_EQ(src.data(), nullptr);  // NOLINT(bugprone-use-after-move)
@@ -152,14 +152,14 @@ TEST(WeightBufferTest, MoveAssignmentTransfersOwnership) {
     EXPECT_EQ(dst.size(), size);
     EXPECT_TRUE(HoldsPattern(dst));
     // Into an empty buffer, and back out again.
-    WeightBuffer empty;
+    HugePageBuffer empty;
     empty = std::move(dst);
     EXPECT_EQ(dst.data(), nullptr);  // NOLINT(bugprone-use-after-move)
     EXPECT_EQ(dst.size(), 0);        // NOLINT(bugprone-use-after-move)
     EXPECT_EQ(empty.data(), p);
     EXPECT_TRUE(HoldsPattern(empty));
     // Assigning an empty buffer releases the memory and leaves both empty.
-    empty = WeightBuffer();
+    empty = HugePageBuffer();
     EXPECT_EQ(empty.data(), nullptr);
     EXPECT_EQ(empty.size(), 0);
   }
@@ -185,13 +185,13 @@ std::string VmFlagsOf(const void* p) {
 
 // Buffers of 2 MiB and more are advised MADV_HUGEPAGE (whether the kernel then grants huge pages
 // depends on the machine; the advice is what the code controls). Smaller ones are not.
-TEST(WeightBufferTest, LargeBuffersAreAdvisedHugePages) {
+TEST(HugePageBufferTest, LargeBuffersAreAdvisedHugePages) {
 #if defined(__linux__)
   if (!std::ifstream("/sys/kernel/mm/transparent_hugepage/enabled").good()) {
     GTEST_SKIP() << "no transparent huge pages in this kernel";
   }
-  WeightBuffer large(int64_t{6} << 20);
-  WeightBuffer small(int64_t{1} << 20);
+  HugePageBuffer large(int64_t{6} << 20);
+  HugePageBuffer small(int64_t{1} << 20);
   const std::string large_flags = VmFlagsOf(large.data()), small_flags = VmFlagsOf(small.data());
   ASSERT_FALSE(large_flags.empty());
   ASSERT_FALSE(small_flags.empty());
