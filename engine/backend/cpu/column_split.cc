@@ -39,11 +39,7 @@ void RunParts(const std::vector<Part>& parts, kernels::cpu::ThreadPool* pool) {
 }  // namespace
 
 void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, const Linear::ColumnRun& run) {
-  if (pool != nullptr) {
-    pool->ParallelFor(n, kColumnUnit, run);
-  } else {
-    run(0, n);
-  }
+  RunParts({Part{n, &run}}, pool);
 }
 
 void ForwardSharedInput(absl::Span<const Linear* const> layers, const float* x, int64_t rows,

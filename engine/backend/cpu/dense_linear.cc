@@ -6,11 +6,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/backend/cpu/column_split.h"
-#include "kernels/cpu/scratch_arena.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/scratch_arena.h"
 
 namespace tessera::backend::cpu {
 
@@ -73,30 +73,26 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   const bool int8_activations = activations_ == DenseActivations::kInt8Block32;
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_0) {
     // Int8 activations on Q4_0: 16-column tiles (int4_x16.h), one layout for decode and batches.
-    repacked_bytes_ = kf::Q4_0x16Bytes(n, k);
-    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(kf::Q4_0x16Bytes(n, k));
     fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ8_0) {
     // Q8_0 in the same tiles (a byte per code): weights reused across rows in registers (the
     // row-major Q8ActMatmul of q8_act_matmul.h re-reads them per row pair).
-    repacked_bytes_ = kf::Q8_0x16Bytes(n, k);
-    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(kf::Q8_0x16Bytes(n, k));
     fast_ = kf::RepackQ8_0x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_K) {
     // Int8 activations on Q4_K: the per-group INT4 tiles (scale d·sc, zero point dmin·m / d·sc
     // per sub-block of 32; int4_x16.h RepackQ4KToU4x16).
-    repacked_bytes_ = kf::U4x16Bytes(n, k, 32);
-    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(kf::U4x16Bytes(n, k, 32));
     fast_ = kf::RepackQ4KToU4x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
-    repacked_bytes_ = n * kf::RepackedRowStride(*enc_.ggml, k);
-    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(n * kf::RepackedRowStride(*enc_.ggml, k));
     fast_ = kf::RepackGgmlRows(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
@@ -114,8 +110,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   }
   if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16DotAvailable()) {
     // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels.
-    repacked_bytes_ = kf::Bf16PairsBytes(n, k);
-    repacked_ = kernels::cpu::HugePageBuffer(repacked_bytes_);
+    repacked_ = kernels::cpu::HugePageBuffer(kf::Bf16PairsBytes(n, k));
     fast_ = kf::RepackBf16Pairs(fast_, repacked_.data());
   }
 }
@@ -179,7 +174,7 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
 }
 
 std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
-  if (repacked_.data() != nullptr) return {{repacked_.data(), repacked_bytes_}};
+  if (repacked_.data() != nullptr) return {{repacked_.data(), repacked_.size()}};
   return {{weight_.bytes.data(), static_cast<int64_t>(weight_.bytes.size())}};
 }
 

@@ -15,8 +15,8 @@
 #include "absl/status/statusor.h"
 #include "engine/backend/linear.h"
 #include "engine/io/tensor_view.h"
-#include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -63,7 +63,6 @@ class DenseLinear : public Linear {
   kernels::cpu::ThreadPool* pool_;
   kernels::cpu::fast::FastWeights fast_;
   kernels::cpu::HugePageBuffer repacked_;  // Q8_0/Q4_0 tiles, bf16 K-pair panels
-  int64_t repacked_bytes_ = 0;
   DenseActivations activations_ = DenseActivations::kFloat;
 };
 

@@ -69,8 +69,7 @@ void QuantizedLinear::InitFast() {
       q8_.row_stride = s.k / 2;
       q8_.block_scales = nw.block_scales;
       q8_.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
-      x16_bytes_ = kf::Nvfp4x16Bytes(s.n, s.k);
-      x16_ = kc::HugePageBuffer(x16_bytes_);
+      x16_ = kc::HugePageBuffer(kf::Nvfp4x16Bytes(s.n, s.k));
       q8_ = kf::RepackNvfp4x16(q8_, x16_.data());
       q8_ok_ = true;
       return;
@@ -101,8 +100,7 @@ void QuantizedLinear::InitFast() {
     q8_.group_size = iw.group_size;
     // 16-column tiles (int4_x16.h): reduction-free VNNI for one row and for batches. They copy
     // the codes; the nibble pairs stay for the reference path (ForwardReference, the tests).
-    x16_bytes_ = kf::U4x16Bytes(s.n, s.k, iw.group_size);
-    x16_ = kc::HugePageBuffer(x16_bytes_);
+    x16_ = kc::HugePageBuffer(kf::U4x16Bytes(s.n, s.k, iw.group_size));
     q8_ = kf::RepackU4x16(q8_, x16_.data());
     q8_ok_ = true;
     return;
@@ -317,7 +315,7 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
 int64_t QuantizedLinear::weight_bytes() const {
   // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s). The
   // byte tiles of INT3 / INT2 spend a byte per code, more than the checkpoint's bits.
-  if (q8_ok_ && q8_.format == kf::FastFormat::kU8x16) return x16_bytes_;
+  if (q8_ok_ && q8_.format == kf::FastFormat::kU8x16) return x16_.size();
   const auto& s = w_.spec;
   // INT3 / INT2 codes stay unpacked, a byte each (as the loaders leave them), on every path.
   const bool byte_codes = (s.weight_format == WeightFormat::kInt3 || s.weight_format == WeightFormat::kInt2) &&
@@ -332,7 +330,7 @@ int64_t QuantizedLinear::weight_bytes() const {
 }
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
-  if (q8_ok_ || int8_dot_ok_) return {{x16_.data(), x16_bytes_}};
+  if (q8_ok_ || int8_dot_ok_) return {{x16_.data(), x16_.size()}};
   const auto& s = w_.spec;
   std::vector<ByteSpan> spans;
   auto add = [&](const void* p, int64_t bytes) {

@@ -29,9 +29,9 @@
 
 #include "engine/backend/linear.h"
 #include "engine/quant/packed_weights.h"
-#include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/scratch_arena.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -94,7 +94,6 @@ class QuantizedLinear : public Linear {
   bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
   kernels::cpu::HugePageBuffer x16_;  // INT4 / NVFP4: the 16-column tiles q8_ points into
-  int64_t x16_bytes_ = 0;
   bool q8_ok_ = false;
   std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift
   bool int8_dot_ok_ = false;            // x16_ holds the INT8 W8A8 panels

@@ -40,8 +40,7 @@ void QuantizedLinear::InitIntBytesX16() {
   src.group_size = iw.group_size;
   // The tiles copy the codes; the checkpoint-layout codes stay for the reference path and
   // DequantizeRow (as for the INT4 tiles).
-  x16_bytes_ = kf::U8x16Bytes(s.n, s.k, iw.group_size);
-  x16_ = kc::HugePageBuffer(x16_bytes_);
+  x16_ = kc::HugePageBuffer(kf::U8x16Bytes(s.n, s.k, iw.group_size));
   q8_ = kf::RepackU8x16(src, x16_.data());
   q8_ok_ = true;
 }
@@ -56,8 +55,7 @@ bool QuantizedLinear::InitInt8Dot() {
     return false;
   }
   const kc::Int8Weights iw = w_.AsInt8();
-  x16_bytes_ = kf::Int8QuadsBytes(s.n, s.k);
-  x16_ = kc::HugePageBuffer(x16_bytes_);
+  x16_ = kc::HugePageBuffer(kf::Int8QuadsBytes(s.n, s.k));
   int8_col_sums_.resize(s.n);
   kf::RepackInt8Quads(iw.q, s.n, s.k, x16_.data(), int8_col_sums_.data());
   int8_dot_ok_ = true;
