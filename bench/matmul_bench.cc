@@ -25,6 +25,7 @@
 #include "engine/model/synth_model.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/f16_panel_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
@@ -309,9 +310,12 @@ const std::vector<kf::FastWeights>& WeightViews(const std::string& fmt, int64_t 
   return views;
 }
 
-void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
-  const Prepared& w = Weights(fmt, n, k);
-  const std::vector<kf::FastWeights>& views = WeightViews(fmt, n, k);
+// Times kernel(weights, x, y, n_begin, n_end) over the copies in `views`, columns split over the
+// pool in multiples of 16 as DenseLinear splits them; random activations [m, k].
+template <class Kernel>
+void TimeDense(benchmark::State& state, int64_t stored_bytes,
+               const std::vector<kf::FastWeights>& views, int64_t n, int64_t k, int64_t m,
+               Kernel kernel) {
   std::vector<float> x(m * k), y(m * n);
   std::mt19937 rng(7);
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -320,14 +324,54 @@ void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, i
   for (auto _ : state) {
     const kf::FastWeights& fw = views[next];
     next = (next + 1) % views.size();
-    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
-      kf::FastMatmul(fw, x.data(), m, nullptr, y.data(), b, e);
-    });
+    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) { kernel(fw, x.data(), y.data(), b, e); });
     benchmark::DoNotOptimize(y.data());
   }
   const double it = static_cast<double>(state.iterations());
-  state.counters["weight_GB/s"] = benchmark::Counter(w.stored_bytes * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["weight_GB/s"] = benchmark::Counter(stored_bytes * it / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
+}
+
+void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+  TimeDense(state, Weights(fmt, n, k).stored_bytes, WeightViews(fmt, n, k), n, k, m,
+            [m](const kf::FastWeights& fw, const float* x, float* y, int64_t b, int64_t e) {
+              kf::FastMatmul(fw, x, m, nullptr, y, b, e);
+            });
+}
+
+// The distinct copies of WeightViews, each repacked once into the panel layout DenseLinear reads
+// on AVX-512 (bf16: RepackBf16Pairs, f16: RepackF16Panels), one set cached at a time.
+const std::vector<kf::FastWeights>& PanelViews(const std::string& fmt, int64_t n, int64_t k) {
+  static std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> packed;
+  static std::vector<kf::FastWeights> packed_views;
+  static std::string packed_key;
+  const std::string key = fmt + "/" + std::to_string(n) + "/" + std::to_string(k);
+  if (packed_key != key) {
+    packed.clear();
+    packed_views.clear();
+    const bool bf16 = fmt == "BF16";
+    for (const kf::FastWeights& v : WeightViews(fmt, n, k)) {
+      packed.push_back(
+          hwy::AllocateAligned<uint8_t>(bf16 ? kf::Bf16PairsBytes(n, k) : kf::F16PanelsBytes(n, k)));
+      packed_views.push_back(bf16 ? kf::RepackBf16Pairs(v, packed.back().get())
+                                  : kf::RepackF16Panels(v, packed.back().get()));
+    }
+    packed_key = key;
+  }
+  return packed_views;
+}
+
+// ---- The AVX-512 f16 panel kernel DenseLinear runs for f16 weights (f16_panel_matmul.h), on
+// f32 activations as they come. ----
+void BM_F16PanelMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+  if (!kf::F16PanelAvailable()) {
+    state.SkipWithError("no AVX-512 on this CPU");
+    return;
+  }
+  TimeDense(state, Weights(fmt, n, k).stored_bytes, PanelViews(fmt, n, k), n, k, m,
+            [m](const kf::FastWeights& fw, const float* x, float* y, int64_t b, int64_t e) {
+              kf::F16PanelMatmul(fw, x, m, nullptr, y, b, e);
+            });
 }
 
 // ---- The AVX-512 BF16 kernel DenseLinear runs for bf16 weights (bf16_dot_matmul.h): the
@@ -342,21 +386,7 @@ void BM_Bf16DotMatmul(benchmark::State& state, std::string fmt, int64_t n, int64
     return;
   }
   const Prepared& w = Weights(fmt, n, k);
-  const std::vector<kf::FastWeights>& views = WeightViews(fmt, n, k);
-  // Each distinct copy repacked once (as DenseLinear does at load), cached per shape.
-  static std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> packed;
-  static std::vector<kf::FastWeights> packed_views;
-  static std::string packed_key;
-  const std::string key = std::to_string(n) + "/" + std::to_string(k);
-  if (packed_key != key) {
-    packed.clear();
-    packed_views.clear();
-    for (const kf::FastWeights& v : views) {
-      packed.push_back(hwy::AllocateAligned<uint8_t>(kf::Bf16PairsBytes(n, k)));
-      packed_views.push_back(kf::RepackBf16Pairs(v, packed.back().get()));
-    }
-    packed_key = key;
-  }
+  const std::vector<kf::FastWeights>& packed_views = PanelViews(fmt, n, k);
   std::vector<float> x(m * k), y(m * n);
   std::vector<uint16_t> xb(m * kf::Bf16DotActStride(k)), lo(split ? xb.size() : 0);
   std::mt19937 rng(7);
@@ -487,6 +517,14 @@ void RegisterAll() {
     for (const Shape& s : big) {
       for (int64_t m : {1, 16, 128}) Register("BM_Matmul", BM_Matmul, f, s, m);
     }
+  }
+  for (const Shape& s : tiny) {
+    for (int64_t m : {1, 16, 128}) {
+      if (m != 128 || prefill(s)) Register("BM_F16PanelMatmul", BM_F16PanelMatmul, "F16", s, m);
+    }
+  }
+  for (const Shape& s : big) {
+    for (int64_t m : {1, 16, 128}) Register("BM_F16PanelMatmul", BM_F16PanelMatmul, "F16", s, m);
   }
   for (const char* f : {"BF16", "BF16_SPLIT"}) {
     for (const Shape& s : tiny) {

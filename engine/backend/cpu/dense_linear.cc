@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/backend/cpu/column_split.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/f16_panel_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
@@ -113,6 +114,11 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     repacked_ = kernels::cpu::HugePageBuffer(kf::Bf16PairsBytes(n, k));
     fast_ = kf::RepackBf16Pairs(fast_, repacked_.data());
   }
+  if (fast_.format == kf::FastFormat::kF16 && kf::F16PanelAvailable()) {
+    // f16 on AVX-512 (f16_panel_matmul.h) reads 16-column K panels: one stream per panel.
+    repacked_ = kernels::cpu::HugePageBuffer(kf::F16PanelsBytes(n, k));
+    fast_ = kf::RepackF16Panels(fast_, repacked_.data());
+  }
 }
 
 void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
@@ -167,6 +173,8 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     } else {
       run = [=, this](int64_t b, int64_t e) { kf::FastMatmul(fast_, rp, rows, bias, y, b, e); };
     }
+  } else if (fast_.format == kf::FastFormat::kF16Panels) {
+    run = [&](int64_t b, int64_t e) { kf::F16PanelMatmul(fast_, x, rows, bias, y, b, e); };
   } else {
     run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, x, rows, bias, y, b, e); };
   }
@@ -183,6 +191,7 @@ std::string DenseLinear::Describe() const {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "hi+lo bf16",
                         " act / cpu-avx512-bf16");
   }
+  if (fast_.format == kernels::cpu::fast::FastFormat::kF16Panels) return "f16 / cpu-avx512-panels";
   if (activations_ == DenseActivations::kInt8Block32) {
     return absl::StrCat(io::DTypeName(weight_.dtype), " x q8_0 act / cpu-",
                         kernels::cpu::fast::Q8ActKernelName());

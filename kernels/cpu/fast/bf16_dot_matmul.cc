@@ -1,9 +1,6 @@
-// Tiling: a tile is kTileRows rows × kTileVecs 16-column panels of accumulators (24 zmm); each K
-// pair loads kTileVecs weight vectors and broadcasts kTileRows activation pairs for
-// kTileRows·kTileVecs `vdpbf16ps`. A call with more rows than one tile walks K in blocks of
-// kKBlockPairs pairs (the tile's weights for a block, 64 KiB, stay in L2 and the row tile's
-// activations, 6 KiB, in L1 while every row tile passes over them), parking the accumulators in
-// between; one row tile runs the whole K in registers.
+// AVX-512 BF16 kernel of bf16_dot_matmul.h: the K-pair panels run through the shared tile driver
+// (panel_gemm.h) with a policy that broadcasts one activation pair (hi, then lo in the split form)
+// per row and K pair into `vdpbf16ps` against each panel's 64-byte pair vector.
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
 // _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
@@ -84,134 +81,52 @@ FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst) {
 
 #if defined(TESSERA_BF16_DOT_X86)
 
+}  // namespace tessera::kernels::cpu::fast
+
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma")
 
+#include "kernels/cpu/fast/panel_gemm.h"
+
+namespace tessera::kernels::cpu::fast {
 namespace {
 
-constexpr int kTileRows = 6;
-constexpr int kTileVecs = 4;
-constexpr int64_t kKBlockPairs = 512;
-
-struct TileArgs {
-  const uint16_t* xb;    // first row of the tile (hi)
-  const uint16_t* lo;    // first row of the tile (lo), split form only
-  int64_t x_stride;      // elements
-  const uint8_t* w;      // first panel of the tile
-  int64_t panel_bytes;
-  int64_t t0, t1;        // K pairs [t0, t1) of this block
-  bool first, last;      // first / last K block
-  float* park;           // accumulators between K blocks: [row][kTileVecs][16]
-  float* y;              // y + m0 · y_stride + first panel's column
-  int64_t y_stride;
-  const float* bias;     // bias + first panel's column, or null
-  __mmask16 store[kTileVecs];  // lanes of each panel inside [n_begin, n_end)
-};
-
-template <int MR, int NV, bool kSplit>
-void Tile(const TileArgs& a) {
-  __m512 acc[MR][NV];
-  if (a.first) {
-    for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
-    }
-  } else {
-    for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_loadu_ps(a.park + (i * kTileVecs + j) * 16);
-    }
-  }
-  const int32_t* x32 = reinterpret_cast<const int32_t*>(a.xb);
-  const int32_t* lo32 = reinterpret_cast<const int32_t*>(a.lo);
-  const int64_t xs = a.x_stride / 2;
-  for (int64_t t = a.t0; t < a.t1; ++t) {
-    __m512bh wv[NV];
-    for (int j = 0; j < NV; ++j) {
-      wv[j] = (__m512bh)_mm512_load_si512(a.w + j * a.panel_bytes + 64 * t);
-    }
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh xv = (__m512bh)_mm512_set1_epi32(x32[i * xs + t]);
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, wv[j]);
-      if constexpr (kSplit) {
-        const __m512bh lv = (__m512bh)_mm512_set1_epi32(lo32[i * xs + t]);
-        for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], lv, wv[j]);
-      }
-    }
-  }
-  if (!a.last) {
-    for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) _mm512_storeu_ps(a.park + (i * kTileVecs + j) * 16, acc[i][j]);
-    }
-    return;
-  }
-  for (int j = 0; j < NV; ++j) {
-    const __m512 b = a.bias != nullptr ? _mm512_maskz_loadu_ps(a.store[j], a.bias + 16 * j)
-                                       : _mm512_setzero_ps();
-    for (int i = 0; i < MR; ++i) {
-      const __m512 v = a.bias != nullptr ? _mm512_add_ps(acc[i][j], b) : acc[i][j];
-      _mm512_mask_storeu_ps(a.y + i * a.y_stride + 16 * j, a.store[j], v);
-    }
-  }
-}
-
-using TileFn = void (*)(const TileArgs&);
-
-template <int MR, bool kSplit>
-constexpr TileFn TileFor(int nv) {
-  switch (nv) {
-    case 1: return &Tile<MR, 1, kSplit>;
-    case 2: return &Tile<MR, 2, kSplit>;
-    case 3: return &Tile<MR, 3, kSplit>;
-    default: return &Tile<MR, 4, kSplit>;
-  }
-}
-
+// One K pair of 16 columns is a 64-byte vector; a block of 512 pairs is 32 KiB per panel.
 template <bool kSplit>
-TileFn PickTile(int mr, int nv) {
-  static_assert(kTileRows == 6 && kTileVecs == 4, "PickTile covers 6 x 4 tiles");
-  switch (mr) {
-    case 1: return TileFor<1, kSplit>(nv);
-    case 2: return TileFor<2, kSplit>(nv);
-    case 3: return TileFor<3, kSplit>(nv);
-    case 4: return TileFor<4, kSplit>(nv);
-    case 5: return TileFor<5, kSplit>(nv);
-    default: return TileFor<6, kSplit>(nv);
+struct Bf16Pairs {
+  using WVec = __m512bh;
+  static constexpr int64_t kStepBytes = 64;
+  static constexpr int64_t kBlockSteps = 512;
+  const int32_t* hi;  // the tile's first row, as K pairs
+  const int32_t* lo;  // split form only
+  int64_t stride;     // pairs between rows
+  static WVec LoadW(const uint8_t* p) { return (__m512bh)_mm512_load_si512(p); }
+  Bf16Pairs Rows(int64_t m0) const {
+    return {hi + m0 * stride, kSplit ? lo + m0 * stride : nullptr, stride};
   }
-}
+  template <int NV>
+  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, __m512* acc) const {
+    const __m512bh xv = (__m512bh)_mm512_set1_epi32(hi[i * stride + t]);
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], xv, w[j]);
+    if constexpr (kSplit) {
+      const __m512bh lv = (__m512bh)_mm512_set1_epi32(lo[i * stride + t]);
+      for (int j = 0; j < NV; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], lv, w[j]);
+    }
+  }
+};
 
 }  // namespace
 
 void Bf16DotMatmul(const FastWeights& w, const uint16_t* xb, const uint16_t* lo, int64_t rows,
                    const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  if (rows <= 0 || n_begin >= n_end) return;
-  const int64_t pairs = (w.k + 1) / 2;
-  const int64_t block = rows > kTileRows ? kKBlockPairs : std::max<int64_t>(pairs, 1);
-  thread_local std::vector<float> park;
-  if (block < pairs && static_cast<int64_t>(park.size()) < rows * kTileVecs * 16) {
-    park.resize(rows * kTileVecs * 16);
-  }
-  TileArgs a;
-  a.x_stride = Bf16DotActStride(w.k);
-  a.panel_bytes = w.row_stride;
-  a.y_stride = w.n;
-  const int64_t p_begin = n_begin / kPanelCols, p_end = panels::Count(n_end);
-  for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
-    const int nv = static_cast<int>(std::min<int64_t>(kTileVecs, p_end - p0));
-    for (int j = 0; j < kTileVecs; ++j) a.store[j] = panels::StoreMask(p0 + j, n_begin, n_end);
-    a.w = w.data + p0 * w.row_stride;
-    a.bias = bias != nullptr ? bias + p0 * kPanelCols : nullptr;
-    for (int64_t t0 = 0; t0 < pairs; t0 += block) {
-      a.t0 = t0;
-      a.t1 = std::min(pairs, t0 + block);
-      a.first = t0 == 0;
-      a.last = a.t1 == pairs;
-      for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
-        const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
-        a.xb = xb + m0 * a.x_stride;
-        a.lo = lo != nullptr ? lo + m0 * a.x_stride : nullptr;
-        a.park = park.empty() ? nullptr : park.data() + m0 * kTileVecs * 16;
-        a.y = y + m0 * w.n + p0 * kPanelCols;
-        (lo != nullptr ? PickTile<true>(mr, nv) : PickTile<false>(mr, nv))(a);
-      }
-    }
+  const int64_t pairs = (w.k + 1) / 2, stride = Bf16DotActStride(w.k) / 2;
+  const auto* hi32 = reinterpret_cast<const int32_t*>(xb);
+  const auto* lo32 = reinterpret_cast<const int32_t*>(lo);
+  if (lo != nullptr) {
+    panels::PanelMatmul(Bf16Pairs<true>{hi32, lo32, stride}, w.data, w.row_stride, pairs, w.n,
+                        rows, bias, y, n_begin, n_end);
+  } else {
+    panels::PanelMatmul(Bf16Pairs<false>{hi32, nullptr, stride}, w.data, w.row_stride, pairs,
+                        w.n, rows, bias, y, n_begin, n_end);
   }
 }
 

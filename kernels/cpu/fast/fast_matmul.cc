@@ -386,6 +386,8 @@ void FastMatmulImpl(const FastWeights& w, const float* x, int64_t rows, const fl
       break;  // int8-activation kernels only (int4_x16.h)
     case FastFormat::kBf16Pairs:
       break;  // Bf16DotMatmul only
+    case FastFormat::kF16Panels:
+      break;  // F16PanelMatmul only
   }
 }
 

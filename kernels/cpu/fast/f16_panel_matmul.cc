@@ -1,0 +1,105 @@
+// AVX-512 kernel of f16_panel_matmul.h: the f16 K panels run through the shared tile driver
+// (panel_gemm.h) with a policy that widens each panel's 16 weights of a k with `vcvtph2ps` and
+// multiplies one broadcast f32 activation per row into them.
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
+// _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "kernels/cpu/fast/f16_panel_matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/fast/column_panels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "hwy/base.h"
+#define TESSERA_F16_PANEL_X86 1
+#endif
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+// k rows of 32 bytes, padded to whole 64-byte lines.
+int64_t PanelBytes(int64_t k) { return (k + 1) / 2 * 64; }
+
+}  // namespace
+
+bool F16PanelAvailable() {
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
+  return has;
+}
+
+int64_t F16PanelsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
+
+FastWeights RepackF16Panels(const FastWeights& src, uint8_t* dst) {
+  const int64_t n = src.n, k = src.k;
+  for (int64_t p = 0; p < panels::Count(n); ++p) {
+    uint16_t* panel = reinterpret_cast<uint16_t*>(dst + p * PanelBytes(k));
+    std::fill(panel, panel + PanelBytes(k) / 2, uint16_t{0});
+    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < n; ++c) {
+      const uint8_t* row = src.data + (p * panels::kCols + c) * src.row_stride;
+      for (int64_t i = 0; i < k; ++i) std::memcpy(&panel[i * panels::kCols + c], row + 2 * i, 2);
+    }
+  }
+  FastWeights w;
+  w.format = FastFormat::kF16Panels;
+  w.data = dst;
+  w.n = n;
+  w.k = k;
+  w.row_stride = PanelBytes(k);
+  return w;
+}
+
+#if defined(TESSERA_F16_PANEL_X86)
+
+}  // namespace tessera::kernels::cpu::fast
+
+HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx2,fma,f16c")
+
+#include "kernels/cpu/fast/panel_gemm.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+// One k of 16 columns is a 32-byte vector of f16; a block of 1024 k is 32 KiB per panel.
+struct F16Panels {
+  using WVec = __m512;
+  static constexpr int64_t kStepBytes = 32;
+  static constexpr int64_t kBlockSteps = 1024;
+  const float* x;  // the tile's first row
+  int64_t stride;  // elements between rows (k)
+  HWY_INLINE static WVec LoadW(const uint8_t* p) {
+    return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  F16Panels Rows(int64_t m0) const { return {x + m0 * stride, stride}; }
+  template <int NV>
+  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, __m512* acc) const {
+    const __m512 xv = _mm512_set1_ps(x[i * stride + t]);
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(xv, w[j], acc[j]);
+  }
+};
+
+}  // namespace
+
+void F16PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
+                    int64_t n_begin, int64_t n_end) {
+  panels::PanelMatmul(F16Panels{x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y, n_begin,
+                      n_end);
+}
+
+HWY_POP_ATTRIBUTES
+
+#else  // not x86-64 GCC/Clang: never called (F16PanelAvailable() is false), defined for the link.
+
+void F16PanelMatmul(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
+                    int64_t) {}
+
+#endif
+
+}  // namespace tessera::kernels::cpu::fast

@@ -1,0 +1,145 @@
+// The tile driver the 16-column panel kernels share (bf16_dot_matmul: bf16 K-pair panels;
+// f16_panel_matmul: f16 K panels): the weights are stored as panels of 16 output columns, K-major,
+// one 64-byte (or 32-byte) vector per K step, so each output column is one f32 lane and each
+// output (m, n) is one accumulator lane that takes the K steps in ascending order, then + bias.
+// A tile is kTileRows rows × kTileVecs panels of accumulators (24 zmm); each K step loads
+// kTileVecs weight vectors and lets the kernel's policy multiply them into every row. A call with
+// more rows than one tile walks K in blocks of the policy's kBlockSteps (the tile's weights for a
+// block stay in L2 and a row tile's activations in L1 while every row tile passes over them),
+// parking the accumulators in a buffer between blocks (a store and reload are exact); one row tile
+// runs the whole K in registers. So a row's result is bit-identical for every row count, tile
+// shape and column split: GEMV and prefill agree. Internal to kernels/cpu/fast. Include it inside
+// the region a kernel compiles for AVX-512 (its HWY_PUSH_ATTRIBUTES), and include <immintrin.h>,
+// <algorithm>, <vector> and column_panels.h *before* that region: the standard headers must not
+// be compiled with AVX-512 attributes (their inline functions are shared with the whole program),
+// and the include guards make the includes below no-ops there.
+//
+// A policy K provides: `WVec` (one panel's weights of one K step, as the kernel multiplies
+// them), `kStepBytes` (bytes of a K step in one panel), `kBlockSteps`, `static WVec LoadW(const
+// uint8_t*)`, `K Rows(int64_t m0) const` (the policy for the row tile starting at row m0) and
+// `template <int NV> void Madd(int i, int64_t t, const WVec* w, __m512* acc) const` (row i of the
+// tile, K step t, into acc[0..NV)).
+#ifndef TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
+#define TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/fast/column_panels.h"
+
+namespace tessera::kernels::cpu::fast::panels {
+
+inline constexpr int kTileRows = 6;
+inline constexpr int kTileVecs = 4;
+
+struct TileJob {
+  const uint8_t* w;            // first panel of the tile
+  int64_t panel_bytes;
+  int64_t t0, t1;              // K steps [t0, t1) of this block
+  bool first, last;            // first / last K block
+  float* park;                 // accumulators between K blocks: [row][kTileVecs][16]
+  float* y;                    // y + m0 · y_stride + first panel's column
+  int64_t y_stride;
+  const float* bias;           // bias + first panel's column, or null
+  __mmask16 store[kTileVecs];  // lanes of each panel inside [n_begin, n_end)
+};
+
+template <int MR, int NV, class K>
+void Tile(const TileJob& a, const K& kernel) {
+  __m512 acc[MR][NV];
+  if (a.first) {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+    }
+  } else {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_loadu_ps(a.park + (i * kTileVecs + j) * 16);
+    }
+  }
+  for (int64_t t = a.t0; t < a.t1; ++t) {
+    typename K::WVec wv[NV];
+    for (int j = 0; j < NV; ++j) wv[j] = K::LoadW(a.w + j * a.panel_bytes + K::kStepBytes * t);
+    for (int i = 0; i < MR; ++i) kernel.template Madd<NV>(i, t, wv, acc[i]);
+  }
+  if (!a.last) {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NV; ++j) _mm512_storeu_ps(a.park + (i * kTileVecs + j) * 16, acc[i][j]);
+    }
+    return;
+  }
+  for (int j = 0; j < NV; ++j) {
+    const __m512 b = a.bias != nullptr ? _mm512_maskz_loadu_ps(a.store[j], a.bias + 16 * j)
+                                       : _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) {
+      const __m512 v = a.bias != nullptr ? _mm512_add_ps(acc[i][j], b) : acc[i][j];
+      _mm512_mask_storeu_ps(a.y + i * a.y_stride + 16 * j, a.store[j], v);
+    }
+  }
+}
+
+template <class K>
+using TileFn = void (*)(const TileJob&, const K&);
+
+template <int MR, class K>
+constexpr TileFn<K> TileFor(int nv) {
+  switch (nv) {
+    case 1: return &Tile<MR, 1, K>;
+    case 2: return &Tile<MR, 2, K>;
+    case 3: return &Tile<MR, 3, K>;
+    default: return &Tile<MR, 4, K>;
+  }
+}
+
+template <class K>
+TileFn<K> PickTile(int mr, int nv) {
+  static_assert(kTileRows == 6 && kTileVecs == 4, "PickTile covers 6 x 4 tiles");
+  switch (mr) {
+    case 1: return TileFor<1, K>(nv);
+    case 2: return TileFor<2, K>(nv);
+    case 3: return TileFor<3, K>(nv);
+    case 4: return TileFor<4, K>(nv);
+    case 5: return TileFor<5, K>(nv);
+    default: return TileFor<6, K>(nv);
+  }
+}
+
+// y[m, n] for rows [0, rows) and columns [n_begin, n_end) of an [n, ·] matrix stored as
+// Count(n) panels of panel_bytes bytes from `data`, each `steps` K steps long; y [rows, n].
+template <class K>
+void PanelMatmul(const K& kernel, const uint8_t* data, int64_t panel_bytes, int64_t steps,
+                 int64_t n, int64_t rows, const float* bias, float* y, int64_t n_begin,
+                 int64_t n_end) {
+  if (rows <= 0 || n_begin >= n_end || steps <= 0) return;
+  const int64_t block = rows > kTileRows ? K::kBlockSteps : steps;
+  thread_local std::vector<float> park;
+  if (block < steps && static_cast<int64_t>(park.size()) < rows * kTileVecs * 16) {
+    park.resize(rows * kTileVecs * 16);
+  }
+  TileJob a;
+  a.panel_bytes = panel_bytes;
+  a.y_stride = n;
+  const int64_t p_begin = n_begin / kCols, p_end = Count(n_end);
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
+    const int nv = static_cast<int>(std::min<int64_t>(kTileVecs, p_end - p0));
+    for (int j = 0; j < kTileVecs; ++j) a.store[j] = StoreMask(p0 + j, n_begin, n_end);
+    a.w = data + p0 * panel_bytes;
+    a.bias = bias != nullptr ? bias + p0 * kCols : nullptr;
+    for (int64_t t0 = 0; t0 < steps; t0 += block) {
+      a.t0 = t0;
+      a.t1 = std::min(steps, t0 + block);
+      a.first = t0 == 0;
+      a.last = a.t1 == steps;
+      for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
+        a.park = park.empty() ? nullptr : park.data() + m0 * kTileVecs * 16;
+        a.y = y + m0 * n + p0 * kCols;
+        PickTile<K>(mr, nv)(a, kernel.Rows(m0));
+      }
+    }
+  }
+}
+
+}  // namespace tessera::kernels::cpu::fast::panels
+
+#endif  // TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
