@@ -5,6 +5,7 @@
 #include <cstring>
 #include <functional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/common/status_macros.h"
@@ -16,13 +17,15 @@ namespace tessera::model {
 namespace {
 
 // ggml type ids (ggml.h) and llama_ftype values for general.file_type.
-constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlQ4_K = 12;
+constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlQ4_K = 12,
+                   kGgmlQ6_K = 14;
 
 struct TypeInfo {
   uint32_t ggml_type;
   uint32_t file_type;
   int64_t block;  // values per block
   int64_t bytes;  // bytes per block
+  bool k_mix = false;  // Q4_K_M: some tensors in Q6_K (MixedKType)
 };
 
 absl::StatusOr<TypeInfo> LookupType(const std::string& t) {
@@ -34,17 +37,41 @@ absl::StatusOr<TypeInfo> LookupType(const std::string& t) {
   // its file_type (15, MOSTLY_Q4_K_M). Plain Q4_K_M would put output.weight (and a tied
   // token_embd) and half the layers' attn_v/ffn_down in Q6_K, which synth does not write.
   if (t == "Q4_K") return TypeInfo{kGgmlQ4_K, 15, 256, 144};
-  return absl::InvalidArgumentError(
-      absl::StrCat("synth type '", t, "' is not supported (F32, F16, Q8_0, Q4_0, Q4_K)"));
+  // Q4_K_M as llama-quantize writes it: Q4_K, with the tensors MixedKType names in Q6_K.
+  if (t == "Q4_K_M") return TypeInfo{kGgmlQ4_K, 15, 256, 144, true};
+  if (t == "Q6_K") return TypeInfo{kGgmlQ6_K, 18, 256, 210};
+  return absl::InvalidArgumentError(absl::StrCat(
+      "synth type '", t, "' is not supported (F32, F16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q6_K)"));
+}
+
+// llama.cpp's use_more_bits (llama-quant.cpp): the first and last eighth of the layers and every
+// third layer between them.
+bool UseMoreBits(int64_t layer, int64_t layers) {
+  return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+}
+
+// The Q4_K_M mix of llama_tensor_get_type: output.weight, and attn_v / ffn_down of the layers
+// UseMoreBits picks, in Q6_K; everything else Q4_K. layer < 0: not a per-layer tensor.
+TypeInfo MixedKType(const TypeInfo& requested, const std::string& name, int64_t layer,
+                    int64_t layers) {
+  const TypeInfo q6_k{kGgmlQ6_K, 18, 256, 210};
+  if (name == "output.weight") return q6_k;
+  const bool more_bits_kind = absl::EndsWith(name, "attn_v.weight") ||
+                              absl::EndsWith(name, "ffn_down.weight");
+  if (layer >= 0 && more_bits_kind && UseMoreBits(layer, layers)) return q6_k;
+  TypeInfo t = requested;
+  t.k_mix = false;
+  return t;
 }
 
 // The type a matrix with rows of `cols` values is stored in. Like llama.cpp's quantizer
 // (llama-quant.cpp, convert_incompatible_tensor), rows that the requested type's blocks do not
 // tile fall back: llama.cpp takes Q5_0 for Q4_K, which synth does not write, so Q4_K falls back
-// to Q8_0 (more bits, never worse); anything that 32-value blocks do not tile becomes F16.
+// to Q8_0 (more bits, never worse), as Q6_K does in llama.cpp; anything that 32-value blocks do
+// not tile becomes F16.
 TypeInfo TensorType(const TypeInfo& requested, int64_t cols) {
   if (cols % requested.block == 0) return requested;
-  if (requested.ggml_type == kGgmlQ4_K && cols % 32 == 0) return TypeInfo{kGgmlQ8_0, 7, 32, 34};
+  if (requested.block == 256 && cols % 32 == 0) return TypeInfo{kGgmlQ8_0, 7, 32, 34};
   return TypeInfo{kGgmlF16, 1, 1, 2};
 }
 
@@ -359,6 +386,104 @@ void QuantizeQ4_K(const float* x, int64_t k, uint8_t* out) {
   }
 }
 
+namespace {
+
+constexpr float kGroupMaxEps = 1e-15f;  // ggml-quants.c GROUP_MAX_EPS
+
+// ggml-quants.c make_qx_quants with rmse_type 1 and no importance weights (what
+// quantize_row_q6_K_ref passes): a symmetric code x ~ scale * (L - nmax), L in 0..2·nmax − 1,
+// trying 19 inverse scales around nmax / max and keeping the best x²-weighted least-squares fit.
+float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
+  float max = 0, amax = 0;
+  for (int i = 0; i < n; ++i) {
+    const float ax = std::fabs(x[i]);
+    if (ax > amax) {
+      amax = ax;
+      max = x[i];
+    }
+  }
+  if (amax < kGroupMaxEps) {
+    for (int i = 0; i < n; ++i) L[i] = 0;
+    return 0.0f;
+  }
+  float iscale = -nmax / max;
+  float sumlx = 0, suml2 = 0;
+  for (int i = 0; i < n; ++i) {
+    const int l = std::max(-nmax, std::min(nmax - 1, NearestInt(iscale * x[i])));
+    L[i] = static_cast<int8_t>(l + nmax);
+    const float w = x[i] * x[i];
+    sumlx += w * x[i] * l;
+    suml2 += w * l * l;
+  }
+  float scale = suml2 ? sumlx / suml2 : 0.0f;
+  float best = scale * sumlx;
+  for (int is = -9; is <= 9; ++is) {
+    if (is == 0) continue;
+    iscale = -(nmax + 0.1f * is) / max;
+    sumlx = suml2 = 0;
+    for (int i = 0; i < n; ++i) {
+      const int l = std::max(-nmax, std::min(nmax - 1, NearestInt(iscale * x[i])));
+      const float w = x[i] * x[i];
+      sumlx += w * x[i] * l;
+      suml2 += w * l * l;
+    }
+    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
+      for (int i = 0; i < n; ++i) {
+        L[i] = static_cast<int8_t>(nmax + std::max(-nmax, std::min(nmax - 1, NearestInt(iscale * x[i]))));
+      }
+      scale = sumlx / suml2;
+      best = scale * sumlx;
+    }
+  }
+  return scale;
+}
+
+}  // namespace
+
+void QuantizeQ6_K(const float* x, int64_t k, uint8_t* out) {
+  // Block layout (ggml-common.h block_q6_K): u8 ql[128], u8 qh[64], i8 scales[16], f16 d.
+  int8_t L[256];
+  float scales[16];
+  for (int64_t b = 0; b < k / 256; ++b, x += 256, out += 210) {
+    float max_scale = 0, max_abs_scale = 0;
+    for (int ib = 0; ib < 16; ++ib) {
+      scales[ib] = MakeQxQuants(16, 32, x + 16 * ib, L + 16 * ib);
+      if (std::fabs(scales[ib]) > max_abs_scale) {
+        max_abs_scale = std::fabs(scales[ib]);
+        max_scale = scales[ib];
+      }
+    }
+    std::memset(out, 0, 210);
+    if (max_abs_scale < kGroupMaxEps) continue;  // d = 0: an all-zero block
+    const float iscale = -128.0f / max_scale;
+    const float d = HalfRoundTrip(out + 208, 1 / iscale);
+    auto* sc = reinterpret_cast<int8_t*>(out + 192);
+    for (int ib = 0; ib < 16; ++ib) {
+      sc[ib] = static_cast<int8_t>(std::min(127, NearestInt(iscale * scales[ib])));
+    }
+    for (int j = 0; j < 16; ++j) {
+      const float dj = d * sc[j];
+      if (!dj) continue;
+      for (int ii = 0; ii < 16; ++ii) {
+        const int l = std::max(-32, std::min(31, NearestInt(x[16 * j + ii] / dj)));
+        L[16 * j + ii] = static_cast<int8_t>(l + 32);
+      }
+    }
+    uint8_t* ql = out;
+    uint8_t* qh = out + 128;
+    for (int j = 0; j < 256; j += 128, ql += 64, qh += 32) {
+      for (int l = 0; l < 32; ++l) {
+        const int q1 = L[j + l] & 0xF, q2 = L[j + l + 32] & 0xF;
+        const int q3 = L[j + l + 64] & 0xF, q4 = L[j + l + 96] & 0xF;
+        ql[l] = static_cast<uint8_t>(q1 | (q3 << 4));
+        ql[l + 32] = static_cast<uint8_t>(q2 | (q4 << 4));
+        qh[l] = static_cast<uint8_t>((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) |
+                                     ((L[j + l + 64] >> 4) << 4) | ((L[j + l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
 void SynthMatrixRow(uint64_t seed, const std::string& gguf_name, int64_t row, int64_t cols,
                     float* out) {
   FillRandom(seed + static_cast<uint64_t>(row) * 0x632BE59BD9B4E019ull, gguf_name, 0.02f, out,
@@ -418,8 +543,8 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
       return absl::OkStatus();
     });
   };
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols) {
-    const TypeInfo t = TensorType(ti, cols);
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, int64_t layer = -1) {
+    const TypeInfo t = TensorType(ti.k_mix ? MixedKType(ti, name, layer, s.layers) : ti, cols);
     const int64_t row_bytes = cols / t.block * t.bytes;
     const uint64_t bytes = static_cast<uint64_t>(rows) * row_bytes;
     w.AddTensor(name, {cols, rows}, t.ggml_type, bytes,
@@ -436,6 +561,7 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
                         break;
                       case kGgmlQ8_0: QuantizeQ8_0(row.data(), cols, dst); break;
                       case kGgmlQ4_K: QuantizeQ4_K(row.data(), cols, dst); break;
+                      case kGgmlQ6_K: QuantizeQ6_K(row.data(), cols, dst); break;
                       default: QuantizeQ4_0(row.data(), cols, dst); break;
                     }
                   }
@@ -449,7 +575,7 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
     norm(p + "attn_norm.weight", s.hidden);
     matrix(p + "attn_q.weight", q, s.hidden);
     matrix(p + "attn_k.weight", kv, s.hidden);
-    matrix(p + "attn_v.weight", kv, s.hidden);
+    matrix(p + "attn_v.weight", kv, s.hidden, i);
     matrix(p + "attn_output.weight", s.hidden, q);
     if (s.arch == "qwen3") {
       norm(p + "attn_q_norm.weight", s.head_dim);
@@ -458,7 +584,7 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
     norm(p + "ffn_norm.weight", s.hidden);
     matrix(p + "ffn_gate.weight", s.ffn, s.hidden);
     matrix(p + "ffn_up.weight", s.ffn, s.hidden);
-    matrix(p + "ffn_down.weight", s.hidden, s.ffn);
+    matrix(p + "ffn_down.weight", s.hidden, s.ffn, i);
   }
   norm("output_norm.weight", s.hidden);
   if (!s.tied_embeddings) matrix("output.weight", s.vocab, s.hidden);

@@ -189,6 +189,25 @@ void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8
   for (int l = 0; l < 32; ++l) codes[l] = (j % 2 == 0) ? (q[l] & 0xF) : (q[l] >> 4);
 }
 
+void Q6KCodes(const uint8_t* block, uint8_t* codes, float* scales) {
+  const uint8_t* ql = block;
+  const uint8_t* qh = block + 128;
+  for (int h = 0; h < 2; ++h) {  // each half: 4 runs of 32 from 64 low-nibble and 32 high bytes
+    uint8_t* c = codes + 128 * h;
+    for (int l = 0; l < 32; ++l) {
+      c[l] = static_cast<uint8_t>((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4));
+      c[l + 32] = static_cast<uint8_t>((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4));
+      c[l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+      c[l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+    }
+    ql += 64;
+    qh += 32;
+  }
+  const auto* sc = reinterpret_cast<const int8_t*>(block + 192);
+  const float d = Half(block + 208);
+  for (int i = 0; i < 16; ++i) scales[i] = d * static_cast<float>(sc[i]);
+}
+
 void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks, float* dst) {
   void (*fn)(const uint8_t*, float*) = nullptr;
   switch (type) {

@@ -25,6 +25,11 @@ void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks
 // DequantizeGgmlBlocks (llama.cpp's dequantize_row_q4_K) computes them.
 void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes);
 
+// One 210-byte Q6_K block (256 values) as 6-bit codes in element order and one scale per 16
+// values: w[e] = scales[e / 16] · (codes[e] − 32), scale = d·sc in f32, exactly as
+// DequantizeGgmlBlocks (llama.cpp's dequantize_row_q6_K) computes them.
+void Q6KCodes(const uint8_t* block, uint8_t* codes, float* scales);
+
 }  // namespace tessera::kernels::cpu
 
 #endif  // TESSERA_KERNELS_CPU_GGML_DEQUANT_H_

@@ -48,9 +48,10 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
   if (activations == DenseActivations::kInt8Block32 &&
       !(enc->ggml && (*enc->ggml == kernels::cpu::GgmlBlockType::kQ4_0 ||
                       *enc->ggml == kernels::cpu::GgmlBlockType::kQ8_0 ||
-                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ4_K))) {
+                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ4_K ||
+                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ6_K))) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor '%s': int8 activations need Q4_0, Q8_0 or Q4_K weights, not %s", weight.name,
+        "tensor '%s': int8 activations need Q4_0, Q8_0, Q4_K or Q6_K weights, not %s", weight.name,
         io::DTypeName(weight.dtype)));
   }
   if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {
@@ -90,6 +91,12 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // per sub-block of 32; int4_x16.h RepackQ4KToU4x16).
     repacked_ = kernels::cpu::HugePageBuffer(kf::U4x16Bytes(n, k, 32));
     fast_ = kf::RepackQ4KToU4x16(weight_.bytes.data(), n, k, repacked_.data());
+    return;
+  }
+  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ6_K) {
+    // Int8 activations on Q6_K: the 6-bit codes a byte each, d·sc per half block (int4_x16.h).
+    repacked_ = kernels::cpu::HugePageBuffer(kf::Q6_Kx16Bytes(n, k));
+    fast_ = kf::RepackQ6_Kx16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
@@ -135,19 +142,25 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   ColumnRun run;
   kf::Int4x16Acts acts16;
   if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16 ||
-      fast_.format == kf::FastFormat::kQ8_0x16) {
+      fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kQ6_Kx16) {
     const int64_t k = in_features(), blocks = k / 32;
     int8_t* qp = scratch.Alloc<int8_t>(rows * k);
     float* dp = scratch.Alloc<float>(rows * blocks);
     float* sp = scratch.Alloc<float>(rows * blocks);
+    // Q6_K scales half blocks: code sums per half (s2 the second halves').
+    float* sp2 = fast_.format == kf::FastFormat::kQ6_Kx16 ? scratch.Alloc<float>(rows * blocks)
+                                                           : nullptr;
     // Per-row quantization split over the pool: each row's codes depend on that row only.
-    auto quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp); };
+    auto quantize = [&](int64_t r0, int64_t r1) {
+      kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp, sp2);
+    };
     if (pool_ != nullptr && rows > 1) {
       pool_->ParallelFor(rows, 1, quantize);
     } else {
       quantize(0, rows);
     }
     acts16 = {rows, qp, dp, sp};
+    acts16.s2 = sp2;
     run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(fast_, acts16, bias, y, b, e); };
   } else if (fast_.format == kf::FastFormat::kBf16Pairs ||
              (fast_.format == kf::FastFormat::kBF16 && activations_ == DenseActivations::kBf16)) {

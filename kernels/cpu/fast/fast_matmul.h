@@ -50,6 +50,9 @@ enum class FastFormat {
   // kU8Groups in 16-column tiles (int4_x16.h; INT8 / INT3 / INT2 weight-only); int8-activation
   // kernels only.
   kU8x16,
+  // GGUF Q6_K in 16-column tiles (int4_x16.h: 6-bit codes a byte each, an f32 scale per 16);
+  // int8-activation kernels only.
+  kQ6_Kx16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

@@ -226,6 +226,38 @@ FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uin
   return RepackU4x16(src, dst);
 }
 
+int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
+  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ6_Kx16, nullptr, n, k, 32).row_stride;
+}
+
+FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  constexpr int64_t kQ6BlockBytes = 210;  // 256 values
+  FastWeights w = Describe(FastFormat::kQ6_Kx16, dst, n, k, 32);
+  w.ggml = GgmlBlockType::kQ6_K;
+  const X16Layout l = LayoutOf(w);
+  const int64_t groups = (n + kCols - 1) / kCols;
+  std::memset(dst, 0, groups * w.row_stride);
+  uint8_t codes[256];
+  float scales[16];
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* tile = dst + g * w.row_stride;
+    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
+      const int64_t col = g * kCols + c;
+      for (int64_t sb = 0; sb < k / 256; ++sb) {
+        Q6KCodes(ggml_rows + (col * (k / 256) + sb) * kQ6BlockBytes, codes, scales);
+        for (int64_t i = 0; i < 8; ++i) {
+          const int64_t b = sb * 8 + i;
+          auto* block_scales = reinterpret_cast<float*>(tile + l.Scales(b));
+          block_scales[c] = scales[2 * i];
+          block_scales[kCols + c] = scales[2 * i + 1];
+          for (int j = 0; j < 32; ++j) tile[l.Codes(b) + ByteCodeOffset(c, j)] = codes[32 * i + j];
+        }
+      }
+    }
+  }
+  return w;
+}
+
 FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
   const int64_t n = src.n, k = src.k;
   FastWeights w = Describe(FastFormat::kNvfp4x16, dst, n, k, 32);
@@ -328,6 +360,30 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
     }
     y[m * w.n + n] = acc;
   };
+  if (w.format == FastFormat::kQ6_Kx16) {
+    for (int64_t n = n_begin; n < n_end; ++n) {
+      const int64_t g = n / kCols, c = n % kCols;
+      const uint8_t* tile = w.data + g * w.row_stride;
+      for (int64_t m = 0; m < a.rows; ++m) {
+        const int8_t* x = a.q + m * w.k;
+        float acc = 0.0f;
+        for (int64_t b = 0; b < blocks; ++b) {
+          const auto* scales = reinterpret_cast<const float*>(tile + l.Scales(b));
+          for (int h = 0; h < 2; ++h) {  // half h: byte chunks 4h .. 4h + 3 (K 16h .. 16h + 15)
+            int32_t dot = 0;
+            for (int j = 16 * h; j < 16 * h + 16; ++j) {
+              dot += tile[l.Codes(b) + ByteCodeOffset(c, j)] * x[b * 32 + j];
+            }
+            const int64_t off = m * blocks + b;
+            const float t = std::fma(-32.0f, h == 0 ? a.s[off] : a.s2[off], static_cast<float>(dot));
+            acc = std::fma(t, scales[h * kCols + c] * a.d[off], acc);
+          }
+        }
+        finish(acc, m, n);
+      }
+    }
+    return;
+  }
   if (nvfp4) {
     for (int64_t n = n_begin; n < n_end; ++n) {
       const int64_t g = n / kCols, c = n % kCols;

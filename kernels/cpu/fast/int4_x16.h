@@ -4,7 +4,9 @@
 // (FastFormat::kNvfp4x16, W4A16 with int8 activations or W4A4 with NVFP4 activations) and GGUF
 // Q8_0 (FastFormat::kQ8_0x16: a byte per code, nothing to unpack), and integer codes of up to 8
 // bits with per-group scales and zero points (FastFormat::kU8x16: GPTQ / compressed-tensors INT8,
-// INT3, INT2 weight-only, a byte per code). llama.cpp's
+// INT3, INT2 weight-only, a byte per code), and GGUF Q6_K (FastFormat::kQ6_Kx16: the 6-bit codes a
+// byte each, an f32 scale per 16; the output and many ffn_down / attn_v tensors of every K-quant
+// model). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
 // so a block's integer total lands in its column's lane without the horizontal reductions a
@@ -20,7 +22,9 @@
 // [16] then zero points [16]; kNvfp4x16 the UE4M3 scale bytes [2 halves][16] per block (codes
 // are E2M1 nibbles). kQ8_0x16 has Q4_0's scales and codes [8 chunks][16 columns][4 bytes] per
 // block, byte i of chunk q, column c being u = w + 128 for K = 4q + i of the block; kU8x16 has
-// kU4x16's scales and Q8_0's code layout (u the unsigned code itself). Everything is on 64 bytes.
+// kU4x16's scales and Q8_0's code layout (u the unsigned code itself); kQ6_Kx16 has Q8_0's code
+// layout (u the 6-bit code) and per block the f32 scales d·sc [2 halves][16]. Everything is on
+// 64 bytes.
 //
 // Numerics (the canonical order, shared with Int4x16MatmulPortable bit for bit): with the
 // activation blocks of q8_act_matmul.h (codes x, scale d, code sum s per block of 32), per output
@@ -36,7 +40,9 @@
 // and only the f32 accumulation rounds, like the reference MatmulNvfp4W4A4; the per-row α
 // (row_scale) multiplies the sum. The final step is fma(acc, α, bias) with a row scale, else
 // acc + bias. The order depends only on k, so results are batch-invariant and identical on the
-// one-row and many-row paths.
+// one-row and many-row paths. kQ6_Kx16 also works per half block: z = 32, w_s the half's d·sc,
+// the block's activation scale d for both halves and the per-half code sums s / s2; every t is
+// the exact half-block integer Σ (u − 32)·x.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 
@@ -53,6 +59,7 @@ int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size);
 int64_t Nvfp4x16Bytes(int64_t n, int64_t k);
 int64_t Q8_0x16Bytes(int64_t n, int64_t k);
 int64_t U8x16Bytes(int64_t n, int64_t k, int64_t group_size);
+int64_t Q6_Kx16Bytes(int64_t n, int64_t k);
 
 // Rewrites n ggml Q4_0 rows of k values into `dst` (Q4_0x16Bytes, 64-byte aligned) and returns
 // the FastWeights (format kQ4_0x16, row_stride = bytes per column group) describing it.
@@ -73,6 +80,9 @@ FastWeights RepackU8x16(const FastWeights& u8_groups, uint8_t* dst);
 // scale o. The zero point's rounding moves a block total by at most 2^-24·|o·Σx|.
 FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
+// GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes: codes and d·sc per 16).
+FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
+
 // The same for kNvfp4Pairs weights (E2M1 pairs + UE4M3 block scales, alpha kept).
 FastWeights RepackNvfp4x16(const FastWeights& nvfp4_pairs, uint8_t* dst);
 
@@ -83,6 +93,7 @@ struct Int4x16Acts {
   const float* d = nullptr;
   const float* s = nullptr;
   // kNvfp4x16: d / s above are the first halves' (elements 0..15 of each block), these the second.
+  // kQ6_Kx16: s the first halves' code sums, s2 the second's (d2 unused: one d per block).
   const float* d2 = nullptr;
   const float* s2 = nullptr;
   const float* row_scale = nullptr;  // kNvfp4x16 W4A4: α(m) = row_scale[m * row_scale_stride]

@@ -1,4 +1,4 @@
-// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4 and Q8_0 tiles). Intrinsics under
+// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, Q8_0, INT8 and Q6_K tiles). Intrinsics under
 // target attributes (Highway 1.0.3 has no vpdpbusd); called only after the CPUID check in
 // q8_act_vnni.cc (internal::HasVnni).
 //
@@ -54,31 +54,59 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8 };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
-// zero points, else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes); kQ8_0 /
-// kU8 have a byte per code, the others two nibbles.
+// zero points; kQ6K: f32 scales per half block and zero point 32; else f16 block scales and zero
+// point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes); kQ8_0 / kU8 / kQ6K have a byte per code, the others
+// two nibbles.
 template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
           __m512* out) {
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
-  constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
+  constexpr bool kHalves = kCodes == Codes::kQ6K;
+  constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8 || kHalves;
   constexpr int64_t kBlockBytes = kBytes ? 512 : 256;
-  constexpr int64_t kScaleBytes = kGroupScales ? 128 : 64;
+  constexpr int64_t kScaleBytes = kGroupScales ? 128 : kHalves ? 256 : 64;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
   // The walk below hard-codes the record geometry for speed; it must be the layout's.
   HWY_DASSERT(layout.scale_bytes == kScaleBytes && layout.code_bytes == kBlockBytes);
   const __m512i m4 = _mm512_set1_epi8(0x0F);
-  const __m512 zero_point = _mm512_set1_ps(kBytes ? 128.0f : 8.0f);
+  const __m512 zero_point = _mm512_set1_ps(kHalves ? 32.0f : kBytes ? 128.0f : 8.0f);
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
   for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
   const uint8_t* record = group;  // the record of block b; block b is its j-th
   for (int64_t b = 0, j = 0; b < blocks; ++b) {
+    if constexpr (kHalves) {
+      // Two halves of 16 K (byte chunks 0-3 and 4-7), each with its own scale and code sum.
+      const auto* half_scales = reinterpret_cast<const float*>(record + j * 128);
+      const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
+      if (++j == per_record) {
+        j = 0;
+        record += record_bytes;
+      }
+      for (int h = 0; h < 2; ++h) {
+        __m512i isum[MR];
+        for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
+        for (int q = 4 * h; q < 4 * h + 4; ++q) {
+          const __m512i v = _mm512_loadu_si512(codes + q * 64);
+          for (int r = 0; r < MR; ++r) isum[r] = DpbusdBcast(isum[r], v, xrow[r] + b * 32 + 4 * q);
+        }
+        const __m512 sw = _mm512_loadu_ps(half_scales + h * 16);
+        const float* xs = h == 0 ? a.s : a.s2;
+        for (int r = 0; r < MR; ++r) {
+          const int64_t off = (r0 + r) * blocks + b;
+          const __m512 t =
+              _mm512_fnmadd_ps(zero_point, _mm512_set1_ps(xs[off]), _mm512_cvtepi32_ps(isum[r]));
+          acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw, _mm512_set1_ps(a.d[off])), acc[r]);
+        }
+      }
+      continue;
+    }
     __m512 sw, zv;
     if constexpr (kGroupScales) {
       sw = _mm512_loadu_ps(reinterpret_cast<const float*>(record));
@@ -181,6 +209,8 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
     Tile<MR, Codes::kU8>(w.data + g * w.row_stride, w, a, r0, acc);
   } else if (w.format == FastFormat::kQ8_0x16) {
     Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, r0, acc);
+  } else if (w.format == FastFormat::kQ6_Kx16) {
+    Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, r0, acc);
   } else {
     Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, r0, acc);
   }

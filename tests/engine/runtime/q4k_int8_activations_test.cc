@@ -1,7 +1,8 @@
-// --cpu_int8_activations on a GGUF Q4_K model (synthesized, tinyllama-like but tiny): the plan
-// names the VNNI kernel for every Q4_K layer (the Q8_0 fallback layers keep theirs), the logits
-// stay close to the exact f32-activation default, and a sequence's logits are bit-identical
-// alone and batched with another sequence's prefill.
+// --cpu_int8_activations on a GGUF Q4_K_M model (synthesized, tinyllama-like but tiny; llama.cpp's
+// mix: Q4_K, with output.weight and the last layer's attn_v / ffn_down in Q6_K): the plan names the
+// VNNI kernel for every Q4_K and Q6_K layer, the logits stay close to the exact f32-activation
+// default, and a sequence's logits are bit-identical alone and batched with another sequence's
+// prefill. (Loading at all needs the plan to accept q/k/v of different GGUF types.)
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,14 +21,14 @@ namespace {
 std::string SynthQ4K() {
   static const std::string path = [] {
     model::SynthShape s;
-    s.name = "q4k-int8-test";
+    s.name = "q4km-int8-test";
     s.arch = "llama";
     s.hidden = 256, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.ffn = 512;
     s.vocab = 320, s.context = 128;
     model::SynthOptions o;
     o.seed = 3;
-    o.type = "Q4_K";
-    const std::string p = ::testing::TempDir() + "/synth_q4k_int8.gguf";
+    o.type = "Q4_K_M";
+    const std::string p = ::testing::TempDir() + "/synth_q4km_int8.gguf";
     const absl::Status st = model::WriteSynthGguf(s, o, p);
     EXPECT_TRUE(st.ok()) << st;
     return p;
@@ -48,14 +49,22 @@ TEST(Q4KInt8ActivationsTest, PlanCloseToExactAndBatchInvariant) {
   auto exact = Load(false);
   auto int8 = Load(true);
   ASSERT_TRUE(exact && int8);
-  int q4k_layers = 0;
+  int q4k_layers = 0, q6k_layers = 0;
   for (const quant::LinearSpec& s : int8->plan->layers()) {
-    if (s.weight_format != quant::WeightFormat::kGgufQ4_K) continue;
-    ++q4k_layers;
-    EXPECT_EQ(s.kernel, "cpu/gguf-q4_k-vnni") << s.module;
+    if (s.weight_format == quant::WeightFormat::kGgufQ4_K) {
+      ++q4k_layers;
+      EXPECT_EQ(s.kernel, "cpu/gguf-q4_k-vnni") << s.module;
+    } else if (s.weight_format == quant::WeightFormat::kGgufQ6_K) {
+      ++q6k_layers;
+      EXPECT_EQ(s.kernel, "cpu/gguf-q6_k-vnni") << s.module;
+    } else {
+      ADD_FAILURE() << s.module << " is neither Q4_K nor Q6_K";
+      continue;
+    }
     EXPECT_EQ(s.activation, quant::ActivationFormat::kInt8Block32) << s.module;
   }
-  EXPECT_GE(q4k_layers, 12);  // every attention and MLP projection of both layers
+  EXPECT_EQ(q4k_layers, 12);  // 7 projections per layer, less layer 1's attn_v and ffn_down
+  EXPECT_EQ(q6k_layers, 3);   // those two and the lm_head
 
   const auto& c = int8->model->config();
   std::vector<int32_t> a, b;

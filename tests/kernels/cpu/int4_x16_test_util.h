@@ -18,19 +18,25 @@ namespace tessera::kernels::cpu::fast::testing {
 
 struct Acts {
   std::vector<int8_t> q;
-  std::vector<float> d, s;
+  std::vector<float> d, s, s2;
   Int4x16Acts view;
 };
 
-inline Acts Quantize(const float* x, int64_t rows, int64_t k) {
+// halves: code sums per half block (s the first halves', s2 the second's), as kQ6_Kx16 needs.
+inline Acts Quantize(const float* x, int64_t rows, int64_t k, bool halves = false) {
   Acts a;
   a.q.resize(rows * k);
   a.d.resize(rows * k / 32);
   a.s.resize(rows * k / 32);
-  QuantizeActsInt4x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data());
+  if (halves) a.s2.resize(rows * k / 32);
+  QuantizeActsInt4x16(x, k, 0, rows, a.q.data(), a.d.data(), a.s.data(),
+                      halves ? a.s2.data() : nullptr);
   a.view = {rows, a.q.data(), a.d.data(), a.s.data()};
+  a.view.s2 = halves ? a.s2.data() : nullptr;
   return a;
 }
+
+inline bool NeedsHalves(const FastWeights& fw) { return fw.format == FastFormat::kQ6_Kx16; }
 
 // Int4x16Matmul (VNNI where the CPU has it) equals Int4x16MatmulPortable bit for bit, bias
 // included, for each row count, on normal random activations.
@@ -42,7 +48,7 @@ inline void ExpectMatchesPortable(const FastWeights& fw, std::mt19937& rng,
     std::vector<float> x(rows * k), bias(n);
     for (auto& v : x) v = nd(rng);
     for (auto& v : bias) v = nd(rng);
-    const Acts a = Quantize(x.data(), rows, k);
+    const Acts a = Quantize(x.data(), rows, k, NeedsHalves(fw));
     std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
     Int4x16Matmul(fw, a.view, bias.data(), y.data(), 0, n);
     Int4x16MatmulPortable(fw, a.view, bias.data(), ref.data(), 0, n);
@@ -59,7 +65,7 @@ inline void ExpectMatchesPortable(const FastWeights& fw, std::mt19937& rng,
 inline void ExpectBatchAndColumnSplitInvariant(const FastWeights& fw, const std::vector<float>& x,
                                                int64_t rows) {
   const int64_t n = fw.n, k = fw.k;
-  const Acts a = Quantize(x.data(), rows, k);
+  const Acts a = Quantize(x.data(), rows, k, NeedsHalves(fw));
   std::vector<float> all(rows * n, -1.0f), split(rows * n, -1.0f);
   Int4x16Matmul(fw, a.view, nullptr, all.data(), 0, n);
   for (auto [b, e] : {std::pair<int64_t, int64_t>{0, 7}, {7, 30}, {30, n}}) {
@@ -67,7 +73,7 @@ inline void ExpectBatchAndColumnSplitInvariant(const FastWeights& fw, const std:
   }
   ASSERT_EQ(std::memcmp(all.data(), split.data(), all.size() * 4), 0);
   for (int64_t m = 0; m < rows; ++m) {
-    const Acts one = Quantize(x.data() + m * k, 1, k);
+    const Acts one = Quantize(x.data() + m * k, 1, k, NeedsHalves(fw));
     std::vector<float> y(n);
     Int4x16Matmul(fw, one.view, nullptr, y.data(), 0, n);
     ASSERT_EQ(std::memcmp(y.data(), all.data() + m * n, n * 4), 0) << "row " << m;
