@@ -1,6 +1,6 @@
 // BM_Int4x16Matmul of tessera_matmul_bench: the 16-column int8-activation VNNI tiles
-// (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, INT4 / INT8 weight-only and
-// NVFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of matmul_bench.cc.
+// (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, INT4 / INT8 weight-only
+// and NVFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of matmul_bench.cc.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -40,9 +40,24 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   if (fmt == "INT4_G128") stored += n * (k / 128) * 8;
   if (fmt == "INT8_G128") stored = n * k + n * (k / 128) * 8;  // GPTQ 8-bit: a byte per code
   if (fmt == "NVFP4") stored += n * k / 16;
+  if (fmt == "Q6_K") stored = n * (k / 256) * 210;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
+    if (fmt == "Q6_K") {  // random codes and int8 scales, a sane f16 d per super-block
+      c.src.resize(stored);
+      for (int64_t i = 0; i < stored / 210; ++i) {
+        uint8_t* b = c.src.data() + i * 210;
+        for (int j = 0; j < 208; ++j) b[j] = static_cast<uint8_t>(rng());
+        const uint16_t h = numeric::FloatToHalf(1e-5f + 1e-4f * (rng() % 100) / 100.0f);
+        std::memcpy(b + 208, &h, 2);
+      }
+      c.tiles = kernels::cpu::HugePageBuffer(kf::Q6_Kx16Bytes(n, k));
+      c.fw = kf::RepackQ6_Kx16(c.src.data(), n, k, c.tiles.data());
+      c.src.clear();
+      c.src.shrink_to_fit();
+      continue;
+    }
     if (fmt == "Q4_0" || fmt == "Q8_0") {
       const int64_t bb = fmt == "Q4_0" ? 18 : 34;
       c.src.resize(n * blocks * bb);
@@ -103,7 +118,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   std::vector<int8_t> q(m * k);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
-  const bool halves = fmt == "NVFP4";
+  const bool halves = fmt == "NVFP4" || fmt == "Q6_K";  // per-half code sums
   size_t next = 0;
   for (auto _ : state) {
     const kf::FastWeights& fw = copies[next].fw;
@@ -129,6 +144,9 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   const double it = static_cast<double>(state.iterations());
   state.counters["weight_GB/s"] =
       benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
+  // The bytes the kernel streams (the tiles; Q6_K's a byte per code are 1.5x the file's).
+  state.counters["tile_GB/s"] = benchmark::Counter(
+      static_cast<double>(copies[0].tiles.size()) * it / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
   state.SetLabel(kf::Q8ActKernelName());
@@ -137,7 +155,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
 }  // namespace
 
 void RegisterInt4x16Benchmarks(std::span<const Shape> gemm) {
-  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "Q8_0", "INT8_G128"}) {
+  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "Q8_0", "INT8_G128", "Q6_K"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }
