@@ -189,6 +189,19 @@ void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8
   for (int l = 0; l < 32; ++l) codes[l] = (j % 2 == 0) ? (q[l] & 0xF) : (q[l] >> 4);
 }
 
+void Q5KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes) {
+  uint8_t sc, m;
+  ScaleMinK4(j, block + 4, &sc, &m);
+  *scale = Half(block) * sc;
+  *offset = Half(block + 2) * m;
+  const uint8_t* qh = block + 16;
+  const uint8_t* q = block + 48 + 32 * (j / 2);  // sub-blocks 2c and 2c + 1 share 32 bytes
+  for (int l = 0; l < 32; ++l) {
+    codes[l] = static_cast<uint8_t>(((j % 2 == 0) ? (q[l] & 0xF) : (q[l] >> 4)) +
+                                    (((qh[l] >> j) & 1) << 4));
+  }
+}
+
 void Q6KCodes(const uint8_t* block, uint8_t* codes, float* scales) {
   const uint8_t* ql = block;
   const uint8_t* qh = block + 128;

@@ -25,6 +25,10 @@ void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks
 // DequantizeGgmlBlocks (llama.cpp's dequantize_row_q4_K) computes them.
 void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes);
 
+// The same for sub-block j (0..7) of one 176-byte Q5_K block: 5-bit codes (the low nibble from
+// qs, the fifth bit from qh), w[l] = scale · codes[l] − offset as dequantize_row_q5_K computes it.
+void Q5KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes);
+
 // One 210-byte Q6_K block (256 values) as 6-bit codes in element order and one scale per 16
 // values: w[e] = scales[e / 16] · (codes[e] − 32), scale = d·sc in f32, exactly as
 // DequantizeGgmlBlocks (llama.cpp's dequantize_row_q6_K) computes them.

@@ -132,6 +132,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufQ4_0:
     case WeightFormat::kGgufQ8_0:
     case WeightFormat::kGgufQ4_K:
+    case WeightFormat::kGgufQ5_K:
     case WeightFormat::kGgufQ6_K:
       if (int8_activations_) {
         spec->activation = ActivationFormat::kInt8Block32;

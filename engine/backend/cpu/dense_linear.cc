@@ -49,9 +49,11 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
       !(enc->ggml && (*enc->ggml == kernels::cpu::GgmlBlockType::kQ4_0 ||
                       *enc->ggml == kernels::cpu::GgmlBlockType::kQ8_0 ||
                       *enc->ggml == kernels::cpu::GgmlBlockType::kQ4_K ||
+                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ5_K ||
                       *enc->ggml == kernels::cpu::GgmlBlockType::kQ6_K))) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor '%s': int8 activations need Q4_0, Q8_0, Q4_K or Q6_K weights, not %s", weight.name,
+        "tensor '%s': int8 activations need Q4_0, Q8_0, Q4_K, Q5_K or Q6_K weights, not %s",
+        weight.name,
         io::DTypeName(weight.dtype)));
   }
   if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {
@@ -91,6 +93,12 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // per sub-block of 32; int4_x16.h RepackQ4KToU4x16).
     repacked_ = kernels::cpu::HugePageBuffer(kf::U4x16Bytes(n, k, 32));
     fast_ = kf::RepackQ4KToU4x16(weight_.bytes.data(), n, k, repacked_.data());
+    return;
+  }
+  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ5_K) {
+    // Int8 activations on Q5_K: Q4_K's per-group form with 5-bit codes a byte each (int4_x16.h).
+    repacked_ = kernels::cpu::HugePageBuffer(kf::U8x16Bytes(n, k, 32));
+    fast_ = kf::RepackQ5KToU8x16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ6_K) {
@@ -142,7 +150,8 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   ColumnRun run;
   kf::Int4x16Acts acts16;
   if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16 ||
-      fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kQ6_Kx16) {
+      fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kU8x16 ||
+      fast_.format == kf::FastFormat::kQ6_Kx16) {
     const int64_t k = in_features(), blocks = k / 32;
     int8_t* qp = scratch.Alloc<int8_t>(rows * k);
     float* dp = scratch.Alloc<float>(rows * blocks);

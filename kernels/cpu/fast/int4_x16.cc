@@ -188,17 +188,26 @@ FastWeights RepackU8x16(const FastWeights& src, uint8_t* dst) {
   return RepackGroups<true>(src, dst);
 }
 
-FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  // Through the kU4Groups source view: nibble pairs plus per-(row, group) scales and zeros.
-  const int64_t groups = k / 32, row_bytes = k / 256 * 144;
-  std::vector<uint8_t> pairs(n * k / 2);
+namespace {
+
+// GGUF K-quant rows with affine sub-blocks of 32 (Q4_K, Q5_K) through the kU4Groups / kU8Groups
+// source view: each sub-block's w = s·u − o (sub_block gives s, o and the codes) becomes scale s
+// and zero point o / s; a sub-block with s = 0 is the constant −o, stored as codes 0, zero point 1
+// and scale o.
+template <bool kBytes>
+FastWeights RepackAffineKQuant(const uint8_t* ggml_rows, int64_t n, int64_t k, int64_t block_bytes,
+                               void (*sub_block)(const uint8_t*, int, float*, float*, uint8_t*),
+                               uint8_t* dst) {
+  const int64_t groups = k / 32, row_bytes = k / 256 * block_bytes;
+  const int64_t code_row = kBytes ? k : k / 2;
+  std::vector<uint8_t> codes_in(n * code_row);
   std::vector<float> scales(n * groups), zeros(n * groups);
   uint8_t codes[32];
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
       float s, o;
-      Q4KSubBlock(ggml_rows + r * row_bytes + (g / 8) * 144, static_cast<int>(g % 8), &s, &o,
-                  codes);
+      sub_block(ggml_rows + r * row_bytes + (g / 8) * block_bytes, static_cast<int>(g % 8), &s,
+                &o, codes);
       float z = 0.0f;
       if (s != 0.0f) {
         z = o / s;
@@ -209,21 +218,35 @@ FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uin
       }
       scales[r * groups + g] = s;
       zeros[r * groups + g] = z;
-      uint8_t* p = pairs.data() + r * (k / 2) + g * 16;
-      for (int l = 0; l < 16; ++l)
-        p[l] = static_cast<uint8_t>(codes[2 * l] | (codes[2 * l + 1] << 4));
+      uint8_t* p = codes_in.data() + r * code_row + g * (kBytes ? 32 : 16);
+      if constexpr (kBytes) {
+        std::memcpy(p, codes, 32);
+      } else {
+        for (int l = 0; l < 16; ++l)
+          p[l] = static_cast<uint8_t>(codes[2 * l] | (codes[2 * l + 1] << 4));
+      }
     }
   }
   FastWeights src;
-  src.format = FastFormat::kU4Groups;
-  src.data = pairs.data();
+  src.format = kBytes ? FastFormat::kU8Groups : FastFormat::kU4Groups;
+  src.data = codes_in.data();
   src.n = n;
   src.k = k;
-  src.row_stride = k / 2;
+  src.row_stride = code_row;
   src.group_scales = scales.data();
   src.group_zeros = zeros.data();
   src.group_size = 32;
-  return RepackU4x16(src, dst);
+  return RepackGroups<kBytes>(src, dst);
+}
+
+}  // namespace
+
+FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  return RepackAffineKQuant<false>(ggml_rows, n, k, 144, Q4KSubBlock, dst);
+}
+
+FastWeights RepackQ5KToU8x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  return RepackAffineKQuant<true>(ggml_rows, n, k, 176, Q5KSubBlock, dst);
 }
 
 int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {

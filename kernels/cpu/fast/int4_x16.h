@@ -80,6 +80,10 @@ FastWeights RepackU8x16(const FastWeights& u8_groups, uint8_t* dst);
 // scale o. The zero point's rounding moves a block total by at most 2^-24·|o·Σx|.
 FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
+// GGUF Q5_K rows the same way, 5-bit codes a byte each: kU8x16 with group size 32
+// (U8x16Bytes(n, k, 32); ggml_dequant.h Q5KSubBlock).
+FastWeights RepackQ5KToU8x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
+
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes: codes and d·sc per 16).
 FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 

@@ -3,6 +3,7 @@
 // at plan time, not an unwritten output at run time).
 #include "engine/backend/cpu/cpu_kernel_selector.h"
 
+#include <string>
 #include <utility>
 
 #include "gtest/gtest.h"
@@ -107,6 +108,41 @@ TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
     g24.kernel.clear();
     ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&g24).ok());
     EXPECT_EQ(g24.kernel, "cpu/int-wo-ref");
+  }
+}
+
+}  // namespace
+}  // namespace tessera::backend::cpu
+
+namespace tessera::backend::cpu {
+namespace {
+
+// GGUF block formats: under --cpu_int8_activations the ones with 16-column int8 tiles take the
+// VNNI kernel and int8 activations; the others keep f32 activations and the dequantizing kernel.
+TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
+  for (const auto& [fmt, label] :
+       {std::pair{quant::WeightFormat::kGgufQ4_0, "cpu/gguf-q4_0-vnni"},
+        std::pair{quant::WeightFormat::kGgufQ8_0, "cpu/gguf-q8_0-vnni"},
+        std::pair{quant::WeightFormat::kGgufQ4_K, "cpu/gguf-q4_k-vnni"},
+        std::pair{quant::WeightFormat::kGgufQ5_K, "cpu/gguf-q5_k-vnni"},
+        std::pair{quant::WeightFormat::kGgufQ6_K, "cpu/gguf-q6_k-vnni"},
+        std::pair{quant::WeightFormat::kGgufQ4_1, "cpu/gguf-q4_1-fast"},
+        std::pair{quant::WeightFormat::kGgufQ5_0, "cpu/gguf-q5_0-fast"}}) {
+    quant::LinearSpec s;
+    s.module = "model.layers.0.mlp.down_proj";
+    s.n = 64;
+    s.k = 256;
+    s.weight_format = fmt;
+    quant::LinearSpec plain = s;
+    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&s).ok());
+    EXPECT_EQ(s.kernel, label);
+    const bool tiles = std::string(label).find("vnni") != std::string::npos;
+    EXPECT_EQ(s.activation, tiles ? quant::ActivationFormat::kInt8Block32
+                                  : quant::ActivationFormat::kFloat)
+        << label;
+    ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
+    EXPECT_EQ(plain.activation, quant::ActivationFormat::kFloat) << label;
+    EXPECT_NE(plain.kernel.find("-fast"), std::string::npos) << plain.kernel;
   }
 }
 

@@ -1,0 +1,121 @@
+// DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
+// load: GGUF Q5_K and Q6_K under int8 activations (the 16-column VNNI tiles) against the same
+// layer with f32 activations (the dequantizing reference path), within the int8 activation
+// rounding; f16 weights (the AVX-512 panels) against a double sum of the f16 values. Each is
+// batch-invariant through Forward (a row alone = the same row among 7, bit for bit, on a 2-thread
+// pool), and Describe names the kernel.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/backend/cpu/dense_linear.h"
+#include "engine/io/tensor_view.h"
+#include "gtest/gtest.h"
+#include "kernels/cpu/fast/f16_panel_matmul.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::backend::cpu {
+namespace {
+
+constexpr int64_t kN = 40, kK = 512, kRows = 7;
+
+// Random but valid K-quant blocks: every byte pattern decodes; f16 super-block scales kept sane
+// (Q5_K: d, dmin at bytes 0-3 of 176; Q6_K: d at bytes 208-209 of 210).
+std::vector<uint8_t> RandomBlocks(io::DType dtype, std::mt19937& rng) {
+  const bool q6 = dtype == io::DType::kQ6_K;
+  const int64_t bb = q6 ? 210 : 176;
+  std::vector<uint8_t> bytes(kN * (kK / 256) * bb);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < kN * (kK / 256); ++i) {
+    uint8_t* blk = bytes.data() + i * bb;
+    const uint16_t d = numeric::FloatToHalf(q6 ? 2e-4f : 1e-3f);
+    std::memcpy(blk + (q6 ? 208 : 0), &d, 2);
+    if (!q6) std::memcpy(blk + 2, &d, 2);
+  }
+  return bytes;
+}
+
+std::vector<float> Forward(const DenseLinear& l, const std::vector<float>& x, int64_t rows) {
+  std::vector<float> y(rows * kN, std::nanf(""));
+  l.Forward(x.data(), rows, y.data());
+  return y;
+}
+
+void ExpectBatchInvariant(const DenseLinear& l, const std::vector<float>& x) {
+  const std::vector<float> all = Forward(l, x, kRows);
+  for (int64_t m = 0; m < kRows; ++m) {
+    const std::vector<float> one(x.begin() + m * kK, x.begin() + (m + 1) * kK);
+    const std::vector<float> y = Forward(l, one, 1);
+    ASSERT_EQ(std::memcmp(y.data(), all.data() + m * kN, kN * 4), 0) << "row " << m;
+  }
+}
+
+std::vector<float> Normal(int64_t n, std::mt19937& rng) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& e : v) e = nd(rng);
+  return v;
+}
+
+class DenseLinearKQuantTest : public ::testing::TestWithParam<io::DType> {};
+
+TEST_P(DenseLinearKQuantTest, Int8TilesFollowTheReferenceAndAreBatchInvariant) {
+  std::mt19937 rng(static_cast<uint32_t>(GetParam()));
+  kernels::cpu::ThreadPool pool(2);
+  const std::vector<uint8_t> bytes = RandomBlocks(GetParam(), rng);
+  const io::TensorView view{"w", GetParam(), {kN, kK}, absl::MakeConstSpan(bytes)};
+  auto exact = DenseLinear::Create(view, {}, &pool, DenseActivations::kFloat);
+  auto int8 = DenseLinear::Create(view, {}, &pool, DenseActivations::kInt8Block32);
+  ASSERT_TRUE(exact.ok()) << exact.status();
+  ASSERT_TRUE(int8.ok()) << int8.status();
+  EXPECT_NE((*int8)->Describe().find("q8_0 act"), std::string::npos) << (*int8)->Describe();
+  const std::vector<float> x = Normal(kRows * kK, rng);
+  const std::vector<float> want = Forward(**exact, x, kRows), got = Forward(**int8, x, kRows);
+  double worst = 0, scale = 0;
+  for (int64_t i = 0; i < kRows * kN; ++i) {
+    ASSERT_TRUE(std::isfinite(got[i])) << i;
+    worst = std::max(worst, std::abs(double(got[i]) - want[i]));
+    scale = std::max(scale, std::abs(double(want[i])));
+  }
+  EXPECT_GT(worst, 0.0);               // the activations really were quantized
+  EXPECT_LT(worst, 2e-2 * scale);      // int8 blocks of 32: well under 1% of the outputs' range
+  ExpectBatchInvariant(**int8, x);
+}
+
+INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
+                         ::testing::Values(io::DType::kQ5_K, io::DType::kQ6_K));
+
+TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
+  if (!kernels::cpu::fast::F16PanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(5);
+  kernels::cpu::ThreadPool pool(2);
+  std::vector<uint16_t> w(kN * kK);
+  for (auto& v : w) v = numeric::FloatToHalf(0.05f * Normal(1, rng)[0]);
+  std::vector<float> bias = Normal(kN, rng);
+  const io::TensorView view{
+      "w", io::DType::kF16, {kN, kK},
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(w.data()), w.size() * 2)};
+  auto l = DenseLinear::Create(view, bias, &pool, DenseActivations::kFloat);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ((*l)->Describe(), "f16 / cpu-avx512-panels");
+  const std::vector<float> x = Normal(kRows * kK, rng);
+  const std::vector<float> y = Forward(**l, x, kRows);
+  for (int64_t m = 0; m < kRows; ++m) {
+    for (int64_t n = 0; n < kN; ++n) {
+      double sum = bias[n], mag = std::abs(bias[n]);
+      for (int64_t i = 0; i < kK; ++i) {
+        const double p = double(x[m * kK + i]) * numeric::HalfToFloat(w[n * kK + i]);
+        sum += p;
+        mag += std::abs(p);
+      }
+      ASSERT_LE(std::abs(y[m * kN + n] - sum), (kK + 1) * 0x1p-24 * mag) << m << " " << n;
+    }
+  }
+  ExpectBatchInvariant(**l, x);
+}
+
+}  // namespace
+}  // namespace tessera::backend::cpu
