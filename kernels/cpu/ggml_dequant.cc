@@ -189,6 +189,10 @@ void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8
   for (int l = 0; l < 32; ++l) codes[l] = (j % 2 == 0) ? (q[l] & 0xF) : (q[l] >> 4);
 }
 
+void KQuantScaleMin(const uint8_t* scales12, int j, uint8_t* sc, uint8_t* m) {
+  ScaleMinK4(j, scales12, sc, m);
+}
+
 void Q5KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes) {
   uint8_t sc, m;
   ScaleMinK4(j, block + 4, &sc, &m);

@@ -25,6 +25,10 @@ void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks
 // DequantizeGgmlBlocks (llama.cpp's dequantize_row_q4_K) computes them.
 void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes);
 
+// get_scale_min_k4: the 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes of a
+// Q4_K / Q5_K block (block + 4).
+void KQuantScaleMin(const uint8_t* scales12, int j, uint8_t* sc, uint8_t* m);
+
 // The same for sub-block j (0..7) of one 176-byte Q5_K block: 5-bit codes (the low nibble from
 // qs, the fifth bit from qh), w[l] = scale · codes[l] − offset as dequantize_row_q5_K computes it.
 void Q5KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes);

@@ -89,10 +89,10 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_K) {
-    // Int8 activations on Q4_K: the per-group INT4 tiles (scale d·sc, zero point dmin·m / d·sc
-    // per sub-block of 32; int4_x16.h RepackQ4KToU4x16).
-    repacked_ = kernels::cpu::HugePageBuffer(kf::U4x16Bytes(n, k, 32));
-    fast_ = kf::RepackQ4KToU4x16(weight_.bytes.data(), n, k, repacked_.data());
+    // Int8 activations on Q4_K: nibble tiles under the file's own d / dmin and 6-bit scales and
+    // mins (int4_x16.h RepackQ4_Kx16), 4.625 bits per weight.
+    repacked_ = kernels::cpu::HugePageBuffer(kf::Q4_Kx16Bytes(n, k));
+    fast_ = kf::RepackQ4_Kx16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ5_K) {
@@ -151,7 +151,7 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   kf::Int4x16Acts acts16;
   if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16 ||
       fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kU8x16 ||
-      fast_.format == kf::FastFormat::kQ6_Kx16) {
+      fast_.format == kf::FastFormat::kQ6_Kx16 || fast_.format == kf::FastFormat::kQ4_Kx16) {
     const int64_t k = in_features(), blocks = k / 32;
     int8_t* qp = scratch.Alloc<int8_t>(rows * k);
     float* dp = scratch.Alloc<float>(rows * blocks);

@@ -53,6 +53,9 @@ enum class FastFormat {
   // GGUF Q6_K in 16-column tiles (int4_x16.h: 6-bit codes a byte each, an f32 scale per 16);
   // int8-activation kernels only.
   kQ6_Kx16,
+  // GGUF Q4_K in 16-column tiles (int4_x16.h: nibble codes, the file's f16 d / dmin per
+  // super-block and 6-bit scales / mins per block); int8-activation kernels only.
+  kQ4_Kx16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

@@ -188,65 +188,75 @@ FastWeights RepackU8x16(const FastWeights& src, uint8_t* dst) {
   return RepackGroups<true>(src, dst);
 }
 
-namespace {
+int64_t Q4_Kx16Bytes(int64_t n, int64_t k) {
+  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ4_Kx16, nullptr, n, k, 32).row_stride;
+}
 
-// GGUF K-quant rows with affine sub-blocks of 32 (Q4_K, Q5_K) through the kU4Groups / kU8Groups
-// source view: each sub-block's w = s·u − o (sub_block gives s, o and the codes) becomes scale s
-// and zero point o / s; a sub-block with s = 0 is the constant −o, stored as codes 0, zero point 1
-// and scale o.
-template <bool kBytes>
-FastWeights RepackAffineKQuant(const uint8_t* ggml_rows, int64_t n, int64_t k, int64_t block_bytes,
-                               void (*sub_block)(const uint8_t*, int, float*, float*, uint8_t*),
-                               uint8_t* dst) {
-  const int64_t groups = k / 32, row_bytes = k / 256 * block_bytes;
-  const int64_t code_row = kBytes ? k : k / 2;
-  std::vector<uint8_t> codes_in(n * code_row);
-  std::vector<float> scales(n * groups), zeros(n * groups);
+FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  constexpr int64_t kQ4KBlockBytes = 144;  // f16 d, f16 dmin, 12 scale bytes, 128 code bytes
+  FastWeights w = Describe(FastFormat::kQ4_Kx16, dst, n, k, 32);
+  w.ggml = GgmlBlockType::kQ4_K;
+  const X16Layout l = LayoutOf(w);
+  const int64_t groups = (n + kCols - 1) / kCols, supers = k / 256;
+  std::memset(dst, 0, groups * w.row_stride);
   uint8_t codes[32];
+  for (int64_t g = 0; g < groups; ++g) {
+    uint8_t* tile = dst + g * w.row_stride;
+    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
+      const int64_t col = g * kCols + c;
+      for (int64_t sb = 0; sb < supers; ++sb) {
+        const uint8_t* blk = ggml_rows + (col * supers + sb) * kQ4KBlockBytes;
+        uint8_t* rec = tile + l.Scales(sb * 8);
+        std::memcpy(rec + 2 * c, blk, 2);           // d
+        std::memcpy(rec + 32 + 2 * c, blk + 2, 2);  // dmin
+        for (int j = 0; j < 8; ++j) {
+          KQuantScaleMin(blk + 4, j, &rec[64 + j * kCols + c], &rec[192 + j * kCols + c]);
+          float unused_scale, unused_offset;
+          Q4KSubBlock(blk, j, &unused_scale, &unused_offset, codes);
+          PutCodes(tile + l.Codes(sb * 8 + j), c, [&](int i) { return codes[i]; });
+        }
+      }
+    }
+  }
+  return w;
+}
+
+// GGUF Q5_K rows through the kU8Groups source view: each sub-block's w = s·u − o (Q5KSubBlock)
+// becomes scale s and zero point o / s; a sub-block with s = 0 is the constant −o, stored as codes
+// 0, zero point 1 and scale o.
+FastWeights RepackQ5KToU8x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  constexpr int64_t kQ5KBlockBytes = 176;
+  const int64_t groups = k / 32, row_bytes = k / 256 * kQ5KBlockBytes;
+  std::vector<uint8_t> codes(n * k);
+  std::vector<float> scales(n * groups), zeros(n * groups);
   for (int64_t r = 0; r < n; ++r) {
     for (int64_t g = 0; g < groups; ++g) {
+      uint8_t* u = codes.data() + r * k + g * 32;
       float s, o;
-      sub_block(ggml_rows + r * row_bytes + (g / 8) * block_bytes, static_cast<int>(g % 8), &s,
-                &o, codes);
+      Q5KSubBlock(ggml_rows + r * row_bytes + (g / 8) * kQ5KBlockBytes, static_cast<int>(g % 8),
+                  &s, &o, u);
       float z = 0.0f;
       if (s != 0.0f) {
         z = o / s;
       } else {
-        std::fill(codes, codes + 32, uint8_t{0});
+        std::fill(u, u + 32, uint8_t{0});
         s = o;
         z = o != 0.0f ? 1.0f : 0.0f;
       }
       scales[r * groups + g] = s;
       zeros[r * groups + g] = z;
-      uint8_t* p = codes_in.data() + r * code_row + g * (kBytes ? 32 : 16);
-      if constexpr (kBytes) {
-        std::memcpy(p, codes, 32);
-      } else {
-        for (int l = 0; l < 16; ++l)
-          p[l] = static_cast<uint8_t>(codes[2 * l] | (codes[2 * l + 1] << 4));
-      }
     }
   }
   FastWeights src;
-  src.format = kBytes ? FastFormat::kU8Groups : FastFormat::kU4Groups;
-  src.data = codes_in.data();
+  src.format = FastFormat::kU8Groups;
+  src.data = codes.data();
   src.n = n;
   src.k = k;
-  src.row_stride = code_row;
+  src.row_stride = k;
   src.group_scales = scales.data();
   src.group_zeros = zeros.data();
   src.group_size = 32;
-  return RepackGroups<kBytes>(src, dst);
-}
-
-}  // namespace
-
-FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  return RepackAffineKQuant<false>(ggml_rows, n, k, 144, Q4KSubBlock, dst);
-}
-
-FastWeights RepackQ5KToU8x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  return RepackAffineKQuant<true>(ggml_rows, n, k, 176, Q5KSubBlock, dst);
+  return RepackU8x16(src, dst);
 }
 
 int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
@@ -373,6 +383,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
   const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
   const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
   const bool nvfp4 = w.format == FastFormat::kNvfp4x16;
+  const bool q4_k = w.format == FastFormat::kQ4_Kx16;
   const X16Layout l = LayoutOf(w);
   auto finish = [&](float acc, int64_t m, int64_t n) {
     if (a.row_scale != nullptr) {
@@ -457,6 +468,19 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
             }
           }
         }
+        const int64_t off = m * blocks + b;
+        if (q4_k) {  // the file's affine form: s = d·sc, o = dmin·m, both exact in f32
+          const uint8_t* rec = tile + l.Scales(b);
+          const int64_t j = b % 8;
+          uint16_t dh, mh;
+          std::memcpy(&dh, rec + 2 * c, 2);
+          std::memcpy(&mh, rec + 32 + 2 * c, 2);
+          const float s = numeric::HalfToFloat(dh) * static_cast<float>(rec[64 + j * kCols + c]);
+          const float o = numeric::HalfToFloat(mh) * static_cast<float>(rec[192 + j * kCols + c]);
+          const float t = std::fma(-o, a.s[off], s * static_cast<float>(dot));
+          acc = std::fma(t, a.d[off], acc);
+          continue;
+        }
         float scale, zero;
         if (q4_0) {
           uint16_t h;
@@ -468,8 +492,8 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
           scale = scales[c];
           zero = scales[kCols + c];
         }
-        const float t = std::fma(-zero, a.s[m * blocks + b], static_cast<float>(dot));
-        acc = std::fma(t, scale * a.d[m * blocks + b], acc);
+        const float t = std::fma(-zero, a.s[off], static_cast<float>(dot));
+        acc = std::fma(t, scale * a.d[off], acc);
       }
       finish(acc, m, n);
     }

@@ -6,7 +6,8 @@
 // bits with per-group scales and zero points (FastFormat::kU8x16: GPTQ / compressed-tensors INT8,
 // INT3, INT2 weight-only, a byte per code), and GGUF Q6_K (FastFormat::kQ6_Kx16: the 6-bit codes a
 // byte each, an f32 scale per 16; the output and many ffn_down / attn_v tensors of every K-quant
-// model). llama.cpp's
+// model) and GGUF Q4_K (FastFormat::kQ4_Kx16: nibble codes under the file's own scales and mins).
+// llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
 // so a block's integer total lands in its column's lane without the horizontal reductions a
@@ -23,8 +24,9 @@
 // are E2M1 nibbles). kQ8_0x16 has Q4_0's scales and codes [8 chunks][16 columns][4 bytes] per
 // block, byte i of chunk q, column c being u = w + 128 for K = 4q + i of the block; kU8x16 has
 // kU4x16's scales and Q8_0's code layout (u the unsigned code itself); kQ6_Kx16 has Q8_0's code
-// layout (u the 6-bit code) and per block the f32 scales d·sc [2 halves][16]. Everything is on
-// 64 bytes.
+// layout (u the 6-bit code) and per block the f32 scales d·sc [2 halves][16]; kQ4_Kx16 has Q4_0's
+// code layout and per super-block record the f16 d, dmin [16] and the bytes sc, m [8][16].
+// Everything is on 64 bytes.
 //
 // Numerics (the canonical order, shared with Int4x16MatmulPortable bit for bit): with the
 // activation blocks of q8_act_matmul.h (codes x, scale d, code sum s per block of 32), per output
@@ -42,7 +44,9 @@
 // acc + bias. The order depends only on k, so results are batch-invariant and identical on the
 // one-row and many-row paths. kQ6_Kx16 also works per half block: z = 32, w_s the half's d·sc,
 // the block's activation scale d for both halves and the per-half code sums s / s2; every t is
-// the exact half-block integer Σ (u − 32)·x.
+// the exact half-block integer Σ (u − 32)·x. kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
+// s = d·sc and o = dmin·m (both exact in f32): per block p = s · float(Σ u·x), t = fma(−o, s_b, p),
+// acc = fma(t, d_b, acc).
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 
@@ -74,14 +78,16 @@ FastWeights RepackU4x16(const FastWeights& u4_groups, uint8_t* dst);
 // The same for kU8Groups weights (codes one per byte, row_stride ≥ k).
 FastWeights RepackU8x16(const FastWeights& u8_groups, uint8_t* dst);
 
-// GGUF Q4_K rows (k % 256 == 0) as kU4x16 with group size 32 (U4x16Bytes(n, k, 32)): each
-// sub-block's w = s·u − o (s = d·sc, o = dmin·m, ggml_dequant.h Q4KSubBlock) becomes scale s and
-// zero point o / s; a sub-block with s = 0 is the constant −o, stored as codes 0, zero point 1 and
-// scale o. The zero point's rounding moves a block total by at most 2^-24·|o·Σx|.
-FastWeights RepackQ4KToU4x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
+// GGUF Q4_K rows (k % 256 == 0) as kQ4_Kx16 (Q4_Kx16Bytes): the file's own numbers (f16 d and
+// dmin per super-block, 6-bit sc and m per block of 32, 4-bit codes), 4.625 bits per weight.
+int64_t Q4_Kx16Bytes(int64_t n, int64_t k);
+FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
-// GGUF Q5_K rows the same way, 5-bit codes a byte each: kU8x16 with group size 32
-// (U8x16Bytes(n, k, 32); ggml_dequant.h Q5KSubBlock).
+// GGUF Q5_K rows (k % 256 == 0) as kU8x16 with group size 32 (U8x16Bytes(n, k, 32)), 5-bit codes
+// a byte each: each sub-block's w = s·u − o (s = d·sc, o = dmin·m, ggml_dequant.h Q5KSubBlock)
+// becomes scale s and zero point o / s; a sub-block with s = 0 is the constant −o, stored as codes
+// 0, zero point 1 and scale o. The zero point's rounding moves a block total by at most
+// 2^-24·|o·Σx|.
 FastWeights RepackQ5KToU8x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes: codes and d·sc per 16).

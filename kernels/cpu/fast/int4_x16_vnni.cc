@@ -1,4 +1,5 @@
-// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, Q8_0, INT8 and Q6_K tiles). Intrinsics under
+// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, Q8_0, INT8, Q6_K and Q4_K
+// tiles). Intrinsics under
 // target attributes (Highway 1.0.3 has no vpdpbusd); called only after the CPUID check in
 // q8_act_vnni.cc (internal::HasVnni).
 //
@@ -54,7 +55,7 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
 // zero points; kQ6K: f32 scales per half block and zero point 32; else f16 block scales and zero
@@ -67,7 +68,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   constexpr bool kHalves = kCodes == Codes::kQ6K;
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8 || kHalves;
   constexpr int64_t kBlockBytes = kBytes ? 512 : 256;
-  constexpr int64_t kScaleBytes = kGroupScales ? 128 : kHalves ? 256 : 64;
+  constexpr bool kAffine = kCodes == Codes::kQ4K;  // GGUF Q4_K: w = d·sc·u − dmin·m
+  constexpr int64_t kScaleBytes = kGroupScales ? 128 : kHalves ? 256 : kAffine ? 320 : 64;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
@@ -107,10 +109,20 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       }
       continue;
     }
-    __m512 sw, zv;
+    __m512 sw, zv;  // kAffine: s = d·sc and o = dmin·m (exact), else scale and zero point
     if constexpr (kGroupScales) {
       sw = _mm512_loadu_ps(reinterpret_cast<const float*>(record));
       zv = _mm512_loadu_ps(reinterpret_cast<const float*>(record + 64));
+    } else if constexpr (kAffine) {
+      auto bytes = [&](int64_t at) {
+        return _mm512_cvtepi32_ps(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(record + at))));
+      };
+      auto halves = [&](int64_t at) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + at)));
+      };
+      sw = _mm512_mul_ps(halves(0), bytes(64 + j * 16));
+      zv = _mm512_mul_ps(halves(32), bytes(192 + j * 16));
     } else {
       sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + j * 32)));
       zv = zero_point;
@@ -138,8 +150,15 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
     }
     for (int r = 0; r < MR; ++r) {
       const int64_t off = (r0 + r) * blocks + b;
-      const __m512 t = _mm512_fnmadd_ps(zv, _mm512_set1_ps(a.s[off]), _mm512_cvtepi32_ps(isum[r]));
-      acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw, _mm512_set1_ps(a.d[off])), acc[r]);
+      if constexpr (kAffine) {
+        const __m512 p = _mm512_mul_ps(sw, _mm512_cvtepi32_ps(isum[r]));
+        const __m512 t = _mm512_fnmadd_ps(zv, _mm512_set1_ps(a.s[off]), p);
+        acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(a.d[off]), acc[r]);
+      } else {
+        const __m512 t =
+            _mm512_fnmadd_ps(zv, _mm512_set1_ps(a.s[off]), _mm512_cvtepi32_ps(isum[r]));
+        acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw, _mm512_set1_ps(a.d[off])), acc[r]);
+      }
     }
   }
   for (int r = 0; r < MR; ++r) out[r] = acc[r];
@@ -211,6 +230,8 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
     Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, r0, acc);
   } else if (w.format == FastFormat::kQ6_Kx16) {
     Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, r0, acc);
+  } else if (w.format == FastFormat::kQ4_Kx16) {
+    Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, r0, acc);
   } else {
     Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, r0, acc);
   }

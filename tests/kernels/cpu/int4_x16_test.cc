@@ -205,12 +205,12 @@ TEST(U4x16Test, BatchAndColumnSplitInvariant) {
   testing::ExpectBatchAndColumnSplitInvariant(w.fw, x, rows);
 }
 
-// ---- GGUF Q4_K as kU4x16 (RepackQ4KToU4x16). Random blocks with f16 d / dmin, every 6-bit
+// ---- GGUF Q4_K as kQ4_Kx16 (RepackQ4_Kx16). Random blocks with f16 d / dmin, every 6-bit
 // scale and min pattern, and sub-blocks whose d·sc is zero (sc = 0, or d = 0 in a whole block)
 // with and without a min: the tiles must compute Σ w·x̂ for the reference dequantization w
-// (DequantizeGgmlBlocks) and the int8-rounded activations x̂ = q·d, within f32 summation plus
-// the zero point's rounding. ----
-TEST(U4x16Test, Q4KMatchesDequantizedWeights) {
+// (DequantizeGgmlBlocks) and the int8-rounded activations x̂ = q·d, within f32 summation; the
+// kernel equals the portable loop bit for bit and is batch and column-split invariant. ----
+TEST(Q4_Kx16Test, MatchesDequantizedWeightsPortableAndIsInvariant) {
   std::mt19937 rng(71);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
@@ -226,9 +226,16 @@ TEST(U4x16Test, Q4KMatchesDequantizedWeights) {
       std::memcpy(b + 2, &dmin, 2);
       if (i % 5 == 1) b[4] &= 0xC0;  // sub-block 0: sc = 0 (its min stays)
     }
-    auto tiles = hwy::AllocateAligned<uint8_t>(U4x16Bytes(n, k, 32));
-    const FastWeights fw = RepackQ4KToU4x16(rows.data(), n, k, tiles.get());
-    ASSERT_EQ(fw.format, FastFormat::kU4x16);
+    auto tiles = hwy::AllocateAligned<uint8_t>(Q4_Kx16Bytes(n, k));
+    const FastWeights fw = RepackQ4_Kx16(rows.data(), n, k, tiles.get());
+    ASSERT_EQ(fw.format, FastFormat::kQ4_Kx16);
+    ASSERT_EQ(fw.row_stride, sb * (320 + 8 * 256));  // 4.625 bits per weight
+    testing::ExpectMatchesPortable(fw, rng, {1, 3, 8, 9});
+    if (n >= 31) {
+      std::vector<float> xs(9 * k);
+      for (auto& v : xs) v = nd(rng);
+      testing::ExpectBatchAndColumnSplitInvariant(fw, xs, 9);
+    }
     std::vector<float> wref(n * k);
     DequantizeGgmlBlocks(GgmlBlockType::kQ4_K, rows.data(), n * sb, wref.data());
     for (int64_t rcount : {1, 7}) {
