@@ -264,26 +264,37 @@ int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
 }
 
 FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  constexpr int64_t kQ6BlockBytes = 210;  // 256 values
+  constexpr int64_t kQ6BlockBytes = 210;  // ql[128], qh[64], int8 sc[16], f16 d
   FastWeights w = Describe(FastFormat::kQ6_Kx16, dst, n, k, 32);
   w.ggml = GgmlBlockType::kQ6_K;
   const X16Layout l = LayoutOf(w);
-  const int64_t groups = (n + kCols - 1) / kCols;
+  const int64_t groups = (n + kCols - 1) / kCols, supers = k / 256;
   std::memset(dst, 0, groups * w.row_stride);
   uint8_t codes[256];
-  float scales[16];
+  float unused_scales[16];
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* tile = dst + g * w.row_stride;
     for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
       const int64_t col = g * kCols + c;
-      for (int64_t sb = 0; sb < k / 256; ++sb) {
-        Q6KCodes(ggml_rows + (col * (k / 256) + sb) * kQ6BlockBytes, codes, scales);
-        for (int64_t i = 0; i < 8; ++i) {
-          const int64_t b = sb * 8 + i;
-          auto* block_scales = reinterpret_cast<float*>(tile + l.Scales(b));
-          block_scales[c] = scales[2 * i];
-          block_scales[kCols + c] = scales[2 * i + 1];
-          for (int j = 0; j < 32; ++j) tile[l.Codes(b) + ByteCodeOffset(c, j)] = codes[32 * i + j];
+      for (int64_t sb = 0; sb < supers; ++sb) {
+        const uint8_t* blk = ggml_rows + (col * supers + sb) * kQ6BlockBytes;
+        uint8_t* rec = tile + l.Scales(sb * 8);
+        std::memcpy(rec + 2 * c, blk + 208, 2);                            // d
+        for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];  // sc per 16
+        Q6KCodes(blk, codes, unused_scales);
+        for (int j = 0; j < 8; ++j) {
+          const uint8_t* u = codes + 32 * j;
+          uint8_t* block_codes = tile + l.Codes(sb * 8 + j);
+          PutCodes(block_codes, c, [&](int i) { return u[i] & 0xF; });
+          // High bit pairs: byte i of pair p, column c holds, for chunk 2p (low nibble) and 2p + 1
+          // (high nibble), the pairs of K = 8q + i (bits 0-1) and 8q + 4 + i (bits 2-3).
+          for (int q = 0; q < 4; ++q) {
+            for (int i = 0; i < 4; ++i) {
+              const int pairs = (u[8 * q + i] >> 4) | ((u[8 * q + 4 + i] >> 4) << 2);
+              block_codes[256 + (q / 2) * 64 + c * 4 + i] |=
+                  static_cast<uint8_t>(pairs << (4 * (q % 2)));
+            }
+          }
         }
       }
     }
@@ -402,15 +413,26 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
         const int8_t* x = a.q + m * w.k;
         float acc = 0.0f;
         for (int64_t b = 0; b < blocks; ++b) {
-          const auto* scales = reinterpret_cast<const float*>(tile + l.Scales(b));
-          for (int h = 0; h < 2; ++h) {  // half h: byte chunks 4h .. 4h + 3 (K 16h .. 16h + 15)
+          const uint8_t* rec = tile + l.Scales(b);
+          const uint8_t* codes = tile + l.Codes(b);
+          uint16_t dh;
+          std::memcpy(&dh, rec + 2 * c, 2);
+          for (int h = 0; h < 2; ++h) {  // half h: chunks 2h and 2h + 1 (K 16h .. 16h + 15)
             int32_t dot = 0;
-            for (int j = 16 * h; j < 16 * h + 16; ++j) {
-              dot += tile[l.Codes(b) + ByteCodeOffset(c, j)] * x[b * 32 + j];
+            for (int q = 2 * h; q < 2 * h + 2; ++q) {
+              for (int i = 0; i < 4; ++i) {
+                const uint8_t nib = codes[q * 64 + c * 4 + i];
+                const int pairs = (codes[256 + (q / 2) * 64 + c * 4 + i] >> (4 * (q % 2))) & 0xF;
+                const int lo = (nib & 0xF) | ((pairs & 3) << 4);
+                const int hi = (nib >> 4) | ((pairs >> 2) << 4);
+                dot += lo * x[b * 32 + 8 * q + i] + hi * x[b * 32 + 8 * q + 4 + i];
+              }
             }
             const int64_t off = m * blocks + b;
+            const auto sc = static_cast<int8_t>(rec[32 + ((b % 8) * 2 + h) * kCols + c]);
+            const float sw = numeric::HalfToFloat(dh) * static_cast<float>(sc);
             const float t = std::fma(-32.0f, h == 0 ? a.s[off] : a.s2[off], static_cast<float>(dot));
-            acc = std::fma(t, scales[h * kCols + c] * a.d[off], acc);
+            acc = std::fma(t, sw * a.d[off], acc);
           }
         }
         finish(acc, m, n);

@@ -4,9 +4,9 @@
 // (FastFormat::kNvfp4x16, W4A16 with int8 activations or W4A4 with NVFP4 activations) and GGUF
 // Q8_0 (FastFormat::kQ8_0x16: a byte per code, nothing to unpack), and integer codes of up to 8
 // bits with per-group scales and zero points (FastFormat::kU8x16: GPTQ / compressed-tensors INT8,
-// INT3, INT2 weight-only, a byte per code), and GGUF Q6_K (FastFormat::kQ6_Kx16: the 6-bit codes a
-// byte each, an f32 scale per 16; the output and many ffn_down / attn_v tensors of every K-quant
-// model) and GGUF Q4_K (FastFormat::kQ4_Kx16: nibble codes under the file's own scales and mins).
+// INT3, INT2 weight-only, a byte per code), and GGUF Q6_K (FastFormat::kQ6_Kx16: 6-bit codes as
+// nibbles plus bit pairs under the file's d and int8 scales per 16, 6.625 bits per weight; the
+// output and many ffn_down / attn_v tensors of every K-quant model) and GGUF Q4_K (FastFormat::kQ4_Kx16: nibble codes under the file's own scales and mins).
 // llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
@@ -23,9 +23,12 @@
 // [16] then zero points [16]; kNvfp4x16 the UE4M3 scale bytes [2 halves][16] per block (codes
 // are E2M1 nibbles). kQ8_0x16 has Q4_0's scales and codes [8 chunks][16 columns][4 bytes] per
 // block, byte i of chunk q, column c being u = w + 128 for K = 4q + i of the block; kU8x16 has
-// kU4x16's scales and Q8_0's code layout (u the unsigned code itself); kQ6_Kx16 has Q8_0's code
-// layout (u the 6-bit code) and per block the f32 scales d·sc [2 halves][16]; kQ4_Kx16 has Q4_0's
-// code layout and per super-block record the f16 d, dmin [16] and the bytes sc, m [8][16].
+// kU4x16's scales and Q8_0's code layout (u the unsigned code itself); kQ4_Kx16 has Q4_0's code
+// layout and per super-block record the f16 d, dmin [16] and the bytes sc, m [8][16]; kQ6_Kx16
+// has per super-block record the f16 d [16] and int8 sc [16 halves][16], and per block the low
+// nibbles of the 6-bit codes in Q4_0's layout followed by their high bit pairs [2 chunk pairs][16
+// columns][4 bytes] (byte i: chunk 2p's pairs of K = 8q + i and 8q + 4 + i in bits 0-1 and 2-3,
+// chunk 2p + 1's in bits 4-7).
 // Everything is on 64 bytes.
 //
 // Numerics (the canonical order, shared with Int4x16MatmulPortable bit for bit): with the
@@ -42,7 +45,8 @@
 // and only the f32 accumulation rounds, like the reference MatmulNvfp4W4A4; the per-row α
 // (row_scale) multiplies the sum. The final step is fma(acc, α, bias) with a row scale, else
 // acc + bias. The order depends only on k, so results are batch-invariant and identical on the
-// one-row and many-row paths. kQ6_Kx16 also works per half block: z = 32, w_s the half's d·sc,
+// one-row and many-row paths. kQ6_Kx16 also works per half block: z = 32, w_s the half's d·sc
+// (exact in f32),
 // the block's activation scale d for both halves and the per-half code sums s / s2; every t is
 // the exact half-block integer Σ (u − 32)·x. kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
 // s = d·sc and o = dmin·m (both exact in f32): per block p = s · float(Σ u·x), t = fma(−o, s_b, p),
@@ -90,7 +94,7 @@ FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 // 2^-24·|o·Σx|.
 FastWeights RepackQ5KToU8x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
-// GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes: codes and d·sc per 16).
+// GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes for the codes).
 FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
 // The same for kNvfp4Pairs weights (E2M1 pairs + UE4M3 block scales, alpha kept).

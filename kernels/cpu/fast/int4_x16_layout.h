@@ -7,9 +7,10 @@
 // Records: kQ4_0x16 / kQ8_0x16 two blocks after 64 bytes of f16 scales [2 blocks][16 columns];
 // kNvfp4x16 two blocks after 64 bytes of UE4M3 scales [2 blocks][2 halves][16]; kU4x16 / kU8x16
 // one quantization group (group_size / 32 blocks) after its f32 scales [16] and zero points [16];
-// kQ6_Kx16 two blocks after 256 bytes of f32 scales [2 blocks][2 halves][16]; kQ4_Kx16 one GGUF
-// super-block (eight blocks) after 320 bytes: d [16] and dmin [16] as f16, then the 6-bit scales
-// sc [8 blocks][16] and mins m [8 blocks][16] a byte each.
+// kQ4_Kx16 one GGUF super-block (eight blocks) after 320 bytes: d [16] and dmin [16] as f16, then
+// the 6-bit scales sc [8 blocks][16] and mins m [8 blocks][16] a byte each; kQ6_Kx16 one
+// super-block after 320 bytes: d [16] as f16, then the int8 scales sc [16 halves][16] (and 32
+// bytes of padding), each block's codes as 256 bytes of low nibbles and 128 of high bit pairs.
 // Scale areas and code blocks are multiples of 64 bytes, so every load stays on its cache lines.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
@@ -31,21 +32,21 @@ struct X16Layout {
     X16Layout l;
     const bool q6_k = format == FastFormat::kQ6_Kx16;
     const bool q4_k = format == FastFormat::kQ4_Kx16;
-    const bool bytes = format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16 || q6_k;
+    const bool bytes = format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16;
     const bool groups = format == FastFormat::kU4x16 || format == FastFormat::kU8x16;
-    l.code_bytes = bytes ? 512 : 256;
-    l.blocks_per_record = groups ? group_size / 32 : q4_k ? 8 : 2;
-    l.scale_bytes = groups ? 128 : q6_k ? 256 : q4_k ? 320 : 64;
+    l.code_bytes = q6_k ? 384 : bytes ? 512 : 256;
+    l.blocks_per_record = groups ? group_size / 32 : (q4_k || q6_k) ? 8 : 2;
+    l.scale_bytes = groups ? 128 : (q4_k || q6_k) ? 320 : 64;
     l.group_scales = groups;
-    l.block_scale_bytes = q6_k ? 128 : q4_k ? 0 : 32;
+    l.block_scale_bytes = (q4_k || q6_k) ? 0 : 32;
     return l;
   }
   int64_t record_bytes() const { return scale_bytes + blocks_per_record * code_bytes; }
   // Start of the record holding block b.
   int64_t Record(int64_t b) const { return b / blocks_per_record * record_bytes(); }
-  // kQ4_0x16 / kQ8_0x16 / kNvfp4x16: block b's 32 scale bytes; kQ6_Kx16: its 128. kU4x16 /
-  // kU8x16: its group's f32 scales (the zero points follow 64 bytes later). kQ4_Kx16: its
-  // record's scale area (block b is the (b % 8)-th of the record).
+  // kQ4_0x16 / kQ8_0x16 / kNvfp4x16: block b's 32 scale bytes. kU4x16 / kU8x16: its group's f32
+  // scales (the zero points follow 64 bytes later). kQ4_Kx16 / kQ6_Kx16: its record's scale area
+  // (block b is the (b % 8)-th of the record).
   int64_t Scales(int64_t b) const {
     return Record(b) + (group_scales ? 0 : (b % blocks_per_record) * block_scale_bytes);
   }

@@ -66,16 +66,16 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
           __m512* out) {
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
   constexpr bool kHalves = kCodes == Codes::kQ6K;
-  constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8 || kHalves;
-  constexpr int64_t kBlockBytes = kBytes ? 512 : 256;
+  constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
+  constexpr int64_t kBlockBytes = kHalves ? 384 : kBytes ? 512 : 256;
   constexpr bool kAffine = kCodes == Codes::kQ4K;  // GGUF Q4_K: w = d·sc·u − dmin·m
-  constexpr int64_t kScaleBytes = kGroupScales ? 128 : kHalves ? 256 : kAffine ? 320 : 64;
+  constexpr int64_t kScaleBytes = kGroupScales ? 128 : (kHalves || kAffine) ? 320 : 64;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
   // The walk below hard-codes the record geometry for speed; it must be the layout's.
   HWY_DASSERT(layout.scale_bytes == kScaleBytes && layout.code_bytes == kBlockBytes);
-  const __m512i m4 = _mm512_set1_epi8(0x0F);
+  const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const __m512 zero_point = _mm512_set1_ps(kHalves ? 32.0f : kBytes ? 128.0f : 8.0f);
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
@@ -84,21 +84,32 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   const uint8_t* record = group;  // the record of block b; block b is its j-th
   for (int64_t b = 0, j = 0; b < blocks; ++b) {
     if constexpr (kHalves) {
-      // Two halves of 16 K (byte chunks 0-3 and 4-7), each with its own scale and code sum.
-      const auto* half_scales = reinterpret_cast<const float*>(record + j * 128);
+      // Q6_K: two halves of 16 K (nibble chunks 0-1 and 2-3), each with its own scale d·sc and
+      // code sum; the codes are the low nibbles with their high bit pairs ORed back in.
       const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
-      if (++j == per_record) {
-        j = 0;
-        record += record_bytes;
-      }
+      const __m512 d_sb = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record)));
+      const int64_t jj = j;
       for (int h = 0; h < 2; ++h) {
+        const __m512 sw = _mm512_mul_ps(
+            d_sb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                      reinterpret_cast<const __m128i*>(record + 32 + (jj * 2 + h) * 16)))));
+        const __m512i pairs = _mm512_loadu_si512(codes + 256 + h * 64);
         __m512i isum[MR];
         for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
-        for (int q = 4 * h; q < 4 * h + 4; ++q) {
+        for (int q = 2 * h; q < 2 * h + 2; ++q) {
           const __m512i v = _mm512_loadu_si512(codes + q * 64);
-          for (int r = 0; r < MR; ++r) isum[r] = DpbusdBcast(isum[r], v, xrow[r] + b * 32 + 4 * q);
+          const __m512i hp = q % 2 == 0 ? pairs : _mm512_srli_epi16(pairs, 4);
+          const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4),
+                                             _mm512_and_si512(_mm512_slli_epi16(hp, 4), m30));
+          const __m512i hi =
+              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
+                              _mm512_and_si512(_mm512_slli_epi16(hp, 2), m30));
+          for (int r = 0; r < MR; ++r) {
+            const int8_t* x = xrow[r] + b * 32 + 8 * q;
+            isum[r] = DpbusdBcast(isum[r], lo, x);
+            isum[r] = DpbusdBcast(isum[r], hi, x + 4);
+          }
         }
-        const __m512 sw = _mm512_loadu_ps(half_scales + h * 16);
         const float* xs = h == 0 ? a.s : a.s2;
         for (int r = 0; r < MR; ++r) {
           const int64_t off = (r0 + r) * blocks + b;
@@ -106,6 +117,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
               _mm512_fnmadd_ps(zero_point, _mm512_set1_ps(xs[off]), _mm512_cvtepi32_ps(isum[r]));
           acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw, _mm512_set1_ps(a.d[off])), acc[r]);
         }
+      }
+      if (++j == per_record) {
+        j = 0;
+        record += record_bytes;
       }
       continue;
     }
