@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "cli/args.h"
+#include "cli/cpu_activation_flags.h"
 #include "cli/commands.h"
 #include "engine/model/decoder_model.h"
 #ifdef TESSERA_HAVE_CUDA
@@ -39,8 +40,8 @@ const std::vector<FlagSpec> kFlags = {
     {"prompt", false, "prompt tokens per sequence (default 128)"},
     {"gen", false, "generated tokens per sequence (default 128)"},
     {"threads", false, "CPU threads (default: all)"},
-    {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
-    {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
+    kCpuInt8ActivationsFlag,
+    kCpuBf16ActivationsFlag,
     {"seed", false, "seed of the random prompts (default 0)"},
     {"device", false, "cpu (default), cuda or cuda:N"},
     {"help", true, "show this help"},

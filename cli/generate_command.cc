@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/numbers.h"
 #include "cli/args.h"
+#include "cli/cpu_activation_flags.h"
 #include "cli/commands.h"
 #include "cli/sampling_flags.h"
 #include "engine/common/logging.h"
@@ -24,8 +25,8 @@ std::vector<FlagSpec> Flags() {
       {"server", false, "stream from a running tessera server at ADDR instead"},
       {"prompt", false, "prompt text"},
       {"threads", false, "CPU threads (default: all)"},
-      {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
-      {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
+      kCpuInt8ActivationsFlag,
+      kCpuBf16ActivationsFlag,
       {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
       {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
       {"device", false, "cpu (default), cuda or cuda:N"},

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_format.h"
 #include "cli/args.h"
+#include "cli/cpu_activation_flags.h"
 #include "cli/commands.h"
 #include "engine/io/gguf_file.h"
 #include "engine/io/tensor_store.h"
@@ -18,8 +19,8 @@ namespace {
 
 const std::vector<FlagSpec> kFlags = {
     {"precision_plan", false, "for a model: resolve the plan with this override file"},
-    {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
-    {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
+    kCpuInt8ActivationsFlag,
+    kCpuBf16ActivationsFlag,
     {"help", true, "show this help"},
 };
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/cpu_activation_flags.h"
 #include "cli/commands.h"
 #include "engine/model/decoder_model.h"
 #include "engine/model/perplexity.h"
@@ -22,8 +23,8 @@ const std::vector<FlagSpec> kFlags = {
     {"ctx", false, "window size in tokens (default 512)"},
     {"threads", false, "CPU threads (default: all)"},
     {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
-    {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
-    {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
+    kCpuInt8ActivationsFlag,
+    kCpuBf16ActivationsFlag,
     {"help", true, "show this help"},
 };
 

@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/notification.h"
 #include "cli/args.h"
+#include "cli/cpu_activation_flags.h"
 #include "cli/commands.h"
 #include "engine/common/logging.h"
 #include "engine/runtime/scheduler.h"
@@ -45,8 +46,8 @@ std::vector<FlagSpec> Flags() {
       {"threads", false, "CPU threads (default: all)"},
       {"device", false, "cpu (default), cuda or cuda:N"},
       {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
-      {"cpu_int8_activations", true, "GGUF Q4_0/Q8_0/Q4_K and INT4 weight-only: int8 (Q8_0-block) activations, VNNI kernels; changes results slightly"},
-      {"cpu_bf16_activations", true, "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models; 2x prefill GEMM); changes results slightly"},
+      kCpuInt8ActivationsFlag,
+      kCpuBf16ActivationsFlag,
       {"tls_cert", false, "PEM certificate chain: serve gRPC over TLS"},
       {"tls_key", false, "PEM private key for --tls_cert"},
       {"api_key_file", false, "require 'authorization: Bearer KEY' (one key per line)"},
