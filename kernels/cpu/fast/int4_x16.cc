@@ -84,26 +84,23 @@ int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size) {
 
 namespace {
 
-// Q4_0 and Q8_0 rows (ggml blocks of 32: an f16 scale, then the codes) into their tiles: the
-// scale goes to its record's scale area as is, put(block_codes, c, blk) writes the block's codes.
-// Columns past n keep scale 0 and codes 0.
+// GGUF rows (ggml blocks of `elements` values, block_bytes each) into 16-column tiles: zeroes the
+// tiles, then put(tile, c, b, blk) writes ggml block b of column c of the tile's group (scales to
+// their record's scale area, codes to their blocks). Columns past n keep scale 0 and codes 0.
 template <class Put>
-FastWeights RepackGgmlBlocks(FastFormat format, GgmlBlockType type, int64_t block_bytes,
-                             const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst,
-                             Put put) {
+FastWeights RepackGgmlBlocks(FastFormat format, GgmlBlockType type, int64_t elements,
+                             int64_t block_bytes, const uint8_t* ggml_rows, int64_t n, int64_t k,
+                             uint8_t* dst, Put put) {
   FastWeights w = Describe(format, dst, n, k, 32);
   w.ggml = type;
-  const X16Layout l = LayoutOf(w);
-  const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
+  const int64_t blocks = k / elements, groups = (n + kCols - 1) / kCols;
   std::memset(dst, 0, groups * w.row_stride);
   for (int64_t g = 0; g < groups; ++g) {
     uint8_t* tile = dst + g * w.row_stride;
     for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
       const int64_t col = g * kCols + c;
       for (int64_t b = 0; b < blocks; ++b) {
-        const uint8_t* blk = ggml_rows + (col * blocks + b) * block_bytes;
-        std::memcpy(tile + l.Scales(b) + c * 2, blk, 2);
-        put(tile + l.Codes(b), c, blk);
+        put(tile, c, b, ggml_rows + (col * blocks + b) * block_bytes);
       }
     }
   }
@@ -113,9 +110,11 @@ FastWeights RepackGgmlBlocks(FastFormat format, GgmlBlockType type, int64_t bloc
 }  // namespace
 
 FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  return RepackGgmlBlocks(FastFormat::kQ4_0x16, GgmlBlockType::kQ4_0, kQ4BlockBytes, ggml_rows, n,
-                          k, dst, [](uint8_t* codes, int64_t c, const uint8_t* blk) {
-                            PutCodes(codes, c, [&](int j) {
+  const X16Layout l = X16Layout::Of(FastFormat::kQ4_0x16, 32);
+  return RepackGgmlBlocks(FastFormat::kQ4_0x16, GgmlBlockType::kQ4_0, 32, kQ4BlockBytes, ggml_rows,
+                          n, k, dst, [&](uint8_t* tile, int64_t c, int64_t b, const uint8_t* blk) {
+                            std::memcpy(tile + l.Scales(b) + c * 2, blk, 2);
+                            PutCodes(tile + l.Codes(b), c, [&](int j) {
                               return j < 16 ? (blk[2 + j] & 0xF) : (blk[2 + j - 16] >> 4);
                             });
                           });
@@ -127,10 +126,12 @@ int64_t Q8_0x16Bytes(int64_t n, int64_t k) {
 
 FastWeights RepackQ8_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
   // Codes w + 128 (Q8_0 codes are in [-127, 127]); padding columns read as −128 · 0.
-  return RepackGgmlBlocks(FastFormat::kQ8_0x16, GgmlBlockType::kQ8_0, kQ8BlockBytes, ggml_rows, n,
-                          k, dst, [](uint8_t* codes, int64_t c, const uint8_t* blk) {
+  const X16Layout l = X16Layout::Of(FastFormat::kQ8_0x16, 32);
+  return RepackGgmlBlocks(FastFormat::kQ8_0x16, GgmlBlockType::kQ8_0, 32, kQ8BlockBytes, ggml_rows,
+                          n, k, dst, [&](uint8_t* tile, int64_t c, int64_t b, const uint8_t* blk) {
+                            std::memcpy(tile + l.Scales(b) + c * 2, blk, 2);
                             for (int j = 0; j < 32; ++j) {
-                              codes[ByteCodeOffset(c, j)] =
+                              tile[l.Codes(b) + ByteCodeOffset(c, j)] =
                                   static_cast<uint8_t>(blk[2 + j] ^ 0x80);
                             }
                           });
@@ -193,32 +194,22 @@ int64_t Q4_Kx16Bytes(int64_t n, int64_t k) {
 }
 
 FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  constexpr int64_t kQ4KBlockBytes = 144;  // f16 d, f16 dmin, 12 scale bytes, 128 code bytes
-  FastWeights w = Describe(FastFormat::kQ4_Kx16, dst, n, k, 32);
-  w.ggml = GgmlBlockType::kQ4_K;
-  const X16Layout l = LayoutOf(w);
-  const int64_t groups = (n + kCols - 1) / kCols, supers = k / 256;
-  std::memset(dst, 0, groups * w.row_stride);
-  uint8_t codes[32];
-  for (int64_t g = 0; g < groups; ++g) {
-    uint8_t* tile = dst + g * w.row_stride;
-    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
-      const int64_t col = g * kCols + c;
-      for (int64_t sb = 0; sb < supers; ++sb) {
-        const uint8_t* blk = ggml_rows + (col * supers + sb) * kQ4KBlockBytes;
+  // A ggml block: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of codes.
+  const X16Layout l = X16Layout::Of(FastFormat::kQ4_Kx16, 32);
+  return RepackGgmlBlocks(
+      FastFormat::kQ4_Kx16, GgmlBlockType::kQ4_K, 256, 144, ggml_rows, n, k, dst,
+      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
         uint8_t* rec = tile + l.Scales(sb * 8);
         std::memcpy(rec + 2 * c, blk, 2);           // d
         std::memcpy(rec + 32 + 2 * c, blk + 2, 2);  // dmin
+        uint8_t codes[32];
         for (int j = 0; j < 8; ++j) {
           KQuantScaleMin(blk + 4, j, &rec[64 + j * kCols + c], &rec[192 + j * kCols + c]);
           float unused_scale, unused_offset;
           Q4KSubBlock(blk, j, &unused_scale, &unused_offset, codes);
           PutCodes(tile + l.Codes(sb * 8 + j), c, [&](int i) { return codes[i]; });
         }
-      }
-    }
-  }
-  return w;
+      });
 }
 
 // GGUF Q5_K rows through the kU8Groups source view: each sub-block's w = s·u − o (Q5KSubBlock)
@@ -264,30 +255,23 @@ int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
 }
 
 FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  constexpr int64_t kQ6BlockBytes = 210;  // ql[128], qh[64], int8 sc[16], f16 d
-  FastWeights w = Describe(FastFormat::kQ6_Kx16, dst, n, k, 32);
-  w.ggml = GgmlBlockType::kQ6_K;
-  const X16Layout l = LayoutOf(w);
-  const int64_t groups = (n + kCols - 1) / kCols, supers = k / 256;
-  std::memset(dst, 0, groups * w.row_stride);
-  uint8_t codes[256];
-  float unused_scales[16];
-  for (int64_t g = 0; g < groups; ++g) {
-    uint8_t* tile = dst + g * w.row_stride;
-    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
-      const int64_t col = g * kCols + c;
-      for (int64_t sb = 0; sb < supers; ++sb) {
-        const uint8_t* blk = ggml_rows + (col * supers + sb) * kQ6BlockBytes;
+  // A ggml block: ql[128], qh[64], int8 sc[16], f16 d.
+  const X16Layout l = X16Layout::Of(FastFormat::kQ6_Kx16, 32);
+  return RepackGgmlBlocks(
+      FastFormat::kQ6_Kx16, GgmlBlockType::kQ6_K, 256, 210, ggml_rows, n, k, dst,
+      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
         uint8_t* rec = tile + l.Scales(sb * 8);
-        std::memcpy(rec + 2 * c, blk + 208, 2);                            // d
+        std::memcpy(rec + 2 * c, blk + 208, 2);                               // d
         for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];  // sc per 16
+        uint8_t codes[256];
+        float unused_scales[16];
         Q6KCodes(blk, codes, unused_scales);
         for (int j = 0; j < 8; ++j) {
           const uint8_t* u = codes + 32 * j;
           uint8_t* block_codes = tile + l.Codes(sb * 8 + j);
           PutCodes(block_codes, c, [&](int i) { return u[i] & 0xF; });
-          // High bit pairs: byte i of pair p, column c holds, for chunk 2p (low nibble) and 2p + 1
-          // (high nibble), the pairs of K = 8q + i (bits 0-1) and 8q + 4 + i (bits 2-3).
+          // High bit pairs: byte i of pair p, column c holds, for chunk 2p (low nibble) and
+          // 2p + 1 (high nibble), the pairs of K = 8q + i (bits 0-1) and 8q + 4 + i (bits 2-3).
           for (int q = 0; q < 4; ++q) {
             for (int i = 0; i < 4; ++i) {
               const int pairs = (u[8 * q + i] >> 4) | ((u[8 * q + 4 + i] >> 4) << 2);
@@ -296,10 +280,7 @@ FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
             }
           }
         }
-      }
-    }
-  }
-  return w;
+      });
 }
 
 FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
