@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
-#include "engine/model/synth_model.h"
+#include "engine/model/ggml_quantize.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/f16_panel_matmul.h"

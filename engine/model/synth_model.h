@@ -35,7 +35,7 @@ absl::StatusOr<SynthShape> FindSynthShape(const std::string& name);
 
 struct SynthOptions {
   std::string shape;
-  std::string type = "Q4_0";  // F32, F16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q6_K
+  std::string type = "Q4_0";  // F32, F16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q5_K, Q5_K_M, Q6_K
   uint64_t seed = 0;
   std::string vocab_from;     // a GGUF whose tokenizer.* keys are copied; empty = generated
 };
@@ -64,16 +64,6 @@ void SynthMatrixRow(uint64_t seed, const std::string& gguf_name, int64_t row, in
 absl::Status WriteSynthHfDir(const SynthOptions& options, const std::string& dir);
 absl::Status WriteSynthHfDir(const SynthShape& shape, const SynthOptions& options,
                              const std::string& dir);
-
-// ggml's reference quantizers (quantize_row_q8_0_ref / q4_0_ref), k a multiple of 32.
-void QuantizeQ8_0(const float* x, int64_t k, uint8_t* out);
-void QuantizeQ4_0(const float* x, int64_t k, uint8_t* out);
-// ggml's quantize_row_q4_K_ref (ggml-quants.c, with make_qkx2_quants), k a multiple of 256:
-// 144-byte super-blocks of 8 sub-blocks of 32 with 6-bit scales and mins.
-void QuantizeQ4_K(const float* x, int64_t k, uint8_t* out);
-// ggml's quantize_row_q6_K_ref (with make_qx_quants), k a multiple of 256: 210-byte super-blocks
-// of 16 sub-blocks of 16 with int8 scales.
-void QuantizeQ6_K(const float* x, int64_t k, uint8_t* out);
 
 }  // namespace tessera::model
 

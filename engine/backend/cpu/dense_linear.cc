@@ -96,9 +96,9 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ5_K) {
-    // Int8 activations on Q5_K: Q4_K's per-group form with 5-bit codes a byte each (int4_x16.h).
-    repacked_ = kernels::cpu::HugePageBuffer(kf::U8x16Bytes(n, k, 32));
-    fast_ = kf::RepackQ5KToU8x16(weight_.bytes.data(), n, k, repacked_.data());
+    // Int8 activations on Q5_K: Q4_K's tiles plus a plane of fifth bits, 5.625 bits per weight.
+    repacked_ = kernels::cpu::HugePageBuffer(kf::Q5_Kx16Bytes(n, k));
+    fast_ = kf::RepackQ5_Kx16(weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ6_K) {
@@ -150,8 +150,8 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   ColumnRun run;
   kf::Int4x16Acts acts16;
   if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16 ||
-      fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kU8x16 ||
-      fast_.format == kf::FastFormat::kQ6_Kx16 || fast_.format == kf::FastFormat::kQ4_Kx16) {
+      fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kQ4_Kx16 ||
+      fast_.format == kf::FastFormat::kQ5_Kx16 || fast_.format == kf::FastFormat::kQ6_Kx16) {
     const int64_t k = in_features(), blocks = k / 32;
     int8_t* qp = scratch.Alloc<int8_t>(rows * k);
     float* dp = scratch.Alloc<float>(rows * blocks);

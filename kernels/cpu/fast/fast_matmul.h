@@ -56,6 +56,9 @@ enum class FastFormat {
   // GGUF Q4_K in 16-column tiles (int4_x16.h: nibble codes, the file's f16 d / dmin per
   // super-block and 6-bit scales / mins per block); int8-activation kernels only.
   kQ4_Kx16,
+  // GGUF Q5_K in 16-column tiles (int4_x16.h: kQ4_Kx16 plus a plane of fifth bits); int8-activation
+  // kernels only.
+  kQ5_Kx16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

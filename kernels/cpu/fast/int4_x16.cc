@@ -193,12 +193,18 @@ int64_t Q4_Kx16Bytes(int64_t n, int64_t k) {
   return (n + kCols - 1) / kCols * Describe(FastFormat::kQ4_Kx16, nullptr, n, k, 32).row_stride;
 }
 
-FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  // A ggml block: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, 128 bytes of codes.
-  const X16Layout l = X16Layout::Of(FastFormat::kQ4_Kx16, 32);
+namespace {
+
+// GGUF Q4_K / Q5_K rows (ggml blocks: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, then
+// Q5_K's qh[32], then qs[128]) into kQ4_Kx16 / kQ5_Kx16 tiles: the file's d, dmin, scales and
+// mins, the codes' low nibbles and, for Q5_K, their fifth bits.
+FastWeights RepackAffineK(FastFormat format, const uint8_t* ggml_rows, int64_t n, int64_t k,
+                          uint8_t* dst) {
+  const bool q5 = format == FastFormat::kQ5_Kx16;
+  const X16Layout l = X16Layout::Of(format, 32);
   return RepackGgmlBlocks(
-      FastFormat::kQ4_Kx16, GgmlBlockType::kQ4_K, 256, 144, ggml_rows, n, k, dst,
-      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
+      format, q5 ? GgmlBlockType::kQ5_K : GgmlBlockType::kQ4_K, 256, q5 ? 176 : 144, ggml_rows, n,
+      k, dst, [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
         uint8_t* rec = tile + l.Scales(sb * 8);
         std::memcpy(rec + 2 * c, blk, 2);           // d
         std::memcpy(rec + 32 + 2 * c, blk + 2, 2);  // dmin
@@ -206,48 +212,31 @@ FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
         for (int j = 0; j < 8; ++j) {
           KQuantScaleMin(blk + 4, j, &rec[64 + j * kCols + c], &rec[192 + j * kCols + c]);
           float unused_scale, unused_offset;
-          Q4KSubBlock(blk, j, &unused_scale, &unused_offset, codes);
-          PutCodes(tile + l.Codes(sb * 8 + j), c, [&](int i) { return codes[i]; });
+          (q5 ? Q5KSubBlock : Q4KSubBlock)(blk, j, &unused_scale, &unused_offset, codes);
+          uint8_t* block_codes = tile + l.Codes(sb * 8 + j);
+          PutCodes(block_codes, c, [&](int i) { return codes[i] & 0xF; });
+          for (int q = 0; q < 4 && q5; ++q) {  // bits 2q, 2q + 1: K = 8q + i, 8q + 4 + i
+            for (int i = 0; i < 4; ++i) {
+              block_codes[256 + c * 4 + i] |= static_cast<uint8_t>(
+                  ((codes[8 * q + i] >> 4) << (2 * q)) | ((codes[8 * q + 4 + i] >> 4) << (2 * q + 1)));
+            }
+          }
         }
       });
 }
 
-// GGUF Q5_K rows through the kU8Groups source view: each sub-block's w = s·u − o (Q5KSubBlock)
-// becomes scale s and zero point o / s; a sub-block with s = 0 is the constant −o, stored as codes
-// 0, zero point 1 and scale o.
-FastWeights RepackQ5KToU8x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  constexpr int64_t kQ5KBlockBytes = 176;
-  const int64_t groups = k / 32, row_bytes = k / 256 * kQ5KBlockBytes;
-  std::vector<uint8_t> codes(n * k);
-  std::vector<float> scales(n * groups), zeros(n * groups);
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t g = 0; g < groups; ++g) {
-      uint8_t* u = codes.data() + r * k + g * 32;
-      float s, o;
-      Q5KSubBlock(ggml_rows + r * row_bytes + (g / 8) * kQ5KBlockBytes, static_cast<int>(g % 8),
-                  &s, &o, u);
-      float z = 0.0f;
-      if (s != 0.0f) {
-        z = o / s;
-      } else {
-        std::fill(u, u + 32, uint8_t{0});
-        s = o;
-        z = o != 0.0f ? 1.0f : 0.0f;
-      }
-      scales[r * groups + g] = s;
-      zeros[r * groups + g] = z;
-    }
-  }
-  FastWeights src;
-  src.format = FastFormat::kU8Groups;
-  src.data = codes.data();
-  src.n = n;
-  src.k = k;
-  src.row_stride = k;
-  src.group_scales = scales.data();
-  src.group_zeros = zeros.data();
-  src.group_size = 32;
-  return RepackU8x16(src, dst);
+}  // namespace
+
+FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  return RepackAffineK(FastFormat::kQ4_Kx16, ggml_rows, n, k, dst);
+}
+
+int64_t Q5_Kx16Bytes(int64_t n, int64_t k) {
+  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ5_Kx16, nullptr, n, k, 32).row_stride;
+}
+
+FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  return RepackAffineK(FastFormat::kQ5_Kx16, ggml_rows, n, k, dst);
 }
 
 int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
@@ -375,7 +364,8 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
   const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
   const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
   const bool nvfp4 = w.format == FastFormat::kNvfp4x16;
-  const bool q4_k = w.format == FastFormat::kQ4_Kx16;
+  const bool q5_k = w.format == FastFormat::kQ5_Kx16;
+  const bool q4_k = w.format == FastFormat::kQ4_Kx16 || q5_k;  // GGUF's affine d·sc·u − dmin·m
   const X16Layout l = LayoutOf(w);
   auto finish = [&](float acc, int64_t m, int64_t n) {
     if (a.row_scale != nullptr) {
@@ -467,7 +457,10 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
           for (int q = 0; q < 4; ++q) {
             for (int i = 0; i < 4; ++i) {
               const uint8_t byte = codes[q * 64 + c * 4 + i];
-              dot += (byte & 0xF) * x[b * 32 + 8 * q + i] + (byte >> 4) * x[b * 32 + 8 * q + 4 + i];
+              // kQ5_Kx16: the fifth bits of K = 8q + i and 8q + 4 + i are bits 2q and 2q + 1.
+              const int fifth = q5_k ? codes[256 + c * 4 + i] >> (2 * q) : 0;
+              dot += ((byte & 0xF) | ((fifth & 1) << 4)) * x[b * 32 + 8 * q + i] +
+                     ((byte >> 4) | ((fifth & 2) << 3)) * x[b * 32 + 8 * q + 4 + i];
             }
           }
         }

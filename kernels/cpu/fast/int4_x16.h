@@ -50,7 +50,7 @@
 // the block's activation scale d for both halves and the per-half code sums s / s2; every t is
 // the exact half-block integer Σ (u − 32)·x. kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
 // s = d·sc and o = dmin·m (both exact in f32): per block p = s · float(Σ u·x), t = fma(−o, s_b, p),
-// acc = fma(t, d_b, acc).
+// acc = fma(t, d_b, acc); kQ5_Kx16 the same with u the 5-bit code.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 
@@ -87,12 +87,10 @@ FastWeights RepackU8x16(const FastWeights& u8_groups, uint8_t* dst);
 int64_t Q4_Kx16Bytes(int64_t n, int64_t k);
 FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
-// GGUF Q5_K rows (k % 256 == 0) as kU8x16 with group size 32 (U8x16Bytes(n, k, 32)), 5-bit codes
-// a byte each: each sub-block's w = s·u − o (s = d·sc, o = dmin·m, ggml_dequant.h Q5KSubBlock)
-// becomes scale s and zero point o / s; a sub-block with s = 0 is the constant −o, stored as codes
-// 0, zero point 1 and scale o. The zero point's rounding moves a block total by at most
-// 2^-24·|o·Σx|.
-FastWeights RepackQ5KToU8x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
+// GGUF Q5_K rows (k % 256 == 0) as kQ5_Kx16 (Q5_Kx16Bytes): kQ4_Kx16 with each code's fifth bit
+// in a plane after the block's nibbles, 5.625 bits per weight.
+int64_t Q5_Kx16Bytes(int64_t n, int64_t k);
+FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes for the codes).
 FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);

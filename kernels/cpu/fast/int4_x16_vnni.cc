@@ -1,5 +1,5 @@
-// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, Q8_0, INT8, Q6_K and Q4_K
-// tiles). Intrinsics under
+// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, Q8_0, INT8, Q4_K, Q5_K and
+// Q6_K tiles). Intrinsics under
 // target attributes (Highway 1.0.3 has no vpdpbusd); called only after the CPUID check in
 // q8_act_vnni.cc (internal::HasVnni).
 //
@@ -55,7 +55,7 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
 // zero points; kQ6K: f32 scales per half block and zero point 32; else f16 block scales and zero
@@ -67,8 +67,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
   constexpr bool kHalves = kCodes == Codes::kQ6K;
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
-  constexpr int64_t kBlockBytes = kHalves ? 384 : kBytes ? 512 : 256;
-  constexpr bool kAffine = kCodes == Codes::kQ4K;  // GGUF Q4_K: w = d·sc·u − dmin·m
+  constexpr bool kFifth = kCodes == Codes::kQ5K;  // a plane of fifth bits after the nibbles
+  constexpr int64_t kBlockBytes = kHalves ? 384 : kFifth ? 320 : kBytes ? 512 : 256;
+  // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
+  constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   constexpr int64_t kScaleBytes = kGroupScales ? 128 : (kHalves || kAffine) ? 320 : 64;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
@@ -153,10 +155,19 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       const __m512i v = _mm512_loadu_si512(codes + q * 64);
       for (int r = 0; r < MR; ++r) isum[r] = DpbusdBcast(isum[r], v, xrow[r] + b * 32 + 4 * q);
     }
+    const __m512i fifth = kFifth ? _mm512_loadu_si512(codes + 256) : _mm512_setzero_si512();
     for (int q = 0; !kBytes && q < 4; ++q) {
       const __m512i v = _mm512_loadu_si512(codes + q * 64);
-      const __m512i lo = _mm512_and_si512(v, m4);
-      const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      __m512i lo = _mm512_and_si512(v, m4);
+      __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      if constexpr (kFifth) {  // bits 2q and 2q + 1 of the plane: + 16 where set
+        const __m512i c16 = _mm512_set1_epi8(16);
+        lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(fifth, _mm512_set1_epi8(1 << (2 * q))),
+                                  lo, c16);
+        hi = _mm512_mask_add_epi8(
+            hi, _mm512_test_epi8_mask(fifth, _mm512_set1_epi8(static_cast<char>(2 << (2 * q)))), hi,
+            c16);
+      }
       for (int r = 0; r < MR; ++r) {
         const int8_t* x = xrow[r] + b * 32 + 8 * q;
         isum[r] = DpbusdBcast(isum[r], lo, x);
@@ -247,6 +258,8 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
     Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, r0, acc);
   } else if (w.format == FastFormat::kQ4_Kx16) {
     Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, r0, acc);
+  } else if (w.format == FastFormat::kQ5_Kx16) {
+    Tile<MR, Codes::kQ5K>(w.data + g * w.row_stride, w, a, r0, acc);
   } else {
     Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, r0, acc);
   }

@@ -4,6 +4,7 @@
 // each row's values depend only on the seed, the tensor name and the row), against Q4_0 on the
 // same rows (Q4_K spends 4.5 bits per weight on an affine code with searched scales, Q4_0 4.5 on
 // an abs-max symmetric one, so Q4_K must come out closer), and by running the model.
+#include "engine/model/ggml_quantize.h"
 #include "engine/model/synth_model.h"
 
 #include <algorithm>

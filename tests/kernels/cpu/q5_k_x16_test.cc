@@ -1,8 +1,9 @@
 // GGUF Q5_K with int8 activations: Q5KSubBlock (the repack's view of a sub-block) is
-// DequantizeGgmlBlocks (llama.cpp's dequantize_row_q5_K) bit for bit, and RepackQ5KToU8x16's byte
-// tiles (kU8x16, group 32, zero point o / s) give, through the kernel, the ggml block arithmetic
-// read from the file's dequantized values within f32 rounding of the zero point, for the same
-// int8 activations; kernel against portable loop bit for bit and batch / split invariance.
+// DequantizeGgmlBlocks (llama.cpp's dequantize_row_q5_K) bit for bit, and RepackQ5_Kx16's tiles
+// (kQ5_Kx16: nibbles, a plane of fifth bits, the file's d / dmin / scales / mins) give, through
+// the kernel, the ggml block arithmetic read from the file's dequantized values within f32
+// rounding, for the same int8 activations; kernel against portable loop bit for bit and batch /
+// split invariance.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -38,8 +39,8 @@ Q5Matrix RandomQ5(int64_t n, int64_t k, std::mt19937& rng) {
     std::memcpy(b, &d, 2);
     std::memcpy(b + 2, &dmin, 2);
   }
-  m.tiles = hwy::AllocateAligned<uint8_t>(U8x16Bytes(n, k, 32));
-  m.fw = RepackQ5KToU8x16(m.ggml.data(), n, k, m.tiles.get());
+  m.tiles = hwy::AllocateAligned<uint8_t>(Q5_Kx16Bytes(n, k));
+  m.fw = RepackQ5_Kx16(m.ggml.data(), n, k, m.tiles.get());
   return m;
 }
 
@@ -71,6 +72,8 @@ TEST(Q5_KTest, TilesMatchGgmlArithmeticPortableAndAreInvariant) {
   std::vector<float> x(rows * k);
   for (auto& v : x) v = nd(rng);
   const testing::Acts a = testing::Quantize(x.data(), rows, k);
+  ASSERT_EQ(w.fw.format, FastFormat::kQ5_Kx16);
+  ASSERT_EQ(w.fw.row_stride, (k / 256) * (320 + 8 * 320));  // 5.625 bits per weight
   std::vector<float> y(rows * n);
   Int4x16Matmul(w.fw, a.view, nullptr, y.data(), 0, n);
   for (int64_t m = 0; m < rows; ++m) {
