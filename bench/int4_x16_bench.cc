@@ -144,7 +144,8 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   const double it = static_cast<double>(state.iterations());
   state.counters["weight_GB/s"] =
       benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
-  // The bytes the kernel streams (the tiles; Q6_K's a byte per code are 1.5x the file's).
+  // The bytes the kernel streams (the tiles: a few percent over the file's for the GGUF types,
+  // more for the integer groups' f32 scales and zero points).
   state.counters["tile_GB/s"] = benchmark::Counter(
       static_cast<double>(copies[0].tiles.size()) * it / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] =

@@ -328,8 +328,10 @@ void TimeDense(benchmark::State& state, int64_t stored_bytes,
     benchmark::DoNotOptimize(y.data());
   }
   const double it = static_cast<double>(state.iterations());
-  state.counters["weight_GB/s"] = benchmark::Counter(stored_bytes * it / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(stored_bytes * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
 }
 
 void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
@@ -351,8 +353,8 @@ const std::vector<kf::FastWeights>& PanelViews(const std::string& fmt, int64_t n
     packed_views.clear();
     const bool bf16 = fmt == "BF16";
     for (const kf::FastWeights& v : WeightViews(fmt, n, k)) {
-      packed.push_back(
-          hwy::AllocateAligned<uint8_t>(bf16 ? kf::Bf16PairsBytes(n, k) : kf::F16PanelsBytes(n, k)));
+      const int64_t bytes = bf16 ? kf::Bf16PairsBytes(n, k) : kf::F16PanelsBytes(n, k);
+      packed.push_back(hwy::AllocateAligned<uint8_t>(bytes));
       packed_views.push_back(bf16 ? kf::RepackBf16Pairs(v, packed.back().get())
                                   : kf::RepackF16Panels(v, packed.back().get()));
     }

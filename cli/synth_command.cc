@@ -16,7 +16,9 @@ namespace {
 
 const std::vector<FlagSpec> kFlags = {
     {"shape", false, "tinyllama-1.1b, llama-3.2-1b or qwen3-0.6b"},
-    {"type", false, "F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, or llama.cpp's mixes Q4_K_M / Q5_K_M (Q6_K output, some attn_v / ffn_down) (default Q4_0); --format hf is always BF16"},
+    {"type", false,
+     "F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, or llama.cpp's mixes Q4_K_M / Q5_K_M (Q6_K output, "
+     "some attn_v / ffn_down) (default Q4_0); --format hf is always BF16"},
     {"format", false, "gguf (default) or hf (a directory: config.json, bf16 safetensors, tokenizer)"},
     {"out", false, "output .gguf path (a directory for --format hf)"},
     {"vocab-from", false, "GGUF whose tokenizer is copied (its vocab size must match the shape)"},

@@ -24,7 +24,8 @@ void QuantizeQ8_0(const float* x, int64_t k, uint8_t* out) {
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     PutHalf(out, d);
-    for (int j = 0; j < 32; ++j) out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
+    for (int j = 0; j < 32; ++j)
+      out[2 + j] = static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id)));
   }
 }
 
@@ -281,7 +282,8 @@ float MakeQxQuants(int n, int nmax, const float* x, int8_t* L) {
     }
     if (suml2 > 0 && sumlx * sumlx > best * suml2) {
       for (int i = 0; i < n; ++i) {
-        L[i] = static_cast<int8_t>(nmax + std::max(-nmax, std::min(nmax - 1, NearestInt(iscale * x[i]))));
+        L[i] = static_cast<int8_t>(nmax +
+                                   std::max(-nmax, std::min(nmax - 1, NearestInt(iscale * x[i]))));
       }
       scale = sumlx / suml2;
       best = scale * sumlx;

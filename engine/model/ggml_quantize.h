@@ -15,7 +15,8 @@ void QuantizeQ4_0(const float* x, int64_t k, uint8_t* out);
 // quantize_row_q4_K_ref (with make_qkx2_quants), k a multiple of 256: 144-byte super-blocks of 8
 // sub-blocks of 32 with 6-bit scales and mins.
 void QuantizeQ4_K(const float* x, int64_t k, uint8_t* out);
-// quantize_row_q5_K_ref, k a multiple of 256: 176-byte super-blocks, Q4_K's scales with 5-bit codes.
+// quantize_row_q5_K_ref, k a multiple of 256: 176-byte super-blocks, Q4_K's scales with 5-bit
+// codes.
 void QuantizeQ5_K(const float* x, int64_t k, uint8_t* out);
 // quantize_row_q6_K_ref (with make_qx_quants), k a multiple of 256: 210-byte super-blocks of 16
 // sub-blocks of 16 with int8 scales.

@@ -55,12 +55,13 @@ bool UseMoreBits(int64_t layer, int64_t layers) {
   return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
 }
 
-// The Q4_K_M / Q5_K_M mix of llama_tensor_get_type: output.weight, and attn_v / ffn_down of the layers
-// UseMoreBits picks, in Q6_K; everything else Q4_K. layer < 0: not a per-layer tensor.
+// The Q4_K_M / Q5_K_M mix of llama_tensor_get_type: the output matrix (output.weight, or a tied
+// token_embd.weight, which is then the output), and attn_v / ffn_down of the layers UseMoreBits
+// picks, in Q6_K; everything else the requested type. layer < 0: not a per-layer tensor.
 TypeInfo MixedKType(const TypeInfo& requested, const std::string& name, int64_t layer,
-                    int64_t layers) {
+                    int64_t layers, bool tied_embeddings) {
   const TypeInfo q6_k{kGgmlQ6_K, 18, 256, 210};
-  if (name == "output.weight") return q6_k;
+  if (name == (tied_embeddings ? "token_embd.weight" : "output.weight")) return q6_k;
   const bool more_bits_kind = absl::EndsWith(name, "attn_v.weight") ||
                               absl::EndsWith(name, "ffn_down.weight");
   if (layer >= 0 && more_bits_kind && UseMoreBits(layer, layers)) return q6_k;
@@ -255,7 +256,8 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
     });
   };
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, int64_t layer = -1) {
-    const TypeInfo t = TensorType(ti.k_mix ? MixedKType(ti, name, layer, s.layers) : ti, cols);
+    const TypeInfo t = TensorType(
+        ti.k_mix ? MixedKType(ti, name, layer, s.layers, s.tied_embeddings) : ti, cols);
     const int64_t row_bytes = cols / t.block * t.bytes;
     const uint64_t bytes = static_cast<uint64_t>(rows) * row_bytes;
     w.AddTensor(name, {cols, rows}, t.ggml_type, bytes,

@@ -232,14 +232,16 @@ absl::StatusOr<PrecisionPlan> PrecisionPlan::Resolve(const std::vector<LinearMod
     }
   }
   // Fused groups (q/k/v, gate/up) run as one GEMM in vLLM, which therefore refuses an HF
-  // checkpoint whose group members differ; we hold HF checkpoints to the same rule. GGUF files are
-  // exempt: llama.cpp's K-quant mixes give members different types on purpose (Q4_K_M keeps
-  // attn_v in Q6_K in some layers, as vLLM's GGUF loader accepts per shard), and every backend
-  // here runs each member as its own Linear.
+  // checkpoint whose group members differ; we hold HF checkpoints (and plans over them) to the
+  // same rule. GGUF files are exempt, plans over them included: llama.cpp's K-quant mixes give
+  // members different types on purpose (Q4_K_M keeps attn_v in Q6_K in some layers, as vLLM's GGUF
+  // loader accepts per shard), and every backend here runs each member as its own Linear.
   std::map<std::string, std::vector<const LinearSpec*>> groups;
-  for (size_t i = 0; i < modules.size(); ++i) {
-    if (store.kind() == io::ContainerKind::kGguf) break;
-    if (!modules[i].fused_group.empty()) groups[modules[i].fused_group].push_back(&plan.layers_[i]);
+  if (store.kind() != io::ContainerKind::kGguf) {
+    for (size_t i = 0; i < modules.size(); ++i) {
+      if (modules[i].fused_group.empty()) continue;
+      groups[modules[i].fused_group].push_back(&plan.layers_[i]);
+    }
   }
   for (const auto& [group, specs] : groups) {
     for (const LinearSpec* s : specs) {

@@ -3,8 +3,9 @@
 // ordered glob rules of a plan file (first match wins; Quark-like scheme names; optional fallback
 // scheme for layers a rule cannot cover), quantizes high-precision weights online when a rule asks
 // for a lossy scheme, dequantizes when a rule asks for bf16 on a quantized layer, refuses every
-// other re-quantization, checks that fused groups (q/k/v, gate/up) agree, and asks the backend
-// which kernel runs each spec. An impossible plan fails at load naming the layer and the reason.
+// other re-quantization, checks that fused groups (q/k/v, gate/up) of HF checkpoints agree (vLLM's
+// rule; GGUF files mix types in them by design), and asks the backend which kernel runs each
+// spec. An impossible plan fails at load naming the layer and the reason.
 #ifndef TESSERA_ENGINE_QUANT_PRECISION_PLAN_H_
 #define TESSERA_ENGINE_QUANT_PRECISION_PLAN_H_
 
@@ -24,7 +25,7 @@ struct LinearModule {
   std::string module;  // "model.layers.0.self_attn.q_proj", "lm_head"
   std::string prefix;  // tensor-name prefix ("blk.0.attn_q" for GGUF; the module name for HF)
   int64_t n = 0, k = 0;
-  std::string fused_group;  // modules that a backend fuses ("model.layers.0.qkv"); may be empty
+  std::string fused_group;  // modules vLLM fuses ("model.layers.0.qkv"); may be empty
 };
 
 struct PlanRule {

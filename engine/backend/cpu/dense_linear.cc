@@ -102,7 +102,8 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ6_K) {
-    // Int8 activations on Q6_K: the 6-bit codes a byte each, d·sc per half block (int4_x16.h).
+    // Int8 activations on Q6_K: nibbles plus high bit pairs under the file's d and int8 scales
+    // per 16 (int4_x16.h), 6.625 bits per weight.
     repacked_ = kernels::cpu::HugePageBuffer(kf::Q6_Kx16Bytes(n, k));
     fast_ = kf::RepackQ6_Kx16(weight_.bytes.data(), n, k, repacked_.data());
     return;

@@ -50,7 +50,8 @@ enum class FastFormat {
   // kU8Groups in 16-column tiles (int4_x16.h; INT8 / INT3 / INT2 weight-only); int8-activation
   // kernels only.
   kU8x16,
-  // GGUF Q6_K in 16-column tiles (int4_x16.h: 6-bit codes a byte each, an f32 scale per 16);
+  // GGUF Q6_K in 16-column tiles (int4_x16.h: low nibbles plus high bit pairs, the file's f16 d
+  // and int8 scales per 16);
   // int8-activation kernels only.
   kQ6_Kx16,
   // GGUF Q4_K in 16-column tiles (int4_x16.h: nibble codes, the file's f16 d / dmin per

@@ -3,6 +3,7 @@
 #include "kernels/cpu/fast/int4_x16.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -91,6 +92,7 @@ template <class Put>
 FastWeights RepackGgmlBlocks(FastFormat format, GgmlBlockType type, int64_t elements,
                              int64_t block_bytes, const uint8_t* ggml_rows, int64_t n, int64_t k,
                              uint8_t* dst, Put put) {
+  assert(k % elements == 0 && "a partial GGUF block would be read as zeros");
   FastWeights w = Describe(format, dst, n, k, 32);
   w.ggml = type;
   const int64_t blocks = k / elements, groups = (n + kCols - 1) / kCols;
@@ -217,8 +219,9 @@ FastWeights RepackAffineK(FastFormat format, const uint8_t* ggml_rows, int64_t n
           PutCodes(block_codes, c, [&](int i) { return codes[i] & 0xF; });
           for (int q = 0; q < 4 && q5; ++q) {  // bits 2q, 2q + 1: K = 8q + i, 8q + 4 + i
             for (int i = 0; i < 4; ++i) {
-              block_codes[256 + c * 4 + i] |= static_cast<uint8_t>(
-                  ((codes[8 * q + i] >> 4) << (2 * q)) | ((codes[8 * q + 4 + i] >> 4) << (2 * q + 1)));
+              const int lo_bit = codes[8 * q + i] >> 4, hi_bit = codes[8 * q + 4 + i] >> 4;
+              block_codes[256 + c * 4 + i] |=
+                  static_cast<uint8_t>((lo_bit << (2 * q)) | (hi_bit << (2 * q + 1)));
             }
           }
         }
@@ -402,7 +405,8 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
             const int64_t off = m * blocks + b;
             const auto sc = static_cast<int8_t>(rec[32 + ((b % 8) * 2 + h) * kCols + c]);
             const float sw = numeric::HalfToFloat(dh) * static_cast<float>(sc);
-            const float t = std::fma(-32.0f, h == 0 ? a.s[off] : a.s2[off], static_cast<float>(dot));
+            const float xs = h == 0 ? a.s[off] : a.s2[off];
+            const float t = std::fma(-32.0f, xs, static_cast<float>(dot));
             acc = std::fma(t, sw * a.d[off], acc);
           }
         }
@@ -499,6 +503,9 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end) {
   if (a.rows <= 0 || n_begin >= n_end) return;
+  assert((a.s2 != nullptr ||
+          (w.format != FastFormat::kNvfp4x16 && w.format != FastFormat::kQ6_Kx16)) &&
+         "per-half code sums needed");
   if (internal::HasVnni()) {
     internal::Int4x16MatmulVnni(w, a, bias, y, n_begin, n_end);
   } else {

@@ -1,13 +1,13 @@
-// 4-bit weights (and GGUF Q8_0) repacked in tiles of 16 output columns for the int8-activation
-// path: GGUF Q4_0 (FastFormat::kQ4_0x16), integer 4-bit codes with an f32 scale and zero point per
-// group (FastFormat::kU4x16: GPTQ / AWQ / compressed-tensors INT4 without act-order), NVFP4
-// (FastFormat::kNvfp4x16, W4A16 with int8 activations or W4A4 with NVFP4 activations) and GGUF
-// Q8_0 (FastFormat::kQ8_0x16: a byte per code, nothing to unpack), and integer codes of up to 8
-// bits with per-group scales and zero points (FastFormat::kU8x16: GPTQ / compressed-tensors INT8,
-// INT3, INT2 weight-only, a byte per code), and GGUF Q6_K (FastFormat::kQ6_Kx16: 6-bit codes as
-// nibbles plus bit pairs under the file's d and int8 scales per 16, 6.625 bits per weight; the
-// output and many ffn_down / attn_v tensors of every K-quant model) and GGUF Q4_K (FastFormat::kQ4_Kx16: nibble codes under the file's own scales and mins).
-// llama.cpp's
+// 4-bit weights (and GGUF Q8_0 and K-quants) repacked in tiles of 16 output columns for the
+// int8-activation path: GGUF Q4_0 (FastFormat::kQ4_0x16), integer 4-bit codes with an f32 scale
+// and zero point per group (FastFormat::kU4x16: GPTQ / AWQ / compressed-tensors INT4 without
+// act-order), NVFP4 (FastFormat::kNvfp4x16, W4A16 with int8 activations or W4A4 with NVFP4
+// activations), GGUF Q8_0 (FastFormat::kQ8_0x16: a byte per code, nothing to unpack), integer
+// codes of up to 8 bits with per-group scales and zero points (FastFormat::kU8x16: GPTQ /
+// compressed-tensors INT8, INT3, INT2 weight-only, a byte per code), and GGUF Q4_K, Q5_K and Q6_K
+// (FastFormat::kQ4_Kx16 / kQ5_Kx16 / kQ6_Kx16: nibbles, plus planes of fifth bits or high bit
+// pairs, under the file's own super-block and sub-block scales; Q6_K is the output and many
+// ffn_down / attn_v tensors of every K-quant model). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
 // so a block's integer total lands in its column's lane without the horizontal reductions a
@@ -61,7 +61,7 @@
 namespace tessera::kernels::cpu::fast {
 
 // Bytes of the repacked matrix (n columns of k values, k % 32 == 0; group_size % 32 == 0 and
-// k % group_size == 0 for kU4x16 and kU8x16).
+// k % group_size == 0 for kU4x16 and kU8x16; k % 256 == 0 for the K-quants).
 int64_t Q4_0x16Bytes(int64_t n, int64_t k);
 int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size);
 int64_t Nvfp4x16Bytes(int64_t n, int64_t k);
@@ -133,6 +133,7 @@ void QuantizeNvfp4ActsInt4x16(const float* x, int64_t len, float g, int8_t* q, f
 float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n);
 
 // y[m, n] for n in [n_begin, n_end), the canonical order above; AVX-512 VNNI when present.
+// kNvfp4x16 and kQ6_Kx16 need the per-half sums s2 (QuantizeActsInt4x16 with s2).
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end);
 

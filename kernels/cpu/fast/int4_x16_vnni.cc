@@ -58,9 +58,10 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
-// zero points; kQ6K: f32 scales per half block and zero point 32; else f16 block scales and zero
-// point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes); kQ8_0 / kU8 / kQ6K have a byte per code, the others
-// two nibbles.
+// zero points; kQ4K / kQ5K: GGUF's affine form (f16 d, dmin per super-block, 6-bit scales and mins
+// per block; kQ5K adds a plane of fifth bits); kQ6K: f16 d and int8 scales per half block, zero
+// point 32, low nibbles plus high bit pairs; else f16 block scales and zero point 8 (Q4_0 nibbles)
+// or 128 (Q8_0 bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
 template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
           __m512* out) {
@@ -89,7 +90,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       // Q6_K: two halves of 16 K (nibble chunks 0-1 and 2-3), each with its own scale d·sc and
       // code sum; the codes are the low nibbles with their high bit pairs ORed back in.
       const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
-      const __m512 d_sb = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record)));
+      const __m512 d_sb =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record)));
       const int64_t jj = j;
       for (int h = 0; h < 2; ++h) {
         const __m512 sw = _mm512_mul_ps(

@@ -34,12 +34,12 @@ inline constexpr int kTileRows = 6;
 inline constexpr int kTileVecs = 4;
 
 struct TileJob {
-  const uint8_t* w;            // first panel of the tile
+  const uint8_t* w;  // first panel of the tile
   int64_t panel_bytes;
-  int64_t t0, t1;              // K steps [t0, t1) of this block
-  bool first, last;            // first / last K block
-  float* park;                 // accumulators between K blocks: [row][kTileVecs][16]
-  float* y;                    // y + m0 · y_stride + first panel's column
+  int64_t t0, t1;    // K steps [t0, t1) of this block
+  bool first, last;  // first / last K block
+  float* park;       // accumulators between K blocks: [row][kTileVecs][16]
+  float* y;          // y + m0 · y_stride + first panel's column
   int64_t y_stride;
   const float* bias;           // bias + first panel's column, or null
   __mmask16 store[kTileVecs];  // lanes of each panel inside [n_begin, n_end)
@@ -84,10 +84,14 @@ using TileFn = void (*)(const TileJob&, const K&);
 template <int MR, class K>
 constexpr TileFn<K> TileFor(int nv) {
   switch (nv) {
-    case 1: return &Tile<MR, 1, K>;
-    case 2: return &Tile<MR, 2, K>;
-    case 3: return &Tile<MR, 3, K>;
-    default: return &Tile<MR, 4, K>;
+    case 1:
+      return &Tile<MR, 1, K>;
+    case 2:
+      return &Tile<MR, 2, K>;
+    case 3:
+      return &Tile<MR, 3, K>;
+    default:
+      return &Tile<MR, 4, K>;
   }
 }
 
@@ -95,12 +99,18 @@ template <class K>
 TileFn<K> PickTile(int mr, int nv) {
   static_assert(kTileRows == 6 && kTileVecs == 4, "PickTile covers 6 x 4 tiles");
   switch (mr) {
-    case 1: return TileFor<1, K>(nv);
-    case 2: return TileFor<2, K>(nv);
-    case 3: return TileFor<3, K>(nv);
-    case 4: return TileFor<4, K>(nv);
-    case 5: return TileFor<5, K>(nv);
-    default: return TileFor<6, K>(nv);
+    case 1:
+      return TileFor<1, K>(nv);
+    case 2:
+      return TileFor<2, K>(nv);
+    case 3:
+      return TileFor<3, K>(nv);
+    case 4:
+      return TileFor<4, K>(nv);
+    case 5:
+      return TileFor<5, K>(nv);
+    default:
+      return TileFor<6, K>(nv);
   }
 }
 

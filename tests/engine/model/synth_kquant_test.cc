@@ -130,6 +130,27 @@ TEST_P(SynthKMixTest, PutsLlamaCppsTensorsInQ6K) {
   EXPECT_EQ(q6_seen, 9);
 }
 
+// A tied model has no output.weight: llama.cpp then gives token_embd.weight (the output matrix)
+// Q6_K.
+TEST(SynthQ6KTest, TiedEmbeddingIsTheQ6KOutput) {
+  SynthShape s;
+  s.name = "kmix-tied-test";
+  s.arch = "llama";
+  s.hidden = 256, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.ffn = 512;
+  s.vocab = 320, s.context = 128;
+  s.tied_embeddings = true;
+  SynthOptions o;
+  o.type = "Q4_K_M";
+  const std::string path = ::testing::TempDir() + "/synth_tied_mix.gguf";
+  ASSERT_TRUE(WriteSynthGguf(s, o, path).ok());
+  auto file = io::GgufFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->FindInfo("output.weight"), nullptr);
+  const io::GgufTensorInfo* embd = (*file)->FindInfo("token_embd.weight");
+  ASSERT_NE(embd, nullptr);
+  EXPECT_EQ(embd->ggml_type, 14u);  // GGML_TYPE_Q6_K
+}
+
 INSTANTIATE_TEST_SUITE_P(Mixes, SynthKMixTest,
                          ::testing::Values(std::pair<const char*, uint32_t>{"Q4_K_M", 12u},
                                            std::pair<const char*, uint32_t>{"Q5_K_M", 13u}));

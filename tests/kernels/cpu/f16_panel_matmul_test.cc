@@ -138,7 +138,7 @@ TEST(F16PanelTest, SubnormalWeightsAreExact) {
   p.x[5] = std::ldexp(1.0f, 20);
   p.x[63] = 1.0f;
   for (int64_t n = 0; n < 3; ++n) {
-    p.w[n * 64 + 5] = 0x0001;                            // 2^-24
+    p.w[n * 64 + 5] = 0x0001;                           // 2^-24
     p.w[n * 64 + 63] = numeric::FloatToHalf(65504.0f);  // the largest f16
   }
   p.panels = RepackF16Panels(p.fw, p.packed.get());

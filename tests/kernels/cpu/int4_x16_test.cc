@@ -214,7 +214,8 @@ TEST(Q4_Kx16Test, MatchesDequantizedWeightsPortableAndIsInvariant) {
   std::mt19937 rng(71);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
-  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 256}, {16, 1024}, {5, 2048}}) {
+  for (const auto& [n, k] :
+       {std::pair<int64_t, int64_t>{37, 256}, {16, 1024}, {33, 1280}, {5, 2048}}) {
     const int64_t sb = k / 256;
     std::vector<uint8_t> rows(n * sb * 144);
     for (int64_t i = 0; i < n * sb; ++i) {

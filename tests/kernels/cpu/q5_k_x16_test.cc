@@ -38,6 +38,7 @@ Q5Matrix RandomQ5(int64_t n, int64_t k, std::mt19937& rng) {
     const uint16_t dmin = numeric::FloatToHalf(i % 7 == 0 ? 0.0f : 1e-4f * (rng() % 100));
     std::memcpy(b, &d, 2);
     std::memcpy(b + 2, &dmin, 2);
+    if (i % 3 == 1) b[4] &= 0xC0;  // sub-block 0: sc = 0, the constant −dmin·m
   }
   m.tiles = hwy::AllocateAligned<uint8_t>(Q5_Kx16Bytes(n, k));
   m.fw = RepackQ5_Kx16(m.ggml.data(), n, k, m.tiles.get());
@@ -58,7 +59,8 @@ TEST(Q5_KTest, SubBlocksAreTheReferenceDequantization) {
       for (int l = 0; l < 32; ++l) {
         ASSERT_LT(codes[l], 32);
         const float got = s * static_cast<float>(codes[l]) - o;
-        ASSERT_EQ(std::memcmp(&got, &ref[32 * j + l], 4), 0) << "block " << b << " value " << 32 * j + l;
+        ASSERT_EQ(std::memcmp(&got, &ref[32 * j + l], 4), 0)
+            << "block " << b << " value " << 32 * j + l;
       }
     }
   }

@@ -6,8 +6,9 @@
 //    multiples of 16, row counts across one and two row tiles, and K with an odd block count;
 //  * each row's result is the same alone or with other rows, and however columns are split;
 //  * against the ggml block arithmetic read straight from the file's bytes (ql / qh / sc / d as
-//    ggml-common.h lays them out; Σ d·sc·Σ (q − 32)·x per 16 in double, the same int8 activations) it is within f32 accumulation rounding, and
-//    against float activations within the activation rounding bound.
+//    ggml-common.h lays them out; Σ d·sc·Σ (q − 32)·x per 16 in double, the same int8 activations)
+//    it is within f32 accumulation rounding, and against float activations within the activation
+//    rounding bound.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -81,11 +82,8 @@ TEST(Q6_Kx16Test, MatchesPortableBitForBit) {
     GTEST_SKIP() << "no AVX-512 VNNI: Int4x16Matmul is the portable loop itself";
   }
   std::mt19937 rng(61);
-  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 256},
-                             {19, 768},
-                             {16, 2304},
-                             {5, 2048},
-                             {3, 5632}}) {
+  for (const auto& [n, k] :
+       {std::pair<int64_t, int64_t>{37, 256}, {19, 768}, {16, 2304}, {5, 2048}, {3, 5632}}) {
     const Q6Matrix w = RandomQ6(n, k, rng);
     testing::ExpectMatchesPortable(w.fw, rng, {1, 2, 3, 5, 8, 9, 16, 17});
   }

@@ -80,8 +80,8 @@ TEST_P(DenseLinearKQuantTest, Int8TilesFollowTheReferenceAndAreBatchInvariant) {
     worst = std::max(worst, std::abs(double(got[i]) - want[i]));
     scale = std::max(scale, std::abs(double(want[i])));
   }
-  EXPECT_GT(worst, 0.0);               // the activations really were quantized
-  EXPECT_LT(worst, 2e-2 * scale);      // int8 blocks of 32: well under 1% of the outputs' range
+  EXPECT_GT(worst, 0.0);           // the activations really were quantized
+  EXPECT_LT(worst, 2e-2 * scale);  // int8 blocks of 32: well under 1% of the outputs' range
   ExpectBatchInvariant(**int8, x);
 }
 
@@ -96,7 +96,9 @@ TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
   for (auto& v : w) v = numeric::FloatToHalf(0.05f * Normal(1, rng)[0]);
   std::vector<float> bias = Normal(kN, rng);
   const io::TensorView view{
-      "w", io::DType::kF16, {kN, kK},
+      "w",
+      io::DType::kF16,
+      {kN, kK},
       absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(w.data()), w.size() * 2)};
   auto l = DenseLinear::Create(view, bias, &pool, DenseActivations::kFloat);
   ASSERT_TRUE(l.ok()) << l.status();
