@@ -130,6 +130,9 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       spec->kernel = "cpu/mxfp4-w4a16-fast";
       break;
     case WeightFormat::kGgufQ4_0:
+    case WeightFormat::kGgufQ4_1:
+    case WeightFormat::kGgufQ5_0:
+    case WeightFormat::kGgufQ5_1:
     case WeightFormat::kGgufQ8_0:
     case WeightFormat::kGgufQ4_K:
     case WeightFormat::kGgufQ5_K:

@@ -31,6 +31,17 @@ absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorVi
   return enc;
 }
 
+namespace {
+
+// The GGUF types with 16-column int8-activation tiles (kernels/cpu/fast/int4_x16.h).
+bool HasInt8Tiles(kernels::cpu::GgmlBlockType t) {
+  using T = kernels::cpu::GgmlBlockType;
+  return t == T::kQ4_0 || t == T::kQ4_1 || t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ8_0 ||
+         t == T::kQ4_K || t == T::kQ5_K || t == T::kQ6_K;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::TensorView& weight,
                                                                  std::vector<float> bias,
                                                                  kernels::cpu::ThreadPool* pool,
@@ -45,16 +56,11 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
-  if (activations == DenseActivations::kInt8Block32 &&
-      !(enc->ggml && (*enc->ggml == kernels::cpu::GgmlBlockType::kQ4_0 ||
-                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ8_0 ||
-                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ4_K ||
-                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ5_K ||
-                      *enc->ggml == kernels::cpu::GgmlBlockType::kQ6_K))) {
+  if (activations == DenseActivations::kInt8Block32 && !(enc->ggml && HasInt8Tiles(*enc->ggml))) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor '%s': int8 activations need Q4_0, Q8_0, Q4_K, Q5_K or Q6_K weights, not %s",
-        weight.name,
-        io::DTypeName(weight.dtype)));
+        "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K "
+        "weights, not %s",
+        weight.name, io::DTypeName(weight.dtype)));
   }
   if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -99,6 +105,18 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // Int8 activations on Q5_K: Q4_K's tiles plus a plane of fifth bits, 5.625 bits per weight.
     repacked_ = kernels::cpu::HugePageBuffer(kf::Q5_Kx16Bytes(n, k));
     fast_ = kf::RepackQ5_Kx16(weight_.bytes.data(), n, k, repacked_.data());
+    return;
+  }
+  if (int8_activations && enc_.ggml &&
+      (*enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_1 ||
+       *enc_.ggml == kernels::cpu::GgmlBlockType::kQ5_0 ||
+       *enc_.ggml == kernels::cpu::GgmlBlockType::kQ5_1)) {
+    // Int8 activations on the legacy affine types: per-group tiles of 32 (scale d, zero point
+    // −m / d), nibbles for Q4_1, bytes for Q5_0 / Q5_1 (int4_x16.h RepackLegacyGgmlToUx16).
+    const bool nibbles = *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_1;
+    repacked_ = kernels::cpu::HugePageBuffer(nibbles ? kf::U4x16Bytes(n, k, 32)
+                                                     : kf::U8x16Bytes(n, k, 32));
+    fast_ = kf::RepackLegacyGgmlToUx16(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ6_K) {
@@ -151,7 +169,8 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   ColumnRun run;
   kf::Int4x16Acts acts16;
   if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16 ||
-      fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kQ4_Kx16 ||
+      fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kU8x16 ||
+      fast_.format == kf::FastFormat::kQ4_Kx16 ||
       fast_.format == kf::FastFormat::kQ5_Kx16 || fast_.format == kf::FastFormat::kQ6_Kx16) {
     const int64_t k = in_features(), blocks = k / 32;
     int8_t* qp = scratch.Alloc<int8_t>(rows * k);

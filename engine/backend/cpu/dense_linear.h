@@ -2,7 +2,7 @@
 // Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Dense and most ggml types
 // are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked once at load into
 // the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), with int8
-// activations Q4_0, Q8_0, Q4_K, Q5_K and Q6_K into the 16-column tiles of
+// activations every GGUF block type but MXFP4 into the 16-column tiles of
 // kernels/cpu/fast/int4_x16.h, bf16 on CPUs with AVX-512 BF16 into the 16-column K-pair panels of
 // the vdpbf16ps kernel, and f16 on AVX-512 into the 16-column K panels of f16_panel_matmul.h.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
@@ -26,9 +26,9 @@ namespace tessera::backend::cpu {
 // The kernel encoding of a checkpoint dtype, or an error naming the tensor.
 absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorView& view);
 
-// What the layer feeds its kernel. kInt8Block32 (Q4_0/Q8_0/Q4_K/Q5_K/Q6_K weights only) quantizes
-// each input row to int8 blocks of 32 per call and runs the VNNI kernel on the weights repacked in
-// 16-column tiles (kernels/cpu/fast/int4_x16.h).
+// What the layer feeds its kernel. kInt8Block32 (GGUF Q4_0/1, Q5_0/1, Q8_0, Q4_K, Q5_K, Q6_K)
+// quantizes each input row to int8 blocks of 32 per call and runs the VNNI kernel on the weights
+// repacked in 16-column tiles (kernels/cpu/fast/int4_x16.h).
 // kBf16 (bf16 weights only) rounds each input row to bf16 (kernels/cpu/fast/bf16_dot_matmul.h);
 // kFloat on bf16 weights runs the same kernel on the exact hi + lo split of the f32 rows.
 enum class DenseActivations { kFloat, kInt8Block32, kBf16 };

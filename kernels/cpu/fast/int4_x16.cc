@@ -242,6 +242,63 @@ FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
   return RepackAffineK(FastFormat::kQ5_Kx16, ggml_rows, n, k, dst);
 }
 
+FastWeights RepackLegacyGgmlToUx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n,
+                                   int64_t k, uint8_t* dst) {
+  assert(type == GgmlBlockType::kQ4_1 || type == GgmlBlockType::kQ5_0 ||
+         type == GgmlBlockType::kQ5_1);
+  // ggml-common.h: block_q4_1 f16 d, f16 m, qs[16]; block_q5_0 f16 d, qh[4], qs[16]; block_q5_1
+  // f16 d, f16 m, qh[4], qs[16]. Element j < 16 is the low nibble of qs[j], j >= 16 the high
+  // nibble of qs[j − 16]; Q5's fifth bit of element j is bit j of qh.
+  const bool has_min = type != GgmlBlockType::kQ5_0, five = type != GgmlBlockType::kQ4_1;
+  const int64_t block_bytes = GetGgmlBlockInfo(type).bytes, blocks = k / 32;
+  const int64_t code_row = five ? k : k / 2;  // kU8Groups: a byte per code; kU4Groups: pairs
+  std::vector<uint8_t> codes(n * code_row);
+  std::vector<float> scales(n * blocks), zeros(n * blocks);
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* blk = ggml_rows + (r * blocks + b) * block_bytes;
+      uint16_t dh, mh = 0;
+      std::memcpy(&dh, blk, 2);
+      if (has_min) std::memcpy(&mh, blk + 2, 2);
+      uint32_t qh = 0;
+      if (five) std::memcpy(&qh, blk + (has_min ? 4 : 2), 4);
+      const uint8_t* qs = blk + (has_min ? 4 : 2) + (five ? 4 : 0);
+      uint8_t u[32];
+      for (int j = 0; j < 32; ++j) {
+        const int nib = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
+        u[j] = static_cast<uint8_t>(nib | (five ? ((qh >> j) & 1) << 4 : 0));
+      }
+      const float d = numeric::HalfToFloat(dh), m = numeric::HalfToFloat(mh);
+      float scale = d, zero = has_min ? (d != 0.0f ? -m / d : 0.0f) : 16.0f;
+      if (has_min && d == 0.0f) {  // the constant m
+        std::fill(u, u + 32, uint8_t{0});
+        scale = m;
+        zero = m != 0.0f ? -1.0f : 0.0f;
+      }
+      scales[r * blocks + b] = scale;
+      zeros[r * blocks + b] = zero;
+      uint8_t* dst_codes = codes.data() + r * code_row + b * (five ? 32 : 16);
+      if (five) {
+        std::memcpy(dst_codes, u, 32);
+      } else {  // kU4Groups pairs: element 2l in the low nibble of byte l
+        for (int l = 0; l < 16; ++l) {
+          dst_codes[l] = static_cast<uint8_t>(u[2 * l] | (u[2 * l + 1] << 4));
+        }
+      }
+    }
+  }
+  FastWeights src;
+  src.format = five ? FastFormat::kU8Groups : FastFormat::kU4Groups;
+  src.data = codes.data();
+  src.n = n;
+  src.k = k;
+  src.row_stride = code_row;
+  src.group_scales = scales.data();
+  src.group_zeros = zeros.data();
+  src.group_size = 32;
+  return five ? RepackU8x16(src, dst) : RepackU4x16(src, dst);
+}
+
 int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
   return (n + kCols - 1) / kCols * Describe(FastFormat::kQ6_Kx16, nullptr, n, k, 32).row_stride;
 }

@@ -92,6 +92,13 @@ FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 int64_t Q5_Kx16Bytes(int64_t n, int64_t k);
 FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
+// GGUF Q4_1 (kU4x16), Q5_0 and Q5_1 (kU8x16) rows, group size 32 (U4x16Bytes / U8x16Bytes(n, k,
+// 32)): each block's w = d·u + m (Q5_0: d·(u − 16)) becomes scale d and zero point −m / d (16);
+// a block with d = 0 is the constant m, stored as codes 0, zero point −1 and scale m. The zero
+// point's rounding moves a block total by at most 2^-24·|m·Σx|.
+FastWeights RepackLegacyGgmlToUx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n,
+                                   int64_t k, uint8_t* dst);
+
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes for the codes).
 FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 

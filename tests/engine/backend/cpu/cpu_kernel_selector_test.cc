@@ -117,8 +117,9 @@ TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
 namespace tessera::backend::cpu {
 namespace {
 
-// GGUF block formats: under --cpu_int8_activations the ones with 16-column int8 tiles take the
-// VNNI kernel and int8 activations; the others keep f32 activations and the dequantizing kernel.
+// GGUF block formats (Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q4_K / Q5_K / Q6_K): under
+// --cpu_int8_activations each takes its 16-column VNNI tiles and int8 activations; without it, f32
+// activations and the dequantizing kernel.
 TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
   for (const auto& [fmt, label] :
        {std::pair{quant::WeightFormat::kGgufQ4_0, "cpu/gguf-q4_0-vnni"},
@@ -126,8 +127,9 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
         std::pair{quant::WeightFormat::kGgufQ4_K, "cpu/gguf-q4_k-vnni"},
         std::pair{quant::WeightFormat::kGgufQ5_K, "cpu/gguf-q5_k-vnni"},
         std::pair{quant::WeightFormat::kGgufQ6_K, "cpu/gguf-q6_k-vnni"},
-        std::pair{quant::WeightFormat::kGgufQ4_1, "cpu/gguf-q4_1-fast"},
-        std::pair{quant::WeightFormat::kGgufQ5_0, "cpu/gguf-q5_0-fast"}}) {
+        std::pair{quant::WeightFormat::kGgufQ4_1, "cpu/gguf-q4_1-vnni"},
+        std::pair{quant::WeightFormat::kGgufQ5_0, "cpu/gguf-q5_0-vnni"},
+        std::pair{quant::WeightFormat::kGgufQ5_1, "cpu/gguf-q5_1-vnni"}}) {
     quant::LinearSpec s;
     s.module = "model.layers.0.mlp.down_proj";
     s.n = 64;

@@ -1,9 +1,9 @@
 // DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
-// load: GGUF Q5_K and Q6_K under int8 activations (the 16-column VNNI tiles) against the same
-// layer with f32 activations (the dequantizing reference path), within the int8 activation
-// rounding; f16 weights (the AVX-512 panels) against a double sum of the f16 values. Each is
-// batch-invariant through Forward (a row alone = the same row among 7, bit for bit, on a 2-thread
-// pool), and Describe names the kernel.
+// load: GGUF Q4_1, Q5_0, Q5_1, Q5_K and Q6_K under int8 activations (the 16-column VNNI tiles)
+// against the same layer with f32 activations (the dequantizing reference path), within the int8
+// activation rounding; f16 weights (the AVX-512 panels) against a double sum of the f16 values.
+// Each is batch-invariant through Forward (a row alone = the same row among 7, bit for bit, on a
+// 2-thread pool), and Describe names the kernel.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -22,18 +22,24 @@ namespace {
 
 constexpr int64_t kN = 40, kK = 512, kRows = 7;
 
-// Random but valid K-quant blocks: every byte pattern decodes; f16 super-block scales kept sane
-// (Q5_K: d, dmin at bytes 0-3 of 176; Q6_K: d at bytes 208-209 of 210).
+// Random but valid GGUF blocks: every byte pattern decodes; the f16 scales kept sane (Q6_K: d at
+// bytes 208-209 of 210; the others d, and m / dmin where they have one, at bytes 0-3).
 std::vector<uint8_t> RandomBlocks(io::DType dtype, std::mt19937& rng) {
   const bool q6 = dtype == io::DType::kQ6_K;
-  const int64_t bb = q6 ? 210 : 176;
-  std::vector<uint8_t> bytes(kN * (kK / 256) * bb);
+  const bool k_quant = q6 || dtype == io::DType::kQ5_K;
+  const int64_t elements = k_quant ? 256 : 32;
+  const int64_t bb = q6                          ? 210
+                     : dtype == io::DType::kQ5_K ? 176
+                     : dtype == io::DType::kQ4_1 ? 20
+                     : dtype == io::DType::kQ5_0 ? 22
+                                                 : 24;
+  std::vector<uint8_t> bytes(kN * (kK / elements) * bb);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-  for (int64_t i = 0; i < kN * (kK / 256); ++i) {
+  for (int64_t i = 0; i < kN * (kK / elements); ++i) {
     uint8_t* blk = bytes.data() + i * bb;
-    const uint16_t d = numeric::FloatToHalf(q6 ? 2e-4f : 1e-3f);
+    const uint16_t d = numeric::FloatToHalf(q6 ? 2e-4f : k_quant ? 1e-3f : 2e-2f);
     std::memcpy(blk + (q6 ? 208 : 0), &d, 2);
-    if (!q6) std::memcpy(blk + 2, &d, 2);
+    if (!q6 && dtype != io::DType::kQ5_0) std::memcpy(blk + 2, &d, 2);
   }
   return bytes;
 }
@@ -86,7 +92,8 @@ TEST_P(DenseLinearKQuantTest, Int8TilesFollowTheReferenceAndAreBatchInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
-                         ::testing::Values(io::DType::kQ5_K, io::DType::kQ6_K));
+                         ::testing::Values(io::DType::kQ4_1, io::DType::kQ5_0, io::DType::kQ5_1,
+                                           io::DType::kQ5_K, io::DType::kQ6_K));
 
 TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
   if (!kernels::cpu::fast::F16PanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
