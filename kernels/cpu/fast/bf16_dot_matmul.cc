@@ -92,7 +92,7 @@ namespace {
 
 // One K pair of 16 columns is a 64-byte vector; a block of 512 pairs is 32 KiB per panel.
 template <bool kSplit>
-struct Bf16Pairs {
+struct Bf16Pairs : panels::FloatAccumulators {
   using WVec = __m512bh;
   static constexpr int64_t kStepBytes = 64;
   static constexpr int64_t kBlockSteps = 512;
@@ -101,10 +101,10 @@ struct Bf16Pairs {
   int64_t stride;     // pairs between rows
   static WVec LoadW(const uint8_t* p) { return (__m512bh)_mm512_load_si512(p); }
   Bf16Pairs Rows(int64_t m0) const {
-    return {hi + m0 * stride, kSplit ? lo + m0 * stride : nullptr, stride};
+    return {{}, hi + m0 * stride, kSplit ? lo + m0 * stride : nullptr, stride};
   }
   template <int NV>
-  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, __m512* acc) const {
+  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
     const __m512bh xv = (__m512bh)_mm512_set1_epi32(hi[i * stride + t]);
     for (int j = 0; j < NV; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], xv, w[j]);
     if constexpr (kSplit) {
@@ -122,10 +122,10 @@ void Bf16DotMatmul(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
   const auto* hi32 = reinterpret_cast<const int32_t*>(xb);
   const auto* lo32 = reinterpret_cast<const int32_t*>(lo);
   if (lo != nullptr) {
-    panels::PanelMatmul(Bf16Pairs<true>{hi32, lo32, stride}, w.data, w.row_stride, pairs, w.n,
+    panels::PanelMatmul(Bf16Pairs<true>{{}, hi32, lo32, stride}, w.data, w.row_stride, pairs, w.n,
                         rows, bias, y, n_begin, n_end);
   } else {
-    panels::PanelMatmul(Bf16Pairs<false>{hi32, nullptr, stride}, w.data, w.row_stride, pairs,
+    panels::PanelMatmul(Bf16Pairs<false>{{}, hi32, nullptr, stride}, w.data, w.row_stride, pairs,
                         w.n, rows, bias, y, n_begin, n_end);
   }
 }

@@ -68,7 +68,7 @@ namespace tessera::kernels::cpu::fast {
 namespace {
 
 // One k of 16 columns is a 32-byte vector of f16; a block of 1024 k is 32 KiB per panel.
-struct F16Panels {
+struct F16Panels : panels::FloatAccumulators {
   using WVec = __m512;
   static constexpr int64_t kStepBytes = 32;
   static constexpr int64_t kBlockSteps = 1024;
@@ -77,9 +77,9 @@ struct F16Panels {
   HWY_INLINE static WVec LoadW(const uint8_t* p) {
     return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
   }
-  F16Panels Rows(int64_t m0) const { return {x + m0 * stride, stride}; }
+  F16Panels Rows(int64_t m0) const { return {{}, x + m0 * stride, stride}; }
   template <int NV>
-  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, __m512* acc) const {
+  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
     const __m512 xv = _mm512_set1_ps(x[i * stride + t]);
     for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(xv, w[j], acc[j]);
   }
@@ -89,7 +89,7 @@ struct F16Panels {
 
 void F16PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
                     int64_t n_begin, int64_t n_end) {
-  panels::PanelMatmul(F16Panels{x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y, n_begin,
+  panels::PanelMatmul(F16Panels{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y, n_begin,
                       n_end);
 }
 

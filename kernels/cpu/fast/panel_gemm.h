@@ -14,11 +14,15 @@
 // be compiled with AVX-512 attributes (their inline functions are shared with the whole program),
 // and the include guards make the includes below no-ops there.
 //
-// A policy K provides: `WVec` (one panel's weights of one K step, as the kernel multiplies
-// them), `kStepBytes` (bytes of a K step in one panel), `kBlockSteps`, `static WVec LoadW(const
-// uint8_t*)`, `K Rows(int64_t m0) const` (the policy for the row tile starting at row m0) and
-// `template <int NV> void Madd(int i, int64_t t, const WVec* w, __m512* acc) const` (row i of the
-// tile, K step t, into acc[0..NV)).
+// A policy K provides: `Acc` (an accumulator vector: __m512 or __m512i), `static Acc Zero()`,
+// `static Acc Load(const float*)` and `static void Store(float*, Acc)` (the park buffer, exact for
+// either type), `WVec` (one panel's weights of one K step, as the kernel multiplies them),
+// `kStepBytes` (bytes of a K step in one panel), `kBlockSteps`, `static WVec LoadW(const
+// uint8_t*)`, `K Rows(int64_t m0) const` (the policy for the row tile starting at row m0),
+// `template <int NV> void Madd(int i, int64_t t, const WVec* w, Acc* acc) const` (row i of the
+// tile, K step t, into acc[0..NV)) and `template <int MR, int NV> void Finish(const TileJob&,
+// Acc (&)[MR][NV]) const` (the epilogue of the last K block); FloatAccumulators below gives the
+// f32 kernels theirs.
 #ifndef TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
 #define TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
 
@@ -34,27 +38,43 @@ inline constexpr int kTileRows = 6;
 inline constexpr int kTileVecs = 4;
 
 struct TileJob {
-  const uint8_t* w;  // first panel of the tile
+  const uint8_t* w;            // first panel of the tile
   int64_t panel_bytes;
-  int64_t t0, t1;    // K steps [t0, t1) of this block
-  bool first, last;  // first / last K block
-  float* park;       // accumulators between K blocks: [row][kTileVecs][16]
-  float* y;          // y + m0 · y_stride + first panel's column
+  int64_t t0, t1;              // K steps [t0, t1) of this block
+  bool first, last;            // first / last K block
+  float* park;                 // accumulators between K blocks: [row][kTileVecs][16]
+  int64_t col0;                // the tile's first column
+  float* y;                    // y + m0 · y_stride + col0
   int64_t y_stride;
-  const float* bias;           // bias + first panel's column, or null
+  const float* bias;           // bias + col0, or null
   __mmask16 store[kTileVecs];  // lanes of each panel inside [n_begin, n_end)
+};
+
+// The f32 kernels' accumulators and epilogue: output (m, n) = acc + bias[n], masked stores.
+struct FloatAccumulators {
+  using Acc = __m512;
+  static Acc Zero() { return _mm512_setzero_ps(); }
+  static Acc Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, Acc v) { _mm512_storeu_ps(p, v); }
+  template <int MR, int NV>
+  void Finish(const TileJob& a, Acc (&acc)[MR][NV]) const {
+    for (int j = 0; j < NV; ++j) {
+      const __m512 b = a.bias != nullptr ? _mm512_maskz_loadu_ps(a.store[j], a.bias + 16 * j)
+                                         : _mm512_setzero_ps();
+      for (int i = 0; i < MR; ++i) {
+        const __m512 v = a.bias != nullptr ? _mm512_add_ps(acc[i][j], b) : acc[i][j];
+        _mm512_mask_storeu_ps(a.y + i * a.y_stride + 16 * j, a.store[j], v);
+      }
+    }
+  }
 };
 
 template <int MR, int NV, class K>
 void Tile(const TileJob& a, const K& kernel) {
-  __m512 acc[MR][NV];
-  if (a.first) {
-    for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
-    }
-  } else {
-    for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_loadu_ps(a.park + (i * kTileVecs + j) * 16);
+  typename K::Acc acc[MR][NV];
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NV; ++j) {
+      acc[i][j] = a.first ? K::Zero() : K::Load(a.park + (i * kTileVecs + j) * 16);
     }
   }
   for (int64_t t = a.t0; t < a.t1; ++t) {
@@ -64,18 +84,11 @@ void Tile(const TileJob& a, const K& kernel) {
   }
   if (!a.last) {
     for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) _mm512_storeu_ps(a.park + (i * kTileVecs + j) * 16, acc[i][j]);
+      for (int j = 0; j < NV; ++j) K::Store(a.park + (i * kTileVecs + j) * 16, acc[i][j]);
     }
     return;
   }
-  for (int j = 0; j < NV; ++j) {
-    const __m512 b = a.bias != nullptr ? _mm512_maskz_loadu_ps(a.store[j], a.bias + 16 * j)
-                                       : _mm512_setzero_ps();
-    for (int i = 0; i < MR; ++i) {
-      const __m512 v = a.bias != nullptr ? _mm512_add_ps(acc[i][j], b) : acc[i][j];
-      _mm512_mask_storeu_ps(a.y + i * a.y_stride + 16 * j, a.store[j], v);
-    }
-  }
+  kernel.template Finish<MR, NV>(a, acc);
 }
 
 template <class K>
@@ -134,7 +147,8 @@ void PanelMatmul(const K& kernel, const uint8_t* data, int64_t panel_bytes, int6
     const int nv = static_cast<int>(std::min<int64_t>(kTileVecs, p_end - p0));
     for (int j = 0; j < kTileVecs; ++j) a.store[j] = StoreMask(p0 + j, n_begin, n_end);
     a.w = data + p0 * panel_bytes;
-    a.bias = bias != nullptr ? bias + p0 * kCols : nullptr;
+    a.col0 = p0 * kCols;
+    a.bias = bias != nullptr ? bias + a.col0 : nullptr;
     for (int64_t t0 = 0; t0 < steps; t0 += block) {
       a.t0 = t0;
       a.t1 = std::min(steps, t0 + block);
@@ -143,7 +157,7 @@ void PanelMatmul(const K& kernel, const uint8_t* data, int64_t panel_bytes, int6
       for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
         a.park = park.empty() ? nullptr : park.data() + m0 * kTileVecs * 16;
-        a.y = y + m0 * n + p0 * kCols;
+        a.y = y + m0 * n + a.col0;
         PickTile<K>(mr, nv)(a, kernel.Rows(m0));
       }
     }
