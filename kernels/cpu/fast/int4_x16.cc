@@ -417,142 +417,147 @@ float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n) {
   return amax == 0.0f ? 1.0f : kNvfp4GlobalScaleNumerator / amax;
 }
 
+namespace {
+
+// One output of the portable loop before its bias / row scale, in the canonical order of
+// int4_x16.h: column c of the group whose tile starts at `tile`, activation row m (codes x).
+struct PortableOutput {
+  const FastWeights& w;
+  const Int4x16Acts& a;
+  X16Layout l;
+  int64_t blocks;
+
+  // kQ6_Kx16: per half block, nibbles plus high bit pairs, zero point 32, scale d·sc.
+  float Q6K(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* rec = tile + l.Scales(b);
+      const uint8_t* codes = tile + l.Codes(b);
+      uint16_t dh;
+      std::memcpy(&dh, rec + 2 * c, 2);
+      for (int h = 0; h < 2; ++h) {  // half h: chunks 2h and 2h + 1 (K 16h .. 16h + 15)
+        int32_t dot = 0;
+        for (int q = 2 * h; q < 2 * h + 2; ++q) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t nib = codes[q * 64 + c * 4 + i];
+            const int pairs = (codes[256 + (q / 2) * 64 + c * 4 + i] >> (4 * (q % 2))) & 0xF;
+            const int lo = (nib & 0xF) | ((pairs & 3) << 4);
+            const int hi = (nib >> 4) | ((pairs >> 2) << 4);
+            dot += lo * x[b * 32 + 8 * q + i] + hi * x[b * 32 + 8 * q + 4 + i];
+          }
+        }
+        const int64_t off = m * blocks + b;
+        const auto sc = static_cast<int8_t>(rec[32 + ((b % 8) * 2 + h) * kCols + c]);
+        const float sw = numeric::HalfToFloat(dh) * static_cast<float>(sc);
+        const float xs = h == 0 ? a.s[off] : a.s2[off];
+        const float t = std::fma(-32.0f, xs, static_cast<float>(dot));
+        acc = std::fma(t, sw * a.d[off], acc);
+      }
+    }
+    return acc;
+  }
+
+  // kNvfp4x16: per half block, E2M1 through 2·e2m1 + 12, UE4M3 scales.
+  float Nvfp4(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int h = 0; h < 2; ++h) {  // half h: chunks 2h and 2h + 1 (K 16h .. 16h + 15)
+        int32_t dot = 0;
+        for (int q = 2 * h; q < 2 * h + 2; ++q) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = tile[l.Codes(b) + q * 64 + c * 4 + i];
+            dot += (kTwiceE2m1[byte & 0xF] + 12) * x[b * 32 + 8 * q + i] +
+                   (kTwiceE2m1[byte >> 4] + 12) * x[b * 32 + 8 * q + 4 + i];
+          }
+        }
+        const int64_t off = m * blocks + b;
+        const float xs = h == 0 ? a.s[off] : a.s2[off];
+        const float dx = h == 0 ? a.d[off] : a.d2[off];
+        const float sw =
+            numeric::DecodeUe4m3(tile[l.Scales(b) + h * kCols + c] & 0x7F) * w.alpha * 0.5f;
+        const float t = std::fma(-12.0f, xs, static_cast<float>(dot));
+        acc = std::fma(t, sw * dx, acc);
+      }
+    }
+    return acc;
+  }
+
+  // The whole-block formats: Q4_0 / Q8_0 (f16 scale, zero point 8 / 128), the integer groups
+  // (f32 scale and zero point), Q4_K / Q5_K (the file's affine form).
+  float Blocks(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
+    const bool q8_0 = w.format == FastFormat::kQ8_0x16;
+    const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
+    const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
+    const bool q5_k = w.format == FastFormat::kQ5_Kx16;
+    const bool affine = w.format == FastFormat::kQ4_Kx16 || q5_k;  // d·sc·u − dmin·m
+    float acc = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) {
+      int32_t dot = 0;
+      const uint8_t* codes = tile + l.Codes(b);
+      if (bytes) {
+        for (int j = 0; j < 32; ++j) dot += codes[ByteCodeOffset(c, j)] * x[b * 32 + j];
+      } else {
+        for (int q = 0; q < 4; ++q) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = codes[q * 64 + c * 4 + i];
+            // kQ5_Kx16: the fifth bits of K = 8q + i and 8q + 4 + i are bits 2q and 2q + 1.
+            const int fifth = q5_k ? codes[256 + c * 4 + i] >> (2 * q) : 0;
+            dot += ((byte & 0xF) | ((fifth & 1) << 4)) * x[b * 32 + 8 * q + i] +
+                   ((byte >> 4) | ((fifth & 2) << 3)) * x[b * 32 + 8 * q + 4 + i];
+          }
+        }
+      }
+      const int64_t off = m * blocks + b;
+      if (affine) {  // the file's affine form: s = d·sc, o = dmin·m, both exact in f32
+        const uint8_t* rec = tile + l.Scales(b);
+        const int64_t j = b % 8;
+        uint16_t dh, mh;
+        std::memcpy(&dh, rec + 2 * c, 2);
+        std::memcpy(&mh, rec + 32 + 2 * c, 2);
+        const float s = numeric::HalfToFloat(dh) * static_cast<float>(rec[64 + j * kCols + c]);
+        const float o = numeric::HalfToFloat(mh) * static_cast<float>(rec[192 + j * kCols + c]);
+        const float t = std::fma(-o, a.s[off], s * static_cast<float>(dot));
+        acc = std::fma(t, a.d[off], acc);
+        continue;
+      }
+      float scale, zero;
+      if (q4_0) {
+        uint16_t h;
+        std::memcpy(&h, tile + l.Scales(b) + c * 2, 2);
+        scale = numeric::HalfToFloat(h);
+        zero = q8_0 ? 128.0f : 8.0f;
+      } else {
+        const auto* scales = reinterpret_cast<const float*>(tile + l.Scales(b));
+        scale = scales[c];
+        zero = scales[kCols + c];
+      }
+      const float t = std::fma(-zero, a.s[off], static_cast<float>(dot));
+      acc = std::fma(t, scale * a.d[off], acc);
+    }
+    return acc;
+  }
+};
+
+}  // namespace
+
 void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                            int64_t n_begin, int64_t n_end) {
-  const int64_t blocks = w.k / 32;
-  const bool q8_0 = w.format == FastFormat::kQ8_0x16;
-  const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
-  const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
-  const bool nvfp4 = w.format == FastFormat::kNvfp4x16;
-  const bool q5_k = w.format == FastFormat::kQ5_Kx16;
-  const bool q4_k = w.format == FastFormat::kQ4_Kx16 || q5_k;  // GGUF's affine d·sc·u − dmin·m
-  const X16Layout l = LayoutOf(w);
-  auto finish = [&](float acc, int64_t m, int64_t n) {
-    if (a.row_scale != nullptr) {
-      const float rs = a.row_scale[m * a.row_scale_stride];
-      acc = bias != nullptr ? std::fma(acc, rs, bias[n]) : acc * rs;
-    } else if (bias != nullptr) {
-      acc += bias[n];
-    }
-    y[m * w.n + n] = acc;
-  };
-  if (w.format == FastFormat::kQ6_Kx16) {
-    for (int64_t n = n_begin; n < n_end; ++n) {
-      const int64_t g = n / kCols, c = n % kCols;
-      const uint8_t* tile = w.data + g * w.row_stride;
-      for (int64_t m = 0; m < a.rows; ++m) {
-        const int8_t* x = a.q + m * w.k;
-        float acc = 0.0f;
-        for (int64_t b = 0; b < blocks; ++b) {
-          const uint8_t* rec = tile + l.Scales(b);
-          const uint8_t* codes = tile + l.Codes(b);
-          uint16_t dh;
-          std::memcpy(&dh, rec + 2 * c, 2);
-          for (int h = 0; h < 2; ++h) {  // half h: chunks 2h and 2h + 1 (K 16h .. 16h + 15)
-            int32_t dot = 0;
-            for (int q = 2 * h; q < 2 * h + 2; ++q) {
-              for (int i = 0; i < 4; ++i) {
-                const uint8_t nib = codes[q * 64 + c * 4 + i];
-                const int pairs = (codes[256 + (q / 2) * 64 + c * 4 + i] >> (4 * (q % 2))) & 0xF;
-                const int lo = (nib & 0xF) | ((pairs & 3) << 4);
-                const int hi = (nib >> 4) | ((pairs >> 2) << 4);
-                dot += lo * x[b * 32 + 8 * q + i] + hi * x[b * 32 + 8 * q + 4 + i];
-              }
-            }
-            const int64_t off = m * blocks + b;
-            const auto sc = static_cast<int8_t>(rec[32 + ((b % 8) * 2 + h) * kCols + c]);
-            const float sw = numeric::HalfToFloat(dh) * static_cast<float>(sc);
-            const float xs = h == 0 ? a.s[off] : a.s2[off];
-            const float t = std::fma(-32.0f, xs, static_cast<float>(dot));
-            acc = std::fma(t, sw * a.d[off], acc);
-          }
-        }
-        finish(acc, m, n);
-      }
-    }
-    return;
-  }
-  if (nvfp4) {
-    for (int64_t n = n_begin; n < n_end; ++n) {
-      const int64_t g = n / kCols, c = n % kCols;
-      const uint8_t* tile = w.data + g * w.row_stride;
-      for (int64_t m = 0; m < a.rows; ++m) {
-        const int8_t* x = a.q + m * w.k;
-        float acc = 0.0f;
-        for (int64_t b = 0; b < blocks; ++b) {
-          for (int h = 0; h < 2; ++h) {  // half h: chunks 2h and 2h + 1 (K 16h .. 16h + 15)
-            int32_t dot = 0;
-            for (int q = 2 * h; q < 2 * h + 2; ++q) {
-              for (int i = 0; i < 4; ++i) {
-                const uint8_t byte = tile[l.Codes(b) + q * 64 + c * 4 + i];
-                dot += (kTwiceE2m1[byte & 0xF] + 12) * x[b * 32 + 8 * q + i] +
-                       (kTwiceE2m1[byte >> 4] + 12) * x[b * 32 + 8 * q + 4 + i];
-              }
-            }
-            const int64_t off = m * blocks + b;
-            const float xs = h == 0 ? a.s[off] : a.s2[off];
-            const float dx = h == 0 ? a.d[off] : a.d2[off];
-            const float sw =
-                numeric::DecodeUe4m3(tile[l.Scales(b) + h * kCols + c] & 0x7F) * w.alpha * 0.5f;
-            const float t = std::fma(-12.0f, xs, static_cast<float>(dot));
-            acc = std::fma(t, sw * dx, acc);
-          }
-        }
-        finish(acc, m, n);
-      }
-    }
-    return;
-  }
+  const PortableOutput out{w, a, LayoutOf(w), w.k / 32};
   for (int64_t n = n_begin; n < n_end; ++n) {
     const int64_t g = n / kCols, c = n % kCols;
     const uint8_t* tile = w.data + g * w.row_stride;
     for (int64_t m = 0; m < a.rows; ++m) {
       const int8_t* x = a.q + m * w.k;
-      float acc = 0.0f;
-      for (int64_t b = 0; b < blocks; ++b) {
-        int32_t dot = 0;
-        const uint8_t* codes = tile + l.Codes(b);
-        if (bytes) {
-          for (int j = 0; j < 32; ++j) dot += codes[ByteCodeOffset(c, j)] * x[b * 32 + j];
-        } else {
-          for (int q = 0; q < 4; ++q) {
-            for (int i = 0; i < 4; ++i) {
-              const uint8_t byte = codes[q * 64 + c * 4 + i];
-              // kQ5_Kx16: the fifth bits of K = 8q + i and 8q + 4 + i are bits 2q and 2q + 1.
-              const int fifth = q5_k ? codes[256 + c * 4 + i] >> (2 * q) : 0;
-              dot += ((byte & 0xF) | ((fifth & 1) << 4)) * x[b * 32 + 8 * q + i] +
-                     ((byte >> 4) | ((fifth & 2) << 3)) * x[b * 32 + 8 * q + 4 + i];
-            }
-          }
-        }
-        const int64_t off = m * blocks + b;
-        if (q4_k) {  // the file's affine form: s = d·sc, o = dmin·m, both exact in f32
-          const uint8_t* rec = tile + l.Scales(b);
-          const int64_t j = b % 8;
-          uint16_t dh, mh;
-          std::memcpy(&dh, rec + 2 * c, 2);
-          std::memcpy(&mh, rec + 32 + 2 * c, 2);
-          const float s = numeric::HalfToFloat(dh) * static_cast<float>(rec[64 + j * kCols + c]);
-          const float o = numeric::HalfToFloat(mh) * static_cast<float>(rec[192 + j * kCols + c]);
-          const float t = std::fma(-o, a.s[off], s * static_cast<float>(dot));
-          acc = std::fma(t, a.d[off], acc);
-          continue;
-        }
-        float scale, zero;
-        if (q4_0) {
-          uint16_t h;
-          std::memcpy(&h, tile + l.Scales(b) + c * 2, 2);
-          scale = numeric::HalfToFloat(h);
-          zero = q8_0 ? 128.0f : 8.0f;
-        } else {
-          const auto* scales = reinterpret_cast<const float*>(tile + l.Scales(b));
-          scale = scales[c];
-          zero = scales[kCols + c];
-        }
-        const float t = std::fma(-zero, a.s[off], static_cast<float>(dot));
-        acc = std::fma(t, scale * a.d[off], acc);
+      float acc = w.format == FastFormat::kQ6_Kx16    ? out.Q6K(tile, c, x, m)
+                  : w.format == FastFormat::kNvfp4x16 ? out.Nvfp4(tile, c, x, m)
+                                                      : out.Blocks(tile, c, x, m);
+      if (a.row_scale != nullptr) {  // fma(acc, α, bias)
+        const float rs = a.row_scale[m * a.row_scale_stride];
+        acc = bias != nullptr ? std::fma(acc, rs, bias[n]) : acc * rs;
+      } else if (bias != nullptr) {
+        acc += bias[n];
       }
-      finish(acc, m, n);
+      y[m * w.n + n] = acc;
     }
   }
 }
