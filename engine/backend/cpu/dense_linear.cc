@@ -31,17 +31,6 @@ absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorVi
   return enc;
 }
 
-namespace {
-
-// The GGUF types with 16-column int8-activation tiles (kernels/cpu/fast/int4_x16.h).
-bool HasInt8Tiles(kernels::cpu::GgmlBlockType t) {
-  using T = kernels::cpu::GgmlBlockType;
-  return t == T::kQ4_0 || t == T::kQ4_1 || t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ8_0 ||
-         t == T::kQ4_K || t == T::kQ5_K || t == T::kQ6_K;
-}
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::TensorView& weight,
                                                                  std::vector<float> bias,
                                                                  kernels::cpu::ThreadPool* pool,
@@ -56,7 +45,7 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
-  if (activations == DenseActivations::kInt8Block32 && !(enc->ggml && HasInt8Tiles(*enc->ggml))) {
+  if (activations == DenseActivations::kInt8Block32 && !(enc->ggml && kernels::cpu::fast::HasGgmlX16(*enc->ggml))) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K "
         "weights, not %s",
@@ -80,50 +69,12 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
       activations_(activations) {
   namespace kf = kernels::cpu::fast;
   const int64_t n = weight_.shape[0], k = weight_.shape[1];
-  const bool int8_activations = activations_ == DenseActivations::kInt8Block32;
-  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_0) {
-    // Int8 activations on Q4_0: 16-column tiles (int4_x16.h), one layout for decode and batches.
-    repacked_ = kernels::cpu::HugePageBuffer(kf::Q4_0x16Bytes(n, k));
-    fast_ = kf::RepackQ4_0x16(weight_.bytes.data(), n, k, repacked_.data());
-    return;
-  }
-  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ8_0) {
-    // Q8_0 in the same tiles (a byte per code): weights reused across rows in registers (the
-    // row-major Q8ActMatmul of q8_act_matmul.h re-reads them per row pair).
-    repacked_ = kernels::cpu::HugePageBuffer(kf::Q8_0x16Bytes(n, k));
-    fast_ = kf::RepackQ8_0x16(weight_.bytes.data(), n, k, repacked_.data());
-    return;
-  }
-  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_K) {
-    // Int8 activations on Q4_K: nibble tiles under the file's own d / dmin and 6-bit scales and
-    // mins (int4_x16.h RepackQ4_Kx16), 4.625 bits per weight.
-    repacked_ = kernels::cpu::HugePageBuffer(kf::Q4_Kx16Bytes(n, k));
-    fast_ = kf::RepackQ4_Kx16(weight_.bytes.data(), n, k, repacked_.data());
-    return;
-  }
-  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ5_K) {
-    // Int8 activations on Q5_K: Q4_K's tiles plus a plane of fifth bits, 5.625 bits per weight.
-    repacked_ = kernels::cpu::HugePageBuffer(kf::Q5_Kx16Bytes(n, k));
-    fast_ = kf::RepackQ5_Kx16(weight_.bytes.data(), n, k, repacked_.data());
-    return;
-  }
-  if (int8_activations && enc_.ggml &&
-      (*enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_1 ||
-       *enc_.ggml == kernels::cpu::GgmlBlockType::kQ5_0 ||
-       *enc_.ggml == kernels::cpu::GgmlBlockType::kQ5_1)) {
-    // Int8 activations on the legacy affine types: per-group tiles of 32 (scale d, zero point
-    // −m / d), nibbles for Q4_1, bytes for Q5_0 / Q5_1 (int4_x16.h RepackLegacyGgmlToUx16).
-    const bool nibbles = *enc_.ggml == kernels::cpu::GgmlBlockType::kQ4_1;
-    repacked_ = kernels::cpu::HugePageBuffer(nibbles ? kf::U4x16Bytes(n, k, 32)
-                                                     : kf::U8x16Bytes(n, k, 32));
-    fast_ = kf::RepackLegacyGgmlToUx16(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
-    return;
-  }
-  if (int8_activations && enc_.ggml && *enc_.ggml == kernels::cpu::GgmlBlockType::kQ6_K) {
-    // Int8 activations on Q6_K: nibbles plus high bit pairs under the file's d and int8 scales
-    // per 16 (int4_x16.h), 6.625 bits per weight.
-    repacked_ = kernels::cpu::HugePageBuffer(kf::Q6_Kx16Bytes(n, k));
-    fast_ = kf::RepackQ6_Kx16(weight_.bytes.data(), n, k, repacked_.data());
+  if (activations_ == DenseActivations::kInt8Block32) {
+    // Int8 activations (Create checked the type has tiles): the 16-column tiles of int4_x16.h, one
+    // layout for decode and batches, each type in its own form (Q4_K / Q5_K / Q6_K in the file's
+    // numbers, 4.625 / 5.625 / 6.625 bits per weight).
+    repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(*enc_.ggml, n, k));
+    fast_ = kf::RepackGgmlX16(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
@@ -168,17 +119,13 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   kernels::cpu::ScratchFrame scratch;
   ColumnRun run;
   kf::Int4x16Acts acts16;
-  if (fast_.format == kf::FastFormat::kQ4_0x16 || fast_.format == kf::FastFormat::kU4x16 ||
-      fast_.format == kf::FastFormat::kQ8_0x16 || fast_.format == kf::FastFormat::kU8x16 ||
-      fast_.format == kf::FastFormat::kQ4_Kx16 ||
-      fast_.format == kf::FastFormat::kQ5_Kx16 || fast_.format == kf::FastFormat::kQ6_Kx16) {
+  if (activations_ == DenseActivations::kInt8Block32) {
     const int64_t k = in_features(), blocks = k / 32;
     int8_t* qp = scratch.Alloc<int8_t>(rows * k);
     float* dp = scratch.Alloc<float>(rows * blocks);
     float* sp = scratch.Alloc<float>(rows * blocks);
     // Q6_K scales half blocks: code sums per half (s2 the second halves').
-    float* sp2 = fast_.format == kf::FastFormat::kQ6_Kx16 ? scratch.Alloc<float>(rows * blocks)
-                                                           : nullptr;
+    float* sp2 = kf::X16NeedsHalfSums(fast_.format) ? scratch.Alloc<float>(rows * blocks) : nullptr;
     // Per-row quantization split over the pool: each row's codes depend on that row only.
     auto quantize = [&](int64_t r0, int64_t r1) {
       kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp, sp2);

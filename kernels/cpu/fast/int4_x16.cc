@@ -332,6 +332,40 @@ FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
       });
 }
 
+bool HasGgmlX16(GgmlBlockType type) { return type != GgmlBlockType::kMxfp4; }
+
+int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
+  switch (type) {
+    case GgmlBlockType::kQ4_0: return Q4_0x16Bytes(n, k);
+    case GgmlBlockType::kQ8_0: return Q8_0x16Bytes(n, k);
+    case GgmlBlockType::kQ4_K: return Q4_Kx16Bytes(n, k);
+    case GgmlBlockType::kQ5_K: return Q5_Kx16Bytes(n, k);
+    case GgmlBlockType::kQ6_K: return Q6_Kx16Bytes(n, k);
+    case GgmlBlockType::kQ4_1: return U4x16Bytes(n, k, 32);
+    case GgmlBlockType::kQ5_0:
+    case GgmlBlockType::kQ5_1: return U8x16Bytes(n, k, 32);
+    case GgmlBlockType::kMxfp4: break;
+  }
+  return 0;
+}
+
+FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
+                          uint8_t* dst) {
+  switch (type) {
+    case GgmlBlockType::kQ4_0: return RepackQ4_0x16(ggml_rows, n, k, dst);
+    case GgmlBlockType::kQ8_0: return RepackQ8_0x16(ggml_rows, n, k, dst);
+    case GgmlBlockType::kQ4_K: return RepackQ4_Kx16(ggml_rows, n, k, dst);
+    case GgmlBlockType::kQ5_K: return RepackQ5_Kx16(ggml_rows, n, k, dst);
+    case GgmlBlockType::kQ6_K: return RepackQ6_Kx16(ggml_rows, n, k, dst);
+    case GgmlBlockType::kQ4_1:
+    case GgmlBlockType::kQ5_0:
+    case GgmlBlockType::kQ5_1: return RepackLegacyGgmlToUx16(type, ggml_rows, n, k, dst);
+    case GgmlBlockType::kMxfp4: break;
+  }
+  assert(false && "no tiles for MXFP4");
+  return {};
+}
+
 FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
   const int64_t n = src.n, k = src.k;
   FastWeights w = Describe(FastFormat::kNvfp4x16, dst, n, k, 32);
@@ -565,9 +599,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end) {
   if (a.rows <= 0 || n_begin >= n_end) return;
-  assert((a.s2 != nullptr ||
-          (w.format != FastFormat::kNvfp4x16 && w.format != FastFormat::kQ6_Kx16)) &&
-         "per-half code sums needed");
+  assert((a.s2 != nullptr || !X16NeedsHalfSums(w.format)) && "per-half code sums needed");
   if (internal::HasVnni()) {
     internal::Int4x16MatmulVnni(w, a, bias, y, n_begin, n_end);
   } else {

@@ -36,7 +36,7 @@ inline Acts Quantize(const float* x, int64_t rows, int64_t k, bool halves = fals
   return a;
 }
 
-inline bool NeedsHalves(const FastWeights& fw) { return fw.format == FastFormat::kQ6_Kx16; }
+inline bool NeedsHalves(const FastWeights& fw) { return X16NeedsHalfSums(fw.format); }
 
 // Int4x16Matmul (VNNI where the CPU has it) equals Int4x16MatmulPortable bit for bit, bias
 // included, for each row count, on normal random activations.
