@@ -25,12 +25,6 @@
 #endif
 
 namespace tessera::kernels::cpu::fast {
-namespace {
-
-constexpr int64_t kPanelCols = panels::kCols;
-int64_t PanelBytes(int64_t k) { return (k + 1) / 2 * 64; }
-
-}  // namespace
 
 bool Bf16DotAvailable() {
   static const bool has = TESSERA_HAS_AVX512_WITH("avx512bf16");
@@ -56,27 +50,14 @@ void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t
   }
 }
 
-int64_t Bf16PairsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
+int64_t Bf16PairsBytes(int64_t n, int64_t k) {
+  return panels::Count(n) * panels::PairPanelBytes(k);
+}
 
 FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst) {
-  const int64_t n = src.n, k = src.k, pairs = (k + 1) / 2;
-  for (int64_t p = 0; p < panels::Count(n); ++p) {
-    uint16_t* panel = reinterpret_cast<uint16_t*>(dst + p * PanelBytes(k));
-    std::fill(panel, panel + pairs * 32, uint16_t{0});
-    for (int64_t c = 0; c < kPanelCols && p * kPanelCols + c < n; ++c) {
-      const uint8_t* row = src.data + (p * kPanelCols + c) * src.row_stride;
-      for (int64_t i = 0; i < k; ++i) {
-        std::memcpy(&panel[(i / 2) * 32 + c * 2 + (i % 2)], row + 2 * i, 2);
-      }
-    }
-  }
-  FastWeights w;
-  w.format = FastFormat::kBf16Pairs;
-  w.data = dst;
-  w.n = n;
-  w.k = k;
-  w.row_stride = PanelBytes(k);
-  return w;
+  return panels::Repack16BitPanels(src, FastFormat::kBf16Pairs, dst, [](int64_t i, int64_t c) {
+    return (i / 2) * 32 + c * 2 + (i % 2);  // the pair (w[c, 2t], w[c, 2t + 1]) in lane c
+  });
 }
 
 #if defined(TESSERA_BF16_DOT_X86)

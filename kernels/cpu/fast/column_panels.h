@@ -1,12 +1,16 @@
-// What the 16-column panel kernels share (bf16_dot_matmul, int8_dot_matmul): the panel geometry
-// (one output column per 32-bit lane of a zmm), the store mask of a column range that need not
-// start or end on a panel boundary, and the CPUID checks that gate them. Internal to
+// What the 16-column panel kernels share (bf16_dot_matmul, f16_panel_matmul, int8_dot_matmul): the
+// panel geometry (one output column per 32-bit lane of a zmm), the repack of 16-bit weights into
+// panels, the store mask of a column range that need not start or end on a panel boundary, and
+// the CPUID checks that gate them. Internal to
 // kernels/cpu/fast.
 #ifndef TESSERA_KERNELS_CPU_FAST_COLUMN_PANELS_H_
 #define TESSERA_KERNELS_CPU_FAST_COLUMN_PANELS_H_
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/fast/fast_matmul.h"
 
 namespace tessera::kernels::cpu::fast::panels {
 
@@ -20,6 +24,32 @@ inline uint16_t StoreMask(int64_t p, int64_t n_begin, int64_t n_end) {
   const int64_t hi = std::min<int64_t>(kCols, n_end - p * kCols);
   if (hi <= lo) return 0;
   return static_cast<uint16_t>(((1u << hi) - 1) & ~((1u << lo) - 1));
+}
+
+// Bytes of a panel of 16-bit elements: a K pair of the 16 columns per 64-byte line.
+inline int64_t PairPanelBytes(int64_t k) { return (k + 1) / 2 * 64; }
+
+// Repacks the 16-bit elements of src (rows n at src.data + n · src.row_stride) into 16-column
+// panels of PairPanelBytes(k) at dst: element k = i of column c of panel p goes to 16-bit slot
+// slot(i, c) of the panel, every other slot is zero. Returns the `format` view of the panels.
+template <class Slot>
+FastWeights Repack16BitPanels(const FastWeights& src, FastFormat format, uint8_t* dst, Slot slot) {
+  const int64_t n = src.n, k = src.k, bytes = PairPanelBytes(k);
+  for (int64_t p = 0; p < Count(n); ++p) {
+    uint16_t* panel = reinterpret_cast<uint16_t*>(dst + p * bytes);
+    std::fill(panel, panel + bytes / 2, uint16_t{0});
+    for (int64_t c = 0; c < kCols && p * kCols + c < n; ++c) {
+      const uint8_t* row = src.data + (p * kCols + c) * src.row_stride;
+      for (int64_t i = 0; i < k; ++i) std::memcpy(&panel[slot(i, c)], row + 2 * i, 2);
+    }
+  }
+  FastWeights w;
+  w.format = format;
+  w.data = dst;
+  w.n = n;
+  w.k = k;
+  w.row_stride = bytes;
+  return w;
 }
 
 // AVX-512 F, BW and VL plus one extension ("avx512bf16", "avx512vnni"): the kernels' CPU check.

@@ -23,37 +23,21 @@
 #endif
 
 namespace tessera::kernels::cpu::fast {
-namespace {
-
-// k rows of 32 bytes, padded to whole 64-byte lines.
-int64_t PanelBytes(int64_t k) { return (k + 1) / 2 * 64; }
-
-}  // namespace
 
 bool F16PanelAvailable() {
   static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
   return has;
 }
 
-int64_t F16PanelsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
+// k rows of 32 bytes, padded to whole 64-byte lines.
+int64_t F16PanelsBytes(int64_t n, int64_t k) {
+  return panels::Count(n) * panels::PairPanelBytes(k);
+}
 
 FastWeights RepackF16Panels(const FastWeights& src, uint8_t* dst) {
-  const int64_t n = src.n, k = src.k;
-  for (int64_t p = 0; p < panels::Count(n); ++p) {
-    uint16_t* panel = reinterpret_cast<uint16_t*>(dst + p * PanelBytes(k));
-    std::fill(panel, panel + PanelBytes(k) / 2, uint16_t{0});
-    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < n; ++c) {
-      const uint8_t* row = src.data + (p * panels::kCols + c) * src.row_stride;
-      for (int64_t i = 0; i < k; ++i) std::memcpy(&panel[i * panels::kCols + c], row + 2 * i, 2);
-    }
-  }
-  FastWeights w;
-  w.format = FastFormat::kF16Panels;
-  w.data = dst;
-  w.n = n;
-  w.k = k;
-  w.row_stride = PanelBytes(k);
-  return w;
+  return panels::Repack16BitPanels(src, FastFormat::kF16Panels, dst, [](int64_t i, int64_t c) {
+    return i * panels::kCols + c;  // k = i of the 16 columns, one 32-byte vector
+  });
 }
 
 #if defined(TESSERA_F16_PANEL_X86)
