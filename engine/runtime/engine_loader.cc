@@ -1,5 +1,6 @@
 #include "engine/runtime/engine_loader.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -21,6 +22,23 @@ namespace {
       "-DTESSERA_ENABLE_CUDA=ON)"));
 }
 
+// GGUF K-quant (and Q4_1 / Q5_x) layers without --cpu_int8_activations run the CPU kernel that
+// dequantizes blocks per call ("-dequant"): correct but several times slower than their int8
+// tiles, which is what llama.cpp always runs. Said once at load, so a user who expected llama.cpp's
+// speed sees why and what to pass.
+void WarnAboutDequantizingLayers(const quant::PrecisionPlan& plan) {
+  int layers = 0;
+  for (const quant::LinearSpec& s : plan.layers()) {
+    layers += absl::EndsWith(s.kernel, "-dequant") ? 1 : 0;
+  }
+  if (layers == 0) return;
+  TLOG_WARNING(
+      "%d GGUF layers dequantize their blocks per call with f32 activations (kernel *-dequant); "
+      "--cpu_int8_activations runs them on int8-activation VNNI tiles, as llama.cpp does, several "
+      "times faster (results change slightly)",
+      layers);
+}
+
 // The plan for the chosen backend and the decoder that runs it, on `e` (whose source, pool and
 // quant config are set).
 absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cuda_ordinal) {
@@ -32,6 +50,7 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
     e.plan = std::make_unique<quant::PrecisionPlan>(std::move(plan));
     TLOG_INFO("%s", e.plan->ToTable());
     for (const std::string& w : e.plan->warnings()) TLOG_WARNING("%s", w);
+    WarnAboutDequantizingLayers(*e.plan);
     e.factory = std::make_unique<model::PlanLinearFactory>(*e.plan, *e.quant_config, e.pool.get());
     const auto kv_format = runtime::ParseKvCacheFormat(options.kv_cache_dtype);
     if (!kv_format) {

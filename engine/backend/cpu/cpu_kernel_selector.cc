@@ -9,7 +9,9 @@ namespace tessera::backend::cpu {
 // Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast (bf16 weights: the
 // vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
 // (--cpu_bf16_activations), "-vnni" the int8 activation tiles (--cpu_int8_activations), "-int"
-// NVFP4 W4A4's exact integer tiles (VNNI), "-ref" the scalar reference kernels. A layer whose
+// NVFP4 W4A4's exact integer tiles (VNNI), "-dequant" GGUF blocks dequantized to an f32 tile per
+// call (the K-quants and Q4_1 / Q5_0 / Q5_1 without --cpu_int8_activations), "-ref" the scalar
+// reference kernels. A layer whose
 // layout a fast kernel cannot take (FP8 block-scaled W8A8 on a CPU without AVX-512 BF16, INT4 group
 // 16, K not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
 // vectors, FP8 NaN codes, a CPU without AVX-512 for the 4-bit formats) falls back to the reference
@@ -146,9 +148,15 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         break;
       }
       [[fallthrough]];
-    default:
-      spec->kernel = absl::StrCat("cpu/gguf-",
-                                  quant::WeightFormatName(spec->weight_format).substr(5), "-fast");
+    default: {
+      // f32 activations: Q4_0 and Q8_0 decode in registers (the Highway row kernels); the others
+      // dequantize block by block to an f32 tile first.
+      const bool vector_decoder = spec->weight_format == WeightFormat::kGgufQ4_0 ||
+                                  spec->weight_format == WeightFormat::kGgufQ8_0;
+      spec->kernel =
+          absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5),
+                       vector_decoder ? "-fast" : "-dequant");
+    }
   }
   return absl::OkStatus();
 }
