@@ -210,7 +210,7 @@ void QuantizeAffineK(const float* x, int64_t k, uint8_t* out, bool five_bits) {
     }
     // Chunk c of 64 values: low nibbles hold values 0..31, high nibbles 32..63; Q5_K's fifth bits
     // go to qh, bit 2c for the low half of chunk c and 2c + 1 for the high half.
-    uint8_t* qh = out + 16;
+    uint8_t* qh = five_bits ? out + 16 : nullptr;  // Q4_K codes never exceed 15
     uint8_t* qs = out + (five_bits ? 48 : 16);
     if (five_bits) std::memset(qh, 0, 32);
     uint8_t m1 = 1, m2 = 2;

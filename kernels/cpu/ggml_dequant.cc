@@ -220,6 +220,7 @@ void Q6KCodes(const uint8_t* block, uint8_t* codes, float* scales) {
     ql += 64;
     qh += 32;
   }
+  if (scales == nullptr) return;
   const auto* sc = reinterpret_cast<const int8_t*>(block + 192);
   const float d = Half(block + 208);
   for (int i = 0; i < 16; ++i) scales[i] = d * static_cast<float>(sc[i]);

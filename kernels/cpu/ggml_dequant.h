@@ -35,7 +35,7 @@ void Q5KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8
 
 // One 210-byte Q6_K block (256 values) as 6-bit codes in element order and one scale per 16
 // values: w[e] = scales[e / 16] · (codes[e] − 32), scale = d·sc in f32, exactly as
-// DequantizeGgmlBlocks (llama.cpp's dequantize_row_q6_K) computes them.
+// DequantizeGgmlBlocks (llama.cpp's dequantize_row_q6_K) computes them. scales may be null.
 void Q6KCodes(const uint8_t* block, uint8_t* codes, float* scales);
 
 }  // namespace tessera::kernels::cpu

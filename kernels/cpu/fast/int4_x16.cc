@@ -313,8 +313,7 @@ FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
         std::memcpy(rec + 2 * c, blk + 208, 2);                               // d
         for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];  // sc per 16
         uint8_t codes[256];
-        float unused_scales[16];
-        Q6KCodes(blk, codes, unused_scales);
+        Q6KCodes(blk, codes, nullptr);  // the scales stay the file's d and int8 sc
         for (int j = 0; j < 8; ++j) {
           const uint8_t* u = codes + 32 * j;
           uint8_t* block_codes = tile + l.Codes(sb * 8 + j);

@@ -1,7 +1,6 @@
 // AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, Q8_0, INT8, Q4_K, Q5_K and
-// Q6_K tiles). Intrinsics under
-// target attributes (Highway 1.0.3 has no vpdpbusd); called only after the CPUID check in
-// q8_act_vnni.cc (internal::HasVnni).
+// Q6_K tiles). Intrinsics under target attributes (Highway 1.0.3 has no vpdpbusd); called only
+// after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
 //
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
 // are split into low and high nibbles once, then every activation row of the tile (up to 8, kept
@@ -92,11 +91,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
       const __m512 d_sb =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record)));
-      const int64_t jj = j;
       for (int h = 0; h < 2; ++h) {
         const __m512 sw = _mm512_mul_ps(
             d_sb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-                      reinterpret_cast<const __m128i*>(record + 32 + (jj * 2 + h) * 16)))));
+                      reinterpret_cast<const __m128i*>(record + 32 + (j * 2 + h) * 16)))));
         const __m512i pairs = _mm512_loadu_si512(codes + 256 + h * 64);
         __m512i isum[MR];
         for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
