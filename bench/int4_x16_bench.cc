@@ -1,6 +1,7 @@
 // BM_Int4x16Matmul of tessera_matmul_bench: the 16-column int8-activation VNNI tiles
-// (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, INT4 / INT8 weight-only
-// and NVFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of matmul_bench.cc.
+// (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, INT4 / INT8 weight-only,
+// NVFP4 and MXFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of
+// matmul_bench.cc.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -40,6 +41,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   if (fmt == "INT4_G128") stored += n * (k / 128) * 8;
   if (fmt == "INT8_G128") stored = n * k + n * (k / 128) * 8;  // GPTQ 8-bit: a byte per code
   if (fmt == "NVFP4") stored += n * k / 16;
+  if (fmt == "MXFP4") stored += n * k / 32;
   if (fmt == "Q6_K") stored = n * (k / 256) * 210;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
@@ -102,6 +104,11 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
         c.tiles = kernels::cpu::HugePageBuffer(kf::U4x16Bytes(n, k, 128));
         c.fw = kf::RepackU4x16(src, c.tiles.data());
       }
+    } else if (fmt == "MXFP4") {  // E8M0 scales near 2^-7
+      c.block_scales.resize(n * k / 32);
+      for (auto& b : c.block_scales) b = static_cast<uint8_t>(118 + rng() % 4);
+      c.tiles = kernels::cpu::HugePageBuffer(kf::Mxfp4x16Bytes(n, k));
+      c.fw = kf::RepackMxfp4x16(c.src.data(), c.block_scales.data(), n, k, c.tiles.data());
     } else {
       c.block_scales.resize(n * k / 16);
       for (auto& b : c.block_scales) b = static_cast<uint8_t>(0x30 + rng() % 16);
@@ -156,7 +163,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
 }  // namespace
 
 void RegisterInt4x16Benchmarks(std::span<const Shape> gemm) {
-  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "Q8_0", "INT8_G128", "Q6_K"}) {
+  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }

@@ -129,6 +129,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
                                                                   : "cpu/nvfp4-w4a16-fast";
       break;
     case WeightFormat::kMxfp4:
+      if (int8_activations_ && TakeInt8Activations(spec, "cpu/mxfp4-w4a16-vnni")) break;
       spec->kernel = "cpu/mxfp4-w4a16-fast";
       break;
     case WeightFormat::kGgufQ4_0:

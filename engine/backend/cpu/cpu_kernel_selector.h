@@ -11,8 +11,8 @@ namespace tessera::backend::cpu {
 
 class CpuKernelSelector : public quant::KernelSelector {
  public:
-  // int8_activations: run GGUF Q4_0/Q8_0 layers with int8 (Q8_0-block) activations and the VNNI
-  // kernels (a: q8_0 act) instead of exact f32 activations. bf16_activations: bf16 weights
+  // int8_activations: run GGUF, integer weight-only, NVFP4 W4A16 and MXFP4 layers with int8
+  // (Q8_0-block) activations and the VNNI tiles (a: q8_0 act) instead of exact f32 activations. bf16_activations: bf16 weights
   // multiply bf16-rounded activations (a: bf16) instead of the exact hi + lo split.
   explicit CpuKernelSelector(bool int8_activations = false, bool bf16_activations = false)
       : int8_activations_(int8_activations), bf16_activations_(bf16_activations) {}

@@ -13,6 +13,7 @@
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
+#include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
@@ -71,6 +72,20 @@ void QuantizedLinear::InitFast() {
       q8_.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
       x16_ = kc::HugePageBuffer(kf::Nvfp4x16Bytes(s.n, s.k));
       q8_ = kf::RepackNvfp4x16(q8_, x16_.data());
+      q8_ok_ = true;
+      return;
+    }
+  }
+  if (s.weight_format == WeightFormat::kMxfp4 && s.activation == ActivationFormat::kInt8Block32 &&
+      s.k % 32 == 0 && std::strcmp(kf::Q8ActKernelName(), "avx512-vnni") == 0) {
+    // MXFP4 codes times int8 activation codes with VNNI (--cpu_int8_activations). A NaN scale
+    // (0xFF) keeps the layer on the float path, which propagates it.
+    const kc::Mxfp4Weights mw = w_.AsMxfp4();
+    if (mw.packed != nullptr && mw.scales != nullptr &&
+        std::none_of(mw.scales, mw.scales + s.n * s.k / kc::kMxfp4BlockSize,
+                     [](uint8_t e) { return e == numeric::kE8m0NanCode; })) {
+      x16_ = kc::HugePageBuffer(kf::Mxfp4x16Bytes(s.n, s.k));
+      q8_ = kf::RepackMxfp4x16(mw.packed, mw.scales, s.n, s.k, x16_.data());
       q8_ok_ = true;
       return;
     }

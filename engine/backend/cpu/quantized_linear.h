@@ -16,8 +16,9 @@
 // scalar reference kernels.
 // TESSERA_QUANT_REFERENCE=1 in the environment forces the reference kernels (A/B measurements).
 // Int8 activations (spec.activation == kInt8Block32, chosen by CpuKernelSelector under
-// --cpu_int8_activations for INT4 weight-only layers and NVFP4 W4A16): each input row is
-// quantized to int8 blocks of 32 and the products run in kernels/cpu/fast/q8_act_matmul.h (VNNI);
+// --cpu_int8_activations for integer weight-only layers, NVFP4 W4A16 and MXFP4): each input row
+// is quantized to int8 blocks of 32 and the products run on the 16-column VNNI tiles of
+// kernels/cpu/fast/int4_x16.h;
 // the reference path quantizes and dequantizes the activations the same way, then runs the float
 // reference kernel.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_QUANTIZED_LINEAR_H_

@@ -60,6 +60,9 @@ enum class FastFormat {
   // GGUF Q5_K in 16-column tiles (int4_x16.h: kQ4_Kx16 plus a plane of fifth bits); int8-activation
   // kernels only.
   kQ5_Kx16,
+  // MXFP4 (E2M1 codes, an E8M0 scale per 32) in 16-column tiles (int4_x16.h); int8-activation
+  // kernels only.
+  kMxfp4x16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

@@ -1,5 +1,6 @@
-// Repacking, activation quantization and the portable loop of int4_x16.h; the VNNI kernel is in
-// int4_x16_vnni.cc.
+// Repacking of the non-GGUF formats (integer groups, NVFP4, MXFP4), activation quantization and
+// the portable loop of int4_x16.h; GGUF rows are repacked in int4_x16_ggml.cc, the VNNI kernel is
+// in int4_x16_vnni.cc.
 #include "kernels/cpu/fast/int4_x16.h"
 
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include "kernels/cpu/fast/int4_x16_layout.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
+#include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 
@@ -31,117 +33,34 @@ float AbsMaxIgnoringNanAvx512(const float* x, int64_t n);
 
 namespace {
 
+using internal::ByteCodeOffset;
+using internal::PutCodes;
 using internal::X16Layout;
+using internal::X16Weights;
 
-constexpr int64_t kCols = 16;
-constexpr int64_t kQ4BlockBytes = 18;
-constexpr int64_t kQ8BlockBytes = 34;
+constexpr int64_t kCols = internal::kX16Cols;
 
 X16Layout LayoutOf(const FastWeights& w) { return X16Layout::Of(w.format, w.group_size); }
 
 // 2·e2m1 for each 4-bit code (exact integers in [−12, 12]).
 constexpr int kTwiceE2m1[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
-// Offset of code j of column c in a block's byte codes (kQ8_0x16, kU8x16): chunk j / 4 of the
-// block holds K values 4q .. 4q + 3 of the 16 columns, 4 bytes per column.
-inline int64_t ByteCodeOffset(int64_t c, int j) { return (j / 4) * 64 + c * 4 + j % 4; }
-
-// Writes column c's nibble codes into a block's codes, given code(j) for j in 0..31.
-template <class Code>
-void PutCodes(uint8_t* block_codes, int64_t c, Code code) {
-  for (int q = 0; q < 4; ++q) {
-    for (int i = 0; i < 4; ++i) {
-      block_codes[q * 64 + c * 4 + i] =
-          static_cast<uint8_t>(code(8 * q + i) | (code(8 * q + 4 + i) << 4));
-    }
-  }
-}
-
-FastWeights Describe(FastFormat format, uint8_t* dst, int64_t n, int64_t k, int64_t group_size) {
-  FastWeights w;
-  w.format = format;
-  w.data = dst;
-  w.n = n;
-  w.k = k;
-  w.group_size = group_size;
-  w.row_stride = LayoutOf(w).TileBytes(k / 32);
-  return w;
-}
-
 }  // namespace
 
-int64_t Q4_0x16Bytes(int64_t n, int64_t k) {
-  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ4_0x16, nullptr, n, k, 32).row_stride;
+int64_t Nvfp4x16Bytes(int64_t n, int64_t k) {
+  return internal::X16Bytes(FastFormat::kNvfp4x16, n, k, 32);
 }
 
-int64_t Nvfp4x16Bytes(int64_t n, int64_t k) {
-  return (n + kCols - 1) / kCols * Describe(FastFormat::kNvfp4x16, nullptr, n, k, 32).row_stride;
+int64_t Mxfp4x16Bytes(int64_t n, int64_t k) {
+  return internal::X16Bytes(FastFormat::kMxfp4x16, n, k, 32);
 }
 
 int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size) {
-  return (n + kCols - 1) / kCols *
-         Describe(FastFormat::kU4x16, nullptr, n, k, group_size).row_stride;
-}
-
-namespace {
-
-// GGUF rows (ggml blocks of `elements` values, block_bytes each) into 16-column tiles: zeroes the
-// tiles, then put(tile, c, b, blk) writes ggml block b of column c of the tile's group (scales to
-// their record's scale area, codes to their blocks). Columns past n keep scale 0 and codes 0.
-template <class Put>
-FastWeights RepackGgmlBlocks(FastFormat format, GgmlBlockType type, int64_t elements,
-                             int64_t block_bytes, const uint8_t* ggml_rows, int64_t n, int64_t k,
-                             uint8_t* dst, Put put) {
-  assert(k % elements == 0 && "a partial GGUF block would be read as zeros");
-  FastWeights w = Describe(format, dst, n, k, 32);
-  w.ggml = type;
-  const int64_t blocks = k / elements, groups = (n + kCols - 1) / kCols;
-  std::memset(dst, 0, groups * w.row_stride);
-  for (int64_t g = 0; g < groups; ++g) {
-    uint8_t* tile = dst + g * w.row_stride;
-    for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
-      const int64_t col = g * kCols + c;
-      for (int64_t b = 0; b < blocks; ++b) {
-        put(tile, c, b, ggml_rows + (col * blocks + b) * block_bytes);
-      }
-    }
-  }
-  return w;
-}
-
-}  // namespace
-
-FastWeights RepackQ4_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  const X16Layout l = X16Layout::Of(FastFormat::kQ4_0x16, 32);
-  return RepackGgmlBlocks(FastFormat::kQ4_0x16, GgmlBlockType::kQ4_0, 32, kQ4BlockBytes, ggml_rows,
-                          n, k, dst, [&](uint8_t* tile, int64_t c, int64_t b, const uint8_t* blk) {
-                            std::memcpy(tile + l.Scales(b) + c * 2, blk, 2);
-                            PutCodes(tile + l.Codes(b), c, [&](int j) {
-                              return j < 16 ? (blk[2 + j] & 0xF) : (blk[2 + j - 16] >> 4);
-                            });
-                          });
-}
-
-int64_t Q8_0x16Bytes(int64_t n, int64_t k) {
-  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ8_0x16, nullptr, n, k, 32).row_stride;
-}
-
-FastWeights RepackQ8_0x16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  // Codes w + 128 (Q8_0 codes are in [-127, 127]); padding columns read as −128 · 0.
-  const X16Layout l = X16Layout::Of(FastFormat::kQ8_0x16, 32);
-  return RepackGgmlBlocks(FastFormat::kQ8_0x16, GgmlBlockType::kQ8_0, 32, kQ8BlockBytes, ggml_rows,
-                          n, k, dst, [&](uint8_t* tile, int64_t c, int64_t b, const uint8_t* blk) {
-                            std::memcpy(tile + l.Scales(b) + c * 2, blk, 2);
-                            for (int j = 0; j < 32; ++j) {
-                              tile[l.Codes(b) + ByteCodeOffset(c, j)] =
-                                  static_cast<uint8_t>(blk[2 + j] ^ 0x80);
-                            }
-                          });
+  return internal::X16Bytes(FastFormat::kU4x16, n, k, group_size);
 }
 
 int64_t U8x16Bytes(int64_t n, int64_t k, int64_t group_size) {
-  return (n + kCols - 1) / kCols *
-         Describe(FastFormat::kU8x16, nullptr, n, k, group_size).row_stride;
+  return internal::X16Bytes(FastFormat::kU8x16, n, k, group_size);
 }
 
 namespace {
@@ -151,7 +70,7 @@ namespace {
 template <bool kBytes>
 FastWeights RepackGroups(const FastWeights& src, uint8_t* dst) {
   const int64_t n = src.n, k = src.k, gs = src.group_size, ngroups = k / gs;
-  FastWeights w = Describe(kBytes ? FastFormat::kU8x16 : FastFormat::kU4x16, dst, n, k, gs);
+  FastWeights w = X16Weights(kBytes ? FastFormat::kU8x16 : FastFormat::kU4x16, dst, n, k, gs);
   const X16Layout l = LayoutOf(w);
   const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
   std::memset(dst, 0, groups * w.row_stride);
@@ -191,184 +110,15 @@ FastWeights RepackU8x16(const FastWeights& src, uint8_t* dst) {
   return RepackGroups<true>(src, dst);
 }
 
-int64_t Q4_Kx16Bytes(int64_t n, int64_t k) {
-  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ4_Kx16, nullptr, n, k, 32).row_stride;
-}
-
 namespace {
 
-// GGUF Q4_K / Q5_K rows (ggml blocks: f16 d, f16 dmin, 12 bytes of 6-bit scales and mins, then
-// Q5_K's qh[32], then qs[128]) into kQ4_Kx16 / kQ5_Kx16 tiles: the file's d, dmin, scales and
-// mins, the codes' low nibbles and, for Q5_K, their fifth bits.
-FastWeights RepackAffineK(FastFormat format, const uint8_t* ggml_rows, int64_t n, int64_t k,
-                          uint8_t* dst) {
-  const bool q5 = format == FastFormat::kQ5_Kx16;
-  const X16Layout l = X16Layout::Of(format, 32);
-  return RepackGgmlBlocks(
-      format, q5 ? GgmlBlockType::kQ5_K : GgmlBlockType::kQ4_K, 256, q5 ? 176 : 144, ggml_rows, n,
-      k, dst, [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
-        uint8_t* rec = tile + l.Scales(sb * 8);
-        std::memcpy(rec + 2 * c, blk, 2);           // d
-        std::memcpy(rec + 32 + 2 * c, blk + 2, 2);  // dmin
-        uint8_t codes[32];
-        for (int j = 0; j < 8; ++j) {
-          KQuantScaleMin(blk + 4, j, &rec[64 + j * kCols + c], &rec[192 + j * kCols + c]);
-          float unused_scale, unused_offset;
-          (q5 ? Q5KSubBlock : Q4KSubBlock)(blk, j, &unused_scale, &unused_offset, codes);
-          uint8_t* block_codes = tile + l.Codes(sb * 8 + j);
-          PutCodes(block_codes, c, [&](int i) { return codes[i] & 0xF; });
-          for (int q = 0; q < 4 && q5; ++q) {  // bits 2q, 2q + 1: K = 8q + i, 8q + 4 + i
-            for (int i = 0; i < 4; ++i) {
-              const int lo_bit = codes[8 * q + i] >> 4, hi_bit = codes[8 * q + 4 + i] >> 4;
-              block_codes[256 + c * 4 + i] |=
-                  static_cast<uint8_t>((lo_bit << (2 * q)) | (hi_bit << (2 * q + 1)));
-            }
-          }
-        }
-      });
-}
-
-}  // namespace
-
-FastWeights RepackQ4_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  return RepackAffineK(FastFormat::kQ4_Kx16, ggml_rows, n, k, dst);
-}
-
-int64_t Q5_Kx16Bytes(int64_t n, int64_t k) {
-  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ5_Kx16, nullptr, n, k, 32).row_stride;
-}
-
-FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  return RepackAffineK(FastFormat::kQ5_Kx16, ggml_rows, n, k, dst);
-}
-
-FastWeights RepackLegacyGgmlToUx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n,
-                                   int64_t k, uint8_t* dst) {
-  assert(type == GgmlBlockType::kQ4_1 || type == GgmlBlockType::kQ5_0 ||
-         type == GgmlBlockType::kQ5_1);
-  // ggml-common.h: block_q4_1 f16 d, f16 m, qs[16]; block_q5_0 f16 d, qh[4], qs[16]; block_q5_1
-  // f16 d, f16 m, qh[4], qs[16]. Element j < 16 is the low nibble of qs[j], j >= 16 the high
-  // nibble of qs[j − 16]; Q5's fifth bit of element j is bit j of qh.
-  const bool has_min = type != GgmlBlockType::kQ5_0, five = type != GgmlBlockType::kQ4_1;
-  const int64_t block_bytes = GetGgmlBlockInfo(type).bytes, blocks = k / 32;
-  const int64_t code_row = five ? k : k / 2;  // kU8Groups: a byte per code; kU4Groups: pairs
-  std::vector<uint8_t> codes(n * code_row);
-  std::vector<float> scales(n * blocks), zeros(n * blocks);
-  for (int64_t r = 0; r < n; ++r) {
-    for (int64_t b = 0; b < blocks; ++b) {
-      const uint8_t* blk = ggml_rows + (r * blocks + b) * block_bytes;
-      uint16_t dh, mh = 0;
-      std::memcpy(&dh, blk, 2);
-      if (has_min) std::memcpy(&mh, blk + 2, 2);
-      uint32_t qh = 0;
-      if (five) std::memcpy(&qh, blk + (has_min ? 4 : 2), 4);
-      const uint8_t* qs = blk + (has_min ? 4 : 2) + (five ? 4 : 0);
-      uint8_t u[32];
-      for (int j = 0; j < 32; ++j) {
-        const int nib = j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4);
-        u[j] = static_cast<uint8_t>(nib | (five ? ((qh >> j) & 1) << 4 : 0));
-      }
-      const float d = numeric::HalfToFloat(dh), m = numeric::HalfToFloat(mh);
-      float scale = d, zero = has_min ? (d != 0.0f ? -m / d : 0.0f) : 16.0f;
-      if (has_min && d == 0.0f) {  // the constant m
-        std::fill(u, u + 32, uint8_t{0});
-        scale = m;
-        zero = m != 0.0f ? -1.0f : 0.0f;
-      }
-      scales[r * blocks + b] = scale;
-      zeros[r * blocks + b] = zero;
-      uint8_t* dst_codes = codes.data() + r * code_row + b * (five ? 32 : 16);
-      if (five) {
-        std::memcpy(dst_codes, u, 32);
-      } else {  // kU4Groups pairs: element 2l in the low nibble of byte l
-        for (int l = 0; l < 16; ++l) {
-          dst_codes[l] = static_cast<uint8_t>(u[2 * l] | (u[2 * l + 1] << 4));
-        }
-      }
-    }
-  }
-  FastWeights src;
-  src.format = five ? FastFormat::kU8Groups : FastFormat::kU4Groups;
-  src.data = codes.data();
-  src.n = n;
-  src.k = k;
-  src.row_stride = code_row;
-  src.group_scales = scales.data();
-  src.group_zeros = zeros.data();
-  src.group_size = 32;
-  return five ? RepackU8x16(src, dst) : RepackU4x16(src, dst);
-}
-
-int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
-  return (n + kCols - 1) / kCols * Describe(FastFormat::kQ6_Kx16, nullptr, n, k, 32).row_stride;
-}
-
-FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
-  // A ggml block: ql[128], qh[64], int8 sc[16], f16 d.
-  const X16Layout l = X16Layout::Of(FastFormat::kQ6_Kx16, 32);
-  return RepackGgmlBlocks(
-      FastFormat::kQ6_Kx16, GgmlBlockType::kQ6_K, 256, 210, ggml_rows, n, k, dst,
-      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
-        uint8_t* rec = tile + l.Scales(sb * 8);
-        std::memcpy(rec + 2 * c, blk + 208, 2);                               // d
-        for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];  // sc per 16
-        uint8_t codes[256];
-        Q6KCodes(blk, codes, nullptr);  // the scales stay the file's d and int8 sc
-        for (int j = 0; j < 8; ++j) {
-          const uint8_t* u = codes + 32 * j;
-          uint8_t* block_codes = tile + l.Codes(sb * 8 + j);
-          PutCodes(block_codes, c, [&](int i) { return u[i] & 0xF; });
-          // High bit pairs: byte i of pair p, column c holds, for chunk 2p (low nibble) and
-          // 2p + 1 (high nibble), the pairs of K = 8q + i (bits 0-1) and 8q + 4 + i (bits 2-3).
-          for (int q = 0; q < 4; ++q) {
-            for (int i = 0; i < 4; ++i) {
-              const int pairs = (u[8 * q + i] >> 4) | ((u[8 * q + 4 + i] >> 4) << 2);
-              block_codes[256 + (q / 2) * 64 + c * 4 + i] |=
-                  static_cast<uint8_t>(pairs << (4 * (q % 2)));
-            }
-          }
-        }
-      });
-}
-
-bool HasGgmlX16(GgmlBlockType type) { return type != GgmlBlockType::kMxfp4; }
-
-int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
-  switch (type) {
-    case GgmlBlockType::kQ4_0: return Q4_0x16Bytes(n, k);
-    case GgmlBlockType::kQ8_0: return Q8_0x16Bytes(n, k);
-    case GgmlBlockType::kQ4_K: return Q4_Kx16Bytes(n, k);
-    case GgmlBlockType::kQ5_K: return Q5_Kx16Bytes(n, k);
-    case GgmlBlockType::kQ6_K: return Q6_Kx16Bytes(n, k);
-    case GgmlBlockType::kQ4_1: return U4x16Bytes(n, k, 32);
-    case GgmlBlockType::kQ5_0:
-    case GgmlBlockType::kQ5_1: return U8x16Bytes(n, k, 32);
-    case GgmlBlockType::kMxfp4: break;
-  }
-  return 0;
-}
-
-FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
-                          uint8_t* dst) {
-  switch (type) {
-    case GgmlBlockType::kQ4_0: return RepackQ4_0x16(ggml_rows, n, k, dst);
-    case GgmlBlockType::kQ8_0: return RepackQ8_0x16(ggml_rows, n, k, dst);
-    case GgmlBlockType::kQ4_K: return RepackQ4_Kx16(ggml_rows, n, k, dst);
-    case GgmlBlockType::kQ5_K: return RepackQ5_Kx16(ggml_rows, n, k, dst);
-    case GgmlBlockType::kQ6_K: return RepackQ6_Kx16(ggml_rows, n, k, dst);
-    case GgmlBlockType::kQ4_1:
-    case GgmlBlockType::kQ5_0:
-    case GgmlBlockType::kQ5_1: return RepackLegacyGgmlToUx16(type, ggml_rows, n, k, dst);
-    case GgmlBlockType::kMxfp4: break;
-  }
-  assert(false && "no tiles for MXFP4");
-  return {};
-}
-
-FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
-  const int64_t n = src.n, k = src.k;
-  FastWeights w = Describe(FastFormat::kNvfp4x16, dst, n, k, 32);
-  w.alpha = src.alpha;
+// E2M1 nibble pairs (element 2l in the low nibble of byte l, rows row_stride bytes apart) into
+// kNvfp4x16 / kMxfp4x16 tiles; put_scales(scale_area, c, col, b) writes block b's scale bytes of
+// column c (source row col) into its scale area.
+template <class PutScales>
+FastWeights RepackE2m1Pairs(FastFormat format, const uint8_t* packed, int64_t row_stride,
+                            int64_t n, int64_t k, uint8_t* dst, PutScales put_scales) {
+  FastWeights w = X16Weights(format, dst, n, k, 32);
   const X16Layout l = LayoutOf(w);
   const int64_t blocks = k / 32, groups = (n + kCols - 1) / kCols;
   std::memset(dst, 0, groups * w.row_stride);
@@ -376,10 +126,9 @@ FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
     uint8_t* tile = dst + g * w.row_stride;
     for (int64_t c = 0; c < kCols && g * kCols + c < n; ++c) {
       const int64_t col = g * kCols + c;
-      const uint8_t* row = src.data + col * src.row_stride;
+      const uint8_t* row = packed + col * row_stride;
       for (int64_t b = 0; b < blocks; ++b) {
-        for (int h = 0; h < 2; ++h)
-          tile[l.Scales(b) + h * kCols + c] = src.block_scales[col * (k / 16) + 2 * b + h];
+        put_scales(tile + l.Scales(b), c, col, b);
         PutCodes(tile + l.Codes(b), c, [&](int j) {
           const uint8_t byte = row[(b * 32 + j) / 2];
           return (j % 2 == 0) ? (byte & 0xF) : (byte >> 4);
@@ -388,6 +137,27 @@ FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
     }
   }
   return w;
+}
+
+}  // namespace
+
+FastWeights RepackNvfp4x16(const FastWeights& src, uint8_t* dst) {
+  const int64_t k = src.k;
+  FastWeights w = RepackE2m1Pairs(
+      FastFormat::kNvfp4x16, src.data, src.row_stride, src.n, k, dst,
+      [&](uint8_t* sf, int64_t c, int64_t col, int64_t b) {
+        for (int h = 0; h < 2; ++h) sf[h * kCols + c] = src.block_scales[col * (k / 16) + 2 * b + h];
+      });
+  w.alpha = src.alpha;
+  return w;
+}
+
+FastWeights RepackMxfp4x16(const uint8_t* packed, const uint8_t* scales, int64_t n, int64_t k,
+                           uint8_t* dst) {
+  return RepackE2m1Pairs(FastFormat::kMxfp4x16, packed, k / 2, n, k, dst,
+                         [&](uint8_t* e8m0, int64_t c, int64_t col, int64_t b) {
+                           e8m0[c] = scales[col * (k / 32) + b];
+                         });
 }
 
 void QuantizeActsInt4x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q, float* d,
@@ -516,8 +286,11 @@ struct PortableOutput {
   }
 
   // The whole-block formats: Q4_0 / Q8_0 (f16 scale, zero point 8 / 128), the integer groups
-  // (f32 scale and zero point), Q4_K / Q5_K (the file's affine form).
+  // (f32 scale and zero point), Q4_K / Q5_K (the file's affine form), MXFP4 (E2M1 through
+  // 2·e2m1 + 12, zero point 12, scale 2^(e − 127) / 2: the E8M0 scale over the codes' factor 2).
   float Blocks(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
+    const bool mxfp4 = w.format == FastFormat::kMxfp4x16;
+    const auto nibble = [mxfp4](int v) { return mxfp4 ? kTwiceE2m1[v] + 12 : v; };
     const bool q8_0 = w.format == FastFormat::kQ8_0x16;
     const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
     const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
@@ -535,8 +308,8 @@ struct PortableOutput {
             const uint8_t byte = codes[q * 64 + c * 4 + i];
             // kQ5_Kx16: the fifth bits of K = 8q + i and 8q + 4 + i are bits 2q and 2q + 1.
             const int fifth = q5_k ? codes[256 + c * 4 + i] >> (2 * q) : 0;
-            dot += ((byte & 0xF) | ((fifth & 1) << 4)) * x[b * 32 + 8 * q + i] +
-                   ((byte >> 4) | ((fifth & 2) << 3)) * x[b * 32 + 8 * q + 4 + i];
+            dot += nibble((byte & 0xF) | ((fifth & 1) << 4)) * x[b * 32 + 8 * q + i] +
+                   nibble((byte >> 4) | ((fifth & 2) << 3)) * x[b * 32 + 8 * q + 4 + i];
           }
         }
       }
@@ -554,7 +327,10 @@ struct PortableOutput {
         continue;
       }
       float scale, zero;
-      if (q4_0) {
+      if (mxfp4) {
+        scale = numeric::DecodeE8m0(tile[l.Scales(b) + c]) * 0.5f;
+        zero = 12.0f;
+      } else if (q4_0) {
         uint16_t h;
         std::memcpy(&h, tile + l.Scales(b) + c * 2, 2);
         scale = numeric::HalfToFloat(h);

@@ -7,7 +7,8 @@
 // compressed-tensors INT8, INT3, INT2 weight-only, a byte per code), and GGUF Q4_K, Q5_K and Q6_K
 // (FastFormat::kQ4_Kx16 / kQ5_Kx16 / kQ6_Kx16: nibbles, plus planes of fifth bits or high bit
 // pairs, under the file's own super-block and sub-block scales; Q6_K is the output and many
-// ffn_down / attn_v tensors of every K-quant model). llama.cpp's
+// ffn_down / attn_v tensors of every K-quant model), and MXFP4 (FastFormat::kMxfp4x16: E2M1
+// nibbles under an E8M0 scale per block of 32, W4A16 with int8 activations). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
 // so a block's integer total lands in its column's lane without the horizontal reductions a
@@ -28,7 +29,8 @@
 // has per super-block record the f16 d [16] and int8 sc [16 halves][16], and per block the low
 // nibbles of the 6-bit codes in Q4_0's layout followed by their high bit pairs [2 chunk pairs][16
 // columns][4 bytes] (byte i: chunk 2p's pairs of K = 8q + i and 8q + 4 + i in bits 0-1 and 2-3,
-// chunk 2p + 1's in bits 4-7).
+// chunk 2p + 1's in bits 4-7); kMxfp4x16 has Q4_0's code layout (E2M1 nibbles) and per record of
+// four blocks the E8M0 scale bytes [4 blocks][16].
 // Everything is on 64 bytes.
 //
 // Numerics (the canonical order, shared with Int4x16MatmulPortable bit for bit): with the
@@ -50,7 +52,9 @@
 // the block's activation scale d for both halves and the per-half code sums s / s2; every t is
 // the exact half-block integer Σ (u − 32)·x. kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
 // s = d·sc and o = dmin·m (both exact in f32): per block p = s · float(Σ u·x), t = fma(−o, s_b, p),
-// acc = fma(t, d_b, acc); kQ5_Kx16 the same with u the 5-bit code.
+// acc = fma(t, d_b, acc); kQ5_Kx16 the same with u the 5-bit code. kMxfp4x16: u = 2·e2m1 + 12,
+// z = 12 and w_s = 2^(e − 128) (the E8M0 scale 2^(e − 127) over the codes' factor 2), so t is the
+// exact block integer Σ 2·e2m1·x and w_s·d_b the exact power-of-two rescaling of d_b.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 
@@ -117,6 +121,13 @@ FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 
 // The same for kNvfp4Pairs weights (E2M1 pairs + UE4M3 block scales, alpha kept).
 FastWeights RepackNvfp4x16(const FastWeights& nvfp4_pairs, uint8_t* dst);
+
+// MXFP4 weights (E2M1 pairs [n, k / 2], element 2l in the low nibble of byte l, and E8M0 scales
+// [n, k / 32]; k % 32 == 0) as kMxfp4x16 (Mxfp4x16Bytes). The caller keeps NaN scales (0xFF) off
+// the tiles (they would read as 2^127).
+int64_t Mxfp4x16Bytes(int64_t n, int64_t k);
+FastWeights RepackMxfp4x16(const uint8_t* packed, const uint8_t* scales, int64_t n, int64_t k,
+                           uint8_t* dst);
 
 // Activations in natural order: codes q [rows][k], per block scale d and code sum s [rows][k/32].
 struct Int4x16Acts {

@@ -11,7 +11,8 @@
 // the 6-bit scales sc [8 blocks][16] and mins m [8 blocks][16] a byte each; kQ6_Kx16 one
 // super-block after 320 bytes: d [16] as f16, then the int8 scales sc [16 halves][16] (and 32
 // bytes of padding), each block's codes as 256 bytes of low nibbles and 128 of high bit pairs;
-// kQ5_Kx16 kQ4_Kx16's records with each block's 256 bytes of nibbles followed by 64 of fifth bits.
+// kQ5_Kx16 kQ4_Kx16's records with each block's 256 bytes of nibbles followed by 64 of fifth bits;
+// kMxfp4x16 four blocks after 64 bytes of E8M0 scales [4 blocks][16] (MXFP4's 4.25 bits per weight).
 // Scale areas and code blocks are multiples of 64 bytes, so every load stays on its cache lines.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
@@ -36,17 +37,18 @@ struct X16Layout {
     const bool q5_k = format == FastFormat::kQ5_Kx16;  // q4_k's records plus fifth bits
     const bool bytes = format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16;
     const bool groups = format == FastFormat::kU4x16 || format == FastFormat::kU8x16;
+    const bool mxfp4 = format == FastFormat::kMxfp4x16;
     l.code_bytes = q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
-    l.blocks_per_record = groups ? group_size / 32 : (q4_k || q6_k) ? 8 : 2;
+    l.blocks_per_record = groups ? group_size / 32 : (q4_k || q6_k) ? 8 : mxfp4 ? 4 : 2;
     l.scale_bytes = groups ? 128 : (q4_k || q6_k) ? 320 : 64;
     l.group_scales = groups;
-    l.block_scale_bytes = (q4_k || q6_k) ? 0 : 32;
+    l.block_scale_bytes = (q4_k || q6_k) ? 0 : mxfp4 ? 16 : 32;
     return l;
   }
   int64_t record_bytes() const { return scale_bytes + blocks_per_record * code_bytes; }
   // Start of the record holding block b.
   int64_t Record(int64_t b) const { return b / blocks_per_record * record_bytes(); }
-  // kQ4_0x16 / kQ8_0x16 / kNvfp4x16: block b's 32 scale bytes. kU4x16 / kU8x16: its group's f32
+  // kQ4_0x16 / kQ8_0x16 / kNvfp4x16 / kMxfp4x16: block b's 32 (MXFP4: 16) scale bytes. kU4x16 / kU8x16: its group's f32
   // scales (the zero points follow 64 bytes later). kQ4_Kx16 / kQ6_Kx16: its record's scale area
   // (block b is the (b % 8)-th of the record).
   int64_t Scales(int64_t b) const {
@@ -55,13 +57,47 @@ struct X16Layout {
   int64_t Codes(int64_t b) const {
     return Record(b) + scale_bytes + (b % blocks_per_record) * code_bytes;
   }
-  // Bytes of one column group's tile (a last record of Q4_0 / Q8_0 / NVFP4 may hold one block).
+  // Bytes of one column group's tile (a last record of Q4_0 / Q8_0 / NVFP4 / MXFP4 may be short).
   int64_t TileBytes(int64_t blocks) const {
     const int64_t rest = blocks % blocks_per_record;
     return blocks / blocks_per_record * record_bytes() +
            (rest != 0 ? scale_bytes + rest * code_bytes : 0);
   }
 };
+
+inline constexpr int64_t kX16Cols = 16;
+
+// The FastWeights of an [n, k] matrix of `format` tiles at dst (row_stride: one column group's
+// tile), and the bytes of all its column groups.
+inline FastWeights X16Weights(FastFormat format, uint8_t* dst, int64_t n, int64_t k,
+                              int64_t group_size) {
+  FastWeights w;
+  w.format = format;
+  w.data = dst;
+  w.n = n;
+  w.k = k;
+  w.group_size = group_size;
+  w.row_stride = X16Layout::Of(format, group_size).TileBytes(k / 32);
+  return w;
+}
+inline int64_t X16Bytes(FastFormat format, int64_t n, int64_t k, int64_t group_size) {
+  return (n + kX16Cols - 1) / kX16Cols * X16Weights(format, nullptr, n, k, group_size).row_stride;
+}
+
+// Offset of code j of column c in a block's byte codes (kQ8_0x16, kU8x16): chunk j / 4 of the
+// block holds K values 4q .. 4q + 3 of the 16 columns, 4 bytes per column.
+inline int64_t ByteCodeOffset(int64_t c, int j) { return (j / 4) * 64 + c * 4 + j % 4; }
+
+// Writes column c's nibble codes into a block's codes, given code(j) for j in 0..31.
+template <class Code>
+void PutCodes(uint8_t* block_codes, int64_t c, Code code) {
+  for (int q = 0; q < 4; ++q) {
+    for (int i = 0; i < 4; ++i) {
+      block_codes[q * 64 + c * 4 + i] =
+          static_cast<uint8_t>(code(8 * q + i) | (code(8 * q + 4 + i) << 4));
+    }
+  }
+}
 
 }  // namespace tessera::kernels::cpu::fast::internal
 

@@ -1,5 +1,5 @@
-// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, Q8_0, INT8, Q4_K, Q5_K and
-// Q6_K tiles). Intrinsics under target attributes (Highway 1.0.3 has no vpdpbusd); called only
+// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, MXFP4, Q8_0, INT8, Q4_K, Q5_K
+// and Q6_K tiles). Intrinsics under target attributes (Highway 1.0.3 has no vpdpbusd); called only
 // after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
 //
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
@@ -54,12 +54,13 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K, kMxfp4 };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
 // zero points; kQ4K / kQ5K: GGUF's affine form (f16 d, dmin per super-block, 6-bit scales and mins
 // per block; kQ5K adds a plane of fifth bits); kQ6K: f16 d and int8 scales per half block, zero
-// point 32, low nibbles plus high bit pairs; else f16 block scales and zero point 8 (Q4_0 nibbles)
+// point 32, low nibbles plus high bit pairs; kMxfp4: E2M1 nibbles through the 2·e2m1 + 12 byte
+// table, zero point 12, E8M0 scale bytes; else f16 block scales and zero point 8 (Q4_0 nibbles)
 // or 128 (Q8_0 bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
 template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
@@ -68,6 +69,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   constexpr bool kHalves = kCodes == Codes::kQ6K;
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
   constexpr bool kFifth = kCodes == Codes::kQ5K;  // a plane of fifth bits after the nibbles
+  constexpr bool kE2m1 = kCodes == Codes::kMxfp4;
   constexpr int64_t kBlockBytes = kHalves ? 384 : kFifth ? 320 : kBytes ? 512 : 256;
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
@@ -78,7 +80,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   // The walk below hard-codes the record geometry for speed; it must be the layout's.
   HWY_DASSERT(layout.scale_bytes == kScaleBytes && layout.code_bytes == kBlockBytes);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-  const __m512 zero_point = _mm512_set1_ps(kHalves ? 32.0f : kBytes ? 128.0f : 8.0f);
+  const __m512 zero_point =
+      _mm512_set1_ps(kHalves ? 32.0f : kBytes ? 128.0f : kE2m1 ? 12.0f : 8.0f);
+  const __m512i lut = TwiceE2m1Plus12Table();
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
@@ -140,6 +144,15 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       };
       sw = _mm512_mul_ps(halves(0), bytes(64 + j * 16));
       zv = _mm512_mul_ps(halves(32), bytes(192 + j * 16));
+    } else if constexpr (kE2m1) {
+      // numeric::DecodeE8m0 (e << 23; e = 0 the subnormal 2^-127) times 0.5, as the portable loop.
+      const __m512i e = _mm512_cvtepu8_epi32(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(record + j * kCols)));
+      const __m512i bits = _mm512_mask_mov_epi32(_mm512_slli_epi32(e, 23),
+                                                 _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
+                                                 _mm512_set1_epi32(0x00400000));
+      sw = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0.5f));
+      zv = zero_point;
     } else {
       sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + j * 32)));
       zv = zero_point;
@@ -160,6 +173,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       const __m512i v = _mm512_loadu_si512(codes + q * 64);
       __m512i lo = _mm512_and_si512(v, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+      if constexpr (kE2m1) {
+        lo = _mm512_shuffle_epi8(lut, lo);
+        hi = _mm512_shuffle_epi8(lut, hi);
+      }
       if constexpr (kFifth) {  // bits 2q and 2q + 1 of the plane: + 16 where set
         const __m512i c16 = _mm512_set1_epi8(16);
         lo = _mm512_mask_add_epi8(lo, _mm512_test_epi8_mask(fifth, _mm512_set1_epi8(1 << (2 * q))),
@@ -260,6 +277,8 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
     Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, r0, acc);
   } else if (w.format == FastFormat::kQ5_Kx16) {
     Tile<MR, Codes::kQ5K>(w.data + g * w.row_stride, w, a, r0, acc);
+  } else if (w.format == FastFormat::kMxfp4x16) {
+    Tile<MR, Codes::kMxfp4>(w.data + g * w.row_stride, w, a, r0, acc);
   } else {
     Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, r0, acc);
   }

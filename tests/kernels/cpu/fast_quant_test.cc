@@ -576,7 +576,23 @@ TEST(FastQuantTest, Mxfp4) {
                      9);
         },
         "mxfp4", Wide());
+    // --cpu_int8_activations: the VNNI tiles, against the reference on the same activations.
+    CheckLayer(
+        [&] {
+          return Fp4(WeightFormat::kMxfp4, n, k, ActivationFormat::kInt8Block32,
+                     ScaleOrigin::kDynamic, 9);
+        },
+        "mxfp4 x q8_0 act",
+        Wide() && std::string(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni");
   }
+  // A NaN scale keeps the layer off the tiles (they would read it as a number).
+  PackedWeights nan_scale = Fp4(WeightFormat::kMxfp4, 16, 64, ActivationFormat::kInt8Block32,
+                                ScaleOrigin::kDynamic, 9);
+  nan_scale.scale_bytes[5] = 0xFF;
+  const QuantizedLinear lin(std::move(nan_scale), {}, nullptr);
+  std::vector<float> x(64, 0.5f), y(16);
+  lin.Forward(x.data(), 1, y.data());
+  EXPECT_TRUE(std::isnan(y[2])) << y[2];  // scale 5: column 2's second block (two per column)
 }
 
 }  // namespace

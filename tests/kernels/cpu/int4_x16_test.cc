@@ -412,6 +412,47 @@ TEST(Nvfp4x16Test, W4A16BitExactInvariantAndCloseToFloat) {
   }
 }
 
+// ---- MXFP4 (kMxfp4x16): E2M1 codes under E8M0 scales, int8 activations. ----
+TEST(Mxfp4x16Test, MatchesPortableInvariantAndCloseToDequantized) {
+  std::mt19937 rng(79);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  for (const auto& [n, k] :
+       {std::pair<int64_t, int64_t>{45, 2048}, {37, 32}, {19, 96}, {8, 160}, {3, 5632}}) {
+    const int64_t blocks = k / 32, rows = 17;
+    std::vector<uint8_t> pairs(n * k / 2), e8m0(n * blocks);
+    for (auto& b : pairs) b = static_cast<uint8_t>(rng());
+    for (auto& e : e8m0) e = static_cast<uint8_t>(112 + rng() % 20);
+    e8m0[0] = 0;  // 2^-127 and 2^-126: scales whose halves are f32 subnormals
+    e8m0[n * blocks - 1] = 1;
+    auto tiles = hwy::AllocateAligned<uint8_t>(Mxfp4x16Bytes(n, k));
+    const FastWeights fw = RepackMxfp4x16(pairs.data(), e8m0.data(), n, k, tiles.get());
+    testing::ExpectMatchesPortable(fw, rng, {1, 3, 8, 9, rows});
+    std::vector<float> x(rows * k);
+    for (auto& v : x) v = nd(rng);
+    if (n >= 31) testing::ExpectBatchAndColumnSplitInvariant(fw, x, rows);
+    const Acts a = Quantize(x.data(), rows, k);
+    std::vector<float> y(rows * n);
+    Int4x16Matmul(fw, a.view, nullptr, y.data(), 0, n);
+    // Against the dequantized product in double (activations q·d, weights e2m1·2^(e − 127)):
+    // every block total is exact, so only the scale products and the f32 sum round.
+    std::vector<float> w_row(k);
+    for (int64_t c = 0; c < n; ++c) {
+      DequantizeMxfp4WeightRow({pairs.data(), e8m0.data()}, k, c, w_row.data());
+      for (int64_t m = 0; m < rows; ++m) {
+        double exact = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const double xv = static_cast<double>(a.q[m * k + i]) * a.d[m * blocks + i / 32];
+          exact += xv * w_row[i];
+          mag += std::fabs(xv * w_row[i]);
+        }
+        // (+ 1e-39: the subnormal scale products of the two tiny blocks round absolutely.)
+        ASSERT_NEAR(y[m * n + c], exact, (blocks + 4) * std::ldexp(1.0, -24) * mag + 1e-39)
+            << "m=" << m << " c=" << c << " k=" << k;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tessera::kernels::cpu::fast
 

@@ -4,6 +4,7 @@
 #include "engine/backend/cpu/cpu_kernel_selector.h"
 
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "gtest/gtest.h"
@@ -149,6 +150,34 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
         fmt == quant::WeightFormat::kGgufQ4_0 || fmt == quant::WeightFormat::kGgufQ8_0;
     EXPECT_NE(plain.kernel.find(vector_decoder ? "-fast" : "-dequant"), std::string::npos)
         << plain.kernel;
+  }
+}
+
+// The 4-bit float formats with f32 activations: under --cpu_int8_activations NVFP4 W4A16 and
+// MXFP4 take the VNNI tiles with int8 blocks of 32; NVFP4 W4A4 keeps its own activations.
+TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
+  for (const auto& [fmt, act, tiles, plain_label] :
+       {std::tuple{WeightFormat::kMxfp4, ActivationFormat::kFloat, "cpu/mxfp4-w4a16-vnni",
+                   "cpu/mxfp4-w4a16-fast"},
+        std::tuple{WeightFormat::kNvfp4, ActivationFormat::kFloat, "cpu/nvfp4-w4a16-vnni",
+                   "cpu/nvfp4-w4a16-fast"},
+        std::tuple{WeightFormat::kNvfp4, ActivationFormat::kNvfp4, "cpu/nvfp4-w4a4-int",
+                   "cpu/nvfp4-w4a4-int"}}) {
+    LinearSpec s;
+    s.module = "model.layers.0.mlp.gate_proj";
+    s.n = 64;
+    s.k = 256;
+    s.weight_format = fmt;
+    s.activation = act;
+    s.group_size = fmt == WeightFormat::kMxfp4 ? 32 : 16;
+    LinearSpec plain = s;
+    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&s).ok());
+    EXPECT_EQ(s.kernel, tiles);
+    EXPECT_EQ(s.activation, act == ActivationFormat::kFloat ? ActivationFormat::kInt8Block32 : act)
+        << tiles;
+    ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
+    EXPECT_EQ(plain.kernel, plain_label);
+    EXPECT_EQ(plain.activation, act);
   }
 }
 
