@@ -25,7 +25,7 @@
 #include "engine/model/ggml_quantize.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
-#include "kernels/cpu/fast/f16_panel_matmul.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
@@ -342,7 +342,8 @@ void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, i
 }
 
 // The distinct copies of WeightViews, each repacked once into the panel layout DenseLinear reads
-// on AVX-512 (bf16: RepackBf16Pairs, f16: RepackF16Panels), one set cached at a time.
+// on AVX-512 (bf16: RepackBf16Pairs, f16 / f32: RepackF16Panels / RepackF32Panels), one set cached
+// at a time.
 const std::vector<kf::FastWeights>& PanelViews(const std::string& fmt, int64_t n, int64_t k) {
   static std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> packed;
   static std::vector<kf::FastWeights> packed_views;
@@ -351,28 +352,35 @@ const std::vector<kf::FastWeights>& PanelViews(const std::string& fmt, int64_t n
   if (packed_key != key) {
     packed.clear();
     packed_views.clear();
-    const bool bf16 = fmt == "BF16";
     for (const kf::FastWeights& v : WeightViews(fmt, n, k)) {
-      const int64_t bytes = bf16 ? kf::Bf16PairsBytes(n, k) : kf::F16PanelsBytes(n, k);
-      packed.push_back(hwy::AllocateAligned<uint8_t>(bytes));
-      packed_views.push_back(bf16 ? kf::RepackBf16Pairs(v, packed.back().get())
-                                  : kf::RepackF16Panels(v, packed.back().get()));
+      if (fmt == "BF16") {
+        packed.push_back(hwy::AllocateAligned<uint8_t>(kf::Bf16PairsBytes(n, k)));
+        packed_views.push_back(kf::RepackBf16Pairs(v, packed.back().get()));
+      } else if (fmt == "F32") {
+        packed.push_back(hwy::AllocateAligned<uint8_t>(kf::F32PanelsBytes(n, k)));
+        packed_views.push_back(kf::RepackF32Panels(v, packed.back().get()));
+      } else {
+        packed.push_back(hwy::AllocateAligned<uint8_t>(kf::F16PanelsBytes(n, k)));
+        packed_views.push_back(kf::RepackF16Panels(v, packed.back().get()));
+      }
     }
     packed_key = key;
   }
   return packed_views;
 }
 
-// ---- The AVX-512 f16 panel kernel DenseLinear runs for f16 weights (f16_panel_matmul.h), on
-// f32 activations as they come. ----
-void BM_F16PanelMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+// ---- The AVX-512 f16 / f32 panel kernels DenseLinear runs for f16 and f32 weights
+// (float_panel_matmul.h), on f32 activations as they come. ----
+void BM_FloatPanelMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k,
+                         int64_t m) {
   if (!kf::F16PanelAvailable()) {
     state.SkipWithError("no AVX-512 on this CPU");
     return;
   }
+  const auto kernel = fmt == "F32" ? kf::F32PanelMatmul : kf::F16PanelMatmul;
   TimeDense(state, Weights(fmt, n, k).stored_bytes, PanelViews(fmt, n, k), n, k, m,
-            [m](const kf::FastWeights& fw, const float* x, float* y, int64_t b, int64_t e) {
-              kf::F16PanelMatmul(fw, x, m, nullptr, y, b, e);
+            [m, kernel](const kf::FastWeights& fw, const float* x, float* y, int64_t b, int64_t e) {
+              kernel(fw, x, m, nullptr, y, b, e);
             });
 }
 
@@ -520,13 +528,15 @@ void RegisterAll() {
       for (int64_t m : {1, 16, 128}) Register("BM_Matmul", BM_Matmul, f, s, m);
     }
   }
-  for (const Shape& s : tiny) {
-    for (int64_t m : {1, 16, 128}) {
-      if (m != 128 || prefill(s)) Register("BM_F16PanelMatmul", BM_F16PanelMatmul, "F16", s, m);
+  for (const char* f : {"F16", "F32"}) {
+    for (const Shape& s : tiny) {
+      for (int64_t m : {1, 16, 128}) {
+        if (m != 128 || prefill(s)) Register("BM_FloatPanelMatmul", BM_FloatPanelMatmul, f, s, m);
+      }
     }
-  }
-  for (const Shape& s : big) {
-    for (int64_t m : {1, 16, 128}) Register("BM_F16PanelMatmul", BM_F16PanelMatmul, "F16", s, m);
+    for (const Shape& s : big) {
+      for (int64_t m : {1, 16, 128}) Register("BM_FloatPanelMatmul", BM_FloatPanelMatmul, f, s, m);
+    }
   }
   for (const char* f : {"BF16", "BF16_SPLIT"}) {
     for (const Shape& s : tiny) {

@@ -7,7 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "engine/backend/cpu/column_split.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
-#include "kernels/cpu/fast/f16_panel_matmul.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
@@ -100,9 +100,13 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     fast_ = kf::RepackBf16Pairs(fast_, repacked_.data());
   }
   if (fast_.format == kf::FastFormat::kF16 && kf::F16PanelAvailable()) {
-    // f16 on AVX-512 (f16_panel_matmul.h) reads 16-column K panels: one stream per panel.
+    // f16 and f32 on AVX-512 (float_panel_matmul.h) read 16-column K panels: one stream per panel.
     repacked_ = kernels::cpu::HugePageBuffer(kf::F16PanelsBytes(n, k));
     fast_ = kf::RepackF16Panels(fast_, repacked_.data());
+  }
+  if (fast_.format == kf::FastFormat::kF32 && kf::F32PanelAvailable()) {
+    repacked_ = kernels::cpu::HugePageBuffer(kf::F32PanelsBytes(n, k));
+    fast_ = kf::RepackF32Panels(fast_, repacked_.data());
   }
 }
 
@@ -164,6 +168,8 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     }
   } else if (fast_.format == kf::FastFormat::kF16Panels) {
     run = [&](int64_t b, int64_t e) { kf::F16PanelMatmul(fast_, x, rows, bias, y, b, e); };
+  } else if (fast_.format == kf::FastFormat::kF32Panels) {
+    run = [&](int64_t b, int64_t e) { kf::F32PanelMatmul(fast_, x, rows, bias, y, b, e); };
   } else {
     run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, x, rows, bias, y, b, e); };
   }
@@ -181,6 +187,7 @@ std::string DenseLinear::Describe() const {
                         " act / cpu-avx512-bf16");
   }
   if (fast_.format == kernels::cpu::fast::FastFormat::kF16Panels) return "f16 / cpu-avx512-panels";
+  if (fast_.format == kernels::cpu::fast::FastFormat::kF32Panels) return "f32 / cpu-avx512-panels";
   if (activations_ == DenseActivations::kInt8Block32) {
     return absl::StrCat(io::DTypeName(weight_.dtype), " x q8_0 act / cpu-",
                         kernels::cpu::fast::Q8ActKernelName());

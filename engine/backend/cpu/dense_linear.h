@@ -4,7 +4,8 @@
 // the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), with int8
 // activations every GGUF block type but MXFP4 into the 16-column tiles of
 // kernels/cpu/fast/int4_x16.h, bf16 on CPUs with AVX-512 BF16 into the 16-column K-pair panels of
-// the vdpbf16ps kernel, and f16 on AVX-512 into the 16-column K panels of f16_panel_matmul.h.
+// the vdpbf16ps kernel, and f16 and f32 on AVX-512 into the 16-column K panels of
+// float_panel_matmul.h.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 

@@ -1,4 +1,4 @@
-// What the 16-column panel kernels share (bf16_dot_matmul, f16_panel_matmul, int8_dot_matmul): the
+// What the 16-column panel kernels share (bf16_dot_matmul, float_panel_matmul, int8_dot_matmul): the
 // panel geometry (one output column per 32-bit lane of a zmm), the repack of 16-bit weights into
 // panels, the store mask of a column range that need not start or end on a panel boundary, and
 // the CPUID checks that gate them. Internal to

@@ -391,7 +391,8 @@ void FastMatmulImpl(const FastWeights& w, const float* x, int64_t rows, const fl
     case FastFormat::kBf16Pairs:
       break;  // Bf16DotMatmul only
     case FastFormat::kF16Panels:
-      break;  // F16PanelMatmul only
+    case FastFormat::kF32Panels:
+      break;  // F16PanelMatmul / F32PanelMatmul only
   }
 }
 

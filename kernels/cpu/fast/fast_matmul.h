@@ -66,9 +66,12 @@ enum class FastFormat {
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,
-  // f16 in 16-column K panels (f16_panel_matmul.h); F16PanelMatmul only. row_stride is the bytes
+  // f16 in 16-column K panels (float_panel_matmul.h); F16PanelMatmul only. row_stride is the bytes
   // of one panel.
   kF16Panels,
+  // f32 in 16-column K panels (float_panel_matmul.h); F32PanelMatmul only. row_stride is the bytes
+  // of one panel.
+  kF32Panels,
 };
 
 // One [n, k] weight matrix as the fast kernels read it: row r starts at data + r * row_stride.

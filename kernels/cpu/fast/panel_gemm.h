@@ -1,5 +1,5 @@
 // The tile driver the 16-column panel kernels share (bf16_dot_matmul: bf16 K-pair panels;
-// f16_panel_matmul: f16 K panels): the weights are stored as panels of 16 output columns, K-major,
+// float_panel_matmul: f16 and f32 K panels): the weights are stored as panels of 16 output columns, K-major,
 // one 64-byte (or 32-byte) vector per K step, so each output column is one f32 lane and each
 // output (m, n) is one accumulator lane that takes the K steps in ascending order, then + bias.
 // A tile is kTileRows rows × kTileVecs panels of accumulators (24 zmm); each K step loads

@@ -13,7 +13,7 @@
 #include "engine/backend/cpu/dense_linear.h"
 #include "engine/io/tensor_view.h"
 #include "gtest/gtest.h"
-#include "kernels/cpu/fast/f16_panel_matmul.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/numeric/half.h"
 

@@ -1,0 +1,125 @@
+// AVX-512 kernels of float_panel_matmul.h: the f16 and f32 K panels run through the shared tile
+// driver (panel_gemm.h) with a policy that loads each panel's 16 weights of a k (f16 widened with
+// `vcvtph2ps`) and multiplies one broadcast f32 activation per row into them.
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
+// _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "kernels/cpu/fast/float_panel_matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/fast/column_panels.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "hwy/base.h"
+#define TESSERA_F16_PANEL_X86 1
+#endif
+
+namespace tessera::kernels::cpu::fast {
+
+bool F16PanelAvailable() {
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
+  return has;
+}
+
+// k rows of 32 bytes, padded to whole 64-byte lines.
+int64_t F16PanelsBytes(int64_t n, int64_t k) {
+  return panels::Count(n) * panels::PairPanelBytes(k);
+}
+
+FastWeights RepackF16Panels(const FastWeights& src, uint8_t* dst) {
+  return panels::Repack16BitPanels(src, FastFormat::kF16Panels, dst, [](int64_t i, int64_t c) {
+    return i * panels::kCols + c;  // k = i of the 16 columns, one 32-byte vector
+  });
+}
+
+// k rows of 64 bytes.
+int64_t F32PanelsBytes(int64_t n, int64_t k) { return panels::Count(n) * k * 64; }
+
+FastWeights RepackF32Panels(const FastWeights& src, uint8_t* dst) {
+  const int64_t n = src.n, k = src.k, bytes = k * 64;
+  for (int64_t p = 0; p < panels::Count(n); ++p) {
+    float* panel = reinterpret_cast<float*>(dst + p * bytes);
+    std::fill(panel, panel + k * panels::kCols, 0.0f);
+    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < n; ++c) {
+      const uint8_t* row = src.data + (p * panels::kCols + c) * src.row_stride;
+      for (int64_t i = 0; i < k; ++i) std::memcpy(&panel[i * panels::kCols + c], row + 4 * i, 4);
+    }
+  }
+  FastWeights w;
+  w.format = FastFormat::kF32Panels;
+  w.data = dst;
+  w.n = n;
+  w.k = k;
+  w.row_stride = bytes;
+  return w;
+}
+
+#if defined(TESSERA_F16_PANEL_X86)
+
+}  // namespace tessera::kernels::cpu::fast
+
+HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx2,fma,f16c")
+
+#include "kernels/cpu/fast/panel_gemm.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+// One k of 16 columns is a 32-byte vector of f16 (kF16) or a 64-byte one of f32; a block of
+// kBlockSteps k is 32 KiB per panel either way.
+template <bool kF16>
+struct FloatPanels : panels::FloatAccumulators {
+  using WVec = __m512;
+  static constexpr int64_t kStepBytes = kF16 ? 32 : 64;
+  static constexpr int64_t kBlockSteps = kF16 ? 1024 : 512;
+  const float* x;  // the tile's first row
+  int64_t stride;  // elements between rows (k)
+  HWY_INLINE static WVec LoadW(const uint8_t* p) {
+    if constexpr (kF16) {
+      return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)));
+    } else {
+      return _mm512_load_ps(reinterpret_cast<const float*>(p));
+    }
+  }
+  FloatPanels Rows(int64_t m0) const { return {{}, x + m0 * stride, stride}; }
+  template <int NV>
+  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
+    const __m512 xv = _mm512_set1_ps(x[i * stride + t]);
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_fmadd_ps(xv, w[j], acc[j]);
+  }
+};
+
+}  // namespace
+
+void F16PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
+                    int64_t n_begin, int64_t n_end) {
+  panels::PanelMatmul(FloatPanels<true>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
+                      n_begin, n_end);
+}
+
+void F32PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
+                    int64_t n_begin, int64_t n_end) {
+  panels::PanelMatmul(FloatPanels<false>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
+                      n_begin, n_end);
+}
+
+HWY_POP_ATTRIBUTES
+
+#else  // not x86-64 GCC/Clang: never called (F16PanelAvailable() is false), defined for the link.
+
+void F16PanelMatmul(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
+                    int64_t) {}
+void F32PanelMatmul(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
+                    int64_t) {}
+
+#endif
+
+}  // namespace tessera::kernels::cpu::fast
