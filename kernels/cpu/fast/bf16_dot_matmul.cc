@@ -10,16 +10,20 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/amx.h"
+#include "kernels/cpu/fast/amx_panel_gemm.h"
 #include "kernels/cpu/fast/column_panels.h"
-
 #include "kernels/numeric/half.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include "hwy/aligned_allocator.h"
 #include "hwy/base.h"
 #define TESSERA_BF16_DOT_X86 1
 #endif
@@ -51,13 +55,16 @@ void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t
 }
 
 int64_t Bf16PairsBytes(int64_t n, int64_t k) {
-  return panels::Count(n) * panels::PairPanelBytes(k);
+  return panels::Count(n) * Bf16PanelKTiles(k) * amx::kTileBytes;
 }
 
 FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst) {
-  return panels::Repack16BitPanels(src, FastFormat::kBf16Pairs, dst, [](int64_t i, int64_t c) {
-    return (i / 2) * 32 + c * 2 + (i % 2);  // the pair (w[c, 2t], w[c, 2t + 1]) in lane c
-  });
+  return panels::Repack16BitPanels(src, FastFormat::kBf16Pairs,
+                                   Bf16PanelKTiles(src.k) * amx::kTileBytes, dst,
+                                   [](int64_t i, int64_t c) {
+                                     // the pair (w[c, 2t], w[c, 2t + 1]) in lane c
+                                     return (i / 2) * 32 + c * 2 + (i % 2);
+                                   });
 }
 
 #if defined(TESSERA_BF16_DOT_X86)
@@ -97,8 +104,9 @@ struct Bf16Pairs : panels::FloatAccumulators {
 
 }  // namespace
 
-void Bf16DotMatmul(const FastWeights& w, const uint16_t* xb, const uint16_t* lo, int64_t rows,
-                   const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
+                         int64_t rows, const float* bias, float* y, int64_t n_begin,
+                         int64_t n_end) {
   const int64_t pairs = (w.k + 1) / 2, stride = Bf16DotActStride(w.k) / 2;
   const auto* hi32 = reinterpret_cast<const int32_t*>(xb);
   const auto* lo32 = reinterpret_cast<const int32_t*>(lo);
@@ -113,8 +121,71 @@ void Bf16DotMatmul(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
 
 HWY_POP_ATTRIBUTES
 
+namespace {
+
+// The AMX kernel against the AVX-512 one on a random 35 x 200 x 40 problem (two row tiles and a
+// partial one, a partial K tile, a partial column pair), split form: within the f32 rounding
+// bound of the two summation orders.
+bool AmxBf16SelfCheck() {
+  const int64_t n = 40, k = 200, rows = 35, stride = Bf16DotActStride(k);
+  uint32_t state = 12345;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(static_cast<int32_t>(state >> 8) - (1 << 23)) / (1 << 23);
+  };
+  std::vector<uint16_t> wb(n * k);
+  for (auto& v : wb) v = numeric::FloatToBf16(next());
+  std::vector<float> x(rows * k), bias(n);
+  for (auto& v : x) v = next() * 4.0f;
+  for (auto& v : bias) v = next();
+  FastWeights src;
+  src.format = FastFormat::kBF16;
+  src.data = reinterpret_cast<const uint8_t*>(wb.data());
+  src.n = n;
+  src.k = k;
+  src.row_stride = 2 * k;
+  const auto packed = hwy::AllocateAligned<uint8_t>(Bf16PairsBytes(n, k));
+  const FastWeights w = RepackBf16Pairs(src, packed.get());
+  std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+  RoundActsToBf16(x.data(), k, 0, rows, hi.data(), lo.data(), nullptr);
+  std::vector<float> want(rows * n), got(rows * n);
+  Bf16DotMatmulAvx512(w, hi.data(), lo.data(), rows, bias.data(), want.data(), 0, n);
+  internal::AmxBf16DotMatmul(w, hi.data(), lo.data(), rows, bias.data(), got.data(), 0, n);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t c = 0; c < n; ++c) {
+      double mag = std::fabs(bias[c]);
+      for (int64_t i = 0; i < k; ++i) {
+        mag += std::fabs(static_cast<double>(x[m * k + i]) * numeric::Bf16ToFloat(wb[c * k + i]));
+      }
+      if (!(std::fabs(got[m * n + c] - want[m * n + c]) <= 4.0 * (k + 2) * 0x1p-24 * mag)) {
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool AmxBf16Usable() {
+  static const bool ok = [] {
+    if (!AmxAvailable() || !Bf16DotAvailable()) return false;
+    if (AmxBf16SelfCheck()) return true;
+    std::fprintf(stderr, "tessera: the AMX bf16 kernel disagreed with AVX-512; not using AMX\n");
+    return false;
+  }();
+  return ok;
+}
+
+void Bf16DotMatmul(const FastWeights& w, const uint16_t* xb, const uint16_t* lo, int64_t rows,
+                   const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  if (AmxBf16Usable()) return internal::AmxBf16DotMatmul(w, xb, lo, rows, bias, y, n_begin, n_end);
+  Bf16DotMatmulAvx512(w, xb, lo, rows, bias, y, n_begin, n_end);
+}
+
 #else  // not x86-64 GCC/Clang: never called (Bf16DotAvailable() is false), defined for the link.
 
+bool AmxBf16Usable() { return false; }
 void Bf16DotMatmul(const FastWeights&, const uint16_t*, const uint16_t*, int64_t, const float*,
                    float*, int64_t, int64_t) {}
 

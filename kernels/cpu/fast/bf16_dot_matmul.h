@@ -18,8 +18,13 @@
 // Layout (RepackBf16Pairs, at load): 16-column panels, each K-pair-major: panel p holds, for each
 // pair t of K, the 16 columns' (w[n, 2t], w[n, 2t+1]) as one 64-byte vector, so one `vdpbf16ps`
 // multiplies a broadcast activation pair into 16 outputs (oneDNN's VNNI-style bf16 layout). Columns
-// past N and the odd K's last element are zero. Output lanes are columns, so there is no
+// past N and K past its multiple of 32 are zero (whole 1 KiB K tiles: AMX's B tiles, amx.h), and
+// activation rows are zero-padded to the same K. Output lanes are columns, so there is no
 // horizontal reduction and K blocks can park 16 outputs per vector between passes.
+//
+// AMX: where AmxBf16Usable(), Bf16DotMatmul runs the same panels as AMX tiles (amx_panel_gemm.h):
+// per output the K tiles in ascending order (hi then lo per tile), so also batch-invariant, but
+// summed in another order than the AVX-512 path, to rounding.
 //
 // Order and batch invariance: output (m, n) is one f32 lane that takes the K pairs in ascending
 // order (hi then lo per pair in the split form), then + bias. Kept in a register or parked in a
@@ -39,12 +44,19 @@ namespace tessera::kernels::cpu::fast {
 // Whether this CPU runs Bf16DotMatmul (CPUID: AVX-512 F, BW, VL and BF16).
 bool Bf16DotAvailable();
 
-// Row stride (elements) of RoundActsToBf16's output: K rounded up to even, plus 32 when that is a
-// multiple of 2048 (rows 4 KiB apart would share L1 sets).
+// Row stride (elements) of RoundActsToBf16's output: K rounded up to a multiple of 32 (whole AMX
+// K tiles), plus 32 when that is a multiple of 2048 (rows 4 KiB apart would share L1 sets).
 inline int64_t Bf16DotActStride(int64_t k) {
-  const int64_t even = (k + 1) / 2 * 2;
-  return even % 2048 == 0 ? even + 32 : even;
+  const int64_t padded = (k + 31) / 32 * 32;
+  return padded % 2048 == 0 ? padded + 32 : padded;
 }
+
+// K tiles of 32 (16 pairs, 1 KiB of a panel) per panel.
+inline int64_t Bf16PanelKTiles(int64_t k) { return (k + 31) / 32; }
+
+// Whether Bf16DotMatmul runs on AMX: AmxAvailable() and, once per process, the AMX kernel agreed
+// with the AVX-512 one on a small random problem.
+bool AmxBf16Usable();
 
 // Rows [r0, r1) of x [rows, k] to bf16 (numeric::FloatToBf16: RNE, NaN kept) into
 // hi [rows, Bf16DotActStride(k)], zero-padded; lo (if not null, same shape) gets

@@ -30,11 +30,13 @@ inline uint16_t StoreMask(int64_t p, int64_t n_begin, int64_t n_end) {
 inline int64_t PairPanelBytes(int64_t k) { return (k + 1) / 2 * 64; }
 
 // Repacks the 16-bit elements of src (rows n at src.data + n · src.row_stride) into 16-column
-// panels of PairPanelBytes(k) at dst: element k = i of column c of panel p goes to 16-bit slot
-// slot(i, c) of the panel, every other slot is zero. Returns the `format` view of the panels.
+// panels of `bytes` (at least PairPanelBytes(k)) at dst: element k = i of column c of panel p goes
+// to 16-bit slot slot(i, c) of the panel, every other slot is zero. Returns the `format` view of
+// the panels.
 template <class Slot>
-FastWeights Repack16BitPanels(const FastWeights& src, FastFormat format, uint8_t* dst, Slot slot) {
-  const int64_t n = src.n, k = src.k, bytes = PairPanelBytes(k);
+FastWeights Repack16BitPanels(const FastWeights& src, FastFormat format, int64_t bytes,
+                              uint8_t* dst, Slot slot) {
+  const int64_t n = src.n, k = src.k;
   for (int64_t p = 0; p < Count(n); ++p) {
     uint16_t* panel = reinterpret_cast<uint16_t*>(dst + p * bytes);
     std::fill(panel, panel + bytes / 2, uint16_t{0});

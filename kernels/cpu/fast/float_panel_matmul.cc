@@ -35,7 +35,8 @@ int64_t F16PanelsBytes(int64_t n, int64_t k) {
 }
 
 FastWeights RepackF16Panels(const FastWeights& src, uint8_t* dst) {
-  return panels::Repack16BitPanels(src, FastFormat::kF16Panels, dst, [](int64_t i, int64_t c) {
+  return panels::Repack16BitPanels(src, FastFormat::kF16Panels, panels::PairPanelBytes(src.k), dst,
+                                   [](int64_t i, int64_t c) {
     return i * panels::kCols + c;  // k = i of the 16 columns, one 32-byte vector
   });
 }

@@ -11,9 +11,12 @@
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/amx.h"
+#include "kernels/cpu/fast/amx_panel_gemm.h"
 #include "kernels/cpu/fast/column_panels.h"
 
 #include "kernels/cpu/quant/activation_quant.h"
@@ -21,6 +24,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
+#include "hwy/aligned_allocator.h"
 #include "hwy/base.h"
 #define TESSERA_INT8_DOT_X86 1
 #endif
@@ -29,7 +33,7 @@ namespace tessera::kernels::cpu::fast {
 namespace {
 
 constexpr int64_t kPanelCols = panels::kCols;
-int64_t PanelBytes(int64_t k) { return (k + 3) / 4 * 64; }
+int64_t PanelBytes(int64_t k) { return Int8PanelKTiles(k) * amx::kTileBytes; }
 
 }  // namespace
 
@@ -64,10 +68,9 @@ void QuantizeSymmetricU8Reference(const float* x, int64_t k, int64_t r0, int64_t
 int64_t Int8QuadsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
 
 void RepackInt8Quads(const int8_t* q, int64_t n, int64_t k, uint8_t* panels, int32_t* col_sums) {
-  const int64_t quads = (k + 3) / 4;
   for (int64_t p = 0; p < panels::Count(n); ++p) {
     uint8_t* panel = panels + p * PanelBytes(k);
-    std::memset(panel, 0, quads * 64);
+    std::memset(panel, 0, PanelBytes(k));
     for (int64_t c = 0; c < kPanelCols && p * kPanelCols + c < n; ++c) {
       const int8_t* row = q + (p * kPanelCols + c) * k;
       for (int64_t i = 0; i < k; ++i) {
@@ -194,8 +197,9 @@ void QuantizeSymmetricU8Avx512(const float* x, int64_t k, int64_t r0, int64_t r1
 
 }  // namespace
 
-void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
-                   int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+void Int8DotMatmulAvx512(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
+                         int64_t rows, const float* bias, float* y, int64_t n_begin,
+                         int64_t n_end) {
   const Int8Quads kernel{reinterpret_cast<const int32_t*>(u8),
                          Int8DotActStride(w.k) / 4,
                          w.col_sums,
@@ -209,6 +213,60 @@ void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activat
 }
 
 HWY_POP_ATTRIBUTES
+
+namespace {
+
+// The AMX kernel against the AVX-512 one on a random 35 x 200 x 40 problem (two row tiles and a
+// partial one, a partial K tile, a partial column pair; per-token scales and zero points, per-row
+// weight scales, a bias): the same bits.
+bool AmxInt8SelfCheck() {
+  const int64_t n = 40, k = 200, rows = 35, stride = Int8DotActStride(k);
+  uint32_t state = 777;
+  auto next = [&] {
+    state = state * 1664525u + 1013904223u;
+    return state >> 8;
+  };
+  std::vector<int8_t> q(n * k), qa(rows * k);
+  for (auto& v : q) v = static_cast<int8_t>(static_cast<int>(next() % 255) - 127);
+  for (auto& v : qa) v = static_cast<int8_t>(static_cast<int>(next() % 256) - 128);
+  std::vector<float> w_scales(n), a_scales(rows), bias(n);
+  std::vector<int32_t> azp(rows), col_sums(n);
+  for (auto& v : w_scales) v = 1e-3f * static_cast<float>(1 + next() % 100);
+  for (auto& v : a_scales) v = 1e-2f * static_cast<float>(1 + next() % 100);
+  for (auto& v : azp) v = static_cast<int32_t>(next() % 256) - 128;
+  for (auto& v : bias) v = static_cast<float>(next() % 1000) * 1e-3f - 0.5f;
+  const auto panels = hwy::AllocateAligned<uint8_t>(Int8QuadsBytes(n, k));
+  RepackInt8Quads(q.data(), n, k, panels.get(), col_sums.data());
+  std::vector<uint8_t> u8(rows * stride);
+  Int8ActsToU8(qa.data(), k, 0, rows, u8.data());
+  const Int8DotWeights w{panels.get(), col_sums.data(), w_scales.data(), true, n, k};
+  Int8Activations a;
+  a.scales = a_scales.data();
+  a.azp = azp.data();
+  a.per_token = true;
+  std::vector<float> want(rows * n), got(rows * n);
+  Int8DotMatmulAvx512(w, u8.data(), a, rows, bias.data(), want.data(), 0, n);
+  internal::AmxInt8DotMatmul(w, u8.data(), a, rows, bias.data(), got.data(), 0, n);
+  return std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0;
+}
+
+}  // namespace
+
+bool AmxInt8Usable() {
+  static const bool ok = [] {
+    if (!AmxAvailable() || !Int8DotAvailable()) return false;
+    if (AmxInt8SelfCheck()) return true;
+    std::fprintf(stderr, "tessera: the AMX int8 kernel disagreed with AVX-512; not using AMX\n");
+    return false;
+  }();
+  return ok;
+}
+
+void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
+                   int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  if (AmxInt8Usable()) return internal::AmxInt8DotMatmul(w, u8, act, rows, bias, y, n_begin, n_end);
+  Int8DotMatmulAvx512(w, u8, act, rows, bias, y, n_begin, n_end);
+}
 
 // Outside the AVX-512 attributes: it runs on every CPU and only then picks the AVX-512 path.
 void QuantizeInt8PerTokenSymmetricU8(const float* x, int64_t k, int64_t r0, int64_t r1,
@@ -224,6 +282,7 @@ void QuantizeInt8PerTokenSymmetricU8(const float* x, int64_t k, int64_t r0, int6
   QuantizeSymmetricU8Reference(x, k, r0, r1, scales, u8);
 }
 
+bool AmxInt8Usable() { return false; }
 void Int8DotMatmul(const Int8DotWeights&, const uint8_t*, const Int8Activations&, int64_t,
                    const float*, float*, int64_t, int64_t) {}
 

@@ -6,14 +6,17 @@
 // Layout (RepackInt8Quads, at load): 16-column panels, each K-quad-major: panel p holds, for each
 // quad t of K, the 16 columns' w[n, 4t..4t+3] as one 64-byte vector, so one `vpdpbusd` multiplies a
 // broadcast quad of activation bytes into 16 outputs (oneDNN's VNNI layout). Columns past N and K
-// past its multiple of 4 are zero.
+// past its multiple of 64 are zero (whole 1 KiB K tiles: AMX's B tiles, amx.h), and activation
+// rows are padded to the same K with code 0.
 //
 // Numerics: `vpdpbusd` takes unsigned activations, so the int8 codes qa are shifted to
 // qa + 128 (Int8ActsToU8) and the shift comes back out exactly: Σ (qa + 128)·qw − 128·Σ qw. All of
 // it is integer arithmetic in int32, exact for K < 2^16 (|Σ| < 255·128·K), so the int32 sum equals
 // the reference's int64 one; the azp correction and the epilogue are the reference's own f32
 // operations in its order, y = sa·(sw·float(acc − azp·azp_adj)) (+ bias). Results are therefore
-// bit-identical to MatmulInt8W8A8, and batch-invariant whatever the tiling or column split.
+// bit-identical to MatmulInt8W8A8, and batch-invariant whatever the tiling or column split. Where
+// AmxInt8Usable(), Int8DotMatmul runs the panels as AMX tiles (amx_panel_gemm.h: `tdpbusd`, the
+// same exact int32 sums and epilogue), with the same results.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT8_DOT_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_INT8_DOT_MATMUL_H_
 
@@ -29,12 +32,19 @@ bool Int8DotAvailable();
 // Whether the kernel takes a K (the int32 sum must not overflow): 0 < k < 2^16.
 inline bool Int8DotSupportsK(int64_t k) { return k > 0 && k < (int64_t{1} << 16); }
 
-// Row stride (bytes) of Int8ActsToU8's output: K rounded up to 4, plus 64 when that is a multiple
-// of 4096 (rows 4 KiB apart would share L1 sets).
+// Row stride (bytes) of Int8ActsToU8's output: K rounded up to a multiple of 64 (whole AMX K
+// tiles), plus 64 when that is a multiple of 4096 (rows 4 KiB apart would share L1 sets).
 inline int64_t Int8DotActStride(int64_t k) {
-  const int64_t quad = (k + 3) / 4 * 4;
-  return quad % 4096 == 0 ? quad + 64 : quad;
+  const int64_t padded = (k + 63) / 64 * 64;
+  return padded % 4096 == 0 ? padded + 64 : padded;
 }
+
+// K tiles of 64 (16 quads, 1 KiB of a panel) per panel.
+inline int64_t Int8PanelKTiles(int64_t k) { return (k + 63) / 64; }
+
+// Whether Int8DotMatmul runs on AMX: AmxAvailable() and, once per process, the AMX kernel gave
+// the AVX-512 kernel's bits on a small random problem.
+bool AmxInt8Usable();
 
 // Rows [r0, r1) of the int8 codes q [rows, k] as q + 128 into u8 [rows, Int8DotActStride(k)],
 // padded with 128 (code 0).

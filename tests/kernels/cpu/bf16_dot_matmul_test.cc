@@ -103,8 +103,9 @@ TEST(Bf16DotTest, RoundActsIsFloatToBf16WithZeroPadding) {
                             1e-40f};
   std::vector<float> x(std::begin(specials), std::end(specials));
   const int64_t k = static_cast<int64_t>(x.size()), kp = Bf16DotActStride(k);
-  EXPECT_EQ(kp, 8);
-  EXPECT_EQ(Bf16DotActStride(7), 8);
+  EXPECT_EQ(kp, 32);  // whole AMX K tiles of 32
+  EXPECT_EQ(Bf16DotActStride(7), 32);
+  EXPECT_EQ(Bf16DotActStride(33), 64);
   EXPECT_EQ(Bf16DotActStride(2048), 2080);  // rows 4 KiB apart would share L1 sets
   std::vector<uint16_t> xb(kp, 0xFFFF), lo(kp, 0xFFFF);
   std::vector<float> back(k);
@@ -124,7 +125,8 @@ TEST(Bf16DotTest, RoundActsIsFloatToBf16WithZeroPadding) {
 
 TEST(Bf16DotTest, RepackPutsEveryElementInItsPanelSlot) {
   Problem p = Make(37, 77, 1, 5, 3);
-  const int64_t pairs = (p.k + 1) / 2;
+  const int64_t pairs = 48;  // K = 77 padded to three AMX K tiles of 16 pairs
+  ASSERT_EQ(Bf16PanelKTiles(p.k), 3);
   ASSERT_EQ(p.pairs.format, FastFormat::kBf16Pairs);
   ASSERT_EQ(p.pairs.row_stride, pairs * 64);
   ASSERT_EQ(Bf16PairsBytes(37, 77), 3 * pairs * 64);

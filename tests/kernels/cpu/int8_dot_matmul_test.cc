@@ -8,7 +8,9 @@
 // layout and the u8 shift. Kernel cases skip on CPUs without AVX-512 VNNI.
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -90,12 +92,12 @@ TEST(Int8DotTest, LayoutAndShift) {
   for (int64_t i = 0; i < n * k; ++i) q[i] = static_cast<int8_t>(i * 37 - 100);
   auto panels = hwy::AllocateAligned<uint8_t>(Int8QuadsBytes(n, k));
   std::vector<int32_t> sums(n);
-  ASSERT_EQ(Int8QuadsBytes(n, k), 2 * 2 * 64);
+  ASSERT_EQ(Int8QuadsBytes(n, k), 2 * 1024);  // two panels of one AMX K tile (64 K) each
   RepackInt8Quads(q.data(), n, k, panels.get(), sums.data());
   for (int64_t c = 0; c < 32; ++c) {
     for (int64_t i = 0; i < 8; ++i) {
       const uint8_t want = (c < n && i < k) ? static_cast<uint8_t>(q[c * k + i]) : 0;
-      ASSERT_EQ(panels[(c / 16) * 128 + (i / 4) * 64 + (c % 16) * 4 + i % 4], want) << c << " " << i;
+      ASSERT_EQ(panels[(c / 16) * 1024 + (i / 4) * 64 + (c % 16) * 4 + i % 4], want) << c << " " << i;
     }
   }
   for (int64_t c = 0; c < n; ++c) {
@@ -103,12 +105,16 @@ TEST(Int8DotTest, LayoutAndShift) {
     for (int64_t i = 0; i < k; ++i) s += q[c * k + i];
     EXPECT_EQ(sums[c], s) << c;
   }
-  EXPECT_EQ(Int8DotActStride(7), 8);
+  EXPECT_EQ(Int8DotActStride(7), 64);  // whole AMX K tiles of 64
+  EXPECT_EQ(Int8DotActStride(65), 128);
   EXPECT_EQ(Int8DotActStride(4096), 4160);
-  std::vector<uint8_t> u8(8, 0);
+  std::vector<uint8_t> u8(64, 0);
   const std::vector<int8_t> a = {-128, -1, 0, 1, 127, 5, -5};
   Int8ActsToU8(a.data(), 7, 0, 1, u8.data());
-  EXPECT_EQ(u8, (std::vector<uint8_t>{0, 127, 128, 129, 255, 133, 123, 128}));
+  std::vector<uint8_t> want(64, 128);  // padded with code 0
+  const uint8_t head[] = {0, 127, 128, 129, 255, 133, 123};
+  std::copy(std::begin(head), std::end(head), want.begin());
+  EXPECT_EQ(u8, want);
 }
 
 // The fused quantizer against QuantizeInt8PerTokenSymmetric + Int8ActsToU8: ties (x · 127 / amax

@@ -1,0 +1,50 @@
+// AmxAvailable (amx.h): CPUID, XCR0 and the Linux permission request for the tile data state.
+#include "kernels/cpu/fast/amx.h"
+
+#include <cstdlib>
+
+#if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define TESSERA_AMX_PROBE 1
+#endif
+
+namespace tessera::kernels::cpu::fast {
+
+namespace {
+
+#if defined(TESSERA_AMX_PROBE)
+bool ProbeAmx() {
+  unsigned a, b, c, d;
+  if (__get_cpuid_max(0, nullptr) < 0xD) return false;
+  __cpuid_count(7, 0, a, b, c, d);
+  const bool tile = (d >> 24) & 1, bf16 = (d >> 22) & 1, int8 = (d >> 25) & 1;
+  if (!tile || !bf16 || !int8) return false;
+  __cpuid_count(1, 0, a, b, c, d);
+  if (((c >> 27) & 1) == 0) return false;  // OSXSAVE: XGETBV is allowed
+  // Linux asks each process to request the tile data state (XFEATURE 18) before its first use;
+  // XCR0 bits 17 (TILECFG) and 18 (TILEDATA) say the kernel supports it at all.
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if (((lo >> 17) & 3) != 3) return false;
+  constexpr long kArchReqXcompPerm = 0x1023;
+  constexpr long kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+#else
+bool ProbeAmx() { return false; }
+#endif
+
+}  // namespace
+
+bool AmxAvailable() {
+  static const bool ok = [] {
+    const char* off = std::getenv("TESSERA_DISABLE_AMX");
+    if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
+    return ProbeAmx();
+  }();
+  return ok;
+}
+
+}  // namespace tessera::kernels::cpu::fast

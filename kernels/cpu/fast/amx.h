@@ -1,0 +1,59 @@
+// Intel AMX (Advanced Matrix Extensions: eight 1 KiB tile registers and one tile multiply that does
+// a 16 x 32 x 16 bf16 or a 16 x 64 x 16 int8 product per instruction) for the 16-column panel
+// kernels: bf16 weights (bf16_dot_matmul.h) and INT8 W8A8 (int8_dot_matmul.h) run their panels as
+// AMX B tiles when this process may use AMX, and their AVX-512 paths otherwise. The panels are
+// already AMX's B layout (16 columns x one K pair / quad per 64-byte row), so no second copy of the
+// weights exists. Linux hands out the tile data state only on request (arch_prctl
+// ARCH_REQ_XCOMP_PERM); a kernel that refused it, a CPU without AMX (every machine this project
+// can test on), or TESSERA_DISABLE_AMX=1 in the environment keeps the AVX-512 kernels.
+//
+// What is and is not verified: the tile walk (amx_panel_gemm.h) runs in the test suite on a
+// software model of the tile instructions written from Intel's pseudo-code (tile shapes checked on
+// every instruction, as the hardware faults on a mismatch), against the AVX-512 kernels: bit for
+// bit for INT8 (integer sums), within the f32 rounding bound for bf16. The tile instructions
+// themselves never ran here; AmxBf16Usable / AmxInt8Usable therefore run each AMX kernel once per
+// process against the AVX-512 one on a small random problem and keep the AVX-512 kernel (with one
+// line on stderr) if they disagree.
+#ifndef TESSERA_KERNELS_CPU_FAST_AMX_H_
+#define TESSERA_KERNELS_CPU_FAST_AMX_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
+
+namespace tessera::kernels::cpu::fast {
+
+// CPUID says AMX-TILE, AMX-BF16 and AMX-INT8, the OS granted this process the tile data state, and
+// TESSERA_DISABLE_AMX is not set. Asked once per process.
+bool AmxAvailable();
+
+namespace amx {
+
+// The 64-byte operand of LDTILECFG (palette 1): per tile, its bytes per row and its rows; a tile
+// with 0 rows is unused.
+struct alignas(64) TileConfig {
+  uint8_t palette_id = 1;
+  uint8_t start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+  bool operator==(const TileConfig&) const = default;
+};
+static_assert(sizeof(TileConfig) == 64);
+
+}  // namespace amx
+
+namespace internal {
+
+// The AMX forms of Bf16DotMatmul and Int8DotMatmul (amx_kernels.cc; same contracts). Require
+// AmxAvailable(); the kernels' own dispatch calls them once the self-check passed.
+void AmxBf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
+                      const float* bias, float* y, int64_t n_begin, int64_t n_end);
+void AmxInt8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& a,
+                      int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
+}  // namespace internal
+}  // namespace tessera::kernels::cpu::fast
+
+#endif  // TESSERA_KERNELS_CPU_FAST_AMX_H_

@@ -1,0 +1,172 @@
+// The AMX tile walk over the 16-column panels of bf16_dot_matmul.h (K pairs) and
+// int8_dot_matmul.h (K quads): each panel's K tile (16 rows of 64 bytes: 32 bf16 K values or 64
+// int8 ones, 16 columns) is one AMX B tile as stored, each 64-byte K slice of up to 16 activation
+// rows one A tile. Per block of up to 32 rows x 2 panels: four C tiles (rows 0-15 / 16-31 x panel
+// p / p+1) accumulate every K tile in ascending order (bf16 split form: the hi tile, then the lo
+// tile), are stored to a 32 x 32 buffer of 4-byte sums and go through the kind's epilogue. So an
+// output's operation sequence depends only on K — not on the row count, the block or C tile a row
+// lands in, or the column split — and the AMX kernels are batch-invariant as the AVX-512 ones are
+// (they differ from those in the order of the bf16 f32 additions; the int8 sums are exact either
+// way). Panels and activation rows are zero-padded to whole K tiles (the layouts' contract).
+//
+// Templated on the tile operations: amx_kernels.cc instantiates it with the instructions, the
+// tests with a software model of them (tests/kernels/cpu/amx_model.h). Ops provides Config(const
+// amx::TileConfig&), Zero<T>(), Load<T>(const void*, int64_t stride), Store<T>(void*, int64_t
+// stride), DpBf16<C, A, B>(), DpBusd<C, A, B>() and Release(). Internal to kernels/cpu/fast.
+#ifndef TESSERA_KERNELS_CPU_FAST_AMX_PANEL_GEMM_H_
+#define TESSERA_KERNELS_CPU_FAST_AMX_PANEL_GEMM_H_
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/fast/amx.h"
+#include "kernels/cpu/quant/int8_matmul.h"
+
+namespace tessera::kernels::cpu::fast::amx {
+
+inline constexpr int64_t kTileRows = 16;     // rows of an A or C tile, K rows of a B tile
+inline constexpr int64_t kTileBytes = 1024;  // one panel's K tile (16 rows of 64 bytes)
+inline constexpr int64_t kPanelCols = 16;
+
+// Tile registers: C tiles 0-3 (row tile r, panel j: 2r + j), A tiles 4-5, B tiles 6-7.
+enum : int { kC00 = 0, kC01 = 1, kC10 = 2, kC11 = 3, kA0 = 4, kA1 = 5, kB0 = 6, kB1 = 7 };
+
+// Rows r0 (first row tile) and r1 (second, 0 if none), every tile 64 bytes wide.
+inline TileConfig BlockConfig(int r0, int r1) {
+  TileConfig c;
+  for (int t : {kC00, kC01, kA0}) {
+    c.rows[t] = static_cast<uint8_t>(r0);
+    c.colsb[t] = 64;
+  }
+  if (r1 > 0) {
+    for (int t : {kC10, kC11, kA1}) {
+      c.rows[t] = static_cast<uint8_t>(r1);
+      c.colsb[t] = 64;
+    }
+  }
+  for (int t : {kB0, kB1}) {
+    c.rows[t] = kTileRows;
+    c.colsb[t] = 64;
+  }
+  return c;
+}
+
+// The GEMM of one call: panels (panel_bytes apart, ktiles K tiles each), activation rows
+// (a_stride bytes apart, a_lo the bf16 split form's second operand or null), rows x columns
+// [n_begin, n_end) of an [·, n] output.
+struct AmxGemm {
+  const uint8_t* panels;
+  int64_t panel_bytes, ktiles;
+  const uint8_t* a;
+  const uint8_t* a_lo;
+  int64_t a_stride, rows, n, n_begin, n_end;
+};
+
+// bf16 panels: y = acc + bias.
+struct Bf16Kind {
+  using Acc = float;
+  const float* bias;
+  float* y;
+  template <class Ops, int C, int A, int B>
+  static void Dp() {
+    Ops::template DpBf16<C, A, B>();
+  }
+  void Out(int64_t m, int64_t col, Acc acc, int64_t n) const {
+    y[m * n + col] = bias != nullptr ? acc + bias[col] : acc;
+  }
+};
+
+// INT8 W8A8 panels: the epilogue of int8_dot_matmul.h, y = sa · (sw · float(acc − (128 + azp) ·
+// Σqw)) (+ bias), in the reference's operations and order.
+struct Int8Kind {
+  using Acc = int32_t;
+  const int32_t* col_sums;
+  const float* w_scales;
+  bool w_per_row;
+  const Int8Activations* act;
+  const float* bias;
+  float* y;
+  template <class Ops, int C, int A, int B>
+  static void Dp() {
+    Ops::template DpBusd<C, A, B>();
+  }
+  void Out(int64_t m, int64_t col, Acc acc, int64_t n) const {
+    const int32_t zp = act->azp == nullptr ? 0 : act->azp[act->per_token ? m : 0];
+    // int32 wraps like vpmulld / vpsubd; the true value fits (Int8DotSupportsK).
+    const auto corr = static_cast<int32_t>(static_cast<uint32_t>(128 + zp) *
+                                           static_cast<uint32_t>(col_sums[col]));
+    const auto v = static_cast<int32_t>(static_cast<uint32_t>(acc) - static_cast<uint32_t>(corr));
+    const float sw = w_per_row ? w_scales[col] : w_scales[0];
+    const float sa = act->scales[act->per_token ? m : 0];
+    float out = sa * (sw * static_cast<float>(v));
+    if (bias != nullptr) out = out + bias[col];
+    y[m * n + col] = out;
+  }
+};
+
+template <class Ops, class Kind>
+void PanelGemm(const AmxGemm& g, const Kind& kind) {
+  if (g.rows <= 0 || g.n_begin >= g.n_end) return;
+  alignas(64) typename Kind::Acc c[2 * kTileRows][2 * kPanelCols];
+  const int64_t p_begin = g.n_begin / kPanelCols;
+  const int64_t p_end = (g.n_end + kPanelCols - 1) / kPanelCols;
+  TileConfig current;
+  bool configured = false;
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += 2) {
+    const bool two = p0 + 1 < p_end;
+    const uint8_t* w0 = g.panels + p0 * g.panel_bytes;
+    const uint8_t* w1 = w0 + g.panel_bytes;
+    for (int64_t m0 = 0; m0 < g.rows; m0 += 2 * kTileRows) {
+      const int r0 = static_cast<int>(std::min(kTileRows, g.rows - m0));
+      const int r1 = static_cast<int>(std::clamp<int64_t>(g.rows - m0 - kTileRows, 0, kTileRows));
+      const TileConfig cfg = BlockConfig(r0, r1);
+      if (!configured || !(cfg == current)) {
+        Ops::Config(cfg);
+        current = cfg;
+        configured = true;
+      }
+      Ops::template Zero<kC00>();
+      if (two) Ops::template Zero<kC01>();
+      if (r1 > 0) {
+        Ops::template Zero<kC10>();
+        if (two) Ops::template Zero<kC11>();
+      }
+      for (int64_t kt = 0; kt < g.ktiles; ++kt) {
+        Ops::template Load<kB0>(w0 + kt * kTileBytes, 64);
+        if (two) Ops::template Load<kB1>(w1 + kt * kTileBytes, 64);
+        for (const uint8_t* a : {g.a, g.a_lo}) {
+          if (a == nullptr) continue;
+          const uint8_t* a_rows = a + m0 * g.a_stride + kt * 64;
+          Ops::template Load<kA0>(a_rows, g.a_stride);
+          Kind::template Dp<Ops, kC00, kA0, kB0>();
+          if (two) Kind::template Dp<Ops, kC01, kA0, kB1>();
+          if (r1 > 0) {
+            Ops::template Load<kA1>(a_rows + kTileRows * g.a_stride, g.a_stride);
+            Kind::template Dp<Ops, kC10, kA1, kB0>();
+            if (two) Kind::template Dp<Ops, kC11, kA1, kB1>();
+          }
+        }
+      }
+      constexpr int64_t kStride = sizeof(c[0]);
+      Ops::template Store<kC00>(&c[0][0], kStride);
+      if (two) Ops::template Store<kC01>(&c[0][kPanelCols], kStride);
+      if (r1 > 0) {
+        Ops::template Store<kC10>(&c[kTileRows][0], kStride);
+        if (two) Ops::template Store<kC11>(&c[kTileRows][kPanelCols], kStride);
+      }
+      const int64_t col0 = p0 * kPanelCols;
+      const int64_t c_begin = std::max(g.n_begin, col0);
+      const int64_t c_end = std::min(g.n_end, col0 + (two ? 2 : 1) * kPanelCols);
+      for (int64_t i = 0; i < r0 + r1; ++i) {
+        for (int64_t col = c_begin; col < c_end; ++col) {
+          kind.Out(m0 + i, col, c[i][col - col0], g.n);
+        }
+      }
+    }
+  }
+  Ops::Release();
+}
+
+}  // namespace tessera::kernels::cpu::fast::amx
+
+#endif  // TESSERA_KERNELS_CPU_FAST_AMX_PANEL_GEMM_H_

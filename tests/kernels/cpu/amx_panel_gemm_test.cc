@@ -1,0 +1,162 @@
+// The AMX tile walk (kernels/cpu/fast/amx_panel_gemm.h) on the software model of the tile
+// instructions (amx_model.h), over the same panels and activation rows the AVX-512 kernels read:
+//  * INT8 W8A8: bit for bit the reference MatmulInt8W8A8 (and so the AVX-512 kernel), for row
+//    counts around the 16-row tile and 32-row block, K around the 64-wide K tile, N around the
+//    32-column panel pair, column splits at odd places, symmetric and zero-point activations;
+//  * bf16 (split and bf16 forms): within the f32 rounding bound of the exact product of the
+//    activations it is given, each row bit-identical alone and in a batch, under any column split;
+//  * every tile operation has the shape the hardware requires (the model fails the test where
+//    the hardware would fault), and a call loads at most two tile configurations per row count.
+// The instructions themselves cannot run here (no AMX); amx.h says what covers that.
+#include "kernels/cpu/fast/amx_panel_gemm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
+#include "kernels/cpu/quant/int8_matmul.h"
+#include "kernels/numeric/half.h"
+#include "tests/kernels/cpu/amx_model.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+using testing::AmxModel;
+
+TEST(AmxPanelGemmTest, Int8MatchesTheReferenceBitForBit) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> code(-128, 127);
+  std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
+  for (const auto& [n, k, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {16, 64, 1}, {33, 64, 16},
+        {31, 65, 17}, {64, 127, 32}, {70, 300, 33}, {5, 7, 3}, {96, 1024, 70}}) {
+    for (const bool azp : {false, true}) {
+      std::vector<int8_t> qw(n * k), qa(rows * k);
+      for (auto& v : qw) v = static_cast<int8_t>(code(rng));
+      for (auto& v : qa) v = static_cast<int8_t>(code(rng));
+      std::vector<float> sw(n), sa(rows), bias(n);
+      for (auto& v : sw) v = scale(rng);
+      for (auto& v : sa) v = scale(rng);
+      for (auto& v : bias) v = scale(rng) * 50;
+      std::vector<int32_t> zp(rows), col_sums(n);
+      for (auto& v : zp) v = code(rng);
+      const auto panels = hwy::AllocateAligned<uint8_t>(Int8QuadsBytes(n, k));
+      RepackInt8Quads(qw.data(), n, k, panels.get(), col_sums.data());
+      std::vector<uint8_t> u8(rows * Int8DotActStride(k));
+      Int8ActsToU8(qa.data(), k, 0, rows, u8.data());
+      const Int8Activations act{qa.data(), sa.data(), azp ? zp.data() : nullptr, true};
+      std::vector<float> want(rows * n), got(rows * n, -1.0f);
+      const Int8Weights rw{qw.data(), sw.data(), true, col_sums.data()};
+      ASSERT_TRUE(MatmulInt8W8A8(rw, n, k, act, rows, bias.data(), want.data(), 0, n));
+      AmxModel::configs = 0;
+      for (int64_t b = 0; b < n; b += 13) {  // column splits at odd places
+        const amx::AmxGemm g{panels.get(), Int8QuadsBytes(1, k), Int8PanelKTiles(k), u8.data(),
+                             nullptr, Int8DotActStride(k), rows, n, b, std::min(n, b + 13)};
+        amx::PanelGemm<AmxModel>(
+            g, amx::Int8Kind{col_sums.data(), sw.data(), true, &act, bias.data(), got.data()});
+      }
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+          << "n " << n << " k " << k << " rows " << rows << " azp " << azp;
+      // One configuration per distinct block height: full blocks, then the last one.
+      EXPECT_LE(AmxModel::configs, 2 * ((n + 12) / 13));
+    }
+  }
+}
+
+struct Bf16Problem {
+  int64_t n, k;
+  std::vector<uint16_t> w;
+  std::vector<float> x, bias;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> packed;
+  FastWeights panels;
+};
+
+Bf16Problem MakeBf16(int64_t n, int64_t k, int64_t rows, uint32_t seed) {
+  Bf16Problem p{n, k, {}, {}, {}, nullptr, {}};
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  p.w.resize(n * k);
+  for (auto& v : p.w) v = numeric::FloatToBf16(nd(rng) * 0.05f);
+  p.x.resize(rows * k);
+  for (auto& v : p.x) v = nd(rng) * 3.0f;
+  p.bias.resize(n);
+  for (auto& v : p.bias) v = nd(rng);
+  FastWeights src;
+  src.format = FastFormat::kBF16;
+  src.data = reinterpret_cast<const uint8_t*>(p.w.data());
+  src.n = n;
+  src.k = k;
+  src.row_stride = 2 * k;
+  p.packed = hwy::AllocateAligned<uint8_t>(Bf16PairsBytes(n, k));
+  p.panels = RepackBf16Pairs(src, p.packed.get());
+  return p;
+}
+
+void RunBf16(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, int64_t rows,
+             float* y, int64_t n_begin, int64_t n_end) {
+  const amx::AmxGemm g{p.panels.data,
+                       p.panels.row_stride,
+                       Bf16PanelKTiles(p.k),
+                       reinterpret_cast<const uint8_t*>(hi),
+                       reinterpret_cast<const uint8_t*>(lo),
+                       Bf16DotActStride(p.k) * 2,
+                       rows,
+                       p.n,
+                       n_begin,
+                       n_end};
+  amx::PanelGemm<AmxModel>(g, amx::Bf16Kind{p.bias.data(), y});
+}
+
+TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
+  constexpr double kU = 1.0 / (1 << 24);
+  for (const auto& [n, k, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {17, 31, 3}, {32, 32, 16},
+        {33, 33, 33}, {70, 545, 20}, {16, 2048, 2}}) {
+    for (const bool split : {true, false}) {
+      const Bf16Problem p = MakeBf16(n, k, rows, static_cast<uint32_t>(n * 7 + k));
+      const int64_t stride = Bf16DotActStride(k);
+      std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+      std::vector<float> rounded(rows * k);
+      RoundActsToBf16(p.x.data(), k, 0, rows, hi.data(), lo.data(), rounded.data());
+      const uint16_t* lo_or_null = split ? lo.data() : nullptr;
+      std::vector<float> y(rows * n, -1.0f);
+      for (int64_t b = 0; b < n; b += 5) RunBf16(p, hi.data(), lo_or_null, rows, y.data(), b, std::min(n, b + 5));
+      for (int64_t m = 0; m < rows; ++m) {
+        std::vector<float> alone(n);
+        RunBf16(p, hi.data() + m * stride, split ? lo.data() + m * stride : nullptr, 1,
+                alone.data(), 0, n);
+        ASSERT_EQ(std::memcmp(alone.data(), y.data() + m * n, n * 4), 0) << "row " << m;
+        for (int64_t c = 0; c < n; ++c) {
+          // The activations the kernel multiplies: hi + lo (split) or hi.
+          double exact = p.bias[c], mag = std::fabs(p.bias[c]);
+          for (int64_t i = 0; i < k; ++i) {
+            const double xv = numeric::Bf16ToFloat(hi[m * stride + i]) +
+                              (split ? numeric::Bf16ToFloat(lo[m * stride + i]) : 0.0);
+            const double prod = xv * numeric::Bf16ToFloat(p.w[c * k + i]);
+            exact += prod;
+            mag += std::fabs(prod);
+          }
+          ASSERT_LE(std::fabs(y[m * n + c] - exact), (2 * k + 2) * kU * mag)
+              << "n " << n << " k " << k << " m " << m << " c " << c << " split " << split;
+        }
+      }
+    }
+  }
+}
+
+// No CPU here has AMX: the kernels' dispatch keeps the AVX-512 paths, and says so.
+TEST(AmxPanelGemmTest, UsableOnlyWhereAvailable) {
+  if (AmxAvailable()) GTEST_SKIP() << "this CPU grants AMX";
+  EXPECT_FALSE(AmxBf16Usable());
+  EXPECT_FALSE(AmxInt8Usable());
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
