@@ -1,6 +1,7 @@
 // AmxAvailable (amx.h): CPUID, XCR0 and the Linux permission request for the tile data state.
 #include "kernels/cpu/fast/amx.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
@@ -45,6 +46,13 @@ bool AmxAvailable() {
     return ProbeAmx();
   }();
   return ok;
+}
+
+bool AmxPassesSelfCheck(bool (*check)(), const char* kernel) {
+  if (!AmxAvailable()) return false;
+  if (check()) return true;
+  std::fprintf(stderr, "tessera: the AMX %s kernel disagreed with AVX-512; not using AMX\n", kernel);
+  return false;
 }
 
 }  // namespace tessera::kernels::cpu::fast

@@ -28,6 +28,10 @@ namespace tessera::kernels::cpu::fast {
 // TESSERA_DISABLE_AMX is not set. Asked once per process.
 bool AmxAvailable();
 
+// AmxAvailable() and check() (an AMX kernel against its AVX-512 twin) passed; asked once per
+// kernel by its caller. A failed check prints one line naming `kernel` on stderr.
+bool AmxPassesSelfCheck(bool (*check)(), const char* kernel);
+
 namespace amx {
 
 // The 64-byte operand of LDTILECFG (palette 1): per tile, its bytes per row and its rows; a tile

@@ -11,7 +11,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -168,12 +167,7 @@ bool AmxBf16SelfCheck() {
 }  // namespace
 
 bool AmxBf16Usable() {
-  static const bool ok = [] {
-    if (!AmxAvailable() || !Bf16DotAvailable()) return false;
-    if (AmxBf16SelfCheck()) return true;
-    std::fprintf(stderr, "tessera: the AMX bf16 kernel disagreed with AVX-512; not using AMX\n");
-    return false;
-  }();
+  static const bool ok = Bf16DotAvailable() && AmxPassesSelfCheck(AmxBf16SelfCheck, "bf16");
   return ok;
 }
 

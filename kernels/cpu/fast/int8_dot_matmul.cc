@@ -11,7 +11,6 @@
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <vector>
 
@@ -253,12 +252,7 @@ bool AmxInt8SelfCheck() {
 }  // namespace
 
 bool AmxInt8Usable() {
-  static const bool ok = [] {
-    if (!AmxAvailable() || !Int8DotAvailable()) return false;
-    if (AmxInt8SelfCheck()) return true;
-    std::fprintf(stderr, "tessera: the AMX int8 kernel disagreed with AVX-512; not using AMX\n");
-    return false;
-  }();
+  static const bool ok = Int8DotAvailable() && AmxPassesSelfCheck(AmxInt8SelfCheck, "int8");
   return ok;
 }
 

@@ -64,10 +64,19 @@ struct AmxModel {
       std::memcpy(static_cast<uint8_t*>(p) + r * stride, t.data[r], t.colsb);
     }
   }
-  static void CheckShapes(const Tile& c, const Tile& a, const Tile& b) {
+  // f(m, k, n) for each element of C (row m, column n) and each K group k of A's row m (a 4-byte
+  // pair or quad) and B's row k, in the pseudo-code's order, once the shapes are checked.
+  template <class F>
+  static void EachProduct(const Tile& c, const Tile& a, const Tile& b, F f) {
     ASSERT_EQ(c.rows, a.rows);
     ASSERT_EQ(a.colsb / 4, b.rows);
     ASSERT_EQ(c.colsb, b.colsb);
+    ++products;
+    for (int m = 0; m < c.rows; ++m) {
+      for (int k = 0; k < a.colsb / 4; ++k) {
+        for (int n = 0; n < c.colsb / 4; ++n) f(m, k, n);
+      }
+    }
   }
   static float Bf16(const uint8_t* p) {
     uint16_t h;
@@ -82,38 +91,26 @@ struct AmxModel {
   template <int C, int A, int B>
   static void DpBf16() {
     Tile &c = Use(C), &a = Use(A), &b = Use(B);
-    CheckShapes(c, a, b);
-    ++products;
-    for (int m = 0; m < c.rows; ++m) {
-      for (int k = 0; k < a.colsb / 4; ++k) {
-        for (int n = 0; n < c.colsb / 4; ++n) {
-          float acc;
-          std::memcpy(&acc, &c.data[m][4 * n], 4);
-          acc = Flush(acc + Bf16(&a.data[m][4 * k]) * Bf16(&b.data[k][4 * n]));
-          acc = Flush(acc + Bf16(&a.data[m][4 * k + 2]) * Bf16(&b.data[k][4 * n + 2]));
-          std::memcpy(&c.data[m][4 * n], &acc, 4);
-        }
-      }
-    }
+    EachProduct(c, a, b, [&](int m, int k, int n) {
+      float acc;
+      std::memcpy(&acc, &c.data[m][4 * n], 4);
+      acc = Flush(acc + Bf16(&a.data[m][4 * k]) * Bf16(&b.data[k][4 * n]));
+      acc = Flush(acc + Bf16(&a.data[m][4 * k + 2]) * Bf16(&b.data[k][4 * n + 2]));
+      std::memcpy(&c.data[m][4 * n], &acc, 4);
+    });
   }
   template <int C, int A, int B>
   static void DpBusd() {
     Tile &c = Use(C), &a = Use(A), &b = Use(B);
-    CheckShapes(c, a, b);
-    ++products;
-    for (int m = 0; m < c.rows; ++m) {
-      for (int k = 0; k < a.colsb / 4; ++k) {
-        for (int n = 0; n < c.colsb / 4; ++n) {
-          uint32_t acc;
-          std::memcpy(&acc, &c.data[m][4 * n], 4);
-          for (int i = 0; i < 4; ++i) {
-            acc += static_cast<uint32_t>(int32_t{a.data[m][4 * k + i]} *
-                                         int32_t{static_cast<int8_t>(b.data[k][4 * n + i])});
-          }
-          std::memcpy(&c.data[m][4 * n], &acc, 4);
-        }
+    EachProduct(c, a, b, [&](int m, int k, int n) {
+      uint32_t acc;
+      std::memcpy(&acc, &c.data[m][4 * n], 4);
+      for (int i = 0; i < 4; ++i) {
+        acc += static_cast<uint32_t>(int32_t{a.data[m][4 * k + i]} *
+                                     int32_t{static_cast<int8_t>(b.data[k][4 * n + i])});
       }
-    }
+      std::memcpy(&c.data[m][4 * n], &acc, 4);
+    });
   }
   static void Release() { configured = false; }
 };
