@@ -7,11 +7,28 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <mutex>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 
 namespace tessera::io {
+
+namespace {
+
+// The live maps, by start address: what ReleaseMappedPages may advise.
+struct MapRegistry {
+  std::mutex mu;
+  std::map<const uint8_t*, size_t> maps;
+};
+
+MapRegistry& Registry() {
+  static MapRegistry registry;
+  return registry;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -42,11 +59,36 @@ absl::StatusOr<std::unique_ptr<MappedFile>> MappedFile::Open(const std::string& 
     data = static_cast<const uint8_t*>(p);
   }
   ::close(fd);  // The mapping stays valid after close.
+  if (data != nullptr) {
+    std::lock_guard<std::mutex> lock(Registry().mu);
+    Registry().maps[data] = size;
+  }
   return std::make_unique<MappedFile>(Token(), path, data, size);
 }
 
 MappedFile::~MappedFile() {
-  if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  if (data_ == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(Registry().mu);
+    Registry().maps.erase(data_);
+  }
+  ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void ReleaseMappedPages(absl::Span<const uint8_t> bytes) {
+  if (bytes.empty()) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(bytes.data());
+  const uintptr_t end = begin + bytes.size();
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  if (first >= last) return;
+  std::lock_guard<std::mutex> lock(Registry().mu);  // the map cannot go away meanwhile
+  auto it = Registry().maps.upper_bound(bytes.data());
+  if (it == Registry().maps.begin()) return;
+  --it;
+  const auto map_begin = reinterpret_cast<uintptr_t>(it->first);
+  if (begin < map_begin || end > map_begin + it->second) return;
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
 }  // namespace tessera::io

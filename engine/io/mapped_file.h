@@ -1,5 +1,7 @@
 // A read-only memory map of a whole file. Checkpoints are mapped, never read into heap memory,
 // so a 100 GB model costs page cache rather than RSS, and every tensor view points into the map.
+// Tensors that a backend repacks or quantizes into memory of its own at load give their pages
+// back (ReleaseMappedPages), so a model's weights are not resident twice.
 #ifndef TESSERA_ENGINE_IO_MAPPED_FILE_H_
 #define TESSERA_ENGINE_IO_MAPPED_FILE_H_
 
@@ -41,6 +43,13 @@ class MappedFile {
   const uint8_t* data_;
   size_t size_;
 };
+
+// Drops this process's resident pages of `bytes` (the whole pages inside it) when they lie inside a
+// live MappedFile; a later read faults them back from the file (through the page cache), so the
+// bytes keep their values and views stay valid. A no-op for bytes outside every map (heap copies,
+// whose pages MADV_DONTNEED would zero). For tensors a backend has repacked or quantized into
+// memory of its own: without it, a repacked model's RSS is twice its weights.
+void ReleaseMappedPages(absl::Span<const uint8_t> bytes);
 
 }  // namespace tessera::io
 

@@ -5,6 +5,7 @@
 #include "engine/backend/cpu/dense_linear.h"
 #include "engine/backend/cpu/quantized_linear.h"
 #include "engine/common/status_macros.h"
+#include "engine/io/mapped_file.h"
 #include "engine/quant/packed_weights.h"
 #include "kernels/numeric/half.h"
 
@@ -86,6 +87,7 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
     TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(weight_name));
     TESSERA_ASSIGN_OR_RETURN(std::vector<float> w, io::ToFloat32(view));
     TESSERA_ASSIGN_OR_RETURN(packed, quant::QuantizeOnline(*spec, w));
+    io::ReleaseMappedPages(view.bytes);  // the layer keeps its own quantized copy
   } else {
     TESSERA_ASSIGN_OR_RETURN(packed, quant::LoadPackedWeights(*spec, prefix, store));
   }

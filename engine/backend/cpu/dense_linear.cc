@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/backend/cpu/column_split.h"
+#include "engine/io/mapped_file.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
@@ -56,7 +57,11 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
         "tensor '%s': bf16 activations need bf16 weights, not %s", weight.name,
         io::DTypeName(weight.dtype)));
   }
-  return std::make_unique<DenseLinear>(*enc, weight, std::move(bias), pool, activations);
+  auto layer = std::make_unique<DenseLinear>(*enc, weight, std::move(bias), pool, activations);
+  // Repacked: the checkpoint's pages of this tensor are not read again by the layer (a tied
+  // embedding faults back only the rows it looks up).
+  if (layer->reads_own_copy()) io::ReleaseMappedPages(weight.bytes);
+  return layer;
 }
 
 DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
