@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/column_split.h"
+#include "engine/io/mapped_file.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
@@ -327,15 +328,26 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
   return true;
 }
 
+int64_t QuantizedLinear::CodeBytes() const {
+  const auto& s = w_.spec;
+  // INT3 / INT2 codes stay unpacked, a byte each (as the loaders leave them), on every path.
+  const bool byte_codes = (s.weight_format == WeightFormat::kInt3 || s.weight_format == WeightFormat::kInt2) &&
+                          w_.int_packing == kc::IntWeightPacking::kU8;
+  return byte_codes ? s.n * s.k : s.n * s.k * quant::WeightBits(s.weight_format) / 8;
+}
+
+void QuantizedLinear::ReleaseCheckpointCodes() {
+  if ((q8_ok_ || int8_dot_ok_) && w_.q != nullptr) {
+    io::ReleaseMappedPages({w_.q, static_cast<size_t>(CodeBytes())});
+  }
+}
+
 int64_t QuantizedLinear::weight_bytes() const {
   // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s). The
   // byte tiles of INT3 / INT2 spend a byte per code, more than the checkpoint's bits.
   if (q8_ok_ && q8_.format == kf::FastFormat::kU8x16) return x16_.size();
   const auto& s = w_.spec;
-  // INT3 / INT2 codes stay unpacked, a byte each (as the loaders leave them), on every path.
-  const bool byte_codes = (s.weight_format == WeightFormat::kInt3 || s.weight_format == WeightFormat::kInt2) &&
-                          w_.int_packing == kc::IntWeightPacking::kU8;
-  const int64_t codes = byte_codes ? s.n * s.k : s.n * s.k * quant::WeightBits(s.weight_format) / 8;
+  const int64_t codes = CodeBytes();
   switch (s.weight_format) {
     case WeightFormat::kNvfp4: return codes + s.n * s.k / kc::kNvfp4BlockSize;
     case WeightFormat::kMxfp4: return codes + s.n * s.k / kc::kMxfp4BlockSize;

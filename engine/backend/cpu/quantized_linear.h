@@ -45,6 +45,7 @@ class QuantizedLinear : public Linear {
       : w_(std::move(weights)), bias_(std::move(bias)), pool_(pool) {
     SortActOrder();
     InitFast();
+    ReleaseCheckpointCodes();
   }
 
   int64_t out_features() const override { return w_.spec.n; }
@@ -72,6 +73,12 @@ class QuantizedLinear : public Linear {
   void ForwardReferenceSorted(const float* x, int64_t rows, float* y, ColumnSplit split) const;
   // Repacks what the fast kernel needs and fills fast_ / fast_ok_.
   void InitFast();
+  // The codes as stored (checkpoint or owned copy): what weight_bytes counts beside the scales.
+  int64_t CodeBytes() const;
+  // When Forward reads only the layer's own tiles or panels, the checkpoint's pages of the codes
+  // go back to the file (io::ReleaseMappedPages; a no-op for owned copies). ForwardReference
+  // faults them back in.
+  void ReleaseCheckpointCodes();
   // The fast Forward; false when this call must take the reference path.
   bool ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split) const;
   // The int8-activation Forward (q8_ok_).
