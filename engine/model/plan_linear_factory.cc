@@ -91,8 +91,10 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
   } else {
     TESSERA_ASSIGN_OR_RETURN(packed, quant::LoadPackedWeights(*spec, prefix, store));
   }
-  return std::unique_ptr<backend::Linear>(
-      std::make_unique<backend::cpu::QuantizedLinear>(std::move(packed), std::move(bias), pool_));
+  auto layer =
+      std::make_unique<backend::cpu::QuantizedLinear>(std::move(packed), std::move(bias), pool_);
+  layer->DropReferenceCodes();  // Forward reads the layer's tiles only, where it has them
+  return std::unique_ptr<backend::Linear>(std::move(layer));
 }
 
 }  // namespace tessera::model

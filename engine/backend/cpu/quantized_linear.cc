@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/column_split.h"
@@ -478,10 +479,20 @@ void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) c
                          [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
 }
 
+void QuantizedLinear::DropReferenceCodes() {
+  if (!(q8_ok_ || int8_dot_ok_) || w_.bytes.empty() || w_.q != w_.bytes.data()) return;
+  std::vector<uint8_t>().swap(w_.bytes);
+  w_.q = nullptr;
+}
+
 void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float* y,
                                              ColumnSplit split) const {
   const auto& s = w_.spec;
   const int64_t n = s.n, k = s.k;
+  if (w_.q == nullptr) {  // DropReferenceCodes
+    std::fill(y, y + rows * n, std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   std::function<void(int64_t, int64_t)> run;
   // Activation buffers live for this call; quantization happens once, before the column split.

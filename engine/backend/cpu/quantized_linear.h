@@ -58,8 +58,13 @@ class QuantizedLinear : public Linear {
   const quant::PackedWeights& weights() const { return w_; }
   // Whether Forward runs the fast kernel (for tests and benchmarks).
   bool uses_fast_path() const { return fast_ok_ || q8_ok_ || int8_dot_ok_; }
-  // The scalar reference kernels, whatever the fast path would do (the tests' oracle).
+  // The scalar reference kernels, whatever the fast path would do (the tests' oracle). After
+  // DropReferenceCodes it writes NaN.
   void ForwardReference(const float* x, int64_t rows, float* y) const;
+  // Frees the layer's own copy of the codes (what the online quantizers and the code converters
+  // produce) when Forward reads only its tiles or panels: a second copy of the weights otherwise.
+  // weights() then has no codes and ForwardReference writes NaN. The model loader calls it.
+  void DropReferenceCodes();
 
  private:
   // Act-order integer weight-only layers: input channels sorted by group at load

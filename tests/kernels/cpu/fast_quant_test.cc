@@ -366,6 +366,30 @@ TEST(FastQuantTest, Int4Int8Activations) {
   }
 }
 
+// What the model loader does to a layer on its tiles: the owned codes go, Forward is unchanged,
+// ForwardReference says NaN rather than reading freed memory. A layer on its codes keeps them.
+TEST(FastQuantTest, DropReferenceCodesKeepsForward) {
+  PackedWeights tiled = Int4(37, 256, 128, 5);
+  tiled.spec.activation = ActivationFormat::kInt8Block32;
+  QuantizedLinear lin(std::move(tiled), {}, nullptr);
+  const std::vector<float> x = RandomX(3, 256, 7);
+  std::vector<float> before(3 * 37), after(3 * 37), ref(3 * 37);
+  lin.Forward(x.data(), 3, before.data());
+  lin.DropReferenceCodes();
+  lin.Forward(x.data(), 3, after.data());
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
+  if (lin.uses_fast_path()) {
+    EXPECT_TRUE(lin.weights().bytes.empty());
+    lin.ForwardReference(x.data(), 3, ref.data());
+    EXPECT_TRUE(std::isnan(ref[0]));
+  }
+  QuantizedLinear plain(Int4(37, 256, 128, 5), {}, nullptr);  // f32 activations: reads the codes
+  plain.DropReferenceCodes();
+  EXPECT_FALSE(plain.weights().bytes.empty());
+  plain.ForwardReference(x.data(), 3, ref.data());
+  EXPECT_FALSE(std::isnan(ref[0]));
+}
+
 // --cpu_int8_activations on INT8 / INT3 / INT2 weight-only layers: the byte tiles (kU8x16)
 // against the reference path's same int8-activation scheme; act-order INT8 sorted at load.
 TEST(FastQuantTest, IntBytesInt8Activations) {
