@@ -23,8 +23,9 @@ struct MapRegistry {
   std::map<const uint8_t*, size_t> maps;
 };
 
+// Never destroyed (a MappedFile may be released during static teardown).
 MapRegistry& Registry() {
-  static MapRegistry registry;
+  static MapRegistry& registry = *new MapRegistry;
   return registry;
 }
 

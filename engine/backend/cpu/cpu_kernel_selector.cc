@@ -1,8 +1,11 @@
 #include "engine/backend/cpu/cpu_kernel_selector.h"
 
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
 
 namespace tessera::backend::cpu {
 
@@ -30,6 +33,11 @@ bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
   spec->activation_group = 32;
   spec->kernel = kernel;
   return true;
+}
+
+// Whether the NVFP4 / MXFP4 int8-activation tiles run here (QuantizedLinear::InitFast's check).
+bool Fp4TilesAvailable() {
+  return std::string_view(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni";
 }
 
 // INT8 / INT3 / INT2 weight-only codes (a byte each) with f32 activations: FastQuantMatmul's
@@ -93,11 +101,15 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       break;
     case WeightFormat::kInt8:
       if (spec->activation == ActivationFormat::kInt8) {
-        // QuantizedLinear::InitInt8Dot takes the layer under the same two conditions.
-        spec->kernel =
-            kernels::cpu::fast::Int8DotAvailable() && kernels::cpu::fast::Int8DotSupportsK(spec->k)
-                ? "cpu/int8-w8a8-vnni"
-                : "cpu/int8-w8a8-ref";
+        // QuantizedLinear::InitInt8Dot takes the layer under the same two conditions. Asking
+        // AmxInt8Usable here runs its one-time self-check at load, not in a request.
+        if (!kernels::cpu::fast::Int8DotAvailable() ||
+            !kernels::cpu::fast::Int8DotSupportsK(spec->k)) {
+          spec->kernel = "cpu/int8-w8a8-ref";
+        } else {
+          spec->kernel =
+              kernels::cpu::fast::AmxInt8Usable() ? "cpu/int8-w8a8-amx" : "cpu/int8-w8a8-vnni";
+        }
         break;
       }
       // Weight-only INT8: the byte tiles with int8 activations, else the f32 byte-code kernel.
@@ -118,7 +130,9 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:
-      if (int8_activations_ && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0) {
+      // The FP4 tiles need VNNI (QuantizedLinear::InitFast); without it the f32 kernels stay.
+      if (int8_activations_ && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0 &&
+          Fp4TilesAvailable()) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
         spec->activation_group = 32;
@@ -129,7 +143,10 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
                                                                   : "cpu/nvfp4-w4a16-fast";
       break;
     case WeightFormat::kMxfp4:
-      if (int8_activations_ && TakeInt8Activations(spec, "cpu/mxfp4-w4a16-vnni")) break;
+      if (int8_activations_ && Fp4TilesAvailable() &&
+          TakeInt8Activations(spec, "cpu/mxfp4-w4a16-vnni")) {
+        break;
+      }
       spec->kernel = "cpu/mxfp4-w4a16-fast";
       break;
     case WeightFormat::kGgufQ4_0:

@@ -103,6 +103,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels.
     repacked_ = kernels::cpu::HugePageBuffer(kf::Bf16PairsBytes(n, k));
     fast_ = kf::RepackBf16Pairs(fast_, repacked_.data());
+    kf::AmxBf16Usable();  // its one-time self-check at load, not in the first request
   }
   if (fast_.format == kf::FastFormat::kF16 && kf::F16PanelAvailable()) {
     // f16 and f32 on AVX-512 (float_panel_matmul.h) read 16-column K panels: one stream per panel.
@@ -189,7 +190,8 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
 std::string DenseLinear::Describe() const {
   if (fast_.format == kernels::cpu::fast::FastFormat::kBf16Pairs) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "hi+lo bf16",
-                        " act / cpu-avx512-bf16");
+                        kernels::cpu::fast::AmxBf16Usable() ? " act / cpu-amx-bf16"
+                                                            : " act / cpu-avx512-bf16");
   }
   if (fast_.format == kernels::cpu::fast::FastFormat::kF16Panels) return "f16 / cpu-avx512-panels";
   if (fast_.format == kernels::cpu::fast::FastFormat::kF32Panels) return "f32 / cpu-avx512-panels";

@@ -1,11 +1,13 @@
 // The CPU Linear for unquantized and GGUF weights (f32, bf16, f16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Dense and most ggml types
-// are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked once at load into
+// Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Without AVX-512, dense and
+// most ggml types are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked
+// once at load into
 // the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), with int8
 // activations every GGUF block type but MXFP4 into the 16-column tiles of
 // kernels/cpu/fast/int4_x16.h, bf16 on CPUs with AVX-512 BF16 into the 16-column K-pair panels of
 // the vdpbf16ps kernel, and f16 and f32 on AVX-512 into the 16-column K panels of
-// float_panel_matmul.h.
+// float_panel_matmul.h. A repacked tensor's pages of the checkpoint map are given back
+// (io::ReleaseMappedPages), so the weights are resident once.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 
@@ -64,7 +66,7 @@ class DenseLinear : public Linear {
   std::vector<float> bias_;
   kernels::cpu::ThreadPool* pool_;
   kernels::cpu::fast::FastWeights fast_;
-  kernels::cpu::HugePageBuffer repacked_;  // GGUF rows / tiles, bf16 pair and f16 K panels
+  kernels::cpu::HugePageBuffer repacked_;  // GGUF rows / tiles, bf16 pair, f16 and f32 K panels
   DenseActivations activations_ = DenseActivations::kFloat;
 };
 

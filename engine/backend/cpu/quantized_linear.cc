@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/column_split.h"
-#include "engine/io/mapped_file.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
@@ -81,7 +80,8 @@ void QuantizedLinear::InitFast() {
   if (s.weight_format == WeightFormat::kMxfp4 && s.activation == ActivationFormat::kInt8Block32 &&
       s.k % 32 == 0 && std::strcmp(kf::Q8ActKernelName(), "avx512-vnni") == 0) {
     // MXFP4 codes times int8 activation codes with VNNI (--cpu_int8_activations). A NaN scale
-    // (0xFF) keeps the layer on the float path, which propagates it.
+    // (0xFF, never written by a producer) leaves the layer to the reference path, which
+    // propagates it.
     const kc::Mxfp4Weights mw = w_.AsMxfp4();
     if (mw.packed != nullptr && mw.scales != nullptr &&
         std::none_of(mw.scales, mw.scales + s.n * s.k / kc::kMxfp4BlockSize,
@@ -329,132 +329,8 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
   return true;
 }
 
-int64_t QuantizedLinear::CodeBytes() const {
-  const auto& s = w_.spec;
-  // INT3 / INT2 codes stay unpacked, a byte each (as the loaders leave them), on every path.
-  const bool byte_codes = (s.weight_format == WeightFormat::kInt3 || s.weight_format == WeightFormat::kInt2) &&
-                          w_.int_packing == kc::IntWeightPacking::kU8;
-  return byte_codes ? s.n * s.k : s.n * s.k * quant::WeightBits(s.weight_format) / 8;
-}
-
-void QuantizedLinear::ReleaseCheckpointCodes() {
-  if ((q8_ok_ || int8_dot_ok_) && w_.q != nullptr) {
-    io::ReleaseMappedPages({w_.q, static_cast<size_t>(CodeBytes())});
-  }
-}
-
-int64_t QuantizedLinear::weight_bytes() const {
-  // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s). The
-  // byte tiles of INT3 / INT2 spend a byte per code, more than the checkpoint's bits.
-  if (q8_ok_ && q8_.format == kf::FastFormat::kU8x16) return x16_.size();
-  const auto& s = w_.spec;
-  const int64_t codes = CodeBytes();
-  switch (s.weight_format) {
-    case WeightFormat::kNvfp4: return codes + s.n * s.k / kc::kNvfp4BlockSize;
-    case WeightFormat::kMxfp4: return codes + s.n * s.k / kc::kMxfp4BlockSize;
-    default:
-      return codes + static_cast<int64_t>((w_.scales.size() + w_.zeros.size()) * sizeof(float));
-  }
-}
-
-std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
-  if (q8_ok_ || int8_dot_ok_) return {{x16_.data(), x16_.size()}};
-  const auto& s = w_.spec;
-  std::vector<ByteSpan> spans;
-  auto add = [&](const void* p, int64_t bytes) {
-    if (p != nullptr && bytes > 0) spans.push_back({static_cast<const uint8_t*>(p), bytes});
-  };
-  const bool int_codes = s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq ||
-                         s.weight_format == WeightFormat::kInt3 || s.weight_format == WeightFormat::kInt2;
-  const int64_t code_bytes = !int_codes ? s.n * s.k * quant::WeightBits(s.weight_format) / 8
-                             : w_.int_packing == kc::IntWeightPacking::kU4Pairs ? s.n * ((s.k + 1) / 2)
-                                                                                : s.n * s.k;
-  add(w_.q, code_bytes);
-  add(w_.scales.data(), static_cast<int64_t>(w_.scales.size() * sizeof(float)));
-  add(w_.zeros.data(), static_cast<int64_t>(w_.zeros.size() * sizeof(float)));
-  if (s.weight_format == WeightFormat::kNvfp4) add(w_.block_scales, s.n * s.k / kc::kNvfp4BlockSize);
-  if (s.weight_format == WeightFormat::kMxfp4) add(w_.block_scales, s.n * s.k / kc::kMxfp4BlockSize);
-  return spans;
-}
-
 std::string QuantizedLinear::Describe() const {
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel);
-}
-
-void QuantizedLinear::ForwardInt8Acts(const float* x, int64_t rows, float* y, ColumnSplit split,
-                                      kc::ScratchFrame& scratch) const {
-  // Activations are quantized once per call, before the column split, per row (batch
-  // invariance), with the rows split over the pool, into the caller's scratch frame.
-  const auto& s = w_.spec;
-  const int64_t k = s.k, blocks = k / 32;
-  int8_t* qp = scratch.Alloc<int8_t>(rows * k);
-  float* dp = scratch.Alloc<float>(rows * blocks);
-  float* d2p = scratch.Alloc<float>(rows * blocks);
-  float* sp = scratch.Alloc<float>(rows * blocks);
-  float* s2p = scratch.Alloc<float>(rows * blocks);
-  kf::Int4x16Acts acts{rows, qp, dp, sp};
-  std::vector<float> gscale, alpha;
-  std::function<void(int64_t, int64_t)> quantize;
-  if (s.activation == ActivationFormat::kNvfp4) {
-    // W4A4: NVFP4 activation quantization (per-row dynamic or static global scale) straight into
-    // int8 codes 2·e2m1 with half-block scales (kf::QuantizeNvfp4ActsInt4x16, bit-identical to
-    // QuantizeNvfp4 + PackNvfp4ActsInt4x16). Blocks are independent once a row's global scale is
-    // known, so a row is also split into block ranges across the pool (decode has one row).
-    const bool dynamic = s.activation_origin != ScaleOrigin::kStatic;
-    if (dynamic) {
-      gscale.resize(rows);
-      alpha.resize(rows);
-      for (int64_t r = 0; r < rows; ++r) {
-        gscale[r] = kf::Nvfp4DynamicGlobalScaleFast(x + r * k, k);
-        alpha[r] = kc::Nvfp4Alpha(w_.global_scale, gscale[r]);
-      }
-    } else {
-      gscale.assign(1, w_.input_global_scale);
-      alpha.assign(1, kc::Nvfp4Alpha(w_.global_scale, w_.input_global_scale));
-    }
-    const int64_t stride = dynamic ? 1 : 0;
-    const int64_t chunks = pool_ != nullptr && rows < pool_->size() ? pool_->size() : 1;
-    auto quantize_units = [&, stride, chunks](int64_t u0, int64_t u1) {
-      for (int64_t u = u0; u < u1; ++u) {
-        const int64_t m = u / chunks, c = u % chunks;
-        const int64_t b0 = blocks * c / chunks, b1 = blocks * (c + 1) / chunks, len = (b1 - b0) * 32;
-        if (len == 0) continue;
-        const int64_t e0 = m * k + b0 * 32;  // first element of the range
-        const int64_t o = m * blocks + b0;   // its first block of 32
-        kf::QuantizeNvfp4ActsInt4x16(x + e0, len, gscale[m * stride], qp + e0, dp + o, d2p + o,
-                                     sp + o, s2p + o);
-      }
-    };
-    if (pool_ != nullptr && rows * chunks > 1) {
-      pool_->ParallelFor(rows * chunks, 1, quantize_units);
-    } else {
-      quantize_units(0, rows * chunks);
-    }
-    quantize = nullptr;
-    acts.d2 = d2p;
-    acts.s2 = s2p;
-    acts.row_scale = alpha.data();
-    acts.row_scale_stride = stride;
-  } else if (q8_.format == kf::FastFormat::kNvfp4x16) {
-    // W4A16 with int8 blocks of 32: both halves share the block scale, the sums are per half.
-    quantize = [&](int64_t r0, int64_t r1) {
-      kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp, s2p);
-      std::copy(dp + r0 * blocks, dp + r1 * blocks, d2p + r0 * blocks);
-    };
-    acts.d2 = d2p;
-    acts.s2 = s2p;
-  } else {
-    quantize = [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp); };
-  }
-  if (quantize == nullptr) {
-    // done above
-  } else if (pool_ != nullptr && rows > 1) {
-    pool_->ParallelFor(rows, 1, quantize);
-  } else {
-    quantize(0, rows);
-  }
-  const float* bias = bias_.empty() ? nullptr : bias_.data();
-  split(s.n, [&](int64_t b, int64_t e) { kf::Int4x16Matmul(q8_, acts, bias, y, b, e); });
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
@@ -477,12 +353,6 @@ void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) c
   kc::ScratchFrame scratch;
   ForwardReferenceSorted(GatherActOrder(x, rows, scratch), rows, y,
                          [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
-}
-
-void QuantizedLinear::DropReferenceCodes() {
-  if (!(q8_ok_ || int8_dot_ok_) || w_.bytes.empty() || w_.q != w_.bytes.data()) return;
-  std::vector<uint8_t>().swap(w_.bytes);
-  w_.q = nullptr;
 }
 
 void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float* y,

@@ -79,6 +79,8 @@ class QuantizedLinear : public Linear {
   // Repacks what the fast kernel needs and fills fast_ / fast_ok_.
   void InitFast();
   // The codes as stored (checkpoint or owned copy): what weight_bytes counts beside the scales.
+  // This, ReleaseCheckpointCodes, DropReferenceCodes, weight_bytes and weight_spans:
+  // quantized_linear_memory.cc.
   int64_t CodeBytes() const;
   // When Forward reads only the layer's own tiles or panels, the checkpoint's pages of the codes
   // go back to the file (io::ReleaseMappedPages; a no-op for owned copies). ForwardReference
@@ -86,7 +88,7 @@ class QuantizedLinear : public Linear {
   void ReleaseCheckpointCodes();
   // The fast Forward; false when this call must take the reference path.
   bool ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split) const;
-  // The int8-activation Forward (q8_ok_).
+  // The int8-activation Forward (q8_ok_). quantized_linear_int8_acts.cc.
   void ForwardInt8Acts(const float* x, int64_t rows, float* y, ColumnSplit split,
                        kernels::cpu::ScratchFrame& scratch) const;
   // INT8 W8A8 on the VNNI panel kernel (kernels/cpu/fast/int8_dot_matmul.h), bit-identical to the
@@ -106,7 +108,9 @@ class QuantizedLinear : public Linear {
   bool fast_ok_ = false;
   bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
-  kernels::cpu::HugePageBuffer x16_;  // INT4 / NVFP4: the 16-column tiles q8_ points into
+  // The 16-column int8-activation tiles q8_ points into (INT4 / INT8 / INT3 / INT2, NVFP4,
+  // MXFP4), or the INT8 W8A8 panels (int8_dot_ok_).
+  kernels::cpu::HugePageBuffer x16_;
   bool q8_ok_ = false;
   std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift
   bool int8_dot_ok_ = false;            // x16_ holds the INT8 W8A8 panels

@@ -7,7 +7,10 @@
 #if defined(__x86_64__) && defined(__linux__) && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cerrno>
 #define TESSERA_AMX_PROBE 1
 #endif
 
@@ -48,10 +51,46 @@ bool AmxAvailable() {
   return ok;
 }
 
+#if defined(TESSERA_AMX_PROBE)
+// The tile permission is per process, and a forked child inherits it.
+ChildOutcome RunInChild(bool (*check)(), int* signal) {
+  const pid_t pid = fork();
+  if (pid < 0) return ChildOutcome::kNoChild;
+  if (pid == 0) _exit(check() ? 0 : 1);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return ChildOutcome::kNoChild;
+  }
+  if (WIFEXITED(status)) {
+    return WEXITSTATUS(status) == 0 ? ChildOutcome::kPassed : ChildOutcome::kFailed;
+  }
+  if (signal != nullptr) *signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+  return ChildOutcome::kDied;
+}
+#else
+ChildOutcome RunInChild(bool (*check)(), int*) {
+  return check() ? ChildOutcome::kPassed : ChildOutcome::kFailed;
+}
+#endif
+
 bool AmxPassesSelfCheck(bool (*check)(), const char* kernel) {
   if (!AmxAvailable()) return false;
-  if (check()) return true;
-  std::fprintf(stderr, "tessera: the AMX %s kernel disagreed with AVX-512; not using AMX\n", kernel);
+  int signal = 0;
+  switch (RunInChild(check, &signal)) {
+    case ChildOutcome::kPassed:
+      return true;
+    case ChildOutcome::kFailed:
+      std::fprintf(stderr, "tessera: the AMX %s kernel disagreed with AVX-512; not using AMX\n",
+                   kernel);
+      return false;
+    case ChildOutcome::kDied:
+      std::fprintf(stderr, "tessera: the AMX %s kernel died of signal %d in its self-check; not "
+                   "using AMX\n", kernel, signal);
+      return false;
+    case ChildOutcome::kNoChild:
+      break;
+  }
+  std::fprintf(stderr, "tessera: cannot fork the AMX %s self-check; not using AMX\n", kernel);
   return false;
 }
 

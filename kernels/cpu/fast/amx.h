@@ -12,8 +12,9 @@
 // every instruction, as the hardware faults on a mismatch), against the AVX-512 kernels: bit for
 // bit for INT8 (integer sums), within the f32 rounding bound for bf16. The tile instructions
 // themselves never ran here; AmxBf16Usable / AmxInt8Usable therefore run each AMX kernel once per
-// process against the AVX-512 one on a small random problem and keep the AVX-512 kernel (with one
-// line on stderr) if they disagree.
+// process (at model load) against the AVX-512 one on a small random problem, in a forked child so
+// that a fault cannot take the server down, and keep the AVX-512 kernel (with one line on stderr)
+// if the child disagrees or dies.
 #ifndef TESSERA_KERNELS_CPU_FAST_AMX_H_
 #define TESSERA_KERNELS_CPU_FAST_AMX_H_
 
@@ -28,9 +29,15 @@ namespace tessera::kernels::cpu::fast {
 // TESSERA_DISABLE_AMX is not set. Asked once per process.
 bool AmxAvailable();
 
-// AmxAvailable() and check() (an AMX kernel against its AVX-512 twin) passed; asked once per
-// kernel by its caller. A failed check prints one line naming `kernel` on stderr.
+// AmxAvailable() and check() (an AMX kernel against its AVX-512 twin) passed, run in a forked
+// child so that a faulting instruction costs the child, not this process; asked once per kernel
+// by its caller. A failed check prints one line naming `kernel` on stderr.
 bool AmxPassesSelfCheck(bool (*check)(), const char* kernel);
+
+// check() run in a forked child (where fork exists; else in this process): whether it returned
+// true, false, or the child died (its signal in *signal) or could not be started.
+enum class ChildOutcome { kPassed, kFailed, kDied, kNoChild };
+ChildOutcome RunInChild(bool (*check)(), int* signal);
 
 namespace amx {
 

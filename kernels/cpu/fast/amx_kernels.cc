@@ -1,88 +1,92 @@
-// The AMX instantiations of amx_panel_gemm.h: the tile operations as instructions (compiled for
-// AMX-TILE / AMX-BF16 / AMX-INT8 only, so no AVX-512 or FMA code is generated around them: the
-// scalar epilogues stay the reference's separate multiplies and adds).
+// The AMX instantiations of amx_panel_gemm.h: the tile operations as instructions. Written as
+// inline asm with full memory operands rather than GCC 12's intrinsics, which declare 8 of
+// LDTILECFG's 64 bytes and none of TILELOADD's rows as read (the compiler could then drop or
+// delay the stores that make them). The assembler knows the mnemonics; no target attribute is
+// needed, so no AVX-512 or FMA code is generated around them either (the scalar epilogues stay
+// the reference's separate multiplies and adds).
 #include <algorithm>
 #include <cstdint>
 
 #include "kernels/cpu/fast/amx.h"
+#include "kernels/cpu/fast/amx_panel_gemm.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-
-// Everything below, the walk of amx_panel_gemm.h included, is compiled for AMX, so the tile
-// operations inline into it (the standard and project headers above stay generic).
-#pragma GCC push_options
-#pragma GCC target("amx-tile,amx-bf16,amx-int8")
-
-#include "kernels/cpu/fast/amx_panel_gemm.h"
 
 namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
-// The intrinsics paste their tile numbers into the instruction text, so each tile the walk uses
-// is spelled out (amx_panel_gemm.h: C tiles 0-3, A tiles 4-5, B tiles 6-7).
+// Each tile the walk uses spelled out (amx_panel_gemm.h: C tiles 0-3, A tiles 4-5, B tiles 6-7):
+// the register is part of the instruction text.
 #define TESSERA_AMX_PER_TILE(T, op)    \
   if constexpr (T == 0) {              \
-    op(0);                             \
+    op("0");                           \
   } else if constexpr (T == 1) {       \
-    op(1);                             \
+    op("1");                           \
   } else if constexpr (T == 2) {       \
-    op(2);                             \
+    op("2");                           \
   } else if constexpr (T == 3) {       \
-    op(3);                             \
+    op("3");                           \
   } else if constexpr (T == 4) {       \
-    op(4);                             \
+    op("4");                           \
   } else if constexpr (T == 5) {       \
-    op(5);                             \
+    op("5");                           \
   } else if constexpr (T == 6) {       \
-    op(6);                             \
+    op("6");                           \
   } else {                             \
     static_assert(T == 7, "tile 0-7"); \
-    op(7);                             \
+    op("7");                           \
   }
 
-// The four products of the walk: C(2r + j) += A(4 + r) · B(6 + j).
-#define TESSERA_AMX_PER_PRODUCT(C, A, B, op)                                      \
-  static_assert(C == 2 * (A - 4) + (B - 6), "C tile 2r + j for A tile 4 + r, B 6 + j"); \
-  if constexpr (C == 0) {                                                         \
-    op(0, 4, 6);                                                                  \
-  } else if constexpr (C == 1) {                                                  \
-    op(1, 4, 7);                                                                  \
-  } else if constexpr (C == 2) {                                                  \
-    op(2, 5, 6);                                                                  \
-  } else {                                                                        \
-    op(3, 5, 7);                                                                  \
+// The four products of the walk: C(2r + j) += A(4 + r) · B(6 + j). AT&T order: B, A, C.
+#define TESSERA_AMX_PER_PRODUCT(C, A, B, mnemonic)                                          \
+  static_assert(C == 2 * (A - 4) + (B - 6), "C tile 2r + j for A tile 4 + r, B 6 + j");     \
+  if constexpr (C == 0) {                                                                   \
+    __asm__ volatile(mnemonic " %%tmm6, %%tmm4, %%tmm0" ::: "memory");                     \
+  } else if constexpr (C == 1) {                                                            \
+    __asm__ volatile(mnemonic " %%tmm7, %%tmm4, %%tmm1" ::: "memory");                     \
+  } else if constexpr (C == 2) {                                                            \
+    __asm__ volatile(mnemonic " %%tmm6, %%tmm5, %%tmm2" ::: "memory");                     \
+  } else {                                                                                  \
+    __asm__ volatile(mnemonic " %%tmm7, %%tmm5, %%tmm3" ::: "memory");                     \
   }
 
 struct AmxInstructions {
-  static void Config(const amx::TileConfig& c) { _tile_loadconfig(&c); }
-  template <int T>
-  static void Zero() {
-#define TESSERA_AMX_ZERO(t) _tile_zero(t)
-    TESSERA_AMX_PER_TILE(T, TESSERA_AMX_ZERO)
+  static void Config(const amx::TileConfig& c) {
+    __asm__ volatile("ldtilecfg %0" : : "m"(c) : "memory");
   }
   template <int T>
+  static void Zero() {
+#define TESSERA_AMX_ZERO(t) __asm__ volatile("tilezero %%tmm" t ::: "memory")
+    TESSERA_AMX_PER_TILE(T, TESSERA_AMX_ZERO)
+#undef TESSERA_AMX_ZERO
+  }
+  // The rows are read through `p` (the "memory" clobber: every store before it is done).
+  template <int T>
   static void Load(const void* p, int64_t stride) {
-#define TESSERA_AMX_LOAD(t) _tile_loadd(t, p, stride)
+#define TESSERA_AMX_LOAD(t) \
+  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" t : : "r"(p), "r"(stride) : "memory")
     TESSERA_AMX_PER_TILE(T, TESSERA_AMX_LOAD)
+#undef TESSERA_AMX_LOAD
   }
   template <int T>
   static void Store(void* p, int64_t stride) {
-#define TESSERA_AMX_STORE(t) _tile_stored(t, p, stride)
+#define TESSERA_AMX_STORE(t) \
+  __asm__ volatile("tilestored %%tmm" t ", (%0,%1,1)" : : "r"(p), "r"(stride) : "memory")
     TESSERA_AMX_PER_TILE(T, TESSERA_AMX_STORE)
+#undef TESSERA_AMX_STORE
   }
   template <int C, int A, int B>
   static void DpBf16() {
-    TESSERA_AMX_PER_PRODUCT(C, A, B, _tile_dpbf16ps)
+    TESSERA_AMX_PER_PRODUCT(C, A, B, "tdpbf16ps")
   }
   template <int C, int A, int B>
   static void DpBusd() {
-    TESSERA_AMX_PER_PRODUCT(C, A, B, _tile_dpbusd)
+    TESSERA_AMX_PER_PRODUCT(C, A, B, "tdpbusd")
   }
-  static void Release() { _tile_release(); }
+  static void Release() { __asm__ volatile("tilerelease" ::: "memory"); }
 };
 
 }  // namespace
@@ -110,8 +114,6 @@ void AmxInt8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Acti
 }
 
 }  // namespace tessera::kernels::cpu::fast::internal
-
-#pragma GCC pop_options
 
 #else  // not x86-64 GCC/Clang: never called (AmxAvailable() is false), defined for the link.
 

@@ -54,7 +54,8 @@
 // s = d·sc and o = dmin·m (both exact in f32): per block p = s · float(Σ u·x), t = fma(−o, s_b, p),
 // acc = fma(t, d_b, acc); kQ5_Kx16 the same with u the 5-bit code. kMxfp4x16: u = 2·e2m1 + 12,
 // z = 12 and w_s = 2^(e − 128) (the E8M0 scale 2^(e − 127) over the codes' factor 2), so t is the
-// exact block integer Σ 2·e2m1·x and w_s·d_b the exact power-of-two rescaling of d_b.
+// exact block integer Σ 2·e2m1·x and w_s·d_b a power-of-two rescaling of d_b (exact unless it
+// falls below f32's normal range, i.e. only for E8M0 scales near 2^-127).
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_H_
 

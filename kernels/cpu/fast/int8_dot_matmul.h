@@ -5,9 +5,9 @@
 //
 // Layout (RepackInt8Quads, at load): 16-column panels, each K-quad-major: panel p holds, for each
 // quad t of K, the 16 columns' w[n, 4t..4t+3] as one 64-byte vector, so one `vpdpbusd` multiplies a
-// broadcast quad of activation bytes into 16 outputs (oneDNN's VNNI layout). Columns past N and K
-// past its multiple of 64 are zero (whole 1 KiB K tiles: AMX's B tiles, amx.h), and activation
-// rows are padded to the same K with code 0.
+// broadcast quad of activation bytes into 16 outputs (oneDNN's VNNI layout). Columns past N, and K
+// from K up to its next multiple of 64, are zero (whole 1 KiB K tiles: AMX's B tiles, amx.h), and
+// activation rows are padded to the same K with code 0.
 //
 // Numerics: `vpdpbusd` takes unsigned activations, so the int8 codes qa are shifted to
 // qa + 128 (Int8ActsToU8) and the shift comes back out exactly: Σ (qa + 128)·qw − 128·Σ qw. All of

@@ -1,7 +1,8 @@
 // A software model of the AMX tile instructions amx_panel_gemm.h uses, written from the pseudo-code
 // of Intel's SDM (LDTILECFG, TILEZERO, TILELOADD, TILESTORED, TDPBF16PS, TDPBUSD, TILERELEASE), so
 // the tile walk runs in tests on CPUs without AMX. Every operation checks what the hardware checks
-// (a configured palette, rows and bytes per row within 16 x 64, and for the products rows(C) ==
+// (palette 1, start_row 0 and zero reserved bytes, rows and bytes per row within 16 x 64, a
+// configured tile for every operand, and for the products rows(C) ==
 // rows(A), colsb(A) / 4 == rows(B), colsb(B) == colsb(C)) and fails the test where the hardware
 // would fault. TDPBF16PS: bf16 inputs with a zero exponent read as zero, each of the two products
 // per pair added to the f32 accumulator in turn (round to nearest even), denormal sums flushed.
@@ -32,6 +33,8 @@ struct AmxModel {
 
   static void Config(const amx::TileConfig& c) {
     ASSERT_EQ(c.palette_id, 1);
+    ASSERT_EQ(c.start_row, 0);
+    for (uint8_t r : c.reserved) ASSERT_EQ(r, 0);  // LDTILECFG faults on reserved bits
     for (int t = 0; t < 8; ++t) {
       ASSERT_LE(c.rows[t], 16);
       ASSERT_LE(c.colsb[t], 64);

@@ -11,6 +11,7 @@
 #include "kernels/cpu/fast/amx_panel_gemm.h"
 
 #include <algorithm>
+#include <csignal>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -149,6 +150,22 @@ TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
       }
     }
   }
+}
+
+// The self-check's isolation: a check that returns, fails or dies in its child leaves this process
+// running and is told apart (what keeps a faulting AMX instruction from taking a server down).
+TEST(AmxPanelGemmTest, SelfCheckRunsIsolated) {
+  int signal = 0;
+  EXPECT_EQ(RunInChild([] { return true; }, &signal), ChildOutcome::kPassed);
+  EXPECT_EQ(RunInChild([] { return false; }, &signal), ChildOutcome::kFailed);
+  EXPECT_EQ(RunInChild(
+                [] {
+                  __builtin_trap();
+                  return true;
+                },
+                &signal),
+            ChildOutcome::kDied);
+  EXPECT_EQ(signal, SIGILL);
 }
 
 // No CPU here has AMX: the kernels' dispatch keeps the AVX-512 paths, and says so.
