@@ -70,6 +70,12 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
       packed.DequantizeRow(r, row.data());
       for (int64_t i = 0; i < spec->k; ++i) bf16[r * spec->k + i] = numeric::FloatToBf16(row[i]);
     }
+    // The stored codes are dead weight now too (whole pages inside them; a no-op for codes the
+    // loader converted into memory of its own).
+    if (packed.q != nullptr) {
+      const int64_t code_bytes = spec->n * spec->k * quant::WeightBits(stored.weight_format) / 8;
+      io::ReleaseMappedPages({packed.q, static_cast<size_t>(code_bytes)});
+    }
     owned_bf16_.push_back(std::move(bf16));
     io::TensorView view;
     view.name = absl::StrCat(module, " (dequantized)");
