@@ -93,24 +93,14 @@ struct AmxInstructions {
 
 void AmxBf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
                       const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  const amx::AmxGemm g{w.data,
-                       w.row_stride,
-                       Bf16PanelKTiles(w.k),
-                       reinterpret_cast<const uint8_t*>(hi),
-                       reinterpret_cast<const uint8_t*>(lo),
-                       Bf16DotActStride(w.k) * 2,
-                       rows,
-                       w.n,
-                       n_begin,
-                       n_end};
-  amx::PanelGemm<AmxInstructions>(g, amx::Bf16Kind{bias, y});
+  amx::PanelGemm<AmxInstructions>(amx::Bf16PanelGemm(w, hi, lo, rows, n_begin, n_end),
+                                  amx::Bf16Kind{bias, y});
 }
 
 void AmxInt8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& a,
                       int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  const amx::AmxGemm g{w.panels, Int8QuadsBytes(1, w.k), Int8PanelKTiles(w.k), u8, nullptr,
-                       Int8DotActStride(w.k), rows, w.n, n_begin, n_end};
-  amx::PanelGemm<AmxInstructions>(g, amx::Int8Kind{w.col_sums, w.scales, w.per_row, &a, bias, y});
+  amx::PanelGemm<AmxInstructions>(amx::Int8PanelGemm(w, u8, rows, n_begin, n_end),
+                                  amx::Int8Kind{w.col_sums, w.scales, w.per_row, &a, bias, y});
 }
 
 }  // namespace tessera::kernels::cpu::fast::internal

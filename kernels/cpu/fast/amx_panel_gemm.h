@@ -20,6 +20,8 @@
 #include <cstdint>
 
 #include "kernels/cpu/fast/amx.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
 
 namespace tessera::kernels::cpu::fast::amx {
@@ -61,6 +63,27 @@ struct AmxGemm {
   const uint8_t* a_lo;
   int64_t a_stride, rows, n, n_begin, n_end;
 };
+
+// The GEMM of a Bf16DotMatmul call (RepackBf16Pairs panels, RoundActsToBf16 rows; lo null for
+// the bf16 form) and of an Int8DotMatmul call (RepackInt8Quads panels, Int8ActsToU8 rows).
+inline AmxGemm Bf16PanelGemm(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
+                             int64_t rows, int64_t n_begin, int64_t n_end) {
+  return {w.data,
+          w.row_stride,
+          Bf16PanelKTiles(w.k),
+          reinterpret_cast<const uint8_t*>(hi),
+          reinterpret_cast<const uint8_t*>(lo),
+          Bf16DotActStride(w.k) * 2,
+          rows,
+          w.n,
+          n_begin,
+          n_end};
+}
+inline AmxGemm Int8PanelGemm(const Int8DotWeights& w, const uint8_t* u8, int64_t rows,
+                             int64_t n_begin, int64_t n_end) {
+  return {w.panels, Int8QuadsBytes(1, w.k), Int8PanelKTiles(w.k), u8, nullptr,
+          Int8DotActStride(w.k), rows, w.n, n_begin, n_end};
+}
 
 // bf16 panels: y = acc + bias.
 struct Bf16Kind {

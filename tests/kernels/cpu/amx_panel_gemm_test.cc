@@ -58,10 +58,10 @@ TEST(AmxPanelGemmTest, Int8MatchesTheReferenceBitForBit) {
       ASSERT_TRUE(MatmulInt8W8A8(rw, n, k, act, rows, bias.data(), want.data(), 0, n));
       AmxModel::configs = 0;
       for (int64_t b = 0; b < n; b += 13) {  // column splits at odd places
-        const amx::AmxGemm g{panels.get(), Int8QuadsBytes(1, k), Int8PanelKTiles(k), u8.data(),
-                             nullptr, Int8DotActStride(k), rows, n, b, std::min(n, b + 13)};
+        const Int8DotWeights w{panels.get(), col_sums.data(), sw.data(), true, n, k};
         amx::PanelGemm<AmxModel>(
-            g, amx::Int8Kind{col_sums.data(), sw.data(), true, &act, bias.data(), got.data()});
+            amx::Int8PanelGemm(w, u8.data(), rows, b, std::min(n, b + 13)),
+            amx::Int8Kind{col_sums.data(), sw.data(), true, &act, bias.data(), got.data()});
       }
       ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
           << "n " << n << " k " << k << " rows " << rows << " azp " << azp;
@@ -102,17 +102,8 @@ Bf16Problem MakeBf16(int64_t n, int64_t k, int64_t rows, uint32_t seed) {
 
 void RunBf16(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, int64_t rows,
              float* y, int64_t n_begin, int64_t n_end) {
-  const amx::AmxGemm g{p.panels.data,
-                       p.panels.row_stride,
-                       Bf16PanelKTiles(p.k),
-                       reinterpret_cast<const uint8_t*>(hi),
-                       reinterpret_cast<const uint8_t*>(lo),
-                       Bf16DotActStride(p.k) * 2,
-                       rows,
-                       p.n,
-                       n_begin,
-                       n_end};
-  amx::PanelGemm<AmxModel>(g, amx::Bf16Kind{p.bias.data(), y});
+  amx::PanelGemm<AmxModel>(amx::Bf16PanelGemm(p.panels, hi, lo, rows, n_begin, n_end),
+                           amx::Bf16Kind{p.bias.data(), y});
 }
 
 TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
@@ -128,7 +119,9 @@ TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
       RoundActsToBf16(p.x.data(), k, 0, rows, hi.data(), lo.data(), rounded.data());
       const uint16_t* lo_or_null = split ? lo.data() : nullptr;
       std::vector<float> y(rows * n, -1.0f);
-      for (int64_t b = 0; b < n; b += 5) RunBf16(p, hi.data(), lo_or_null, rows, y.data(), b, std::min(n, b + 5));
+      for (int64_t b = 0; b < n; b += 5) {
+        RunBf16(p, hi.data(), lo_or_null, rows, y.data(), b, std::min(n, b + 5));
+      }
       for (int64_t m = 0; m < rows; ++m) {
         std::vector<float> alone(n);
         RunBf16(p, hi.data() + m * stride, split ? lo.data() + m * stride : nullptr, 1,
