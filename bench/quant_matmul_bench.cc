@@ -11,7 +11,10 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/fp8_panel_matmul.h"
+#include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 
@@ -28,6 +31,7 @@ namespace kf = kernels::cpu::fast;
 struct QuantCopy {
   std::vector<uint8_t> q, block_scales;
   std::vector<float> scales, zeros;
+  kernels::cpu::HugePageBuffer panels;  // FP8*_PANEL: the codes as fp8_panel_matmul.h reads them
 };
 
 void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
@@ -40,6 +44,10 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // FP8_BF16ACT: W8A16 under --cpu_bf16_activations (x rounded to bf16 inside the timing, as
   // QuantizedLinear does; the kernel then takes one vdpbf16ps per weight pair).
   const bool bf16_act = fmt == "FP8_BF16ACT";
+  // FP8_PANEL / FP8_W8A8_PANEL: the same layers on the 16-column panels (fp8_panel_matmul.h), the
+  // activations converted to bf16 (hi + lo for W8A16) inside the timing, rows over the pool.
+  const bool panel = fmt == "FP8_PANEL" || fmt == "FP8_W8A8_PANEL";
+  if (panel) fmt = fmt == "FP8_PANEL" ? "FP8" : "FP8_W8A8";
   // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
   // activation scales, both folded per block (FastQuantWeights::act_block_scales).
   const bool block = fmt == "FP8_BLOCK_W8A8";
@@ -107,7 +115,20 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       w.row_scale_stride = 1;
     }
   };
+  if (panel) {
+    for (auto& c : copies) {
+      use(c);
+      c.panels = kernels::cpu::HugePageBuffer(kf::Fp8PairsBytes(n, k));
+      kf::RepackFp8Pairs(w, c.panels.data());
+      std::vector<uint8_t>().swap(c.q);
+    }
+  }
   use(copies[0]);
+  if (panel) w.q = copies[0].panels.data();
+  if (panel && !kf::Fp8PanelSupported(w)) {
+    state.SkipWithError("no AVX-512 BF16 on this CPU");
+    return;
+  }
   if (!kf::FastQuantSupported(w)) {
     state.SkipWithError("not supported on this target");
     return;
@@ -122,9 +143,29 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     for (auto& v : x) v = numeric::DecodeE4m3(numeric::EncodeE4m3(v * 50.0f));
   }
   std::vector<float> xr(bf16_act ? m * k : 0);
+  std::vector<uint16_t> hi(panel ? m * kf::Bf16DotActStride(k) : 0);
+  std::vector<uint16_t> lo(panel && !w8a8 ? hi.size() : 0);
   size_t next = 0;
   for (auto _ : state) {
     use(copies[next]);
+    if (panel) {
+      w.q = copies[next].panels.data();
+      next = (next + 1) % copies.size();
+      uint16_t* lp = lo.empty() ? nullptr : lo.data();
+      auto convert = [&](int64_t r0, int64_t r1) {
+        kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lp, nullptr);
+      };
+      if (m > 1) {
+        Pool().ParallelFor(m, 1, convert);
+      } else {
+        convert(0, m);
+      }
+      Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+        kf::Fp8PanelMatmul(w, hi.data(), lp, m, nullptr, y.data(), b, e);
+      });
+      benchmark::DoNotOptimize(y.data());
+      continue;
+    }
     next = (next + 1) % copies.size();
     if (bf16_act) {
       Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
@@ -150,7 +191,8 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
 
 void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
   for (const char* f :
-       {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "INT4_G128", "INT8_G128", "NVFP4", "MXFP4"}) {
+       {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "FP8_PANEL", "FP8_W8A8_PANEL",
+        "INT4_G128", "INT8_G128", "NVFP4", "MXFP4"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
     }

@@ -103,6 +103,10 @@ struct Bf16Pairs : panels::FloatAccumulators {
 
 }  // namespace
 
+namespace internal {
+
+// The AVX-512 tiles whatever AmxBf16Usable says (also fp8_panel_matmul.cc's GEMM, whose rows must
+// sum in its GEMV's order).
 void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
                          int64_t rows, const float* bias, float* y, int64_t n_begin,
                          int64_t n_end) {
@@ -117,6 +121,8 @@ void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_
                         w.n, rows, bias, y, n_begin, n_end);
   }
 }
+
+}  // namespace internal
 
 HWY_POP_ATTRIBUTES
 
@@ -148,7 +154,7 @@ bool AmxBf16SelfCheck() {
   std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
   RoundActsToBf16(x.data(), k, 0, rows, hi.data(), lo.data(), nullptr);
   std::vector<float> want(rows * n), got(rows * n);
-  Bf16DotMatmulAvx512(w, hi.data(), lo.data(), rows, bias.data(), want.data(), 0, n);
+  internal::Bf16DotMatmulAvx512(w, hi.data(), lo.data(), rows, bias.data(), want.data(), 0, n);
   internal::AmxBf16DotMatmul(w, hi.data(), lo.data(), rows, bias.data(), got.data(), 0, n);
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t c = 0; c < n; ++c) {
@@ -174,7 +180,7 @@ bool AmxBf16Usable() {
 void Bf16DotMatmul(const FastWeights& w, const uint16_t* xb, const uint16_t* lo, int64_t rows,
                    const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (AmxBf16Usable()) return internal::AmxBf16DotMatmul(w, xb, lo, rows, bias, y, n_begin, n_end);
-  Bf16DotMatmulAvx512(w, xb, lo, rows, bias, y, n_begin, n_end);
+  internal::Bf16DotMatmulAvx512(w, xb, lo, rows, bias, y, n_begin, n_end);
 }
 
 #else  // not x86-64 GCC/Clang: never called (Bf16DotAvailable() is false), defined for the link.

@@ -31,28 +31,6 @@
 #include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
-namespace {
-
-// High and low bytes of bf16(|e4m3 code|) for the 128 magnitudes (0x7F, NaN, gives the bf16 NaN;
-// such weights never get here). Exact: E4M3 has 3 mantissa bits and a range inside bf16's normals.
-struct Bf16Tables {
-  alignas(64) uint8_t hi[128];
-  alignas(64) uint8_t lo[128];
-};
-
-constexpr Bf16Tables MakeTables() {
-  Bf16Tables t{};
-  for (int c = 0; c < 128; ++c) {
-    const uint16_t b = numeric::FloatToBf16(numeric::DecodeE4m3(static_cast<uint8_t>(c)));
-    t.hi[c] = static_cast<uint8_t>(b >> 8);
-    t.lo[c] = static_cast<uint8_t>(b & 0xFF);
-  }
-  return t;
-}
-
-constexpr Bf16Tables kTables = MakeTables();
-
-}  // namespace
 
 bool Fp8Bf16Available() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -91,6 +69,8 @@ bool Fp8Bf16Supported(const FastQuantWeights& w) {
 
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512dq,avx512bw,avx512vbmi,avx512bf16,avx2,fma,f16c")
 
+#include "kernels/cpu/fast/fp8_bf16_decode.h"
+
 namespace tessera::kernels::cpu::fast {
 namespace {
 
@@ -110,26 +90,7 @@ struct Shape {
   int upb;         // 32-wide units per scale block (blocked layouts only)
 };
 
-// 64 codes -> 2 × 32 bf16 in K order (see the header).
-struct Decoder {
-  __m512i h0, h1, l0, l1, qperm, sign;
-  static Decoder Make() {
-    return {_mm512_load_si512(kTables.hi), _mm512_load_si512(kTables.hi + 64),
-            _mm512_load_si512(kTables.lo), _mm512_load_si512(kTables.lo + 64),
-            // unpacklo/hi take bytes 0-7 / 8-15 of each 128-bit lane: put codes 8L..8L+7 in
-            // qword 2L and codes 32+8L.. in qword 2L+1, so a = codes 0-31 and b = 32-63.
-            _mm512_setr_epi64(0, 4, 1, 5, 2, 6, 3, 7), _mm512_set1_epi8(static_cast<char>(0x80))};
-  }
-  HWY_INLINE void Decode(__m512i codes, __m512i* a, __m512i* b) const {
-    const __m512i c = _mm512_permutexvar_epi64(qperm, codes);
-    // vpermi2b uses index bits 0-6 only, so the sign bit needs no masking.
-    const __m512i hi_mag = _mm512_permutex2var_epi8(h0, c, h1);
-    const __m512i lo = _mm512_permutex2var_epi8(l0, c, l1);
-    const __m512i hi = _mm512_ternarylogic_epi32(hi_mag, c, sign, 0xF8);  // hi | (c & 0x80)
-    *a = _mm512_unpacklo_epi8(lo, hi);
-    *b = _mm512_unpackhi_epi8(lo, hi);
-  }
-};
+using internal::Decoder;
 
 inline __mmask64 TailMask(int tail) { return (uint64_t{1} << tail) - 1; }
 

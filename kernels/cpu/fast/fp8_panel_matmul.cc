@@ -1,0 +1,238 @@
+// AVX-512 BF16 kernel of fp8_panel_matmul.h: up to 4 rows through the shared tile driver
+// (panel_gemm.h) with a policy that decodes each panel's 64 code bytes (two K pairs) in registers;
+// more rows decode four panels at a time into bf16 pair panels and run bf16_dot_matmul's AVX-512
+// tiles on them. Both end in the same per-column epilogue (weight scale, W8A8 scales, bias).
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports false "used uninitialized" warnings inside its own avx512fintrin.h once its
+// unpack and mask intrinsics are inlined here (see fp8_bf16_matmul.cc).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
+
+#include "kernels/cpu/fast/fp8_panel_matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/fp8_bf16_matmul.h"
+#include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "hwy/aligned_allocator.h"
+#include "hwy/base.h"
+#define TESSERA_FP8_PANEL_X86 1
+#endif
+
+namespace tessera::kernels::cpu::fast {
+
+namespace {
+
+// Bytes of one panel: K pairs of 16 columns x 2 codes, in whole 64-byte steps of two pairs.
+int64_t PanelBytes(int64_t k) { return (k + 3) / 4 * 64; }
+
+}  // namespace
+
+bool Fp8PanelSupported(const FastQuantWeights& w) {
+  const bool per_tensor = w.scale_row_stride == 0 && w.scale_rows >= w.n;
+  const bool per_row = w.scale_rows == 1 && w.scale_row_stride == 1;
+  return Fp8Bf16Supported(w) && (per_tensor || per_row) && w.scale_k >= w.k && !w.act_block_scales;
+}
+
+int64_t Fp8PairsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
+
+FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst) {
+  const int64_t n = w.n, k = w.k, bytes = PanelBytes(k);
+  for (int64_t p = 0; p < panels::Count(n); ++p) {
+    uint8_t* panel = dst + p * bytes;
+    std::memset(panel, 0, bytes);  // E4M3 0x00 is +0
+    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < n; ++c) {
+      const uint8_t* row = w.q + (p * panels::kCols + c) * k;
+      for (int64_t i = 0; i < k; ++i) panel[(i / 2) * 32 + c * 2 + (i % 2)] = row[i];
+    }
+  }
+  FastQuantWeights out = w;
+  out.q = dst;
+  return out;
+}
+
+#if defined(TESSERA_FP8_PANEL_X86)
+
+}  // namespace tessera::kernels::cpu::fast
+
+HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512dq,avx512bw,avx512vbmi,avx512bf16,avx2,fma,f16c")
+
+#include "kernels/cpu/fast/fp8_bf16_decode.h"
+#include "kernels/cpu/fast/panel_gemm.h"
+
+namespace tessera::kernels::cpu::fast {
+
+namespace internal {
+// bf16_dot_matmul.cc: the AVX-512 tiles, whatever AmxBf16Usable says.
+void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
+                         int64_t rows, const float* bias, float* y, int64_t n_begin,
+                         int64_t n_end);
+}  // namespace internal
+
+namespace {
+
+// Row m's outputs of 16 columns from col (lanes under `mask`): v = s(n) · acc, for W8A8
+// row_scale(m) · (col_scale(n) · v), then + bias.
+HWY_INLINE void Epilogue(const FastQuantWeights& w, int64_t m, int64_t col, __mmask16 mask,
+                         __m512 acc, const float* bias, float* dst) {
+  const __m512 sw = w.scale_row_stride == 0 ? _mm512_set1_ps(w.scales[0])
+                                            : _mm512_maskz_loadu_ps(mask, w.scales + col);
+  __m512 v = _mm512_mul_ps(sw, acc);
+  if (w.row_scale != nullptr) {
+    if (w.col_scale != nullptr) {
+      const __m512 cs = w.col_scale_stride == 0 ? _mm512_set1_ps(w.col_scale[0])
+                                                : _mm512_maskz_loadu_ps(mask, w.col_scale + col);
+      v = _mm512_mul_ps(cs, v);
+    }
+    v = _mm512_mul_ps(_mm512_set1_ps(w.row_scale[m * w.row_scale_stride]), v);
+  }
+  if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, bias + col));
+  _mm512_mask_storeu_ps(dst, mask, v);
+}
+
+// Two K pairs of one panel, decoded: bf16_dot_matmul's pair vectors for pairs 2t and 2t + 1.
+struct TwoPairs {
+  __m512i a, b;
+};
+
+// The in-register policy (≤ 4 rows; the driver keeps the whole K in registers there).
+template <bool kSplit>
+struct Fp8Pairs {
+  using Acc = __m512;
+  using WVec = TwoPairs;
+  static constexpr int64_t kStepBytes = 64;
+  static constexpr int64_t kBlockSteps = 256;
+  const int32_t* hi;  // the tile's first row, as K pairs
+  const int32_t* lo;  // split form only
+  int64_t stride;     // pairs between rows
+  const FastQuantWeights* w;
+  int64_t m0;  // the tile's first row
+  static Acc Zero() { return _mm512_setzero_ps(); }
+  static Acc Load(const float* p) { return _mm512_loadu_ps(p); }
+  static void Store(float* p, Acc v) { _mm512_storeu_ps(p, v); }
+  static WVec LoadW(const uint8_t* p) {
+    const internal::Decoder dec = internal::Decoder::Make();
+    TwoPairs v;
+    dec.Decode(_mm512_load_si512(p), &v.a, &v.b);
+    return v;
+  }
+  Fp8Pairs Rows(int64_t m) const {
+    return {hi + m * stride, kSplit ? lo + m * stride : nullptr, stride, w, m0 + m};
+  }
+  template <int NV>
+  HWY_INLINE void Madd(int i, int64_t t, const WVec* wv, Acc* acc) const {
+    for (int h = 0; h < 2; ++h) {  // pair 2t, then 2t + 1: hi then lo each, as Bf16Pairs
+      const __m512bh xv = (__m512bh)_mm512_set1_epi32(hi[i * stride + 2 * t + h]);
+      for (int j = 0; j < NV; ++j) {
+        acc[j] = _mm512_dpbf16_ps(acc[j], xv, (__m512bh)(h == 0 ? wv[j].a : wv[j].b));
+      }
+      if constexpr (kSplit) {
+        const __m512bh lv = (__m512bh)_mm512_set1_epi32(lo[i * stride + 2 * t + h]);
+        for (int j = 0; j < NV; ++j) {
+          acc[j] = _mm512_dpbf16_ps(acc[j], lv, (__m512bh)(h == 0 ? wv[j].a : wv[j].b));
+        }
+      }
+    }
+  }
+  template <int MR, int NV>
+  void Finish(const panels::TileJob& a, Acc (&acc)[MR][NV]) const {
+    for (int j = 0; j < NV; ++j) {
+      for (int i = 0; i < MR; ++i) {
+        Epilogue(*w, m0 + i, a.col0 + 16 * j, a.store[j], acc[i][j],
+                 a.bias != nullptr ? a.bias - a.col0 : nullptr,
+                 a.y + i * a.y_stride + 16 * j);
+      }
+    }
+  }
+};
+
+constexpr int64_t kRegisterRows = 4;  // up to this many rows decode in registers
+constexpr int64_t kDecodePanels = 4;  // panels decoded per pass of the GEMM path
+
+// More rows: four panels at a time decoded to bf16 pair panels (the bf16 kernel's layout, every
+// pair of the panel, zero-padded like the codes), run through the bf16 tiles with no bias (y =
+// the raw sums), then the epilogue over y.
+void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
+                 const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  const int64_t code_bytes = PanelBytes(w.k), steps = code_bytes / 64;
+  const int64_t bf16_bytes = steps * 128;  // two 64-byte pair vectors per step
+  thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> buf;
+  thread_local int64_t capacity = 0;
+  if (capacity < kDecodePanels * bf16_bytes) {
+    capacity = kDecodePanels * bf16_bytes;
+    buf = hwy::AllocateAligned<uint8_t>(capacity);
+  }
+  const internal::Decoder dec = internal::Decoder::Make();
+  for (int64_t p0 = n_begin / panels::kCols; p0 * panels::kCols < n_end; p0 += kDecodePanels) {
+    const int64_t np = std::min(kDecodePanels, panels::Count(w.n) - p0);
+    for (int64_t p = 0; p < np; ++p) {
+      const uint8_t* codes = w.q + (p0 + p) * code_bytes;
+      uint8_t* out = buf.get() + p * bf16_bytes;
+      for (int64_t s = 0; s < steps; ++s) {
+        __m512i a, b;
+        dec.Decode(_mm512_load_si512(codes + s * 64), &a, &b);
+        _mm512_store_si512(out + s * 128, a);
+        _mm512_store_si512(out + s * 128 + 64, b);
+      }
+    }
+    // The decoded panels as a matrix whose column 0 is column 16·p0 (y shifted to match; its
+    // row stride stays w.n).
+    FastWeights view;
+    view.format = FastFormat::kBf16Pairs;
+    view.data = buf.get();
+    view.n = w.n;
+    view.k = w.k;
+    view.row_stride = bf16_bytes;
+    const int64_t c0 = std::max(n_begin, p0 * panels::kCols);
+    const int64_t c1 = std::min(n_end, (p0 + np) * panels::kCols);
+    const int64_t shift = p0 * panels::kCols;
+    internal::Bf16DotMatmulAvx512(view, hi, lo, rows, nullptr, y + shift, c0 - shift, c1 - shift);
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t p = p0; p < p0 + np; ++p) {
+        const __mmask16 mask = panels::StoreMask(p, c0, c1);
+        if (mask == 0) continue;
+        float* row = y + m * w.n + p * panels::kCols;
+        Epilogue(w, m, p * panels::kCols, mask, _mm512_maskz_loadu_ps(mask, row), bias, row);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
+                    int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  if (rows <= 0 || n_begin >= n_end) return;
+  if (rows > kRegisterRows) return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end);
+  const int64_t stride = Bf16DotActStride(w.k) / 2, steps = PanelBytes(w.k) / 64;
+  const auto* hi32 = reinterpret_cast<const int32_t*>(hi);
+  const auto* lo32 = reinterpret_cast<const int32_t*>(lo);
+  if (lo != nullptr) {
+    panels::PanelMatmul(Fp8Pairs<true>{hi32, lo32, stride, &w, 0}, w.q, PanelBytes(w.k), steps,
+                        w.n, rows, bias, y, n_begin, n_end);
+  } else {
+    panels::PanelMatmul(Fp8Pairs<false>{hi32, nullptr, stride, &w, 0}, w.q, PanelBytes(w.k), steps,
+                        w.n, rows, bias, y, n_begin, n_end);
+  }
+}
+
+HWY_POP_ATTRIBUTES
+
+#else  // not x86-64 GCC/Clang: never called (Fp8PanelSupported() is false), defined for the link.
+
+void Fp8PanelMatmul(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
+                    const float*, float*, int64_t, int64_t) {}
+
+#endif
+
+}  // namespace tessera::kernels::cpu::fast

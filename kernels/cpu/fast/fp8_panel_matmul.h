@@ -1,0 +1,53 @@
+// FP8 E4M3 weights in 16-column K-pair panels on AVX-512 BF16: the kernel QuantizedLinear runs for
+// FP8 layers whose weight scales are per tensor or per output row (W8A16, and W8A8 with static or
+// per-token activation scales), decode and prefill alike; 2-D block scales keep fp8_bf16_matmul.h.
+//
+// Why: the row-major GEMV of fp8_bf16_matmul.h reads eight column streams at once and streamed
+// 24-30 GB/s of codes on the 2-core VMs against a 35-40 GB/s triad (76-80% end to end), while the
+// 16-column panels of the bf16, f16 and int8 kernels (one stream per panel) reach 85-93%.
+//
+// Layout (RepackFp8Pairs, at load): panel p holds, for each K pair t, the 16 columns' codes
+// (q[n, 2t], q[n, 2t + 1]) as 32 bytes, so 64 bytes are two pairs; K is zero-padded to a multiple
+// of 4. The FP8 decoder of fp8_bf16_matmul.h turns 64 bytes into two 64-byte vectors of bf16 pairs
+// (every E4M3 value is a normal bf16), which is bf16_dot_matmul.h's panel vector: lane c holds
+// (w[c, 2t], w[c, 2t + 1]).
+//
+// Numerics and batch invariance: activations come as RoundActsToBf16 writes them (the exact
+// hi + lo split, or hi alone for a layer whose activations are bf16 values: W8A8's decoded E4M3
+// codes, --cpu_bf16_activations), and output (m, n) is one f32 lane: acc = vdpbf16ps over the K pairs in
+// ascending order (hi then lo per pair), then v = s(n) · acc, for W8A8 v = row_scale(m) ·
+// (col_scale(n) · v), then + bias. Up to 4 rows decode the codes in registers; more rows decode 4
+// panels at a time into bf16 pair panels and run Bf16DotMatmul's AVX-512 tiles over them — the
+// same bf16 values in the same dot-product order, so every row's result is bit-identical however
+// many rows the call has and however its columns are split. Error bound: as bf16_dot_matmul.h's
+// (2^-16 + (K + 2)·u)·Σ|x·w| for the split form, plus the scale products' roundings.
+#ifndef TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
+#define TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/fast/fast_quant_matmul.h"
+
+namespace tessera::kernels::cpu::fast {
+
+// Whether the panel kernel takes `w` (FP8, per-tensor or per-row weight scales, no K blocks, the
+// CPU check of fp8_bf16_matmul.h).
+bool Fp8PanelSupported(const FastQuantWeights& w);
+
+// Bytes of the panels of an [n, k] FP8 matrix.
+int64_t Fp8PairsBytes(int64_t n, int64_t k);
+
+// w with its codes (w.q, [n, k] row-major) repacked into `dst` (Fp8PairsBytes, 64-byte aligned):
+// the returned weights' q points at the panels; everything else is w's.
+FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst);
+
+// FastQuantMatmul's contract on the panels, y [rows, w.n] for columns [n_begin, n_end), with the
+// activations converted once per call by RoundActsToBf16 (bf16_dot_matmul.h): hi, and lo for the
+// split form (null: hi alone, for W8A8's E4M3 activations or --cpu_bf16_activations). Requires
+// Fp8PanelSupported(w) and w from RepackFp8Pairs.
+void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
+                    int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
+}  // namespace tessera::kernels::cpu::fast
+
+#endif  // TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_

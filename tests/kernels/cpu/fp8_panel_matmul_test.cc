@@ -1,0 +1,157 @@
+// The FP8 panel kernel (kernels/cpu/fast/fp8_panel_matmul.h) on random codes and odd shapes, W8A16
+// (per-row and per-tensor weight scales, the exact hi + lo split) and W8A8 (E4M3 activation values,
+// per-token row scales and per-column weight scales in the epilogue):
+//  * each output within the split's bound of the exact sum in double;
+//  * every row bit-identical alone and in calls of 2-17 rows (the register path up to 4 rows, the
+//    decoded-panel GEMM beyond), and under column splits at odd places and panel boundaries;
+//  * the repack puts each code where the header says.
+#include "kernels/cpu/fast/fp8_panel_matmul.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/numeric/fp8.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+struct Layer {
+  int64_t n, k;
+  bool w8a8, per_row;
+  std::vector<uint8_t> q;
+  std::vector<float> scales, col_scale, row_scale, bias;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
+  FastQuantWeights w;
+};
+
+Layer Make(int64_t n, int64_t k, int64_t rows, bool w8a8, bool per_row, uint32_t seed) {
+  Layer l{n, k, w8a8, per_row, {}, {}, {}, {}, {}, nullptr, {}};
+  std::mt19937 rng(seed);
+  l.q.resize(n * k);
+  for (auto& c : l.q) {
+    c = static_cast<uint8_t>(rng());
+    if ((c & 0x7F) == 0x7F) c ^= 1;  // no NaN codes
+  }
+  std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
+  for (int64_t i = 0; i < (per_row ? n : 1); ++i) l.scales.push_back(scale(rng));
+  for (int64_t i = 0; i < n; ++i) l.col_scale.push_back(scale(rng));
+  for (int64_t i = 0; i < rows; ++i) l.row_scale.push_back(scale(rng));
+  for (int64_t i = 0; i < n; ++i) l.bias.push_back(scale(rng) * 30);
+  FastQuantWeights& w = l.w;
+  w.decode = QuantDecode::kFp8;
+  w.q = l.q.data();
+  w.n = n;
+  w.k = k;
+  w.scale_k = k;
+  if (w8a8) {  // QuantizedLinear's W8A8 form: bare codes, the scales in the epilogue
+    static const float kUnit = 1.0f;
+    w.scales = &kUnit;
+    w.scale_rows = n;
+    w.scale_row_stride = 0;
+    w.col_scale = l.col_scale.data();
+    w.col_scale_stride = 1;
+    w.row_scale = l.row_scale.data();
+    w.row_scale_stride = 1;
+  } else {
+    w.scales = l.scales.data();
+    w.scale_rows = per_row ? 1 : n;
+    w.scale_row_stride = per_row ? 1 : 0;
+  }
+  l.panels = hwy::AllocateAligned<uint8_t>(Fp8PairsBytes(n, k));
+  w = RepackFp8Pairs(w, l.panels.get());
+  return l;
+}
+
+std::vector<float> Activations(int64_t rows, int64_t k, bool e4m3, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = e4m3 ? numeric::DecodeE4m3(numeric::EncodeE4m3(nd(rng) * 40.0f)) : nd(rng);
+  return x;
+}
+
+// y for rows [0, rows) of x, columns split into [b, e) pieces of `step`.
+std::vector<float> RunPanels(const Layer& l, const float* x, int64_t rows, int64_t step,
+                       const float* row_scale) {
+  const int64_t stride = Bf16DotActStride(l.k);
+  std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+  RoundActsToBf16(x, l.k, 0, rows, hi.data(), lo.data(), nullptr);
+  FastQuantWeights w = l.w;
+  if (l.w8a8) w.row_scale = row_scale;
+  std::vector<float> y(rows * l.n, -7.0f);
+  for (int64_t b = 0; b < l.n; b += step) {
+    Fp8PanelMatmul(w, hi.data(), l.w8a8 ? nullptr : lo.data(), rows, l.bias.data(), y.data(), b,
+                   std::min(l.n, b + step));
+  }
+  return y;
+}
+
+class Fp8PanelTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+
+TEST_P(Fp8PanelTest, AccurateInvariantOnOddShapes) {
+  const auto [w8a8, per_row] = GetParam();
+  if (w8a8 && !per_row) GTEST_SKIP() << "W8A8 carries its weight scales in the epilogue";
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {17, 3}, {37, 64}, {70, 65},
+                             {16, 130}, {33, 2048}, {5, 515}}) {
+    const int64_t rows = 17;
+    Layer l = Make(n, k, rows, w8a8, per_row, static_cast<uint32_t>(n * 131 + k));
+    if (!Fp8PanelSupported(l.w)) GTEST_SKIP() << "no AVX-512 BF16 / VBMI on this CPU";
+    const std::vector<float> x = Activations(rows, k, w8a8, static_cast<uint32_t>(k));
+    const std::vector<float> all = RunPanels(l, x.data(), rows, n, l.row_scale.data());
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t c = 0; c < n; ++c) {
+        double exact = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const double p = static_cast<double>(x[m * k + i]) * numeric::DecodeE4m3(l.q[c * k + i]);
+          exact += p;
+          mag += std::fabs(p);
+        }
+        const double s = w8a8 ? static_cast<double>(l.row_scale[m]) * l.col_scale[c]
+                              : l.scales[per_row ? c : 0];
+        exact = exact * s + l.bias[c];
+        const double tol = (std::ldexp(1.0, -16) * !w8a8 + (k + 8) * std::ldexp(1.0, -24)) *
+                               mag * std::fabs(s) +
+                           std::ldexp(1.0, -21) * std::fabs(exact) + 1e-30;
+        ASSERT_NEAR(all[m * n + c], exact, tol) << "n " << n << " k " << k << " m " << m;
+      }
+    }
+    // Each row alone (register path) and in calls of other sizes (either path), split anyhow.
+    for (int64_t r : {1, 2, 4, 5, 9}) {
+      for (int64_t m0 = 0; m0 + r <= rows; m0 += r) {
+        const std::vector<float> part =
+            RunPanels(l, x.data() + m0 * k, r, r % 2 == 0 ? 16 : 7, l.row_scale.data() + m0);
+        ASSERT_EQ(std::memcmp(part.data(), all.data() + m0 * n, r * n * 4), 0)
+            << "rows " << r << " from " << m0 << " n " << n << " k " << k;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Forms, Fp8PanelTest,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, bool>>& info) {
+                           return std::string(std::get<0>(info.param) ? "W8A8" : "W8A16") +
+                                  (std::get<1>(info.param) ? "_PerRow" : "_PerTensor");
+                         });
+
+TEST(Fp8PanelLayoutTest, RepackPutsEveryCodeInItsPanelSlot) {
+  const Layer l = Make(19, 7, 1, false, true, 3);
+  const int64_t panel_bytes = 2 * 64;  // K = 7 padded to 8: two steps of two pairs
+  ASSERT_EQ(Fp8PairsBytes(19, 7), 2 * panel_bytes);
+  for (int64_t c = 0; c < 32; ++c) {
+    for (int64_t i = 0; i < 8; ++i) {
+      const uint8_t want = c < 19 && i < 7 ? l.q[c * 7 + i] : 0;
+      ASSERT_EQ(l.panels[(c / 16) * panel_bytes + (i / 2) * 32 + (c % 16) * 2 + i % 2], want)
+          << c << " " << i;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
