@@ -6,8 +6,9 @@
 // output columns are split across the thread pool.
 // Fast paths (kernels/cpu/fast/fast_quant_matmul.h, chosen once at construction when the layout
 // allows): FP8 W8A16 (any weight scale layout) and W8A8 with per-tensor/per-row weight scales and
-// static or per-token activations, or (on AVX-512 BF16) 2-D block weight scales with
-// per-token-group, per-token or static activations; 4-bit integer weight-only (any group size
+// static or per-token activations (W8A8 and bf16-activation W8A16 on the 16-column panels of
+// fp8_panel_matmul.h), or (on AVX-512 BF16) 2-D block weight scales with per-token-group,
+// per-token or static activations; 4-bit integer weight-only (any group size
 // that is a multiple of 32, per-channel included, zero points; codes repacked into nibble pairs
 // at load; act-order layers with their input channels sorted by group first, as Marlin does);
 // NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0); 2/3/8-bit weight-only as byte
@@ -109,11 +110,12 @@ class QuantizedLinear : public Linear {
   bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
   // The 16-column int8-activation tiles q8_ points into (INT4 / INT8 / INT3 / INT2, NVFP4,
-  // MXFP4), or the INT8 W8A8 panels (int8_dot_ok_).
+  // MXFP4), the INT8 W8A8 panels (int8_dot_ok_) or the FP8 panels (fp8_panels_ok_).
   kernels::cpu::HugePageBuffer x16_;
   bool q8_ok_ = false;
   std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift
   bool int8_dot_ok_ = false;            // x16_ holds the INT8 W8A8 panels
+  bool fp8_panels_ok_ = false;          // x16_ holds FP8 panels (fast_.q points into them)
 };
 
 }  // namespace tessera::backend::cpu

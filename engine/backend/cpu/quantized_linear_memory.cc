@@ -26,7 +26,7 @@ int64_t QuantizedLinear::CodeBytes() const {
 }
 
 void QuantizedLinear::ReleaseCheckpointCodes() {
-  if ((q8_ok_ || int8_dot_ok_) && w_.q != nullptr) {
+  if ((q8_ok_ || int8_dot_ok_ || fp8_panels_ok_) && w_.q != nullptr) {
     io::ReleaseMappedPages({w_.q, static_cast<size_t>(CodeBytes())});
   }
 }
@@ -46,7 +46,7 @@ int64_t QuantizedLinear::weight_bytes() const {
 }
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
-  if (q8_ok_ || int8_dot_ok_) return {{x16_.data(), x16_.size()}};
+  if (q8_ok_ || int8_dot_ok_ || fp8_panels_ok_) return {{x16_.data(), x16_.size()}};
   const auto& s = w_.spec;
   std::vector<ByteSpan> spans;
   auto add = [&](const void* p, int64_t bytes) {
@@ -66,7 +66,9 @@ std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
 }
 
 void QuantizedLinear::DropReferenceCodes() {
-  if (!(q8_ok_ || int8_dot_ok_) || w_.bytes.empty() || w_.q != w_.bytes.data()) return;
+  if (!(q8_ok_ || int8_dot_ok_ || fp8_panels_ok_) || w_.bytes.empty() || w_.q != w_.bytes.data()) {
+    return;
+  }
   // W8A8 with per-token asymmetric activations falls back to the reference for a call whose zero
   // point leaves int8's range (ForwardInt8Dot): it keeps its codes.
   const auto& s = w_.spec;
