@@ -223,7 +223,9 @@ void QuantizedLinear::InitFast() {
   }
   fast_ = f;
   fast_ok_ = kf::FastQuantSupported(fast_);
-  if (fast_ok_ && s.activation != ActivationFormat::kFloat && kf::Fp8PanelSupported(fast_)) {
+  const bool bf16_valued_acts =
+      s.activation == ActivationFormat::kFp8 || s.activation == ActivationFormat::kBf16;
+  if (fast_ok_ && bf16_valued_acts && kf::Fp8PanelSupported(fast_)) {
     // FP8 W8A8 and bf16-activation W8A16 with per-tensor / per-row weight scales: 16-column
     // panels, one stream per panel (fp8_panel_matmul.h). 2-D block scales stay on the row-major
     // kernel, and so does W8A16 with exact f32 activations: its two dot products per weight pair

@@ -46,7 +46,13 @@ int64_t QuantizedLinear::weight_bytes() const {
 }
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
-  if (q8_ok_ || int8_dot_ok_ || fp8_panels_ok_) return {{x16_.data(), x16_.size()}};
+  if (q8_ok_ || int8_dot_ok_) return {{x16_.data(), x16_.size()}};
+  if (fp8_panels_ok_) {  // the panels hold the codes; the weight scales stay where they were
+    const kc::Fp8Weights fw = w_.AsFp8();
+    const int64_t count = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? w_.spec.n : 1;
+    return {{x16_.data(), x16_.size()},
+            {reinterpret_cast<const uint8_t*>(fw.scales), count * static_cast<int64_t>(sizeof(float))}};
+  }
   const auto& s = w_.spec;
   std::vector<ByteSpan> spans;
   auto add = [&](const void* p, int64_t bytes) {

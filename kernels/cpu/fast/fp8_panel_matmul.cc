@@ -111,7 +111,7 @@ struct Fp8Pairs {
   using Acc = __m512;
   using WVec = TwoPairs;
   static constexpr int64_t kStepBytes = 64;
-  static constexpr int64_t kBlockSteps = 256;
+  static constexpr int64_t kBlockSteps = 256;  // unused: ≤ 4 rows keep the whole K in registers
   const int32_t* hi;  // the tile's first row, as K pairs
   const int32_t* lo;  // split form only
   int64_t stride;     // pairs between rows
@@ -174,7 +174,7 @@ void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* 
   }
   const internal::Decoder dec = internal::Decoder::Make();
   for (int64_t p0 = n_begin / panels::kCols; p0 * panels::kCols < n_end; p0 += kDecodePanels) {
-    const int64_t np = std::min(kDecodePanels, panels::Count(w.n) - p0);
+    const int64_t np = std::min(kDecodePanels, panels::Count(n_end) - p0);  // only this range's
     for (int64_t p = 0; p < np; ++p) {
       const uint8_t* codes = w.q + (p0 + p) * code_bytes;
       uint8_t* out = buf.get() + p * bf16_bytes;
@@ -186,12 +186,13 @@ void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* 
       }
     }
     // The decoded panels as a matrix whose column 0 is column 16·p0 (y shifted to match; its
-    // row stride stays w.n).
+    // row stride stays w.n), K padded to the codes' whole steps so that the bf16 tiles take the
+    // very pairs the register path does (a trailing zero pair would turn a -0 sum into +0).
     FastWeights view;
     view.format = FastFormat::kBf16Pairs;
     view.data = buf.get();
     view.n = w.n;
-    view.k = w.k;
+    view.k = 4 * steps;
     view.row_stride = bf16_bytes;
     const int64_t c0 = std::max(n_begin, p0 * panels::kCols);
     const int64_t c1 = std::min(n_end, (p0 + np) * panels::kCols);

@@ -1,6 +1,8 @@
 // FP8 E4M3 weights in 16-column K-pair panels on AVX-512 BF16: the kernel QuantizedLinear runs for
-// FP8 layers whose weight scales are per tensor or per output row (W8A16, and W8A8 with static or
-// per-token activation scales), decode and prefill alike; 2-D block scales keep fp8_bf16_matmul.h.
+// FP8 W8A8 layers (static or per-token activation scales) and W8A16 under --cpu_bf16_activations
+// whose weight scales are per tensor or per output row, decode and prefill alike; 2-D block scales
+// and W8A16 with exact f32 activations keep fp8_bf16_matmul.h (the kernel supports the split
+// form; on the panels its two dot products per pair made the decode the bound at batch 1).
 //
 // Why: the row-major GEMV of fp8_bf16_matmul.h reads eight column streams at once and streamed
 // 24-30 GB/s of codes on the 2-core VMs against a 35-40 GB/s triad (76-80% end to end), while the
@@ -8,7 +10,7 @@
 //
 // Layout (RepackFp8Pairs, at load): panel p holds, for each K pair t, the 16 columns' codes
 // (q[n, 2t], q[n, 2t + 1]) as 32 bytes, so 64 bytes are two pairs; K is zero-padded to a multiple
-// of 4. The FP8 decoder of fp8_bf16_matmul.h turns 64 bytes into two 64-byte vectors of bf16 pairs
+// of 4. The FP8 decoder (fp8_bf16_decode.h) turns 64 bytes into two 64-byte vectors of bf16 pairs
 // (every E4M3 value is a normal bf16), which is bf16_dot_matmul.h's panel vector: lane c holds
 // (w[c, 2t], w[c, 2t + 1]).
 //
@@ -19,7 +21,7 @@
 // (col_scale(n) · v), then + bias. Up to 4 rows decode the codes in registers; more rows decode 4
 // panels at a time into bf16 pair panels and run Bf16DotMatmul's AVX-512 tiles over them — the
 // same bf16 values in the same dot-product order, so every row's result is bit-identical however
-// many rows the call has and however its columns are split. Error bound: as bf16_dot_matmul.h's
+// many rows the call has and however its columns are split (both take every pair of the padded K). Error bound: as bf16_dot_matmul.h's
 // (2^-16 + (K + 2)·u)·Σ|x·w| for the split form, plus the scale products' roundings.
 #ifndef TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_

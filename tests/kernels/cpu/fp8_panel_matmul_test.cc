@@ -122,7 +122,7 @@ TEST_P(Fp8PanelTest, AccurateInvariantOnOddShapes) {
       }
     }
     // Each row alone (register path) and in calls of other sizes (either path), split anyhow.
-    for (int64_t r : {1, 2, 4, 5, 9}) {
+    for (int64_t r : {1, 2, 3, 4, 5, 6, 7, 9}) {
       for (int64_t m0 = 0; m0 + r <= rows; m0 += r) {
         const std::vector<float> part =
             RunPanels(l, x.data() + m0 * k, r, r % 2 == 0 ? 16 : 7, l.row_scale.data() + m0);
@@ -139,6 +139,49 @@ INSTANTIATE_TEST_SUITE_P(Forms, Fp8PanelTest,
                            return std::string(std::get<0>(info.param) ? "W8A8" : "W8A16") +
                                   (std::get<1>(info.param) ? "_PerRow" : "_PerTensor");
                          });
+
+// W8A8 with one static activation scale and a per-tensor weight scale (both stride 0), no bias,
+// and an output whose products vdpbf16ps flushes to zero: rows alone (registers) vs in a 9-row
+// call (decoded panels) bit for bit, sign of zero included, for K = 1 and 2 mod 4; the other
+// outputs close to the exact sum.
+TEST(Fp8PanelLayoutTest, StaticScalesNoBiasTinySums) {
+  for (const int64_t k : {65, 130, 2048}) {
+    Layer l = Make(21, k, 9, true, true, 11);
+    if (!Fp8PanelSupported(l.w)) GTEST_SKIP() << "no AVX-512 BF16 / VBMI on this CPU";
+    l.w.col_scale_stride = 0;
+    l.w.row_scale_stride = 0;
+    l.bias.clear();
+    // Column 0 all 2^-9 (the smallest E4M3 subnormal) and row 2 all -2^-120: every product is
+    // -2^-129, which vdpbf16ps flushes to a zero whose sign depends on the order of the adds (a
+    // trailing +0 pair on one path only made the two paths disagree; caught here).
+    for (int64_t i = 0; i < k; ++i) l.q[i] = 0x01;
+    FastQuantWeights src = l.w;
+    src.q = l.q.data();
+    l.w = RepackFp8Pairs(src, l.panels.get());
+    std::vector<float> x = Activations(9, k, true, 5);
+    for (int64_t i = 0; i < k; ++i) x[2 * k + i] = -0x1p-120f;
+    const int64_t stride = Bf16DotActStride(k);
+    std::vector<uint16_t> hi(9 * stride);
+    RoundActsToBf16(x.data(), k, 0, 9, hi.data(), nullptr, nullptr);
+    std::vector<float> all(9 * 21), one(21);
+    Fp8PanelMatmul(l.w, hi.data(), nullptr, 9, nullptr, all.data(), 0, 21);
+    EXPECT_EQ(all[2 * 21], 0.0f);  // +0 or -0, as the CPU flushes (-0 for K = 65 on Zen 4)
+    for (int64_t m = 0; m < 9; ++m) {
+      Fp8PanelMatmul(l.w, hi.data() + m * stride, nullptr, 1, nullptr, one.data(), 0, 21);
+      ASSERT_EQ(std::memcmp(one.data(), all.data() + m * 21, 21 * 4), 0) << "row " << m << " k " << k;
+      for (int64_t c = 0; c < 21 && m != 2; ++c) {
+        double exact = 0, mag = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const double p = static_cast<double>(x[m * k + i]) * numeric::DecodeE4m3(l.q[c * k + i]);
+          exact += p;
+          mag += std::fabs(p);
+        }
+        const double sc = static_cast<double>(l.row_scale[0]) * l.col_scale[0];
+        ASSERT_NEAR(all[m * 21 + c], exact * sc, (k + 8) * std::ldexp(1.0, -24) * mag * sc + 1e-30);
+      }
+    }
+  }
+}
 
 TEST(Fp8PanelLayoutTest, RepackPutsEveryCodeInItsPanelSlot) {
   const Layer l = Make(19, 7, 1, false, true, 3);
