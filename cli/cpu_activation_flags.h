@@ -11,8 +11,8 @@ namespace tessera::cli {
 inline const FlagSpec kCpuInt8ActivationsFlag = {
     "cpu_int8_activations", true,
     "GGUF Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K, INT4/INT8/INT3/INT2 weight-only, NVFP4 "
-    "W4A16 and MXFP4: int8 (Q8_0-block) activations, VNNI kernels, as llama.cpp runs GGUF models; changes "
-    "results slightly"};
+    "W4A16 and MXFP4: int8 (Q8_0-block) activations, VNNI kernels, as llama.cpp runs GGUF "
+    "models; changes results slightly"};
 
 inline const FlagSpec kCpuBf16ActivationsFlag = {
     "cpu_bf16_activations", true,
