@@ -58,12 +58,12 @@ int64_t Bf16PairsBytes(int64_t n, int64_t k) {
 }
 
 FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst) {
-  return panels::Repack16BitPanels(src, FastFormat::kBf16Pairs,
-                                   Bf16PanelKTiles(src.k) * amx::kTileBytes, dst,
-                                   [](int64_t i, int64_t c) {
-                                     // the pair (w[c, 2t], w[c, 2t + 1]) in lane c
-                                     return (i / 2) * 32 + c * 2 + (i % 2);
-                                   });
+  return panels::RepackFloatPanels<2>(src, FastFormat::kBf16Pairs,
+                                      Bf16PanelKTiles(src.k) * amx::kTileBytes, dst,
+                                      [](int64_t i, int64_t c) {
+                                        // the pair (w[c, 2t], w[c, 2t + 1]) in lane c
+                                        return (i / 2) * 32 + c * 2 + (i % 2);
+                                      });
 }
 
 #if defined(TESSERA_BF16_DOT_X86)

@@ -1,8 +1,7 @@
-// What the 16-column panel kernels share (bf16_dot_matmul, float_panel_matmul, int8_dot_matmul): the
-// panel geometry (one output column per 32-bit lane of a zmm), the repack of 16-bit weights into
-// panels, the store mask of a column range that need not start or end on a panel boundary, and
-// the CPUID checks that gate them. Internal to
-// kernels/cpu/fast.
+// What the 16-column panel kernels share (bf16_dot_matmul, float_panel_matmul, fp8_panel_matmul,
+// int8_dot_matmul): the panel geometry (one output column per 32-bit lane of a zmm), the repack of
+// weight rows into panels, the store mask of a column range that need not start or end on a panel
+// boundary, and the CPUID checks that gate them. Internal to kernels/cpu/fast.
 #ifndef TESSERA_KERNELS_CPU_FAST_COLUMN_PANELS_H_
 #define TESSERA_KERNELS_CPU_FAST_COLUMN_PANELS_H_
 
@@ -29,27 +28,35 @@ inline uint16_t StoreMask(int64_t p, int64_t n_begin, int64_t n_end) {
 // Bytes of a panel of 16-bit elements: a K pair of the 16 columns per 64-byte line.
 inline int64_t PairPanelBytes(int64_t k) { return (k + 1) / 2 * 64; }
 
-// Repacks the 16-bit elements of src (rows n at src.data + n · src.row_stride) into 16-column
-// panels of `bytes` (at least PairPanelBytes(k)) at dst: element k = i of column c of panel p goes
-// to 16-bit slot slot(i, c) of the panel, every other slot is zero. Returns the `format` view of
-// the panels.
-template <class Slot>
-FastWeights Repack16BitPanels(const FastWeights& src, FastFormat format, int64_t bytes,
-                              uint8_t* dst, Slot slot) {
-  const int64_t n = src.n, k = src.k;
+// Repacks rows of kElem-byte elements (n rows of k at src + r · row_stride) into 16-column
+// panels of `bytes` each at dst: element k = i of column c of panel p goes to element slot
+// slot(i, c) of the panel, every other byte is zero (+0 for f32 / f16 / bf16 / E4M3 alike).
+template <int kElem, class Slot>
+void RepackPanels(const uint8_t* src, int64_t row_stride, int64_t n, int64_t k, int64_t bytes,
+                  uint8_t* dst, Slot slot) {
   for (int64_t p = 0; p < Count(n); ++p) {
-    uint16_t* panel = reinterpret_cast<uint16_t*>(dst + p * bytes);
-    std::fill(panel, panel + bytes / 2, uint16_t{0});
+    uint8_t* panel = dst + p * bytes;
+    std::memset(panel, 0, bytes);
     for (int64_t c = 0; c < kCols && p * kCols + c < n; ++c) {
-      const uint8_t* row = src.data + (p * kCols + c) * src.row_stride;
-      for (int64_t i = 0; i < k; ++i) std::memcpy(&panel[slot(i, c)], row + 2 * i, 2);
+      const uint8_t* row = src + (p * kCols + c) * row_stride;
+      for (int64_t i = 0; i < k; ++i) {
+        std::memcpy(panel + slot(i, c) * kElem, row + kElem * i, kElem);
+      }
     }
   }
+}
+
+// RepackPanels of src's 16-bit or 32-bit elements (rows n at src.data + n · src.row_stride) into
+// panels of `bytes` (at least PairPanelBytes(k) for 16-bit ones); returns the `format` view.
+template <int kElem, class Slot>
+FastWeights RepackFloatPanels(const FastWeights& src, FastFormat format, int64_t bytes,
+                              uint8_t* dst, Slot slot) {
+  RepackPanels<kElem>(src.data, src.row_stride, src.n, src.k, bytes, dst, slot);
   FastWeights w;
   w.format = format;
   w.data = dst;
-  w.n = n;
-  w.k = k;
+  w.n = src.n;
+  w.k = src.k;
   w.row_stride = bytes;
   return w;
 }

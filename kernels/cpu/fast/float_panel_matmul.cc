@@ -35,32 +35,18 @@ int64_t F16PanelsBytes(int64_t n, int64_t k) {
 }
 
 FastWeights RepackF16Panels(const FastWeights& src, uint8_t* dst) {
-  return panels::Repack16BitPanels(src, FastFormat::kF16Panels, panels::PairPanelBytes(src.k), dst,
-                                   [](int64_t i, int64_t c) {
-    return i * panels::kCols + c;  // k = i of the 16 columns, one 32-byte vector
-  });
+  return panels::RepackFloatPanels<2>(src, FastFormat::kF16Panels, panels::PairPanelBytes(src.k),
+                                      dst, [](int64_t i, int64_t c) {
+                                        return i * panels::kCols + c;  // k = i, one 32-byte vector
+                                      });
 }
 
 // k rows of 64 bytes.
 int64_t F32PanelsBytes(int64_t n, int64_t k) { return panels::Count(n) * k * 64; }
 
 FastWeights RepackF32Panels(const FastWeights& src, uint8_t* dst) {
-  const int64_t n = src.n, k = src.k, bytes = k * 64;
-  for (int64_t p = 0; p < panels::Count(n); ++p) {
-    float* panel = reinterpret_cast<float*>(dst + p * bytes);
-    std::fill(panel, panel + k * panels::kCols, 0.0f);
-    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < n; ++c) {
-      const uint8_t* row = src.data + (p * panels::kCols + c) * src.row_stride;
-      for (int64_t i = 0; i < k; ++i) std::memcpy(&panel[i * panels::kCols + c], row + 4 * i, 4);
-    }
-  }
-  FastWeights w;
-  w.format = FastFormat::kF32Panels;
-  w.data = dst;
-  w.n = n;
-  w.k = k;
-  w.row_stride = bytes;
-  return w;
+  return panels::RepackFloatPanels<4>(src, FastFormat::kF32Panels, src.k * 64, dst,
+                                      [](int64_t i, int64_t c) { return i * panels::kCols + c; });
 }
 
 #if defined(TESSERA_F16_PANEL_X86)

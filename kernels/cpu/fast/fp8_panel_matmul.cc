@@ -47,15 +47,10 @@ bool Fp8PanelSupported(const FastQuantWeights& w) {
 int64_t Fp8PairsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
 
 FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst) {
-  const int64_t n = w.n, k = w.k, bytes = PanelBytes(k);
-  for (int64_t p = 0; p < panels::Count(n); ++p) {
-    uint8_t* panel = dst + p * bytes;
-    std::memset(panel, 0, bytes);  // E4M3 0x00 is +0
-    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < n; ++c) {
-      const uint8_t* row = w.q + (p * panels::kCols + c) * k;
-      for (int64_t i = 0; i < k; ++i) panel[(i / 2) * 32 + c * 2 + (i % 2)] = row[i];
-    }
-  }
+  // Pair t of column c at byte 32t + 2c (E4M3 0x00, the padding, is +0).
+  panels::RepackPanels<1>(w.q, w.k, w.n, w.k, PanelBytes(w.k), dst, [](int64_t i, int64_t c) {
+    return (i / 2) * 32 + c * 2 + (i % 2);
+  });
   FastQuantWeights out = w;
   out.q = dst;
   return out;
