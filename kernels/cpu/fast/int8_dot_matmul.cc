@@ -31,7 +31,6 @@
 namespace tessera::kernels::cpu::fast {
 namespace {
 
-constexpr int64_t kPanelCols = panels::kCols;
 int64_t PanelBytes(int64_t k) { return Int8PanelKTiles(k) * amx::kTileBytes; }
 
 }  // namespace
@@ -67,16 +66,8 @@ void QuantizeSymmetricU8Reference(const float* x, int64_t k, int64_t r0, int64_t
 int64_t Int8QuadsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
 
 void RepackInt8Quads(const int8_t* q, int64_t n, int64_t k, uint8_t* panels, int32_t* col_sums) {
-  for (int64_t p = 0; p < panels::Count(n); ++p) {
-    uint8_t* panel = panels + p * PanelBytes(k);
-    std::memset(panel, 0, PanelBytes(k));
-    for (int64_t c = 0; c < kPanelCols && p * kPanelCols + c < n; ++c) {
-      const int8_t* row = q + (p * kPanelCols + c) * k;
-      for (int64_t i = 0; i < k; ++i) {
-        panel[(i / 4) * 64 + c * 4 + (i % 4)] = static_cast<uint8_t>(row[i]);
-      }
-    }
-  }
+  panels::RepackPanels<1>(reinterpret_cast<const uint8_t*>(q), k, n, k, PanelBytes(k), panels,
+                          [](int64_t i, int64_t c) { return (i / 4) * 64 + c * 4 + (i % 4); });
   ComputeInt8AzpAdjustment(q, n, k, col_sums);
 }
 
