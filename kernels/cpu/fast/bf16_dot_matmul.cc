@@ -105,8 +105,6 @@ struct Bf16Pairs : panels::FloatAccumulators {
 
 namespace internal {
 
-// The AVX-512 tiles whatever AmxBf16Usable says (also fp8_panel_matmul.cc's GEMM, whose rows must
-// sum in its GEMV's order).
 void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
                          int64_t rows, const float* bias, float* y, int64_t n_begin,
                          int64_t n_end) {

@@ -78,6 +78,15 @@ FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst);
 void Bf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
                    const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
+namespace internal {
+
+// Bf16DotMatmul's AVX-512 tiles, whatever AmxBf16Usable says: fp8_panel_matmul.cc's GEMM path runs
+// them so that its rows sum in the order of its register path. Requires Bf16DotAvailable().
+void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
+                         int64_t rows, const float* bias, float* y, int64_t n_begin,
+                         int64_t n_end);
+
+}  // namespace internal
 }  // namespace tessera::kernels::cpu::fast
 
 #endif  // TESSERA_KERNELS_CPU_FAST_BF16_DOT_MATMUL_H_

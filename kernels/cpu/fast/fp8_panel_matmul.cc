@@ -67,13 +67,6 @@ HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512dq,avx512bw,avx512vbmi,avx512bf16,av
 
 namespace tessera::kernels::cpu::fast {
 
-namespace internal {
-// bf16_dot_matmul.cc: the AVX-512 tiles, whatever AmxBf16Usable says.
-void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
-                         int64_t rows, const float* bias, float* y, int64_t n_begin,
-                         int64_t n_end);
-}  // namespace internal
-
 namespace {
 
 // Row m's outputs of 16 columns from col (lanes under `mask`): v = s(n) · acc, for W8A8
