@@ -6,7 +6,11 @@
 // are split into low and high nibbles once, then every activation row of the tile (up to 8, kept
 // in registers) does 8 vpdpbusd with its 4-byte code groups broadcast, one int-to-float convert
 // and two FMAs: the canonical order of the header, lane = column. Q8_0 tiles load 8 vectors of
-// bytes per block and skip the split.
+// bytes per block and skip the split. Formats with an integer zero point (Q4_0, Q8_0, MXFP4,
+// NVFP4, Q6_K) start each block's int32 sums at −z·s (broadcast from memory: a load, no vector
+// ALU work) instead of subtracting z·s in f32 afterwards; both give the exact block integer
+// Σ (u − z)·x as one f32 (|Σ| < 2^24), so the results are the same bits with one vector
+// operation fewer per row and block of the compute-bound many-row tiles.
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's false "may be used uninitialized" inside avx512fintrin.h (see q8_act_vnni.cc).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -18,6 +22,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "hwy/base.h"
 #include "kernels/cpu/fast/int4_x16.h"
@@ -62,9 +67,11 @@ enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K, kMxfp4 };
 // point 32, low nibbles plus high bit pairs; kMxfp4: E2M1 nibbles through the 2·e2m1 + 12 byte
 // table, zero point 12, E8M0 scale bytes; else f16 block scales and zero point 8 (Q4_0 nibbles)
 // or 128 (Q8_0 bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
+// zs: −z·s per row, block (and half: [rows][blocks][halves]) for the integer zero points
+// (ZeroPointOf), else unused.
 template <int MR, Codes kCodes>
-void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
-          __m512* out) {
+void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
+          int64_t r0, __m512* out) {
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
   constexpr bool kHalves = kCodes == Codes::kQ6K;
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
@@ -74,14 +81,13 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   constexpr int64_t kScaleBytes = kGroupScales ? 128 : (kHalves || kAffine) ? 320 : 64;
+  constexpr bool kIntZero = kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kE2m1;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
   // The walk below hard-codes the record geometry for speed; it must be the layout's.
   HWY_DASSERT(layout.scale_bytes == kScaleBytes && layout.code_bytes == kBlockBytes);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
-  const __m512 zero_point =
-      _mm512_set1_ps(kHalves ? 32.0f : kBytes ? 128.0f : kE2m1 ? 12.0f : 8.0f);
   const __m512i lut = TwiceE2m1Plus12Table();
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
@@ -101,7 +107,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
                       reinterpret_cast<const __m128i*>(record + 32 + (j * 2 + h) * 16)))));
         const __m512i pairs = _mm512_loadu_si512(codes + 256 + h * 64);
         __m512i isum[MR];
-        for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
+        for (int r = 0; r < MR; ++r) isum[r] = _mm512_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + h]);
         for (int q = 2 * h; q < 2 * h + 2; ++q) {
           const __m512i v = _mm512_loadu_si512(codes + q * 64);
           const __m512i hp = q % 2 == 0 ? pairs : _mm512_srli_epi16(pairs, 4);
@@ -116,12 +122,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
             isum[r] = DpbusdBcast(isum[r], hi, x + 4);
           }
         }
-        const float* xs = h == 0 ? a.s : a.s2;
         for (int r = 0; r < MR; ++r) {
           const int64_t off = (r0 + r) * blocks + b;
-          const __m512 t =
-              _mm512_fnmadd_ps(zero_point, _mm512_set1_ps(xs[off]), _mm512_cvtepi32_ps(isum[r]));
-          acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw, _mm512_set1_ps(a.d[off])), acc[r]);
+          acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]),
+                                   _mm512_mul_ps(sw, _mm512_set1_ps(a.d[off])), acc[r]);
         }
       }
       if (++j == per_record) {
@@ -130,7 +134,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       }
       continue;
     }
-    __m512 sw, zv;  // kAffine: s = d·sc and o = dmin·m (exact), else scale and zero point
+    // kAffine: s = d·sc and o = dmin·m (exact); kGroupScales: scale and zero point; else the scale
+    // (the zero point is in the sums' start, kIntZero).
+    __m512 sw, zv = _mm512_setzero_ps();
     if constexpr (kGroupScales) {
       sw = _mm512_loadu_ps(reinterpret_cast<const float*>(record));
       zv = _mm512_loadu_ps(reinterpret_cast<const float*>(record + 64));
@@ -152,10 +158,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
                                                  _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
                                                  _mm512_set1_epi32(0x00400000));
       sw = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0.5f));
-      zv = zero_point;
     } else {
       sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + j * 32)));
-      zv = zero_point;
     }
     const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
     if (++j == per_record) {
@@ -163,7 +167,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
       record += record_bytes;
     }
     __m512i isum[MR];
-    for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
+    for (int r = 0; r < MR; ++r) {
+      isum[r] = kIntZero ? _mm512_set1_epi32(zs[(r0 + r) * blocks + b]) : _mm512_setzero_si512();
+    }
     for (int q = 0; kBytes && q < 8; ++q) {
       const __m512i v = _mm512_loadu_si512(codes + q * 64);
       for (int r = 0; r < MR; ++r) isum[r] = DpbusdBcast(isum[r], v, xrow[r] + b * 32 + 4 * q);
@@ -198,8 +204,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
         const __m512 t = _mm512_fnmadd_ps(zv, _mm512_set1_ps(a.s[off]), p);
         acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(a.d[off]), acc[r]);
       } else {
-        const __m512 t =
-            _mm512_fnmadd_ps(zv, _mm512_set1_ps(a.s[off]), _mm512_cvtepi32_ps(isum[r]));
+        const __m512 t = kIntZero ? _mm512_cvtepi32_ps(isum[r])
+                                  : _mm512_fnmadd_ps(zv, _mm512_set1_ps(a.s[off]),
+                                                     _mm512_cvtepi32_ps(isum[r]));
         acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw, _mm512_set1_ps(a.d[off])), acc[r]);
       }
     }
@@ -210,12 +217,11 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int6
 // NVFP4 tiles: E2M1 nibbles through the 2·e2m1 + 12 byte table, chunks 0-1 and 2-3 summed
 // apart (the two scale halves of a block), UE4M3 scales decoded per block for the 16 columns.
 template <int MR>
-void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, int64_t r0,
-               __m512* out) {
+void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
+               int64_t r0, __m512* out) {
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const __m512i m4 = _mm512_set1_epi8(0x0F), lut = TwiceE2m1Plus12Table();
-  const __m512 twelve = _mm512_set1_ps(12.0f);
   // sf · 2^-8 (exact) times alpha · 128 is one rounding of sf · alpha / 2: bit for bit the
   // portable loop's (sf · alpha) · 0.5, since scaling by powers of two commutes with rounding
   // (away from the f32 subnormal and overflow ranges, which UE4M3 scales times a global scale
@@ -235,7 +241,7 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
     }
     for (int h = 0; h < 2; ++h) {
       __m512i isum[MR];
-      for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
+      for (int r = 0; r < MR; ++r) isum[r] = _mm512_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + h]);
       for (int q = 2 * h; q < 2 * h + 2; ++q) {
         const __m512i v = _mm512_loadu_si512(codes + q * 64);
         const __m512i lo = _mm512_shuffle_epi8(lut, _mm512_and_si512(v, m4));
@@ -246,13 +252,11 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
           isum[r] = DpbusdBcast(isum[r], hi, x + 4);
         }
       }
-      const float* xs = h == 0 ? a.s : a.s2;
       const float* dx = h == 0 ? a.d : a.d2;
       for (int r = 0; r < MR; ++r) {
         const int64_t off = (r0 + r) * blocks + b;
-        const __m512 t =
-            _mm512_fnmadd_ps(twelve, _mm512_set1_ps(xs[off]), _mm512_cvtepi32_ps(isum[r]));
-        acc[r] = _mm512_fmadd_ps(t, _mm512_mul_ps(sw[h], _mm512_set1_ps(dx[off])), acc[r]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[r]),
+                                 _mm512_mul_ps(sw[h], _mm512_set1_ps(dx[off])), acc[r]);
       }
     }
   }
@@ -260,27 +264,27 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
 }
 
 template <int MR>
-void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y, int64_t g,
-          int64_t c0, int64_t c1, int64_t r0) {
+void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const float* bias,
+          float* y, int64_t g, int64_t c0, int64_t c1, int64_t r0) {
   __m512 acc[MR];
   if (w.format == FastFormat::kNvfp4x16) {
-    TileNvfp4<MR>(w.data + g * w.row_stride, w, a, r0, acc);
+    TileNvfp4<MR>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   } else if (w.format == FastFormat::kU4x16) {
-    Tile<MR, Codes::kU4>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kU4>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   } else if (w.format == FastFormat::kU8x16) {
-    Tile<MR, Codes::kU8>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kU8>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   } else if (w.format == FastFormat::kQ8_0x16) {
-    Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   } else if (w.format == FastFormat::kQ6_Kx16) {
-    Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   } else if (w.format == FastFormat::kQ4_Kx16) {
-    Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   } else if (w.format == FastFormat::kQ5_Kx16) {
-    Tile<MR, Codes::kQ5K>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kQ5K>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   } else if (w.format == FastFormat::kMxfp4x16) {
-    Tile<MR, Codes::kMxfp4>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kMxfp4>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   } else {
-    Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, r0, acc);
+    Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, zs, r0, acc);
   }
   const __mmask16 m = static_cast<__mmask16>(((1u << (c1 - c0)) - 1) << c0);
   const int64_t n0 = g * kCols;
@@ -298,10 +302,27 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* 
 }
 
 // Rows<MR> for MR = 1..8 (a row tile of up to 8 activation rows kept in registers).
-using RowTileFn = void (*)(const FastWeights&, const Int4x16Acts&, const float*, float*, int64_t,
-                           int64_t, int64_t, int64_t);
+using RowTileFn = void (*)(const FastWeights&, const Int4x16Acts&, const int32_t*, const float*,
+                           float*, int64_t, int64_t, int64_t, int64_t);
 constexpr RowTileFn kRowTiles[8] = {Rows<1>, Rows<2>, Rows<3>, Rows<4>,
                                     Rows<5>, Rows<6>, Rows<7>, Rows<8>};
+
+// The integer zero point z of the tiles whose blocks start their sums at −z·s, else 0.
+int32_t ZeroPointOf(FastFormat format) {
+  switch (format) {
+    case FastFormat::kQ4_0x16:
+      return 8;
+    case FastFormat::kQ8_0x16:
+      return 128;
+    case FastFormat::kMxfp4x16:
+    case FastFormat::kNvfp4x16:
+      return 12;
+    case FastFormat::kQ6_Kx16:
+      return 32;
+    default:
+      return 0;
+  }
+}
 
 }  // namespace
 
@@ -350,13 +371,25 @@ void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1
 
 void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                        int64_t n_begin, int64_t n_end) {
+  // −z·s per row and block (half), the code sums s being exact integers in f32.
+  thread_local std::vector<int32_t> zero_sums;
+  const int32_t z = ZeroPointOf(w.format);
+  if (z != 0) {
+    const int64_t blocks = w.k / 32, halves = X16NeedsHalfSums(w.format) ? 2 : 1;
+    zero_sums.resize(a.rows * blocks * halves);
+    for (int64_t i = 0; i < a.rows * blocks; ++i) {
+      zero_sums[i * halves] = -z * static_cast<int32_t>(a.s[i]);
+      if (halves == 2) zero_sums[i * 2 + 1] = -z * static_cast<int32_t>(a.s2[i]);
+    }
+  }
   for (int64_t g = n_begin / kCols; g * kCols < n_end; ++g) {
     // Columns of this group inside [n_begin, n_end) (the mask keeps other callers' columns and
     // the padding untouched; bias and y are only read / written under it).
     const int64_t c0 = std::max<int64_t>(n_begin - g * kCols, 0);
     const int64_t c1 = std::min<int64_t>(n_end - g * kCols, kCols);
     for (int64_t r0 = 0; r0 < a.rows; r0 += 8) {
-      kRowTiles[std::min<int64_t>(8, a.rows - r0) - 1](w, a, bias, y, g, c0, c1, r0);
+      kRowTiles[std::min<int64_t>(8, a.rows - r0) - 1](w, a, zero_sums.data(), bias, y, g, c0, c1,
+                                                       r0);
     }
   }
 }
