@@ -113,7 +113,7 @@ int RunBench(const std::vector<std::string>& argv) {
   const int64_t max_batch = *std::max_element(batches.begin(), batches.end());
   runtime::EngineOptions options{.threads = static_cast<int>(*threads),
                                  .precision_plan_path = args->GetString("precision_plan"),
-                                 .cpu_int8_activations = args->GetBool("cpu_int8_activations"),
+                                 .cpu_int8_activations = Int8ActivationsFlag(*args),
                                  .cpu_bf16_activations = args->GetBool("cpu_bf16_activations"),
                                  .device = device};
   // A device KV pool just large enough for the largest batch.

@@ -4,15 +4,27 @@
 #ifndef TESSERA_CLI_CPU_ACTIVATION_FLAGS_H_
 #define TESSERA_CLI_CPU_ACTIVATION_FLAGS_H_
 
+#include <string>
+
 #include "cli/args.h"
+#include "engine/backend/cpu/cpu_kernel_selector.h"
 
 namespace tessera::cli {
 
 inline const FlagSpec kCpuInt8ActivationsFlag = {
     "cpu_int8_activations", true,
-    "GGUF Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K, INT4/INT8/INT3/INT2 weight-only, NVFP4 "
-    "W4A16 and MXFP4: int8 (Q8_0-block) activations, VNNI kernels, as llama.cpp runs GGUF "
-    "models; changes results slightly"};
+    "int8 (Q8_0-block) activations and VNNI kernels, which change results slightly. Default: "
+    "GGUF Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K layers on a CPU with AVX-512 VNNI, as "
+    "llama.cpp runs GGUF models. Given: also INT4/INT8/INT3/INT2 weight-only, NVFP4 W4A16 and "
+    "MXFP4. =false: exact f32 activations everywhere"};
+
+// The layers --cpu_int8_activations covers: absent the GGUF block formats, given (=true) every
+// format with int8-activation tiles, =false none.
+inline backend::cpu::Int8Activations Int8ActivationsFlag(const Args& args) {
+  const std::string v = args.GetString("cpu_int8_activations", "");
+  if (v.empty()) return backend::cpu::Int8Activations::kGgufBlocks;
+  return v == "true" ? backend::cpu::Int8Activations::kAll : backend::cpu::Int8Activations::kNone;
+}
 
 inline const FlagSpec kCpuBf16ActivationsFlag = {
     "cpu_bf16_activations", true,

@@ -68,7 +68,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
   runtime::EngineOptions options;
   options.threads = static_cast<int>(*threads);
   options.precision_plan_path = args->GetString("precision_plan");
-  options.cpu_int8_activations = args->GetBool("cpu_int8_activations");
+  options.cpu_int8_activations = Int8ActivationsFlag(*args);
   options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
   options.device = args->GetString("device", "cpu");
   options.kv_cache_dtype = args->GetString("kv_cache_dtype", "f32");

@@ -98,7 +98,7 @@ int RunInspect(const std::vector<std::string>& argv) {
     return 1;
   }
   auto plan = runtime::ResolvePlan(*source, **quant_config, args->GetString("precision_plan"),
-                                   {args->GetBool("cpu_int8_activations"),
+                                   {Int8ActivationsFlag(*args),
                                     args->GetBool("cpu_bf16_activations")});
   if (!plan.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(plan.status().message()).c_str());

@@ -55,7 +55,7 @@ int RunPerplexity(const std::vector<std::string>& argv) {
   runtime::EngineOptions options;
   options.threads = static_cast<int>(*threads);
   options.precision_plan_path = args->GetString("precision_plan");
-  options.cpu_int8_activations = args->GetBool("cpu_int8_activations");
+  options.cpu_int8_activations = Int8ActivationsFlag(*args);
   options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
   auto engine = runtime::LoadEngine(args->GetString("model"), options);
   if (!engine.ok()) return Fail(engine.status());

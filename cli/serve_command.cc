@@ -173,7 +173,7 @@ int RunServe(const std::vector<std::string>& argv) {
   runtime::EngineOptions engine_options;
   engine_options.threads = static_cast<int>(*threads);
   engine_options.precision_plan_path = args->GetString("precision_plan");
-  engine_options.cpu_int8_activations = args->GetBool("cpu_int8_activations");
+  engine_options.cpu_int8_activations = Int8ActivationsFlag(*args);
   engine_options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
   engine_options.device = args->GetString("device", "cpu");
   engine_options.kv_blocks = sched_opts->kv_blocks;

@@ -22,10 +22,10 @@ namespace {
       "-DTESSERA_ENABLE_CUDA=ON)"));
 }
 
-// GGUF K-quant (and Q4_1 / Q5_x) layers without --cpu_int8_activations run the CPU kernel that
-// dequantizes blocks per call ("-dequant"): correct but several times slower than their int8
-// tiles, which is what llama.cpp always runs. Said once at load, so a user who expected llama.cpp's
-// speed sees why and what to pass.
+// GGUF K-quant (and Q4_1 / Q5_x) layers with f32 activations (--cpu_int8_activations=false, or a
+// CPU without AVX-512 VNNI) run the CPU kernel that dequantizes blocks per call ("-dequant"):
+// correct but several times slower than their int8 tiles, which is what llama.cpp always runs.
+// Said once at load, so a user who expected llama.cpp's speed sees why.
 void WarnAboutDequantizingLayers(const quant::PrecisionPlan& plan) {
   int layers = 0;
   for (const quant::LinearSpec& s : plan.layers()) {
@@ -33,9 +33,9 @@ void WarnAboutDequantizingLayers(const quant::PrecisionPlan& plan) {
   }
   if (layers == 0) return;
   TLOG_WARNING(
-      "%d GGUF layers dequantize their blocks per call with f32 activations (kernel *-dequant); "
-      "--cpu_int8_activations runs them on int8-activation VNNI tiles, as llama.cpp does, several "
-      "times faster (results change slightly)",
+      "%d GGUF layers dequantize their blocks per call with f32 activations (kernel *-dequant): "
+      "several times slower than the int8-activation VNNI tiles llama.cpp's method runs by "
+      "default, which need AVX-512 VNNI and no --cpu_int8_activations=false",
       layers);
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "engine/backend/cpu/cpu_kernel_selector.h"
 #include "engine/model/decoder.h"
 #include "engine/model/decoder_model.h"
 #include "engine/model/model_source.h"
@@ -35,10 +36,10 @@ struct LoadedEngine {
 struct EngineOptions {
   int threads = 0;  // 0 = all hardware threads
   std::string precision_plan_path;  // a plan file with override rules; empty = checkpoint as is
-  // GGUF Q4_0/Q8_0/Q4_K, INT4 weight-only and NVFP4 W4A16 layers quantize their activations to int8
-  // blocks of 32 (llama.cpp's method, VNNI kernels): faster, but results differ from f32
-  // activations by the activation rounding.
-  bool cpu_int8_activations = false;
+  // Which layers quantize their activations to int8 blocks of 32 (llama.cpp's method, VNNI
+  // kernels): faster, but results differ from f32 activations by the activation rounding. Default:
+  // the GGUF block formats, as llama.cpp runs them (backend/cpu/cpu_kernel_selector.h).
+  backend::cpu::Int8Activations cpu_int8_activations = backend::cpu::Int8Activations::kGgufBlocks;
   // bf16 weights multiply bf16-rounded activations (one vdpbf16ps per weight pair, as PyTorch
   // and llama.cpp run bf16 models): twice the prefill GEMM rate on AVX-512 BF16, but results
   // differ from f32 activations by the activation rounding. Off: the exact hi + lo split.
@@ -60,7 +61,7 @@ absl::StatusOr<int> ParseDevice(const std::string& device);
 // Resolves the precision plan of an opened model without preparing weights (for inspect).
 // The CPU selector's activation choices (the EngineOptions fields of the same names).
 struct CpuActivationChoices {
-  bool int8 = false;  // cpu_int8_activations
+  backend::cpu::Int8Activations int8 = backend::cpu::Int8Activations::kGgufBlocks;
   bool bf16 = false;  // cpu_bf16_activations
 };
 absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& source,

@@ -11,9 +11,10 @@ namespace tessera::backend::cpu {
 
 // Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast (bf16 weights: the
 // vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
-// (--cpu_bf16_activations), "-vnni" the int8 activation tiles (--cpu_int8_activations), "-int"
-// NVFP4 W4A4's exact integer tiles (VNNI), "-dequant" GGUF blocks dequantized to an f32 tile per
-// call (the K-quants and Q4_1 / Q5_0 / Q5_1 without --cpu_int8_activations), "-ref" the scalar
+// (--cpu_bf16_activations), "-vnni" the int8 activation tiles (GGUF block formats by default,
+// the others under --cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles (VNNI),
+// "-dequant" GGUF blocks dequantized to an f32 tile per call (the K-quants and Q4_1 / Q5_0 / Q5_1
+// under --cpu_int8_activations=false or without VNNI), "-ref" the scalar
 // reference kernels. A layer whose
 // layout a fast kernel cannot take (FP8 block-scaled W8A8 on a CPU without AVX-512 BF16, INT4 group
 // 16, K not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
@@ -35,8 +36,9 @@ bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
   return true;
 }
 
-// Whether the NVFP4 / MXFP4 int8-activation tiles run here (QuantizedLinear::InitFast's check).
-bool Fp4TilesAvailable() {
+// Whether the int8-activation tiles run their VNNI kernel here (else their scalar loop; the NVFP4
+// and MXFP4 tiles are only taken with it: QuantizedLinear::InitFast's check).
+bool VnniTilesAvailable() {
   return std::string_view(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni";
 }
 
@@ -113,12 +115,12 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         break;
       }
       // Weight-only INT8: the byte tiles with int8 activations, else the f32 byte-code kernel.
-      if (int8_activations_ && TakeInt8Activations(spec, "cpu/int8-wo-vnni")) break;
+      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int8-wo-vnni")) break;
       spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kInt4:
     case WeightFormat::kInt4Awq: {
-      if (int8_activations_ && TakeInt8Activations(spec, "cpu/int4-wo-vnni")) break;
+      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int4-wo-vnni")) break;
       // Act-order layers run the same kernels once their channels are sorted by group.
       const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
       spec->kernel = spec->k % 32 == 0 && group % 32 == 0 ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
@@ -126,13 +128,13 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     }
     case WeightFormat::kInt3:
     case WeightFormat::kInt2:
-      if (int8_activations_ && TakeInt8Activations(spec, "cpu/int-wo-vnni")) break;
+      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int-wo-vnni")) break;
       spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:
       // The FP4 tiles need VNNI (QuantizedLinear::InitFast); without it the f32 kernels stay.
-      if (int8_activations_ && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0 &&
-          Fp4TilesAvailable()) {
+      if (Int8ForAll() && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0 &&
+          VnniTilesAvailable()) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
         spec->activation_group = 32;
@@ -143,7 +145,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
                                                                   : "cpu/nvfp4-w4a16-fast";
       break;
     case WeightFormat::kMxfp4:
-      if (int8_activations_ && Fp4TilesAvailable() &&
+      if (Int8ForAll() && VnniTilesAvailable() &&
           TakeInt8Activations(spec, "cpu/mxfp4-w4a16-vnni")) {
         break;
       }
@@ -157,7 +159,8 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufQ4_K:
     case WeightFormat::kGgufQ5_K:
     case WeightFormat::kGgufQ6_K:
-      if (int8_activations_) {
+      if (Int8ForAll() ||
+          (int8_activations_ == Int8Activations::kGgufBlocks && VnniTilesAvailable())) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
         spec->activation_group = 32;

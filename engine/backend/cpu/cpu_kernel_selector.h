@@ -9,19 +9,36 @@
 
 namespace tessera::backend::cpu {
 
+// Which layers quantize their activations to int8 blocks of 32 (Q8_0's) for the VNNI tiles.
+enum class Int8Activations {
+  kNone,  // exact f32 activations everywhere
+  // GGUF block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) where this CPU has
+  // AVX-512 VNNI: ggml's own dot products for these types take Q8 activations, so this is what
+  // the file's numbers mean to llama.cpp, and 3x its decode speed over the f32-activation
+  // kernels here. The default; elsewhere (and without VNNI, where the tiles would run their
+  // scalar loop) f32 activations stay.
+  kGgufBlocks,
+  // Also INT4 / INT8 / INT3 / INT2 weight-only, NVFP4 W4A16 and MXFP4 (--cpu_int8_activations).
+  kAll,
+};
+
 class CpuKernelSelector : public quant::KernelSelector {
  public:
-  // int8_activations: run GGUF, integer weight-only, NVFP4 W4A16 and MXFP4 layers with int8
-  // (Q8_0-block) activations and the VNNI tiles (a: q8_0 act) instead of exact f32 activations.
+  // int8_activations: which layers run int8 (Q8_0-block) activations and the VNNI tiles (a: q8_0
+  // act) instead of exact f32 activations.
   // bf16_activations: bf16 weights multiply bf16-rounded activations (a: bf16) instead of the
   // exact hi + lo split.
-  explicit CpuKernelSelector(bool int8_activations = false, bool bf16_activations = false)
+  explicit CpuKernelSelector(Int8Activations int8_activations = Int8Activations::kNone,
+                             bool bf16_activations = false)
       : int8_activations_(int8_activations), bf16_activations_(bf16_activations) {}
   std::string name() const override { return "cpu"; }
   absl::Status Select(quant::LinearSpec* spec) const override;
 
  private:
-  bool int8_activations_;
+  // Whether layers of every int8-capable format take int8 activations (kAll).
+  bool Int8ForAll() const { return int8_activations_ == Int8Activations::kAll; }
+
+  Int8Activations int8_activations_;
   bool bf16_activations_;
 };
 

@@ -39,7 +39,8 @@ std::string SynthQ4K() {
 std::unique_ptr<LoadedEngine> Load(bool int8) {
   EngineOptions options;
   options.threads = 2;
-  options.cpu_int8_activations = int8;
+  options.cpu_int8_activations =
+      int8 ? backend::cpu::Int8Activations::kAll : backend::cpu::Int8Activations::kNone;
   auto e = LoadEngine(SynthQ4K(), options);
   EXPECT_TRUE(e.ok()) << e.status();
   return e.ok() ? std::move(*e) : nullptr;

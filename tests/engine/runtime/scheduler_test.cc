@@ -112,7 +112,9 @@ TEST_F(SchedulerTest, ConcurrentGreedyEqualsSequentialInFewerSteps) {
 // per call (decode batches, prefill chunks) and must stay batch-invariant end to end.
 TEST(SchedulerInt8ActivationsTest, ConcurrentGreedyEqualsSequential) {
   auto e = LoadEngine(std::string(TESSERA_SHARED_DIR) + "/models/stories260K/stories260K-Q4_0.gguf",
-                      {.threads = 2, .precision_plan_path = "", .cpu_int8_activations = true});
+                      {.threads = 2,
+                       .precision_plan_path = "",
+                       .cpu_int8_activations = backend::cpu::Int8Activations::kAll});
   ASSERT_TRUE(e.ok()) << e.status();
   ExpectConcurrentEqualsSequential(**e);
 }

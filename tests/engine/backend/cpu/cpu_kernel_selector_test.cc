@@ -9,6 +9,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
 
 namespace tessera::backend::cpu {
 namespace {
@@ -63,7 +64,7 @@ TEST(CpuKernelSelectorTest, Int4ActOrderRunsTheFastKernels) {
   LinearSpec plain = s;
   ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
   EXPECT_EQ(plain.kernel, "cpu/int-wo-fast");
-  ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&s).ok());
+  ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
   EXPECT_EQ(s.kernel, "cpu/int4-wo-vnni");
   EXPECT_EQ(s.activation, ActivationFormat::kInt8Block32);
   LinearSpec g16 = s;
@@ -87,7 +88,7 @@ TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
     s.weight_format = fmt;
     s.group_size = 128;
     LinearSpec plain = s, odd = s;
-    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&s).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
     EXPECT_EQ(s.kernel, label);
     EXPECT_EQ(s.activation, ActivationFormat::kInt8Block32);
     ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
@@ -95,19 +96,19 @@ TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
     EXPECT_EQ(plain.activation, ActivationFormat::kFloat);
     odd.group_size = 48;  // K a multiple of 32, the groups not (but whole vectors)
     odd.k = 288;
-    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&odd).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&odd).ok());
     EXPECT_EQ(odd.kernel, "cpu/int-wo-fast");
     EXPECT_EQ(odd.activation, ActivationFormat::kFloat);
     LinearSpec odd_k = plain;
     odd_k.group_size = -1;  // per channel, K not a multiple of 32
     odd_k.k = 240;
     odd_k.kernel.clear();
-    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&odd_k).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&odd_k).ok());
     EXPECT_EQ(odd_k.kernel, "cpu/int-wo-fast");
     LinearSpec g24 = odd_k;
     g24.group_size = 24;  // groups that are not whole vectors
     g24.kernel.clear();
-    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&g24).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&g24).ok());
     EXPECT_EQ(g24.kernel, "cpu/int-wo-ref");
   }
 }
@@ -138,7 +139,7 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
     s.k = 256;
     s.weight_format = fmt;
     quant::LinearSpec plain = s;
-    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&s).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
     EXPECT_EQ(s.kernel, label);
     const bool tiles = std::string(label).find("vnni") != std::string::npos;
     EXPECT_EQ(s.activation, tiles ? quant::ActivationFormat::kInt8Block32
@@ -150,6 +151,32 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
         fmt == quant::WeightFormat::kGgufQ4_0 || fmt == quant::WeightFormat::kGgufQ8_0;
     EXPECT_NE(plain.kernel.find(vector_decoder ? "-fast" : "-dequant"), std::string::npos)
         << plain.kernel;
+  }
+}
+
+// The default (Int8Activations::kGgufBlocks, `tessera` without --cpu_int8_activations): the GGUF
+// block formats take the int8 tiles where VNNI runs them and keep f32 activations elsewhere; the
+// other int8-capable formats keep f32 activations.
+TEST(CpuKernelSelectorTest, DefaultInt8ActivationsCoverGgufBlocksOnly) {
+  const bool vnni = std::string(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni";
+  for (const auto& [fmt, group, int8_label, f32_label] :
+       {std::tuple{WeightFormat::kGgufQ4_0, 0, "cpu/gguf-q4_0-vnni", "cpu/gguf-q4_0-fast"},
+        std::tuple{WeightFormat::kGgufQ6_K, 0, "cpu/gguf-q6_k-vnni", "cpu/gguf-q6_k-dequant"},
+        std::tuple{WeightFormat::kInt4, 128, "cpu/int-wo-fast", "cpu/int-wo-fast"},
+        std::tuple{WeightFormat::kMxfp4, 32, "cpu/mxfp4-w4a16-fast", "cpu/mxfp4-w4a16-fast"},
+        std::tuple{WeightFormat::kNvfp4, 16, "cpu/nvfp4-w4a16-fast", "cpu/nvfp4-w4a16-fast"}}) {
+    LinearSpec s;
+    s.module = "model.layers.0.mlp.up_proj";
+    s.n = 64;
+    s.k = 256;
+    s.weight_format = fmt;
+    s.group_size = group;
+    LinearSpec exact = s;
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kGgufBlocks).Select(&s).ok());
+    EXPECT_EQ(s.kernel, vnni ? int8_label : f32_label);
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone).Select(&exact).ok());
+    EXPECT_EQ(exact.kernel, f32_label);
+    EXPECT_EQ(exact.activation, ActivationFormat::kFloat);
   }
 }
 
@@ -171,7 +198,7 @@ TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
     s.activation = act;
     s.group_size = fmt == WeightFormat::kMxfp4 ? 32 : 16;
     LinearSpec plain = s;
-    ASSERT_TRUE(CpuKernelSelector(/*int8_activations=*/true).Select(&s).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
     EXPECT_EQ(s.kernel, tiles);
     EXPECT_EQ(s.activation, act == ActivationFormat::kFloat ? ActivationFormat::kInt8Block32 : act)
         << tiles;
