@@ -25,7 +25,7 @@ run() {
 }
 run "Q4_0, int8 activations" --model "$OUT/tl-Q4_0.gguf" --cpu_int8_activations
 run "Q8_0, int8 activations" --model "$OUT/tl-Q8_0.gguf" --cpu_int8_activations
-run "Q8_0, f32 activations" --model "$OUT/tl-Q8_0.gguf"
+run "Q8_0, f32 activations" --model "$OUT/tl-Q8_0.gguf" --cpu_int8_activations=false
 run "FP8 W8A16 (bench-fp8-wo)" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-fp8-wo.json
 run "FP8 W8A8 (bench-fp8)" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-fp8.json
 run "INT4 g128, int8 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-int4-g128.json --cpu_int8_activations
