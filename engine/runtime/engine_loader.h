@@ -36,9 +36,10 @@ struct LoadedEngine {
 struct EngineOptions {
   int threads = 0;  // 0 = all hardware threads
   std::string precision_plan_path;  // a plan file with override rules; empty = checkpoint as is
-  // Which layers quantize their activations to int8 blocks of 32 (llama.cpp's method, VNNI
-  // kernels): faster, but results differ from f32 activations by the activation rounding. Default:
-  // the GGUF block formats, as llama.cpp runs them (backend/cpu/cpu_kernel_selector.h).
+  // Which layers quantize their activations to int8 blocks of 32 (llama.cpp's method; AVX-512
+  // VNNI or AVX2 kernels): faster, but results differ from f32 activations by the activation
+  // rounding. Default: the GGUF block formats, as llama.cpp runs them
+  // (backend/cpu/cpu_kernel_selector.h).
   backend::cpu::Int8Activations cpu_int8_activations = backend::cpu::Int8Activations::kGgufBlocks;
   // bf16 weights multiply bf16-rounded activations (one vdpbf16ps per weight pair, as PyTorch
   // and llama.cpp run bf16 models): twice the prefill GEMM rate on AVX-512 BF16, but results

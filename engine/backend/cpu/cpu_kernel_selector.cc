@@ -1,9 +1,11 @@
 #include "engine/backend/cpu/cpu_kernel_selector.h"
 
+#include <string>
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
+#include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 
@@ -11,11 +13,11 @@ namespace tessera::backend::cpu {
 
 // Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast (bf16 weights: the
 // vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
-// (--cpu_bf16_activations), "-vnni" the int8 activation tiles (GGUF block formats by default,
-// the others under --cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles (VNNI),
-// "-dequant" GGUF blocks dequantized to an f32 tile per call (the K-quants and Q4_1 / Q5_0 / Q5_1
-// under --cpu_int8_activations=false or without VNNI), "-ref" the scalar
-// reference kernels. A layer whose
+// (--cpu_bf16_activations), "-vnni" / "-avx2" the int8 activation tiles on their AVX-512 VNNI or
+// AVX2 kernel (GGUF block formats by default, the others under --cpu_int8_activations), "-int"
+// NVFP4 W4A4's exact integer tiles, "-dequant" GGUF blocks dequantized to an f32 tile per call
+// (the K-quants and Q4_1 / Q5_0 / Q5_1 under --cpu_int8_activations=false or without AVX2),
+// "-ref" the scalar reference kernels. A layer whose
 // layout a fast kernel cannot take (FP8 block-scaled W8A8 on a CPU without AVX-512 BF16, INT4 group
 // 16, K not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
 // vectors, FP8 NaN codes, a CPU without AVX-512 for the 4-bit formats) falls back to the reference
@@ -32,15 +34,16 @@ bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
   spec->activation = quant::ActivationFormat::kInt8Block32;
   spec->activation_scale = quant::ScaleGranularity::kGroup;
   spec->activation_group = 32;
-  spec->kernel = kernel;
+  spec->kernel = absl::StrCat(kernel, Int8TileSuffix());
   return true;
 }
 
-// Whether the int8-activation tiles run their VNNI kernel here (else their scalar loop; the NVFP4
-// and MXFP4 tiles are only taken with it: QuantizedLinear::InitFast's check).
-bool VnniTilesAvailable() {
-  return std::string_view(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni";
+// Whether the int8-activation tiles run a vector kernel here (AVX-512 VNNI or AVX2; else their
+// scalar loop, and the NVFP4 and MXFP4 tiles are not taken: QuantizedLinear::InitFast's check).
+bool Int8TilesFast() {
+  return kernels::cpu::fast::Int4x16KernelInUse() != kernels::cpu::fast::Int4x16Kernel::kPortable;
 }
+
 
 // INT8 / INT3 / INT2 weight-only codes (a byte each) with f32 activations: FastQuantMatmul's
 // byte-code decoder takes groups of whole vectors (16 lanes covers every target) or one group
@@ -52,6 +55,18 @@ bool IntBytesFast(const quant::LinearSpec& spec) {
 }
 
 }  // namespace
+
+std::string Int8TileSuffix() {
+  switch (kernels::cpu::fast::Int4x16KernelInUse()) {
+    case kernels::cpu::fast::Int4x16Kernel::kAvx512Vnni:
+      return "vnni";
+    case kernels::cpu::fast::Int4x16Kernel::kAvx2:
+      return "avx2";
+    case kernels::cpu::fast::Int4x16Kernel::kPortable:
+      break;
+  }
+  return "portable";
+}
 
 absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
   using quant::ActivationFormat;
@@ -115,12 +130,12 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         break;
       }
       // Weight-only INT8: the byte tiles with int8 activations, else the f32 byte-code kernel.
-      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int8-wo-vnni")) break;
+      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int8-wo-")) break;
       spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kInt4:
     case WeightFormat::kInt4Awq: {
-      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int4-wo-vnni")) break;
+      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int4-wo-")) break;
       // Act-order layers run the same kernels once their channels are sorted by group.
       const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
       spec->kernel = spec->k % 32 == 0 && group % 32 == 0 ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
@@ -128,25 +143,24 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     }
     case WeightFormat::kInt3:
     case WeightFormat::kInt2:
-      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int-wo-vnni")) break;
+      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int-wo-")) break;
       spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:
       // The FP4 tiles need VNNI (QuantizedLinear::InitFast); without it the f32 kernels stay.
       if (Int8ForAll() && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0 &&
-          VnniTilesAvailable()) {
+          Int8TilesFast()) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
         spec->activation_group = 32;
-        spec->kernel = "cpu/nvfp4-w4a16-vnni";
+        spec->kernel = absl::StrCat("cpu/nvfp4-w4a16-", Int8TileSuffix());
         break;
       }
       spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int"
                                                                   : "cpu/nvfp4-w4a16-fast";
       break;
     case WeightFormat::kMxfp4:
-      if (Int8ForAll() && VnniTilesAvailable() &&
-          TakeInt8Activations(spec, "cpu/mxfp4-w4a16-vnni")) {
+      if (Int8ForAll() && Int8TilesFast() && TakeInt8Activations(spec, "cpu/mxfp4-w4a16-")) {
         break;
       }
       spec->kernel = "cpu/mxfp4-w4a16-fast";
@@ -159,13 +173,13 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufQ4_K:
     case WeightFormat::kGgufQ5_K:
     case WeightFormat::kGgufQ6_K:
-      if (Int8ForAll() ||
-          (int8_activations_ == Int8Activations::kGgufBlocks && VnniTilesAvailable())) {
+      if (Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && Int8TilesFast())) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
         spec->activation_group = 32;
-        spec->kernel = absl::StrCat(
-            "cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-vnni");
+        spec->kernel =
+            absl::StrCat("cpu/gguf-", quant::WeightFormatName(spec->weight_format).substr(5), "-",
+                         Int8TileSuffix());
         break;
       }
       [[fallthrough]];

@@ -9,22 +9,27 @@
 
 namespace tessera::backend::cpu {
 
-// Which layers quantize their activations to int8 blocks of 32 (Q8_0's) for the VNNI tiles.
+// Which layers quantize their activations to int8 blocks of 32 (Q8_0's) for the int8 tiles
+// (kernels/cpu/fast/int4_x16.h: AVX-512 VNNI, else AVX2).
 enum class Int8Activations {
   kNone,  // exact f32 activations everywhere
   // GGUF block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) where this CPU has
-  // AVX-512 VNNI: ggml's own dot products for these types take Q8 activations, so this is what
-  // the file's numbers mean to llama.cpp, and 3x its decode speed over the f32-activation
-  // kernels here. The default; elsewhere (and without VNNI, where the tiles would run their
+  // AVX-512 VNNI or AVX2: ggml's own dot products for these types take Q8 activations, so this is
+  // what the file's numbers mean to llama.cpp, and 3x its decode speed over the f32-activation
+  // kernels here. The default; elsewhere (a CPU without AVX2, where the tiles would run their
   // scalar loop) f32 activations stay.
   kGgufBlocks,
   // Also INT4 / INT8 / INT3 / INT2 weight-only, NVFP4 W4A16 and MXFP4 (--cpu_int8_activations).
   kAll,
 };
 
+// The last part of an int8-tile layer's kernel name ("cpu/gguf-q4_0-vnni"): which kernel runs
+// the tiles on this CPU, "vnni", "avx2" or "portable" (the scalar loop).
+std::string Int8TileSuffix();
+
 class CpuKernelSelector : public quant::KernelSelector {
  public:
-  // int8_activations: which layers run int8 (Q8_0-block) activations and the VNNI tiles (a: q8_0
+  // int8_activations: which layers run int8 (Q8_0-block) activations and the int8 tiles (a: q8_0
   // act) instead of exact f32 activations.
   // bf16_activations: bf16 weights multiply bf16-rounded activations (a: bf16) instead of the
   // exact hi + lo split.

@@ -197,7 +197,7 @@ std::string DenseLinear::Describe() const {
   if (fast_.format == kernels::cpu::fast::FastFormat::kF32Panels) return "f32 / cpu-avx512-panels";
   if (activations_ == DenseActivations::kInt8Block32) {
     return absl::StrCat(io::DTypeName(weight_.dtype), " x q8_0 act / cpu-",
-                        kernels::cpu::fast::Q8ActKernelName());
+                        kernels::cpu::fast::Int4x16KernelName());
   }
   return absl::StrCat(io::DTypeName(weight_.dtype), " / cpu-fast-",
                       kernels::cpu::fast::FastTargetName());

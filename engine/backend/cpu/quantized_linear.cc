@@ -58,9 +58,10 @@ void QuantizedLinear::InitFast() {
   const bool nvfp4_int_acts = s.weight_format == WeightFormat::kNvfp4 &&
                               (s.activation == ActivationFormat::kNvfp4 ||
                                s.activation == ActivationFormat::kInt8Block32);
-  if (nvfp4_int_acts && s.k % 32 == 0 && std::strcmp(kf::Q8ActKernelName(), "avx512-vnni") == 0) {
-    // NVFP4 codes times int8 activation codes with VNNI: exact per half block, so W4A4 takes it by
-    // default; W4A16 only with int8 activations (--cpu_int8_activations). A NaN block scale (never
+  const bool tiles_fast = kf::Int4x16KernelInUse() != kf::Int4x16Kernel::kPortable;
+  if (nvfp4_int_acts && s.k % 32 == 0 && tiles_fast) {
+    // NVFP4 codes times int8 activation codes (VNNI or AVX2): exact per half block, so W4A4 takes
+    // it by default; W4A16 only with int8 activations (--cpu_int8_activations). A NaN block scale (never
     // written by a producer) keeps the layer on the float paths, which propagate it.
     const kc::Nvfp4Weights nw = w_.AsNvfp4();
     bool nan_scale = false;
@@ -80,8 +81,8 @@ void QuantizedLinear::InitFast() {
     }
   }
   if (s.weight_format == WeightFormat::kMxfp4 && s.activation == ActivationFormat::kInt8Block32 &&
-      s.k % 32 == 0 && std::strcmp(kf::Q8ActKernelName(), "avx512-vnni") == 0) {
-    // MXFP4 codes times int8 activation codes with VNNI (--cpu_int8_activations). A NaN scale
+      s.k % 32 == 0 && tiles_fast) {
+    // MXFP4 codes times int8 activation codes (VNNI or AVX2; --cpu_int8_activations). A NaN scale
     // (0xFF, never written by a producer) leaves the layer to the reference path, which
     // propagates it.
     const kc::Mxfp4Weights mw = w_.AsMxfp4();

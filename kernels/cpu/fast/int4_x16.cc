@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -21,8 +22,15 @@ namespace tessera::kernels::cpu::fast {
 namespace internal {
 bool HasVnni();      // q8_act_vnni.cc
 bool HasAvx512Bw();  // q8_act_vnni.cc: what the NVFP4 activation quantizer needs
-void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
-                       int64_t n_begin, int64_t n_end);
+bool HasAvx2Fma();   // q8_act_vnni.cc
+// zero_sums: −z·s per row and block (and half, [rows][blocks][halves]) for the formats with an
+// integer zero point z (ZeroPointOf), else unused.
+void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
+                       const float* bias, float* y, int64_t n_begin, int64_t n_end);
+void Int4x16MatmulAvx2(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
+                       const float* bias, float* y, int64_t n_begin, int64_t n_end);
+void QuantizeActsInt4x16Avx2(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
+                             float* d, float* s, float* s2);
 void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
                                float* d, float* s, float* s2);
 // nvfp4_acts_avx512.cc
@@ -37,6 +45,44 @@ using internal::ByteCodeOffset;
 using internal::PutCodes;
 using internal::X16Layout;
 using internal::X16Weights;
+
+// Which kernel runs the tiles: the best this CPU has, or a lower one named by TESSERA_INT8_TILES
+// ("avx2" or "portable"), which is how an AVX2-only or a non-x86 machine's path is tested and
+// measured on an AVX-512 one. Asked once per process.
+Int4x16Kernel ChosenKernel() {
+  static const Int4x16Kernel kernel = [] {
+    const Int4x16Kernel best = Int4x16KernelSupported(Int4x16Kernel::kAvx512Vnni)
+                                   ? Int4x16Kernel::kAvx512Vnni
+                               : Int4x16KernelSupported(Int4x16Kernel::kAvx2)
+                                   ? Int4x16Kernel::kAvx2
+                                   : Int4x16Kernel::kPortable;
+    const char* env = std::getenv("TESSERA_INT8_TILES");
+    if (env == nullptr) return best;
+    if (std::strcmp(env, "portable") == 0) return Int4x16Kernel::kPortable;
+    if (std::strcmp(env, "avx2") == 0 && Int4x16KernelSupported(Int4x16Kernel::kAvx2)) {
+      return Int4x16Kernel::kAvx2;
+    }
+    return best;
+  }();
+  return kernel;
+}
+
+// The integer zero point z of the tiles whose blocks start their int32 sums at −z·s, else 0.
+int32_t ZeroPointOf(FastFormat format) {
+  switch (format) {
+    case FastFormat::kQ4_0x16:
+      return 8;
+    case FastFormat::kQ8_0x16:
+      return 128;
+    case FastFormat::kMxfp4x16:
+    case FastFormat::kNvfp4x16:
+      return 12;
+    case FastFormat::kQ6_Kx16:
+      return 32;
+    default:
+      return 0;
+  }
+}
 
 constexpr int64_t kCols = internal::kX16Cols;
 
@@ -162,7 +208,19 @@ FastWeights RepackMxfp4x16(const uint8_t* packed, const uint8_t* scales, int64_t
 
 void QuantizeActsInt4x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q, float* d,
                          float* s, float* s2) {
-  if (internal::HasVnni()) return internal::QuantizeActsInt4x16Avx512(x, k, r0, r1, q, d, s, s2);
+  QuantizeActsInt4x16On(ChosenKernel(), x, k, r0, r1, q, d, s, s2);
+}
+
+void QuantizeActsInt4x16On(Int4x16Kernel kernel, const float* x, int64_t k, int64_t r0,
+                           int64_t r1, int8_t* q, float* d, float* s, float* s2) {
+  switch (kernel) {
+    case Int4x16Kernel::kAvx512Vnni:
+      return internal::QuantizeActsInt4x16Avx512(x, k, r0, r1, q, d, s, s2);
+    case Int4x16Kernel::kAvx2:
+      return internal::QuantizeActsInt4x16Avx2(x, k, r0, r1, q, d, s, s2);
+    case Int4x16Kernel::kPortable:
+      break;
+  }
   const int64_t blocks = k / 32;
   for (int64_t r = r0; r < r1; ++r) {
     QuantizeRowQ8Block32(x + r * k, k, q + r * k, d + r * blocks);
@@ -371,14 +429,58 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
   }
 }
 
+bool Int4x16KernelSupported(Int4x16Kernel kernel) {
+  switch (kernel) {
+    case Int4x16Kernel::kAvx512Vnni:
+      return internal::HasVnni();
+    case Int4x16Kernel::kAvx2:
+      return internal::HasAvx2Fma();
+    case Int4x16Kernel::kPortable:
+      break;
+  }
+  return true;
+}
+
+Int4x16Kernel Int4x16KernelInUse() { return ChosenKernel(); }
+
+const char* Int4x16KernelName(Int4x16Kernel kernel) {
+  switch (kernel) {
+    case Int4x16Kernel::kAvx512Vnni:
+      return "avx512-vnni";
+    case Int4x16Kernel::kAvx2:
+      return "avx2";
+    case Int4x16Kernel::kPortable:
+      break;
+  }
+  return "portable";
+}
+
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end) {
+  Int4x16MatmulOn(ChosenKernel(), w, a, bias, y, n_begin, n_end);
+}
+
+void Int4x16MatmulOn(Int4x16Kernel kernel, const FastWeights& w, const Int4x16Acts& a,
+                     const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (a.rows <= 0 || n_begin >= n_end) return;
   assert((a.s2 != nullptr || !X16NeedsHalfSums(w.format)) && "per-half code sums needed");
-  if (internal::HasVnni()) {
-    internal::Int4x16MatmulVnni(w, a, bias, y, n_begin, n_end);
+  if (kernel == Int4x16Kernel::kPortable) {
+    return Int4x16MatmulPortable(w, a, bias, y, n_begin, n_end);
+  }
+  // −z·s per row and block (half), the code sums s being exact integers in f32.
+  thread_local std::vector<int32_t> zero_sums;
+  if (const int32_t z = ZeroPointOf(w.format); z != 0) {
+    const int64_t blocks = w.k / 32, halves = X16NeedsHalfSums(w.format) ? 2 : 1;
+    zero_sums.resize(a.rows * blocks * halves);
+    for (int64_t i = 0; i < a.rows * blocks; ++i) {
+      zero_sums[i * halves] = -z * static_cast<int32_t>(a.s[i]);
+      if (halves == 2) zero_sums[i * 2 + 1] = -z * static_cast<int32_t>(a.s2[i]);
+    }
+  }
+  if (kernel == Int4x16Kernel::kAvx512Vnni) {
+    internal::Int4x16MatmulVnni(w, a, zero_sums.data(), bias, y, n_begin, n_end);
   } else {
-    Int4x16MatmulPortable(w, a, bias, y, n_begin, n_end);
+    internal::Int4x16MatmulAvx2(w, a, zero_sums.data(), bias, y, n_begin, n_end);
   }
 }
 

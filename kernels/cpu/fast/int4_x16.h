@@ -164,12 +164,28 @@ void QuantizeNvfp4ActsInt4x16(const float* x, int64_t len, float g, int8_t* q, f
 // Nvfp4DynamicGlobalScale (2688 / amax, 1 for an all-zero or all-NaN input), vectorized.
 float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n);
 
-// y[m, n] for n in [n_begin, n_end), the canonical order above; AVX-512 VNNI when present.
+// y[m, n] for n in [n_begin, n_end), the canonical order above, on Int4x16KernelInUse().
 // kNvfp4x16 and kQ6_Kx16 need the per-half sums s2 (QuantizeActsInt4x16 with s2).
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end);
 
-// The scalar loop of the same order (the tests' oracle; the fallback without VNNI).
+// The kernels that run the tiles, all giving the portable loop's bits: AVX-512 VNNI (vpdpbusd),
+// AVX2 (vpmaddubsw + vpmaddwd, llama.cpp's method on CPUs without VNNI: int4_x16_avx2.cc) and the
+// portable loop. Int4x16Matmul and QuantizeActsInt4x16 run the best one this CPU supports, or the
+// lower one named by the environment variable TESSERA_INT8_TILES=avx2|portable (to test and
+// measure an AVX2-only machine's path on an AVX-512 one); chosen once per process.
+enum class Int4x16Kernel { kAvx512Vnni, kAvx2, kPortable };
+bool Int4x16KernelSupported(Int4x16Kernel kernel);
+Int4x16Kernel Int4x16KernelInUse();
+// "avx512-vnni", "avx2" or "portable".
+const char* Int4x16KernelName(Int4x16Kernel kernel = Int4x16KernelInUse());
+// Int4x16Matmul and QuantizeActsInt4x16 on a given supported kernel (tests and benchmarks).
+void Int4x16MatmulOn(Int4x16Kernel kernel, const FastWeights& w, const Int4x16Acts& a,
+                     const float* bias, float* y, int64_t n_begin, int64_t n_end);
+void QuantizeActsInt4x16On(Int4x16Kernel kernel, const float* x, int64_t k, int64_t r0,
+                           int64_t r1, int8_t* q, float* d, float* s, float* s2 = nullptr);
+
+// The scalar loop of the same order (the tests' oracle; the fallback on CPUs without AVX2).
 void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const float* bias,
                            float* y, int64_t n_begin, int64_t n_end);
 

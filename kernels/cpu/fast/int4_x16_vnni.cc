@@ -307,23 +307,6 @@ using RowTileFn = void (*)(const FastWeights&, const Int4x16Acts&, const int32_t
 constexpr RowTileFn kRowTiles[8] = {Rows<1>, Rows<2>, Rows<3>, Rows<4>,
                                     Rows<5>, Rows<6>, Rows<7>, Rows<8>};
 
-// The integer zero point z of the tiles whose blocks start their sums at −z·s, else 0.
-int32_t ZeroPointOf(FastFormat format) {
-  switch (format) {
-    case FastFormat::kQ4_0x16:
-      return 8;
-    case FastFormat::kQ8_0x16:
-      return 128;
-    case FastFormat::kMxfp4x16:
-    case FastFormat::kNvfp4x16:
-      return 12;
-    case FastFormat::kQ6_Kx16:
-      return 32;
-    default:
-      return 0;
-  }
-}
-
 }  // namespace
 
 // QuantizeRowQ8Block32 vectorized, bit-identical: amax ignores NaN as std::max does (vmaxps
@@ -369,27 +352,15 @@ void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1
   }
 }
 
-void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
-                       int64_t n_begin, int64_t n_end) {
-  // −z·s per row and block (half), the code sums s being exact integers in f32.
-  thread_local std::vector<int32_t> zero_sums;
-  const int32_t z = ZeroPointOf(w.format);
-  if (z != 0) {
-    const int64_t blocks = w.k / 32, halves = X16NeedsHalfSums(w.format) ? 2 : 1;
-    zero_sums.resize(a.rows * blocks * halves);
-    for (int64_t i = 0; i < a.rows * blocks; ++i) {
-      zero_sums[i * halves] = -z * static_cast<int32_t>(a.s[i]);
-      if (halves == 2) zero_sums[i * 2 + 1] = -z * static_cast<int32_t>(a.s2[i]);
-    }
-  }
+void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
+                       const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   for (int64_t g = n_begin / kCols; g * kCols < n_end; ++g) {
     // Columns of this group inside [n_begin, n_end) (the mask keeps other callers' columns and
     // the padding untouched; bias and y are only read / written under it).
     const int64_t c0 = std::max<int64_t>(n_begin - g * kCols, 0);
     const int64_t c1 = std::min<int64_t>(n_end - g * kCols, kCols);
     for (int64_t r0 = 0; r0 < a.rows; r0 += 8) {
-      kRowTiles[std::min<int64_t>(8, a.rows - r0) - 1](w, a, zero_sums.data(), bias, y, g, c0, c1,
-                                                       r0);
+      kRowTiles[std::min<int64_t>(8, a.rows - r0) - 1](w, a, zero_sums, bias, y, g, c0, c1, r0);
     }
   }
 }
@@ -401,8 +372,8 @@ HWY_POP_ATTRIBUTES
 #else  // not x86-64 GCC/Clang
 
 namespace tessera::kernels::cpu::fast::internal {
-void Int4x16MatmulVnni(const FastWeights&, const Int4x16Acts&, const float*, float*, int64_t,
-                       int64_t) {}
+void Int4x16MatmulVnni(const FastWeights&, const Int4x16Acts&, const int32_t*, const float*, float*,
+                       int64_t, int64_t) {}
 void QuantizeActsInt4x16Avx512(const float*, int64_t, int64_t, int64_t, int8_t*, float*, float*,
                                float*) {}
 }  // namespace tessera::kernels::cpu::fast::internal

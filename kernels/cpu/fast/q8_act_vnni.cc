@@ -39,6 +39,17 @@ bool HasVnni() {
   return has;
 }
 
+// What int4_x16_avx2.cc needs (vpmaddubsw, FMA, vcvtph2ps).
+bool HasAvx2Fma() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          __builtin_cpu_supports("f16c");
+  return has;
+#else
+  return false;
+#endif
+}
+
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))

@@ -54,10 +54,10 @@ TEST(Q4KInt8ActivationsTest, PlanCloseToExactAndBatchInvariant) {
   for (const quant::LinearSpec& s : int8->plan->layers()) {
     if (s.weight_format == quant::WeightFormat::kGgufQ4_K) {
       ++q4k_layers;
-      EXPECT_EQ(s.kernel, "cpu/gguf-q4_k-vnni") << s.module;
+      EXPECT_EQ(s.kernel, "cpu/gguf-q4_k-" + backend::cpu::Int8TileSuffix()) << s.module;
     } else if (s.weight_format == quant::WeightFormat::kGgufQ6_K) {
       ++q6k_layers;
-      EXPECT_EQ(s.kernel, "cpu/gguf-q6_k-vnni") << s.module;
+      EXPECT_EQ(s.kernel, "cpu/gguf-q6_k-" + backend::cpu::Int8TileSuffix()) << s.module;
     } else {
       ADD_FAILURE() << s.module << " is neither Q4_K nor Q6_K";
       continue;

@@ -30,6 +30,7 @@
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
+#include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
 #include "kernels/cpu/quant/int_weight_only_matmul.h"
@@ -588,7 +589,7 @@ TEST(FastQuantTest, Nvfp4) {
                      ScaleOrigin::kDynamic, 5);
         },
         "nvfp4 w4a16 x q8_0 act",
-        fast && std::string(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni");
+        fast && kernels::cpu::fast::Int4x16KernelInUse() != kernels::cpu::fast::Int4x16Kernel::kPortable);
   }
 }
 
@@ -607,7 +608,7 @@ TEST(FastQuantTest, Mxfp4) {
                      ScaleOrigin::kDynamic, 9);
         },
         "mxfp4 x q8_0 act",
-        Wide() && std::string(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni");
+        Wide() && kernels::cpu::fast::Int4x16KernelInUse() != kernels::cpu::fast::Int4x16Kernel::kPortable);
   }
   // A NaN scale keeps the layer off the tiles (they would read it as a number).
   PackedWeights nan_scale = Fp4(WeightFormat::kMxfp4, 16, 64, ActivationFormat::kInt8Block32,

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -38,8 +39,36 @@ inline Acts Quantize(const float* x, int64_t rows, int64_t k, bool halves = fals
 
 inline bool NeedsHalves(const FastWeights& fw) { return X16NeedsHalfSums(fw.format); }
 
-// Int4x16Matmul (VNNI where the CPU has it) equals Int4x16MatmulPortable bit for bit, bias
-// included, for each row count, on normal random activations.
+// The kernels this CPU can run besides the portable loop (AVX-512 VNNI, AVX2).
+inline std::vector<Int4x16Kernel> FastKernels() {
+  std::vector<Int4x16Kernel> out;
+  for (Int4x16Kernel kernel : {Int4x16Kernel::kAvx512Vnni, Int4x16Kernel::kAvx2}) {
+    if (Int4x16KernelSupported(kernel)) out.push_back(kernel);
+  }
+  return out;
+}
+
+// Int4x16Matmul and every fast kernel this CPU supports (Int4x16MatmulOn) equal
+// Int4x16MatmulPortable bit for bit on the activations a, bias included; `what` names the case.
+inline void ExpectKernelsMatchPortable(const FastWeights& fw, const Int4x16Acts& a,
+                                       const float* bias, const std::string& what) {
+  const int64_t n = fw.n, rows = a.rows;
+  std::vector<float> ref(rows * n, -2.0f);
+  Int4x16MatmulPortable(fw, a, bias, ref.data(), 0, n);
+  std::vector<Int4x16Kernel> kernels = FastKernels();
+  kernels.push_back(Int4x16KernelInUse());
+  for (Int4x16Kernel kernel : kernels) {
+    std::vector<float> y(rows * n, -1.0f);
+    Int4x16MatmulOn(kernel, fw, a, bias, y.data(), 0, n);
+    for (int64_t i = 0; i < rows * n; ++i) {
+      ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
+          << Int4x16KernelName(kernel) << " " << what << " n=" << n << " k=" << fw.k
+          << " rows=" << rows << " i=" << i << ": " << y[i] << " vs " << ref[i];
+    }
+  }
+}
+
+// ExpectKernelsMatchPortable for each row count, on normal random activations.
 inline void ExpectMatchesPortable(const FastWeights& fw, std::mt19937& rng,
                                   std::initializer_list<int64_t> row_counts) {
   const int64_t n = fw.n, k = fw.k;
@@ -49,14 +78,8 @@ inline void ExpectMatchesPortable(const FastWeights& fw, std::mt19937& rng,
     for (auto& v : x) v = nd(rng);
     for (auto& v : bias) v = nd(rng);
     const Acts a = Quantize(x.data(), rows, k, NeedsHalves(fw));
-    std::vector<float> y(rows * n, -1.0f), ref(rows * n, -2.0f);
-    Int4x16Matmul(fw, a.view, bias.data(), y.data(), 0, n);
-    Int4x16MatmulPortable(fw, a.view, bias.data(), ref.data(), 0, n);
-    for (int64_t i = 0; i < rows * n; ++i) {
-      ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
-          << Q8ActKernelName() << " n=" << n << " k=" << k << " rows=" << rows << " i=" << i << ": "
-          << y[i] << " vs " << ref[i];
-    }
+    ExpectKernelsMatchPortable(fw, a.view, bias.data(), "");
+    if (::testing::Test::HasFatalFailure()) return;
   }
 }
 

@@ -14,6 +14,16 @@
 namespace tessera::backend::cpu {
 namespace {
 
+// An int8-tile kernel label as written below ("...-vnni") with the suffix of the kernel that runs
+// the tiles on this CPU (Int8TileSuffix); other labels unchanged.
+std::string Tiles(std::string label) {
+  const std::string vnni = "-vnni";
+  if (label.size() > vnni.size() && label.ends_with(vnni) && label.find("w8a8") == std::string::npos) {
+    label.replace(label.size() - vnni.size(), vnni.size(), "-" + Int8TileSuffix());
+  }
+  return label;
+}
+
 using quant::ActivationFormat;
 using quant::LinearSpec;
 using quant::ScaleGranularity;
@@ -65,7 +75,7 @@ TEST(CpuKernelSelectorTest, Int4ActOrderRunsTheFastKernels) {
   ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
   EXPECT_EQ(plain.kernel, "cpu/int-wo-fast");
   ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
-  EXPECT_EQ(s.kernel, "cpu/int4-wo-vnni");
+  EXPECT_EQ(s.kernel, Tiles("cpu/int4-wo-vnni"));
   EXPECT_EQ(s.activation, ActivationFormat::kInt8Block32);
   LinearSpec g16 = s;
   g16.group_size = 16;
@@ -89,7 +99,7 @@ TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
     s.group_size = 128;
     LinearSpec plain = s, odd = s;
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
-    EXPECT_EQ(s.kernel, label);
+    EXPECT_EQ(s.kernel, Tiles(label));
     EXPECT_EQ(s.activation, ActivationFormat::kInt8Block32);
     ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
     EXPECT_EQ(plain.kernel, "cpu/int-wo-fast");
@@ -140,7 +150,7 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
     s.weight_format = fmt;
     quant::LinearSpec plain = s;
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
-    EXPECT_EQ(s.kernel, label);
+    EXPECT_EQ(s.kernel, Tiles(label));
     const bool tiles = std::string(label).find("vnni") != std::string::npos;
     EXPECT_EQ(s.activation, tiles ? quant::ActivationFormat::kInt8Block32
                                   : quant::ActivationFormat::kFloat)
@@ -158,7 +168,7 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
 // block formats take the int8 tiles where VNNI runs them and keep f32 activations elsewhere; the
 // other int8-capable formats keep f32 activations.
 TEST(CpuKernelSelectorTest, DefaultInt8ActivationsCoverGgufBlocksOnly) {
-  const bool vnni = std::string(kernels::cpu::fast::Q8ActKernelName()) == "avx512-vnni";
+  const bool tiles = Int8TileSuffix() != "portable";
   for (const auto& [fmt, group, int8_label, f32_label] :
        {std::tuple{WeightFormat::kGgufQ4_0, 0, "cpu/gguf-q4_0-vnni", "cpu/gguf-q4_0-fast"},
         std::tuple{WeightFormat::kGgufQ6_K, 0, "cpu/gguf-q6_k-vnni", "cpu/gguf-q6_k-dequant"},
@@ -173,7 +183,7 @@ TEST(CpuKernelSelectorTest, DefaultInt8ActivationsCoverGgufBlocksOnly) {
     s.group_size = group;
     LinearSpec exact = s;
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kGgufBlocks).Select(&s).ok());
-    EXPECT_EQ(s.kernel, vnni ? int8_label : f32_label);
+    EXPECT_EQ(s.kernel, tiles ? Tiles(int8_label) : f32_label);
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone).Select(&exact).ok());
     EXPECT_EQ(exact.kernel, f32_label);
     EXPECT_EQ(exact.activation, ActivationFormat::kFloat);
@@ -181,8 +191,10 @@ TEST(CpuKernelSelectorTest, DefaultInt8ActivationsCoverGgufBlocksOnly) {
 }
 
 // The 4-bit float formats with f32 activations: under --cpu_int8_activations NVFP4 W4A16 and
-// MXFP4 take the VNNI tiles with int8 blocks of 32; NVFP4 W4A4 keeps its own activations.
+// MXFP4 take the int8 tiles with int8 blocks of 32 where a vector kernel runs them (else they keep
+// their f32 kernels); NVFP4 W4A4 keeps its own activations.
 TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
+  const bool vector_tiles = Int8TileSuffix() != "portable";
   for (const auto& [fmt, act, tiles, plain_label] :
        {std::tuple{WeightFormat::kMxfp4, ActivationFormat::kFloat, "cpu/mxfp4-w4a16-vnni",
                    "cpu/mxfp4-w4a16-fast"},
@@ -199,9 +211,9 @@ TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
     s.group_size = fmt == WeightFormat::kMxfp4 ? 32 : 16;
     LinearSpec plain = s;
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
-    EXPECT_EQ(s.kernel, tiles);
-    EXPECT_EQ(s.activation, act == ActivationFormat::kFloat ? ActivationFormat::kInt8Block32 : act)
-        << tiles;
+    const bool takes_tiles = act == ActivationFormat::kFloat && vector_tiles;
+    EXPECT_EQ(s.kernel, takes_tiles || act != ActivationFormat::kFloat ? Tiles(tiles) : plain_label);
+    EXPECT_EQ(s.activation, takes_tiles ? ActivationFormat::kInt8Block32 : act) << tiles;
     ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
     EXPECT_EQ(plain.kernel, plain_label);
     EXPECT_EQ(plain.activation, act);
