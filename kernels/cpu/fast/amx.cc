@@ -14,6 +14,8 @@
 #define TESSERA_AMX_PROBE 1
 #endif
 
+#include "kernels/cpu/fast/isa_limit.h"
+
 namespace tessera::kernels::cpu::fast {
 
 namespace {
@@ -46,6 +48,7 @@ bool AmxAvailable() {
   static const bool ok = [] {
     const char* off = std::getenv("TESSERA_DISABLE_AMX");
     if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
+    if (!Avx512Allowed()) return false;  // the AMX kernels' epilogues are AVX-512
     return ProbeAmx();
   }();
   return ok;

@@ -17,6 +17,7 @@
 #endif
 
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
+#include "kernels/cpu/fast/isa_limit.h"
 #include "kernels/cpu/fast/quant_epilogue.h"
 
 #include <immintrin.h>
@@ -34,7 +35,8 @@ namespace tessera::kernels::cpu::fast {
 
 bool Fp8Bf16Available() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+  static const bool has = Avx512Allowed() && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vbmi") &&
                           __builtin_cpu_supports("avx512bf16");
