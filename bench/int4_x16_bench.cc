@@ -157,7 +157,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
       static_cast<double>(copies[0].tiles.size()) * it / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] =
       benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
-  state.SetLabel(kf::Q8ActKernelName());
+  state.SetLabel(kf::Int4x16KernelName());
 }
 
 }  // namespace

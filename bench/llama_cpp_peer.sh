@@ -18,7 +18,8 @@
 #
 # Usage: bench/llama_cpp_peer.sh [BUILD_DIR] [MODEL.gguf ...]
 #   defaults: build/fast; /tmp/synth/tl-{Q4_0,Q8_0,Q4_K_M,F16}.gguf (synthesized if missing)
-#   env: THREADS (2), PROMPT (128), GEN (64), BATCH (16), ROUNDS (2), LLAMA_CPP_PY (0.3.36)
+#   env: THREADS (2), PROMPT (128), GEN (64), BATCH (16), ROUNDS (2), LLAMA_CPP_PY (0.3.36),
+#        ISA (native | avx2)
 # Run it on an otherwise idle machine (see decode_table.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,21 +31,34 @@ ROUNDS="${ROUNDS:-2}"
 PY_VERSION="${LLAMA_CPP_PY:-0.3.36}"
 VOCAB=../shared/reference/vocab/ggml-vocab-llama-spm.gguf
 
+# ISA=native: each side uses this CPU's best instructions (AVX-512 VNNI / BF16 here). ISA=avx2:
+# both sides as on an AVX2-only CPU (Zen 2 / Zen 3, Intel before Ice Lake): llama.cpp built with
+# GGML_NATIVE=OFF (its AVX / AVX2 / FMA / F16C / BMI2 defaults, no AVX-512), tessera under
+# TESSERA_CPU_ISA=avx2 (kernels/cpu/fast/isa_limit.h).
+ISA="${ISA:-native}"
+BUILD_SUB=build NATIVE=ON
+if [ "$ISA" = avx2 ]; then
+  BUILD_SUB=build-avx2 NATIVE=OFF
+  export TESSERA_CPU_ISA=avx2
+fi
+
 if [ -z "${LLAMA_CPP_DIR:-}" ]; then
   WORK=/tmp/llama-cpp-peer
   LLAMA_CPP_DIR="$WORK/llama_cpp_python-$PY_VERSION/vendor/llama.cpp"
-  if [ ! -x "$LLAMA_CPP_DIR/build/bin/llama-bench" ]; then
+  if [ ! -d "$LLAMA_CPP_DIR" ]; then
     mkdir -p "$WORK"
     python3 -m pip download "llama-cpp-python==$PY_VERSION" --no-binary :all: --no-deps -d "$WORK" >&2
     tar -xzf "$WORK/llama_cpp_python-$PY_VERSION.tar.gz" -C "$WORK"
-    cmake -S "$LLAMA_CPP_DIR" -B "$LLAMA_CPP_DIR/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-      -DGGML_NATIVE=ON -DGGML_OPENMP=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
-      -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >&2
-    ninja -C "$LLAMA_CPP_DIR/build" -j2 llama-bench llama-batched-bench >&2
   fi
 fi
-LB="$LLAMA_CPP_DIR/build/bin/llama-bench"
-LBB="$LLAMA_CPP_DIR/build/bin/llama-batched-bench"
+if [ ! -x "$LLAMA_CPP_DIR/$BUILD_SUB/bin/llama-bench" ]; then
+  cmake -S "$LLAMA_CPP_DIR" -B "$LLAMA_CPP_DIR/$BUILD_SUB" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DGGML_NATIVE=$NATIVE -DGGML_OPENMP=ON -DLLAMA_CURL=OFF -DLLAMA_BUILD_TESTS=OFF \
+    -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF >&2
+  ninja -C "$LLAMA_CPP_DIR/$BUILD_SUB" -j2 llama-bench llama-batched-bench >&2
+fi
+LB="$LLAMA_CPP_DIR/$BUILD_SUB/bin/llama-bench"
+LBB="$LLAMA_CPP_DIR/$BUILD_SUB/bin/llama-batched-bench"
 
 MODELS=("$@")
 if [ ${#MODELS[@]} -eq 0 ]; then
@@ -91,8 +105,8 @@ best() {  # the element-wise maximum of two "a b c" triples
 
 build=$("$LB" -m "${MODELS[0]}" -p 0 -n 1 -r 1 -o jsonl 2>/dev/null |
   python3 -c 'import json, sys; print(json.loads(sys.stdin.readline())["build_commit"])')
-echo "llama.cpp $build (llama-cpp-python $PY_VERSION's vendor tree), threads $THREADS, prompt $PROMPT," \
-  "gen $GEN, batch $BATCH; $(date -u +%FT%TZ)"
+echo "llama.cpp $build (llama-cpp-python $PY_VERSION's vendor tree), ISA $ISA, threads $THREADS," \
+  "prompt $PROMPT, gen $GEN, batch $BATCH; $(date -u +%FT%TZ)"
 printf '| model | tessera mode | prefill tok/s tessera / llama.cpp | ratio | B=1 decode tok/s tessera / llama.cpp | ratio | B=%s aggregate tok/s tessera / llama.cpp | ratio |\n|---|---|---|---|---|---|---|---|\n' "$BATCH"
 for m in "${MODELS[@]}"; do
   l="0 0 0" t_exact="0 0 0" t_int8="0 0 0"

@@ -29,6 +29,7 @@
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
+#include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/quant/activation_quant.h"
@@ -572,6 +573,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("simd_target", tessera::kernels::cpu::fast::FastTargetName());
   benchmark::AddCustomContext("threads", std::to_string(tessera::bench::Pool().size()));
   benchmark::AddCustomContext("q8_act_kernel", tessera::kernels::cpu::fast::Q8ActKernelName());
+  benchmark::AddCustomContext("int8_tile_kernel", tessera::kernels::cpu::fast::Int4x16KernelName());
 #ifdef TESSERA_HAVE_ONEDNN
   tessera::bench::AddOneDnnContext();
 #endif

@@ -4,6 +4,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
@@ -18,8 +19,8 @@ namespace tessera::backend::cpu {
 // NVFP4 W4A4's exact integer tiles, "-dequant" GGUF blocks dequantized to an f32 tile per call
 // (the K-quants and Q4_1 / Q5_0 / Q5_1 under --cpu_int8_activations=false or without AVX2),
 // "-ref" the scalar reference kernels. A layer whose
-// layout a fast kernel cannot take (FP8 block-scaled W8A8 on a CPU without AVX-512 BF16, INT4 group
-// 16, K not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
+// layout a fast kernel cannot take (FP8 block-scaled W8A8 on the BF16 kernel with blocks not a
+// multiple of 32 wide, INT4 group 16, K not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
 // vectors, FP8 NaN codes, a CPU without AVX-512 for the 4-bit formats) falls back to the reference
 // kernel of the same scheme.
 namespace {
@@ -45,6 +46,9 @@ bool Int8TilesFast() {
 }
 
 
+// The f32-activation 4-bit kernels (INT4, NVFP4, MXFP4) run here (AVX-512), else the reference.
+bool FourBitF32Fast() { return kernels::cpu::fast::FastQuant4BitAvailable(); }
+
 // INT8 / INT3 / INT2 weight-only codes (a byte each) with f32 activations: FastQuantMatmul's
 // byte-code decoder takes groups of whole vectors (16 lanes covers every target) or one group
 // per row (QuantizedLinear::InitFast's conditions).
@@ -67,6 +71,23 @@ std::string Int8TileSuffix() {
   }
   return "portable";
 }
+
+bool CpuKernelSelector::Int8ForFourBit() const {
+  return Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks &&
+                          !kernels::cpu::fast::FastQuant4BitAvailable() && Int8TilesFast());
+}
+
+namespace {
+
+// The plan's note on a 4-bit layer that takes int8 activations only because its f32 kernel is
+// missing here.
+void NoteFourBitFallback(bool int8_for_all, quant::LinearSpec* spec) {
+  if (int8_for_all || spec->activation != quant::ActivationFormat::kInt8Block32) return;
+  absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
+                  "int8 activations: the f32-activation 4-bit kernel needs AVX-512");
+}
+
+}  // namespace
 
 absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
   using quant::ActivationFormat;
@@ -100,8 +121,11 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
                            " do not match the weight blocks' width ", spec->block_k));
         }
         if (spec->weight_scale == quant::ScaleGranularity::kBlock) {
-          fast = kernels::cpu::fast::Fp8Bf16Available() && spec->block_n > 0 && spec->block_k > 0 &&
-                 (spec->block_k % 32 == 0 || spec->block_k >= spec->k) &&
+          // The BF16 kernel takes whole 32-wide blocks; without AVX-512 BF16 the Highway kernel
+          // takes any block (QuantizedLinear::InitFast).
+          fast = spec->block_n > 0 && spec->block_k > 0 &&
+                 (!kernels::cpu::fast::Fp8Bf16Available() || spec->block_k % 32 == 0 ||
+                  spec->block_k >= spec->k) &&
                  (!group_acts || spec->activation_group == spec->block_k);
         }
         spec->kernel = fast ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a8-ref";
@@ -135,10 +159,14 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       break;
     case WeightFormat::kInt4:
     case WeightFormat::kInt4Awq: {
-      if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int4-wo-")) break;
+      if (Int8ForFourBit() && TakeInt8Activations(spec, "cpu/int4-wo-")) {
+        NoteFourBitFallback(Int8ForAll(), spec);
+        break;
+      }
       // Act-order layers run the same kernels once their channels are sorted by group.
       const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
-      spec->kernel = spec->k % 32 == 0 && group % 32 == 0 ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
+      spec->kernel = spec->k % 32 == 0 && group % 32 == 0 && FourBitF32Fast() ? "cpu/int-wo-fast"
+                                                                               : "cpu/int-wo-ref";
       break;
     }
     case WeightFormat::kInt3:
@@ -147,23 +175,26 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:
-      // The FP4 tiles need VNNI (QuantizedLinear::InitFast); without it the f32 kernels stay.
-      if (Int8ForAll() && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0 &&
+      // The FP4 tiles need a vector kernel (VNNI or AVX2: QuantizedLinear::InitFast).
+      if (Int8ForFourBit() && spec->activation == ActivationFormat::kFloat && spec->k % 32 == 0 &&
           Int8TilesFast()) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
         spec->activation_group = 32;
         spec->kernel = absl::StrCat("cpu/nvfp4-w4a16-", Int8TileSuffix());
+        NoteFourBitFallback(Int8ForAll(), spec);
         break;
       }
       spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int"
-                                                                  : "cpu/nvfp4-w4a16-fast";
+                     : FourBitF32Fast()                           ? "cpu/nvfp4-w4a16-fast"
+                                                                  : "cpu/nvfp4-w4a16-ref";
       break;
     case WeightFormat::kMxfp4:
-      if (Int8ForAll() && Int8TilesFast() && TakeInt8Activations(spec, "cpu/mxfp4-w4a16-")) {
+      if (Int8ForFourBit() && Int8TilesFast() && TakeInt8Activations(spec, "cpu/mxfp4-w4a16-")) {
+        NoteFourBitFallback(Int8ForAll(), spec);
         break;
       }
-      spec->kernel = "cpu/mxfp4-w4a16-fast";
+      spec->kernel = FourBitF32Fast() ? "cpu/mxfp4-w4a16-fast" : "cpu/mxfp4-w4a16-ref";
       break;
     case WeightFormat::kGgufQ4_0:
     case WeightFormat::kGgufQ4_1:

@@ -18,6 +18,8 @@ enum class Int8Activations {
   // what the file's numbers mean to llama.cpp, and 3x its decode speed over the f32-activation
   // kernels here. The default; elsewhere (a CPU without AVX2, where the tiles would run their
   // scalar loop) f32 activations stay.
+  // INT4 / NVFP4 W4A16 / MXFP4 layers join them on CPUs with AVX2 but not AVX-512, where the
+  // f32-activation 4-bit kernel cannot run (the reason says so).
   kGgufBlocks,
   // Also INT4 / INT8 / INT3 / INT2 weight-only, NVFP4 W4A16 and MXFP4 (--cpu_int8_activations).
   kAll,
@@ -42,6 +44,10 @@ class CpuKernelSelector : public quant::KernelSelector {
  private:
   // Whether layers of every int8-capable format take int8 activations (kAll).
   bool Int8ForAll() const { return int8_activations_ == Int8Activations::kAll; }
+  // Whether INT4 / NVFP4 W4A16 / MXFP4 layers take int8 activations: kAll, or by default where
+  // their f32-activation kernel cannot run (it needs AVX-512) but the int8 tiles can (AVX2),
+  // instead of the scalar reference.
+  bool Int8ForFourBit() const;
 
   Int8Activations int8_activations_;
   bool bf16_activations_;

@@ -149,14 +149,18 @@ void QuantizedLinear::InitFast() {
                                 s.activation_scale == ScaleGranularity::kGroup;
         if (fw.layout == kc::Fp8WeightScaleLayout::kBlock) {
           // Block weights (DeepSeek / FineGrainedFP8): both scales fold into each K-block's sum
-          // (the BF16 kernel's act_block_scales), the reference's per-block order.
-          if (fw.block_n <= 0 || fw.block_k <= 0 || !kf::Fp8Bf16Available()) return;
+          // (the BF16 kernel's act_block_scales), the reference's per-block order. Without
+          // AVX-512 BF16 (AVX2 CPUs, AVX-512 before Cooper Lake / Zen 4) the Highway kernel takes
+          // the same terms as (code · act scale) · (code · weight scale), summed along K: the
+          // reassociation FastQuantMatmul's bound allows, instead of the scalar reference.
+          if (fw.block_n <= 0 || fw.block_k <= 0) return;
           if (group_acts && s.activation_group != fw.block_k) return;
           f.scales = fw.scales;
           f.scale_rows = fw.block_n;
           f.scale_row_stride = kc::NumGroups(s.k, fw.block_k);
           f.scale_k = fw.block_k;
-          f.act_block_scales = true;
+          f.act_block_scales = kf::Fp8Bf16Available();
+          fp8_scaled_acts_ = !f.act_block_scales;
         } else {
           // Bare codes; the weight scale goes to the epilogue, as in the reference.
           if (group_acts) return;
@@ -292,7 +296,17 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
         kf::FastEncodeE4m3Divide(x + b, e - b, w_.input_scale, qa.data() + b, xa.data() + b);
       }
     });
-    if (f.act_block_scales) {
+    if (fp8_scaled_acts_) {
+      for_rows([&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t i = 0; i < k; ++i) {
+            xa[r * k + i] *= per_group   ? sa[r * groups + i / s.activation_group]
+                             : per_token ? sa[r]
+                                         : sa[0];
+          }
+        }
+      });
+    } else if (f.act_block_scales) {
       f.act_block_scale = sa.data();
       f.act_block_row_stride = per_group ? groups : per_token ? 1 : 0;
       f.act_block_stride = per_group ? 1 : 0;

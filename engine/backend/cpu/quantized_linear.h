@@ -108,6 +108,9 @@ class QuantizedLinear : public Linear {
   kernels::cpu::fast::FastQuantWeights fast_;  // weights part; the epilogue is set per call
   bool fast_ok_ = false;
   bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
+  // FP8 block-scaled W8A8 without AVX-512 BF16: the Highway kernel takes the activations as code
+  // times scale and folds the weight block scales into the decoded weights (W8A16's form).
+  bool fp8_scaled_acts_ = false;
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
   // The 16-column int8-activation tiles q8_ points into (INT4 / INT8 / INT3 / INT2, NVFP4,
   // MXFP4), the INT8 W8A8 panels (int8_dot_ok_) or the FP8 panels (fp8_panels_ok_).

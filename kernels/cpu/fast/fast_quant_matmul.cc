@@ -457,6 +457,8 @@ bool UseBf16(const FastQuantWeights& w) {
 
 }  // namespace
 
+bool FastQuant4BitAvailable() { return HWY_DYNAMIC_DISPATCH(LanesImpl)() == 16; }
+
 bool FastQuantSupported(const FastQuantWeights& w) {
   const int64_t lanes = HWY_DYNAMIC_DISPATCH(LanesImpl)();
   if (w.q == nullptr || w.n < 0 || w.k <= 0) return false;

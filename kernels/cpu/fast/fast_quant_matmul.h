@@ -83,6 +83,10 @@ struct FastQuantWeights {
 // holding the NaN code are not checked here (see Fp8HasNanCodes).
 bool FastQuantSupported(const FastQuantWeights& w);
 
+// Whether the 4-bit decoders (kInt4, kNvfp4, kMxfp4) run here: they need the 16 f32 lanes of
+// AVX-512.
+bool FastQuant4BitAvailable();
+
 // True when any of `count` E4M3 bytes is a NaN code (0x7F / 0xFF); the Highway FP8 decode maps it
 // to 480 (the BF16 one to NaN), so such weights must stay on the reference kernel.
 bool Fp8HasNanCodes(const uint8_t* q, int64_t count);

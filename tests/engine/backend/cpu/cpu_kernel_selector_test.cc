@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 
@@ -20,6 +21,17 @@ std::string Tiles(std::string label) {
   const std::string vnni = "-vnni";
   if (label.size() > vnni.size() && label.ends_with(vnni) && label.find("w8a8") == std::string::npos) {
     label.replace(label.size() - vnni.size(), vnni.size(), "-" + Int8TileSuffix());
+  }
+  return label;
+}
+
+// An f32-activation 4-bit kernel label ("...-fast"), or "...-ref" where that kernel cannot run
+// (it needs AVX-512: FastQuant4BitAvailable).
+std::string F32FourBit(std::string label) {
+  const std::string fast = "-fast";
+  if (!kernels::cpu::fast::FastQuant4BitAvailable() && label.ends_with(fast) &&
+      label.find("gguf") == std::string::npos) {
+    label.replace(label.size() - fast.size(), fast.size(), "-ref");
   }
   return label;
 }
@@ -50,8 +62,7 @@ TEST(CpuKernelSelectorTest, Fp8BlockW8A8) {
   const CpuKernelSelector selector;
   LinearSpec s = Fp8BlockW8A8(128, 128);
   ASSERT_TRUE(selector.Select(&s).ok());
-  EXPECT_EQ(s.kernel,
-            kernels::cpu::fast::Fp8Bf16Available() ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a8-ref");
+  EXPECT_EQ(s.kernel, "cpu/fp8-w8a8-fast");  // the BF16 kernel, else the Highway one
   LinearSpec bad = Fp8BlockW8A8(128, 64);
   const absl::Status st = selector.Select(&bad);
   EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
@@ -73,7 +84,7 @@ TEST(CpuKernelSelectorTest, Int4ActOrderRunsTheFastKernels) {
   s.act_order = true;
   LinearSpec plain = s;
   ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
-  EXPECT_EQ(plain.kernel, "cpu/int-wo-fast");
+  EXPECT_EQ(plain.kernel, F32FourBit("cpu/int-wo-fast"));
   ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
   EXPECT_EQ(s.kernel, Tiles("cpu/int4-wo-vnni"));
   EXPECT_EQ(s.activation, ActivationFormat::kInt8Block32);
@@ -165,16 +176,18 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
 }
 
 // The default (Int8Activations::kGgufBlocks, `tessera` without --cpu_int8_activations): the GGUF
-// block formats take the int8 tiles where VNNI runs them and keep f32 activations elsewhere; the
-// other int8-capable formats keep f32 activations.
+// block formats take the int8 tiles where a vector kernel runs them and keep f32 activations
+// elsewhere; INT4 / MXFP4 / NVFP4 W4A16 keep f32 activations where their f32 kernel runs (AVX-512)
+// and take the tiles, with a note in the reason, where only the tiles do (AVX2).
 TEST(CpuKernelSelectorTest, DefaultInt8ActivationsCoverGgufBlocksOnly) {
   const bool tiles = Int8TileSuffix() != "portable";
+  const bool f32_four_bit = kernels::cpu::fast::FastQuant4BitAvailable();
   for (const auto& [fmt, group, int8_label, f32_label] :
        {std::tuple{WeightFormat::kGgufQ4_0, 0, "cpu/gguf-q4_0-vnni", "cpu/gguf-q4_0-fast"},
         std::tuple{WeightFormat::kGgufQ6_K, 0, "cpu/gguf-q6_k-vnni", "cpu/gguf-q6_k-dequant"},
-        std::tuple{WeightFormat::kInt4, 128, "cpu/int-wo-fast", "cpu/int-wo-fast"},
-        std::tuple{WeightFormat::kMxfp4, 32, "cpu/mxfp4-w4a16-fast", "cpu/mxfp4-w4a16-fast"},
-        std::tuple{WeightFormat::kNvfp4, 16, "cpu/nvfp4-w4a16-fast", "cpu/nvfp4-w4a16-fast"}}) {
+        std::tuple{WeightFormat::kInt4, 128, "cpu/int4-wo-vnni", "cpu/int-wo-fast"},
+        std::tuple{WeightFormat::kMxfp4, 32, "cpu/mxfp4-w4a16-vnni", "cpu/mxfp4-w4a16-fast"},
+        std::tuple{WeightFormat::kNvfp4, 16, "cpu/nvfp4-w4a16-vnni", "cpu/nvfp4-w4a16-fast"}}) {
     LinearSpec s;
     s.module = "model.layers.0.mlp.up_proj";
     s.n = 64;
@@ -182,10 +195,14 @@ TEST(CpuKernelSelectorTest, DefaultInt8ActivationsCoverGgufBlocksOnly) {
     s.weight_format = fmt;
     s.group_size = group;
     LinearSpec exact = s;
+    const bool four_bit = std::string(f32_label).find("gguf") == std::string::npos;
+    const bool takes_tiles = tiles && (!four_bit || !f32_four_bit);
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kGgufBlocks).Select(&s).ok());
-    EXPECT_EQ(s.kernel, tiles ? Tiles(int8_label) : f32_label);
+    EXPECT_EQ(s.kernel, takes_tiles ? Tiles(int8_label) : F32FourBit(f32_label));
+    EXPECT_EQ(s.reason.find("needs AVX-512") != std::string::npos, takes_tiles && four_bit)
+        << s.reason;
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone).Select(&exact).ok());
-    EXPECT_EQ(exact.kernel, f32_label);
+    EXPECT_EQ(exact.kernel, F32FourBit(f32_label));
     EXPECT_EQ(exact.activation, ActivationFormat::kFloat);
   }
 }
@@ -215,7 +232,7 @@ TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
     EXPECT_EQ(s.kernel, takes_tiles || act != ActivationFormat::kFloat ? Tiles(tiles) : plain_label);
     EXPECT_EQ(s.activation, takes_tiles ? ActivationFormat::kInt8Block32 : act) << tiles;
     ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
-    EXPECT_EQ(plain.kernel, plain_label);
+    EXPECT_EQ(plain.kernel, F32FourBit(plain_label));
     EXPECT_EQ(plain.activation, act);
   }
 }
