@@ -1,5 +1,6 @@
 // Highway implementation of FastMatmul; compiled once per x86 target by foreach_target.h.
 #include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/ggml_dequant_fast.h"
 #include "kernels/cpu/fast/next_group_prefetch.h"
 
 #include <algorithm>
@@ -284,8 +285,8 @@ void DecodeRow(const FastWeights& w, int64_t col, float* scales, float* dst) {
   const DF d;
   const int64_t full = w.k / kN, rem = w.k % kN;
   if constexpr (std::is_same_v<Dec, void>) {
-    DequantizeGgmlBlocks(w.ggml, w.data + col * w.row_stride,
-                         w.k / GetGgmlBlockInfo(w.ggml).elements, dst);
+    FastDequantizeGgmlBlocks(w.ggml, w.data + col * w.row_stride,
+                             w.k / GetGgmlBlockInfo(w.ggml).elements, dst);
     std::fill(dst + w.k, dst + (full + (rem != 0)) * kN, 0.0f);
   } else {
     const Dec dec = MakeDec<Dec>(w, col, scales);
