@@ -1,14 +1,12 @@
 #include "engine/backend/cpu/cpu_kernel_selector.h"
 
 #include <string>
-#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
-#include "kernels/cpu/fast/q8_act_matmul.h"
 
 namespace tessera::backend::cpu {
 
@@ -18,15 +16,15 @@ namespace tessera::backend::cpu {
 // AVX2 kernel (GGUF block formats by default, the others under --cpu_int8_activations), "-int"
 // NVFP4 W4A4's exact integer tiles, "-dequant" GGUF blocks dequantized to an f32 tile per call
 // (the K-quants and Q4_1 / Q5_0 / Q5_1 under --cpu_int8_activations=false or without AVX2),
-// "-ref" the scalar reference kernels. A layer whose
-// layout a fast kernel cannot take (FP8 block-scaled W8A8 on the BF16 kernel with blocks not a
-// multiple of 32 wide, INT4 group 16, K not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
-// vectors, FP8 NaN codes, a CPU without AVX-512 for the 4-bit formats) falls back to the reference
-// kernel of the same scheme.
+// "-ref" the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8
+// block-scaled W8A8 with blocks not a multiple of 32 (BF16 kernel) or 16 wide, INT4 group 16, K
+// not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
+// vectors, FP8 NaN codes, a CPU without AVX-512 for the f32-activation 4-bit kernels) falls back
+// to the reference kernel of the same scheme.
 namespace {
 
 // --cpu_int8_activations on an integer weight-only layer whose K and groups are whole int8
-// activation blocks: the 16-column VNNI tiles (QuantizedLinear::InitFast's conditions).
+// activation blocks: the 16-column int8 tiles (QuantizedLinear::InitFast's conditions).
 bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
   const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
   if (spec->activation != quant::ActivationFormat::kFloat || spec->k % 32 != 0 || group % 32 != 0) {
@@ -44,7 +42,6 @@ bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
 bool Int8TilesFast() {
   return kernels::cpu::fast::Int4x16KernelInUse() != kernels::cpu::fast::Int4x16Kernel::kPortable;
 }
-
 
 // The f32-activation 4-bit kernels (INT4, NVFP4, MXFP4) run here (AVX-512), else the reference.
 bool FourBitF32Fast() { return kernels::cpu::fast::FastQuant4BitAvailable(); }
@@ -82,7 +79,7 @@ namespace {
 // The plan's note on a 4-bit layer that takes int8 activations only because its f32 kernel is
 // missing here.
 void NoteFourBitFallback(bool int8_for_all, quant::LinearSpec* spec) {
-  if (int8_for_all || spec->activation != quant::ActivationFormat::kInt8Block32) return;
+  if (int8_for_all) return;
   absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
                   "int8 activations: the f32-activation 4-bit kernel needs AVX-512");
 }
@@ -122,10 +119,11 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         }
         if (spec->weight_scale == quant::ScaleGranularity::kBlock) {
           // The BF16 kernel takes whole 32-wide blocks; without AVX-512 BF16 the Highway kernel
-          // takes any block (QuantizedLinear::InitFast).
+          // takes blocks of whole vectors, which 16 covers on every target (QuantizedLinear::
+          // InitFast, FastQuantSupported).
+          const int64_t unit = kernels::cpu::fast::Fp8Bf16Available() ? 32 : 16;
           fast = spec->block_n > 0 && spec->block_k > 0 &&
-                 (!kernels::cpu::fast::Fp8Bf16Available() || spec->block_k % 32 == 0 ||
-                  spec->block_k >= spec->k) &&
+                 (spec->block_k % unit == 0 || spec->block_k >= spec->k) &&
                  (!group_acts || spec->activation_group == spec->block_k);
         }
         spec->kernel = fast ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a8-ref";

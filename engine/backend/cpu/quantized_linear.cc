@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <functional>
 #include <limits>
 
@@ -61,8 +60,9 @@ void QuantizedLinear::InitFast() {
   const bool tiles_fast = kf::Int4x16KernelInUse() != kf::Int4x16Kernel::kPortable;
   if (nvfp4_int_acts && s.k % 32 == 0 && tiles_fast) {
     // NVFP4 codes times int8 activation codes (VNNI or AVX2): exact per half block, so W4A4 takes
-    // it by default; W4A16 only with int8 activations (--cpu_int8_activations). A NaN block scale (never
-    // written by a producer) keeps the layer on the float paths, which propagate it.
+    // it by default; W4A16 only with int8 activations (--cpu_int8_activations, or by default
+    // without AVX-512). A NaN block scale (never written by a producer) keeps the layer on the
+    // float paths, which propagate it.
     const kc::Nvfp4Weights nw = w_.AsNvfp4();
     bool nan_scale = false;
     for (int64_t i = 0; i < s.n * s.k / 16; ++i) nan_scale |= (nw.block_scales[i] & 0x7F) == 0x7F;
@@ -297,12 +297,15 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
       }
     });
     if (fp8_scaled_acts_) {
+      // Each activation group (a whole row when per token, the tensor when static) times its
+      // scale, in place.
+      const int64_t width = per_group ? s.activation_group : k;
       for_rows([&](int64_t r0, int64_t r1) {
         for (int64_t r = r0; r < r1; ++r) {
-          for (int64_t i = 0; i < k; ++i) {
-            xa[r * k + i] *= per_group   ? sa[r * groups + i / s.activation_group]
-                             : per_token ? sa[r]
-                                         : sa[0];
+          for (int64_t g = 0, i0 = 0; i0 < k; ++g, i0 += width) {
+            const float scale = per_group ? sa[r * groups + g] : per_token ? sa[r] : sa[0];
+            float* row = xa.data() + r * k;
+            for (int64_t i = i0; i < std::min(k, i0 + width); ++i) row[i] *= scale;
           }
         }
       });

@@ -1,6 +1,7 @@
 // Highway implementation of FastMatmul; compiled once per x86 target by foreach_target.h.
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/ggml_dequant_fast.h"
+#include "kernels/cpu/fast/isa_limit.h"
 #include "kernels/cpu/fast/next_group_prefetch.h"
 
 #include <algorithm>
@@ -414,7 +415,10 @@ void FastMatmul(const FastWeights& w, const float* x, int64_t rows, const float*
   HWY_DYNAMIC_DISPATCH(FastMatmulImpl)(w, x, rows, bias, y, n_begin, n_end);
 }
 
-const char* FastTargetName() { return HWY_DYNAMIC_DISPATCH(TargetNameImpl)(); }
+const char* FastTargetName() {
+  Avx512Allowed();  // links isa_limit.cc, whose start-up check applies TESSERA_CPU_ISA
+  return HWY_DYNAMIC_DISPATCH(TargetNameImpl)();
+}
 
 }  // namespace tessera::kernels::cpu::fast
 #endif  // HWY_ONCE

@@ -39,7 +39,8 @@ void AffineSubBlock(const uint8_t* q, bool high, const uint8_t* qh, uint8_t fift
   const auto vs = hn::Set(df, scale), vo = hn::Set(df, offset);
   for (size_t l = 0; l < 32; l += hn::Lanes(df)) {
     const auto bytes = hn::LoadU(d8, q + l);
-    auto code = hn::PromoteTo(di, high ? hn::ShiftRight<4>(bytes) : hn::And(bytes, hn::Set(d8, 0x0F)));
+    auto code =
+        hn::PromoteTo(di, high ? hn::ShiftRight<4>(bytes) : hn::And(bytes, hn::Set(d8, 0x0F)));
     if (qh != nullptr) {
       const auto bit = hn::PromoteTo(di, hn::And(hn::LoadU(d8, qh + l), hn::Set(d8, fifth)));
       code = hn::Add(code, hn::IfThenElseZero(hn::Ne(bit, hn::Zero(di)), hn::Set(di, 16)));
@@ -106,8 +107,7 @@ void Q6KBlock(const uint8_t* b, float* y) {
 
 }  // namespace
 
-bool FastDequantizeKQuantsImpl(GgmlBlockType type, const uint8_t* src, int64_t blocks,
-                               float* dst) {
+bool FastDequantizeKQuantsImpl(GgmlBlockType type, const uint8_t* src, int64_t blocks, float* dst) {
   switch (type) {
     case GgmlBlockType::kQ4_K:
       for (int64_t i = 0; i < blocks; ++i) AffineBlock(src + i * 144, false, dst + i * 256);

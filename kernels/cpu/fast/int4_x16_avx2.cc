@@ -1,19 +1,20 @@
 // AVX2 kernel of int4_x16.h for CPUs without AVX-512 VNNI (Zen 2 / Zen 3, Intel client cores
 // before Ice Lake): the same tiles and the same canonical order as int4_x16_vnni.cc, with
-// llama.cpp's AVX2 integer dot product in place of vpdpbusd. Called only after the CPUID check in
-// int4_x16.cc (internal::HasAvx2Fma).
+// llama.cpp's AVX2 integer dot product in place of vpdpbusd. Dispatched by int4_x16.cc after the
+// CPUID check (internal::HasAvx2Fma, q8_act_vnni.cc).
 //
 // A 64-byte code vector (16 columns x 4 K) is two ymm halves of 8 columns each. vpmaddubsw
 // multiplies the unsigned code bytes by the signed activation bytes and adds adjacent pairs into
 // int16 lanes, saturating; vpmaddwd by ones then adds the int16 pairs of a column into its int32
 // lane, which is vpdpbusd's sum of 4. The int16 stage is exact as long as no lane leaves int16: a
 // pair is at most 2·127·u_max (the quantizer clamps activation codes to ±127), so kFlush
-// vpmaddubsw results of one column may be summed in int16 before the vpmaddwd (u_max 15: 8, 24
-// (E2M1 table): 4 of the 5 that fit, 31 (Q5_K): 4, 63 (Q6_K): 2). Byte codes (Q8_0 + 128, INT8 / INT3 / INT2, up
-// to 255) would saturate a pair, so they are split into nibbles: Σu·x = Σlo·x + 16·Σhi·x, each a
+// vpmaddubsw results of one column may be summed in int16 before the vpmaddwd (u_max 15: 8; 24,
+// the E2M1 table: 4 of the 5 that fit; 31, Q5_K: 4; 63, Q6_K: 2). Byte codes (Q8_0 + 128, INT8 /
+// INT3 / INT2, up to 255) would saturate a pair, so they are split into nibbles: Σu·x = Σlo·x +
+// 16·Σhi·x, each a
 // sum of 8 vpmaddubsw of 4-bit codes. Every block integer is therefore exact, the float epilogue
 // is the VNNI kernel's instruction for instruction (8 lanes instead of 16), and the results are
-// the portable loop's bits (tests/kernels/cpu/int4_x16_test_util.h runs both kernels).
+// the portable loop's bits (tests/kernels/cpu/int4_x16_test_util.h runs every kernel).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -24,15 +25,18 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
-HWY_PUSH_ATTRIBUTES("avx2,fma,f16c")
-
+// Plain C++ (no intrinsics), so its inline functions stay outside the target attributes below.
 #include "kernels/cpu/fast/int4_x16_layout.h"
+
+HWY_PUSH_ATTRIBUTES("avx2,fma,f16c")
 
 namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
 constexpr int64_t kCols = 16;
-constexpr int kMaxRows = 4;  // 2·MR f32 accumulators and MR int16 sums stay in 16 ymm registers
+// Rows per tile: 2·MR f32 accumulators plus MR int32 and MR int16 sums, more than 16 ymm
+// registers hold at 4 already (a few spill to L1); the decode of a code vector is shared by them.
+constexpr int kMaxRows = 4;
 
 enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K, kMxfp4, kNvfp4 };
 

@@ -1,5 +1,5 @@
 // Where each block's scales and codes sit inside one column group's tile of int4_x16.h: shared by
-// the repacks, the portable loop and the VNNI kernel, so the three cannot disagree. A tile is a
+// the repacks, the portable loop, the VNNI and AVX2 kernels, so they cannot disagree. A tile is a
 // sequence of records, each a scale area followed by the codes of the blocks it scales, so the
 // kernel reads one sequential stream: on the 2-core Zen 4 VMs the earlier layout (all scales, then
 // all codes: two streams a few KiB apart) read 25-30 GB/s with software prefetch and 19-20 without,

@@ -29,10 +29,12 @@
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
+// Plain C++ (no intrinsics), so its inline functions stay outside the target attributes below.
+#include "kernels/cpu/fast/int4_x16_layout.h"
+
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512dq,avx512bw,avx512vnni,avx2,fma,f16c")
 
 #include "kernels/cpu/fast/avx512_decode.h"
-#include "kernels/cpu/fast/int4_x16_layout.h"
 
 namespace tessera::kernels::cpu::fast::internal {
 namespace {
@@ -68,7 +70,7 @@ enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K, kMxfp4 };
 // table, zero point 12, E8M0 scale bytes; else f16 block scales and zero point 8 (Q4_0 nibbles)
 // or 128 (Q8_0 bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
 // zs: −z·s per row, block (and half: [rows][blocks][halves]) for the integer zero points
-// (ZeroPointOf), else unused.
+// (ZeroPointOf, int4_x16.cc), else unused.
 template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
           int64_t r0, __m512* out) {

@@ -77,10 +77,15 @@ TEST(Q4_0x16Test, QuantizerMatchesScalar) {
     a.d.resize(rows * blocks);
     a.s.resize(rows * blocks);
     a.s2.resize(rows * blocks);
-    std::vector<float> s_whole(rows * blocks);
-    QuantizeActsInt4x16On(kernel, x.data(), k, 0, rows, a.q.data(), a.d.data(), s_whole.data());
+    // Once with whole-block sums, once with half-block sums: the same codes and scales.
+    std::vector<int8_t> q_whole(rows * k);
+    std::vector<float> d_whole(rows * blocks), s_whole(rows * blocks);
+    QuantizeActsInt4x16On(kernel, x.data(), k, 0, rows, q_whole.data(), d_whole.data(),
+                          s_whole.data());
     QuantizeActsInt4x16On(kernel, x.data(), k, 0, rows, a.q.data(), a.d.data(), a.s.data(),
                           a.s2.data());
+    ASSERT_EQ(q_whole, a.q);
+    ASSERT_EQ(std::memcmp(d_whole.data(), a.d.data(), d_whole.size() * 4), 0);
     for (int64_t r = 0; r < rows; ++r) {
       std::vector<int8_t> q(k);
       std::vector<float> d(blocks);

@@ -3,6 +3,7 @@
 #ifndef TESSERA_TESTS_KERNELS_CPU_INT4_X16_TEST_UTIL_H_
 #define TESSERA_TESTS_KERNELS_CPU_INT4_X16_TEST_UTIL_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -48,22 +49,47 @@ inline std::vector<Int4x16Kernel> FastKernels() {
   return out;
 }
 
-// Int4x16Matmul and every fast kernel this CPU supports (Int4x16MatmulOn) equal
-// Int4x16MatmulPortable bit for bit on the activations a, bias included; `what` names the case.
+// Int4x16Matmul (the dispatcher) and every fast kernel this CPU supports (Int4x16MatmulOn) equal
+// Int4x16MatmulPortable bit for bit on the activations a: all columns with `bias`, a column range
+// that starts and ends inside column groups (with bias), and a per-row scale without bias (the
+// epilogue's multiply-only form). `what` names the case.
 inline void ExpectKernelsMatchPortable(const FastWeights& fw, const Int4x16Acts& a,
                                        const float* bias, const std::string& what) {
   const int64_t n = fw.n, rows = a.rows;
-  std::vector<float> ref(rows * n, -2.0f);
-  Int4x16MatmulPortable(fw, a, bias, ref.data(), 0, n);
-  std::vector<Int4x16Kernel> kernels = FastKernels();
-  kernels.push_back(Int4x16KernelInUse());
-  for (Int4x16Kernel kernel : kernels) {
-    std::vector<float> y(rows * n, -1.0f);
-    Int4x16MatmulOn(kernel, fw, a, bias, y.data(), 0, n);
-    for (int64_t i = 0; i < rows * n; ++i) {
-      ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
-          << Int4x16KernelName(kernel) << " " << what << " n=" << n << " k=" << fw.k
-          << " rows=" << rows << " i=" << i << ": " << y[i] << " vs " << ref[i];
+  std::vector<float> row_scales(rows);
+  for (int64_t m = 0; m < rows; ++m) row_scales[m] = 0.75f + 0.125f * static_cast<float>(m % 5);
+  Int4x16Acts scaled = a;
+  scaled.row_scale = row_scales.data();
+  scaled.row_scale_stride = 1;
+  struct Case {
+    const char* name;
+    const Int4x16Acts* acts;
+    const float* bias;
+    int64_t begin, end;
+  };
+  const Case cases[] = {{"all columns", &a, bias, 0, n},
+                        {"inner columns", &a, bias, std::min<int64_t>(3, n),
+                         std::max<int64_t>(n - 2, std::min<int64_t>(3, n))},
+                        {"row scale, no bias", &scaled, nullptr, 0, n}};
+  for (const Case& c : cases) {
+    std::vector<float> ref(rows * n, -2.0f);
+    Int4x16MatmulPortable(fw, *c.acts, c.bias, ref.data(), c.begin, c.end);
+    std::vector<Int4x16Kernel> kernels = FastKernels();
+    kernels.push_back(Int4x16Kernel::kPortable);  // stands for the dispatcher below
+    for (size_t ki = 0; ki < kernels.size(); ++ki) {
+      const bool dispatcher = ki + 1 == kernels.size();
+      std::vector<float> y(rows * n, -2.0f);
+      if (dispatcher) {
+        Int4x16Matmul(fw, *c.acts, c.bias, y.data(), c.begin, c.end);
+      } else {
+        Int4x16MatmulOn(kernels[ki], fw, *c.acts, c.bias, y.data(), c.begin, c.end);
+      }
+      for (int64_t i = 0; i < rows * n; ++i) {
+        ASSERT_EQ(std::memcmp(&y[i], &ref[i], 4), 0)
+            << (dispatcher ? "Int4x16Matmul" : Int4x16KernelName(kernels[ki])) << " " << what
+            << " (" << c.name << ") n=" << n << " k=" << fw.k << " rows=" << rows << " i=" << i
+            << ": " << y[i] << " vs " << ref[i];
+      }
     }
   }
 }

@@ -19,7 +19,8 @@ namespace {
 // the tiles on this CPU (Int8TileSuffix); other labels unchanged.
 std::string Tiles(std::string label) {
   const std::string vnni = "-vnni";
-  if (label.size() > vnni.size() && label.ends_with(vnni) && label.find("w8a8") == std::string::npos) {
+  if (label.size() > vnni.size() && label.ends_with(vnni) &&
+      label.find("w8a8") == std::string::npos) {
     label.replace(label.size() - vnni.size(), vnni.size(), "-" + Int8TileSuffix());
   }
   return label;
@@ -163,8 +164,8 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
     EXPECT_EQ(s.kernel, Tiles(label));
     const bool tiles = std::string(label).find("vnni") != std::string::npos;
-    EXPECT_EQ(s.activation, tiles ? quant::ActivationFormat::kInt8Block32
-                                  : quant::ActivationFormat::kFloat)
+    EXPECT_EQ(s.activation,
+              tiles ? quant::ActivationFormat::kInt8Block32 : quant::ActivationFormat::kFloat)
         << label;
     ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
     EXPECT_EQ(plain.activation, quant::ActivationFormat::kFloat) << label;
@@ -229,7 +230,8 @@ TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
     LinearSpec plain = s;
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kAll).Select(&s).ok());
     const bool takes_tiles = act == ActivationFormat::kFloat && vector_tiles;
-    EXPECT_EQ(s.kernel, takes_tiles || act != ActivationFormat::kFloat ? Tiles(tiles) : plain_label);
+    EXPECT_EQ(s.kernel, takes_tiles || act != ActivationFormat::kFloat ? Tiles(tiles)
+                                                                       : F32FourBit(plain_label));
     EXPECT_EQ(s.activation, takes_tiles ? ActivationFormat::kInt8Block32 : act) << tiles;
     ASSERT_TRUE(CpuKernelSelector().Select(&plain).ok());
     EXPECT_EQ(plain.kernel, F32FourBit(plain_label));

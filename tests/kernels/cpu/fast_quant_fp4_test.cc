@@ -1,0 +1,69 @@
+// QuantizedLinear's NVFP4 (W4A16 and W4A4, static and dynamic activation global scale) and MXFP4
+// W4A16 paths against its reference path, with f32 activations and with int8 activations (the
+// int8 tiles); tolerance and batch invariance as in fast_quant_test.cc.
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/kernels/cpu/fast_quant_test_util.h"
+
+namespace tessera::backend::cpu {
+namespace {
+
+using namespace fast_quant_testing;  // NOLINT: the shared fixtures of these tests
+
+TEST(FastQuantTest, Nvfp4) {
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {5, 288}, {67, 64}, {3, 16}}) {
+    const bool fast = Wide() && k % 32 == 0;  // k = 16: reference
+    const bool tiles = Int8Tiles() && k % 32 == 0;
+    CheckLayer(
+        [&] {
+          return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kFloat, ScaleOrigin::kDynamic,
+                     5);
+        },
+        "nvfp4 w4a16", fast);
+    for (const auto origin : {ScaleOrigin::kStatic, ScaleOrigin::kDynamic}) {
+      CheckLayer(
+          [&] { return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kNvfp4, origin, 5); },
+          "nvfp4 w4a4", fast || tiles);
+    }
+    // --cpu_int8_activations: W4A16 with int8 activations (the int8 tiles), against the reference
+    // on the same quantized-and-dequantized activations.
+    if (k % 32 != 0) continue;  // the selector only picks int8 blocks of 32 for k % 32 == 0
+    CheckLayer(
+        [&] {
+          return Fp4(WeightFormat::kNvfp4, n, k, ActivationFormat::kInt8Block32,
+                     ScaleOrigin::kDynamic, 5);
+        },
+        "nvfp4 w4a16 x q8_0 act", tiles);
+  }
+}
+
+TEST(FastQuantTest, Mxfp4) {
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {5, 288}, {67, 64}}) {
+    CheckLayer(
+        [&] {
+          return Fp4(WeightFormat::kMxfp4, n, k, ActivationFormat::kFloat, ScaleOrigin::kDynamic,
+                     9);
+        },
+        "mxfp4", Wide());
+    // --cpu_int8_activations: the int8 tiles, against the reference on the same activations.
+    CheckLayer(
+        [&] {
+          return Fp4(WeightFormat::kMxfp4, n, k, ActivationFormat::kInt8Block32,
+                     ScaleOrigin::kDynamic, 9);
+        },
+        "mxfp4 x q8_0 act", Int8Tiles());
+  }
+  // A NaN scale keeps the layer off the tiles (they would read it as a number).
+  PackedWeights nan_scale =
+      Fp4(WeightFormat::kMxfp4, 16, 64, ActivationFormat::kInt8Block32, ScaleOrigin::kDynamic, 9);
+  nan_scale.scale_bytes[5] = 0xFF;
+  const QuantizedLinear lin(std::move(nan_scale), {}, nullptr);
+  std::vector<float> x(64, 0.5f), y(16);
+  lin.Forward(x.data(), 1, y.data());
+  EXPECT_TRUE(std::isnan(y[2])) << y[2];  // scale 5: column 2's second block (two per column)
+}
+
+}  // namespace
+}  // namespace tessera::backend::cpu

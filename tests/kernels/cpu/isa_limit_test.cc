@@ -1,0 +1,42 @@
+// TESSERA_CPU_ISA=avx2 (isa_limit.h) takes effect: tools/test.sh runs the suite a second time with
+// it, and this test fails that run if the switch did not reach every kind of kernel (a misspelt
+// variable or an unlinked start-up check would otherwise pass silently as a plain second run).
+#include "kernels/cpu/fast/isa_limit.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/fast/amx.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
+#include "kernels/cpu/fast/fp8_bf16_matmul.h"
+#include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
+#include "kernels/cpu/fast/q8_act_matmul.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+TEST(IsaLimitTest, Avx2LimitReachesEveryKernel) {
+  const char* isa = std::getenv("TESSERA_CPU_ISA");
+  if (isa == nullptr || std::strcmp(isa, "avx2") != 0) {
+    EXPECT_TRUE(Avx512Allowed());
+    GTEST_SKIP() << "TESSERA_CPU_ISA is not avx2";
+  }
+  EXPECT_FALSE(Avx512Allowed());
+  EXPECT_EQ(std::string(FastTargetName()).rfind("AVX3", 0), std::string::npos) << FastTargetName();
+  EXPECT_NE(Int4x16KernelInUse(), Int4x16Kernel::kAvx512Vnni);
+  EXPECT_NE(std::string(Q8ActKernelName()), "avx512-vnni");
+  EXPECT_FALSE(Fp8Bf16Available());
+  EXPECT_FALSE(Int8DotAvailable());
+  EXPECT_FALSE(Bf16DotAvailable());
+  EXPECT_FALSE(F16PanelAvailable());
+  EXPECT_FALSE(AmxBf16Usable());
+  EXPECT_FALSE(AmxInt8Usable());
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
