@@ -213,6 +213,9 @@ void QuantizeActsInt4x16(const float* x, int64_t k, int64_t r0, int64_t r1, int8
 
 void QuantizeActsInt4x16On(Int4x16Kernel kernel, const float* x, int64_t k, int64_t r0,
                            int64_t r1, int8_t* q, float* d, float* s, float* s2) {
+  // A kernel this CPU lacks would fault on its first instruction; the portable loop gives the
+  // same bits.
+  if (!Int4x16KernelSupported(kernel)) kernel = Int4x16Kernel::kPortable;
   switch (kernel) {
     case Int4x16Kernel::kAvx512Vnni:
       return internal::QuantizeActsInt4x16Avx512(x, k, r0, r1, q, d, s, s2);
@@ -464,7 +467,7 @@ void Int4x16MatmulOn(Int4x16Kernel kernel, const FastWeights& w, const Int4x16Ac
                      const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (a.rows <= 0 || n_begin >= n_end) return;
   assert((a.s2 != nullptr || !X16NeedsHalfSums(w.format)) && "per-half code sums needed");
-  if (kernel == Int4x16Kernel::kPortable) {
+  if (kernel == Int4x16Kernel::kPortable || !Int4x16KernelSupported(kernel)) {
     return Int4x16MatmulPortable(w, a, bias, y, n_begin, n_end);
   }
   // −z·s per row and block (half), the code sums s being exact integers in f32.

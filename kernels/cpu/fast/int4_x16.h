@@ -179,7 +179,8 @@ bool Int4x16KernelSupported(Int4x16Kernel kernel);
 Int4x16Kernel Int4x16KernelInUse();
 // "avx512-vnni", "avx2" or "portable".
 const char* Int4x16KernelName(Int4x16Kernel kernel = Int4x16KernelInUse());
-// Int4x16Matmul and QuantizeActsInt4x16 on a given supported kernel (tests and benchmarks).
+// Int4x16Matmul and QuantizeActsInt4x16 on a given kernel (tests and benchmarks); one this CPU
+// does not support runs the portable loop instead.
 void Int4x16MatmulOn(Int4x16Kernel kernel, const FastWeights& w, const Int4x16Acts& a,
                      const float* bias, float* y, int64_t n_begin, int64_t n_end);
 void QuantizeActsInt4x16On(Int4x16Kernel kernel, const float* x, int64_t k, int64_t r0,
