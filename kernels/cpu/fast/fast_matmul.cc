@@ -130,6 +130,51 @@ struct DecQ4 {
   HWY_INLINE VF Tail(DF d, int64_t, int64_t) const { return hn::Zero(d); }
 };
 
+// GGUF Q4_K in the file's own 144-byte super-blocks of 256 values (f16 d and dmin, 12 bytes of
+// 6-bit scales and mins, 128 nibble bytes): sub-block j holds w = (d·sc_j)·q − dmin·m_j, as
+// dequantize_row_q4_K. (d·sc)·q is exact in f32 (11 + 6 + 4 significant bits), so the fused
+// multiply-subtract rounds once, as the reference's separate subtract does: the same bits. Two
+// sub-blocks share a 32-byte run (low nibbles, then high), decoded once per step.
+struct DecQ4K {
+  static constexpr int kStep = static_cast<int>(64 / kN);
+  const uint8_t* row;
+  const float* scales;  // [k / 32][2]: d·sc and dmin·m of each sub-block (MakeDec)
+  HWY_INLINE static const uint8_t* PairBytes(const uint8_t* row, int64_t e) {
+    return row + (e >> 8) * 144 + 16 + ((e & 255) >> 6) * 32;
+  }
+  HWY_INLINE void Step(DF d, int64_t c, VF* w) const {
+    const hn::RebindToSigned<DF> di32;
+    const hn::RebindToUnsigned<DF> du32;
+    const hn::Rebind<uint8_t, DF> du8;
+    const int64_t e = c * kN, j = e >> 5;  // j: the pair's first (low-nibble) sub-block
+    const uint8_t* q = PairBytes(row, e);
+    const VF s0 = hn::Set(d, scales[2 * j]), o0 = hn::Set(d, scales[2 * j + 1]);
+    const VF s1 = hn::Set(d, scales[2 * j + 2]), o1 = hn::Set(d, scales[2 * j + 3]);
+    for (int s = 0; s < kStep / 2; ++s) {
+      const auto bytes = hn::PromoteTo(du32, hn::LoadU(du8, q + s * kN));
+      const VF lo = hn::ConvertTo(d, hn::BitCast(di32, hn::And(bytes, hn::Set(du32, 0xF))));
+      const VF hi = hn::ConvertTo(d, hn::BitCast(di32, hn::ShiftRight<4>(bytes)));
+      w[s] = hn::MulSub(lo, s0, o0);
+      w[kStep / 2 + s] = hn::MulSub(hi, s1, o1);
+    }
+  }
+  HWY_INLINE VF Chunk(DF d, int64_t c) const {
+    const hn::RebindToSigned<DF> di32;
+    const hn::RebindToUnsigned<DF> du32;
+    const hn::Rebind<uint8_t, DF> du8;
+    const int64_t e = c * kN, j = e >> 5, o = e & 63;
+    const auto bytes = hn::PromoteTo(du32, hn::LoadU(du8, PairBytes(row, e) + (o & 31)));
+    const auto nib = o < 32 ? hn::And(bytes, hn::Set(du32, 0xF)) : hn::ShiftRight<4>(bytes);
+    return hn::MulSub(hn::ConvertTo(d, hn::BitCast(di32, nib)), hn::Set(d, scales[2 * j]),
+                      hn::Set(d, scales[2 * j + 1]));
+  }
+  HWY_INLINE VF Tail(DF d, int64_t, int64_t) const { return hn::Zero(d); }
+};
+
+// f32 scale floats a decoder keeps per 32 weights (MakeDec's `scales`).
+template <class Dec>
+constexpr int64_t kScaleFloatsPer32 = std::is_same_v<Dec, DecQ4K> ? 2 : 1;
+
 // ---- The one inner kernel: MR rows × NC columns of dot products in the canonical order. ----
 template <int MR, int NC, class Dec>
 HWY_INLINE void DotTile(const Dec* dec, const float* x, int64_t k, float* out /*[MR][NC]*/,
@@ -231,6 +276,21 @@ Dec MakeDec(const FastWeights& w, int64_t col, float* scales) {
     return DecF32{reinterpret_cast<const float*>(row)};
   } else if constexpr (std::is_same_v<Dec, DecBF16> || std::is_same_v<Dec, DecF16>) {
     return Dec{reinterpret_cast<const uint16_t*>(row)};
+  } else if constexpr (std::is_same_v<Dec, DecQ4K>) {
+    for (int64_t sb = 0; sb < w.k / 256; ++sb) {
+      const uint8_t* b = row + sb * 144;
+      uint16_t dh, mh;
+      std::memcpy(&dh, b, 2);
+      std::memcpy(&mh, b + 2, 2);
+      const float dd = numeric::HalfToFloat(dh), dmin = numeric::HalfToFloat(mh);
+      for (int j = 0; j < 8; ++j) {
+        uint8_t sc, m;
+        KQuantScaleMin(b + 4, j, &sc, &m);
+        scales[2 * (sb * 8 + j)] = dd * sc;
+        scales[2 * (sb * 8 + j) + 1] = dmin * m;
+      }
+    }
+    return DecQ4K{row, scales};
   } else {
     ScalesToF32(row, w.k / 32, scales);
     if constexpr (std::is_same_v<Dec, DecQ8>) {
@@ -257,7 +317,7 @@ template <class Dec>
 void FusedPath(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
                int64_t nb, int64_t ne) {
   Scratch& s = ThreadScratch();
-  const int64_t blocks = w.k / 32 + 1;
+  const int64_t blocks = (w.k / 32 + 1) * kScaleFloatsPer32<Dec>;
   s.scales.resize(kTileCols * blocks);
   s.out.resize(rows * kTileCols);
   int64_t col = nb;
@@ -320,7 +380,7 @@ void TiledPath(const FastWeights& w, const float* x, int64_t rows, const float* 
   // tile passes; the weights are re-read and decoded once per row block (>= 16 rows).
   const int64_t row_block = std::max<int64_t>(16, (int64_t{1} << 17) / kpad / 4 * 4);
   s.tile.resize(tile_cols * kpad);
-  s.scales.resize(w.k / 32 + 1);
+  s.scales.resize((w.k / 32 + 1) * kScaleFloatsPer32<Dec>);
   s.out.resize(std::min(rows, row_block) * kTileCols);
   for (int64_t r0 = 0; r0 < rows; r0 += row_block) {
     const int64_t nr = std::min(row_block, rows - r0);
@@ -376,6 +436,7 @@ void FastMatmulImpl(const FastWeights& w, const float* x, int64_t rows, const fl
     case FastFormat::kQ4_0:
       return Run<DecQ4>(w, x, rows, bias, y, nb, ne);
     case FastFormat::kGgml:
+      if (w.ggml == GgmlBlockType::kQ4_K) return Run<DecQ4K>(w, x, rows, bias, y, nb, ne);
       return TiledPath<void>(w, x, rows, bias, y, nb, ne);
     case FastFormat::kU4Groups:
     case FastFormat::kNvfp4Pairs:

@@ -1,7 +1,8 @@
 // Fast CPU matrix products y = x · Wᵀ (+ b) for dense (f32, bf16, f16) and GGUF block weights,
 // vectorized with Highway and dispatched at run time to the best x86 target (SSE4, AVX2,
-// AVX-512). Q8_0 and Q4_0 read the repacked layout of ggml_repack.h; other ggml block types are
-// decoded with the scalar reference decoder and then share the same f32 inner kernel.
+// AVX-512). Q8_0 and Q4_0 read the repacked layout of ggml_repack.h and Q4_K its file layout, all
+// decoded in registers; other ggml block types are dequantized to an f32 tile first
+// (ggml_dequant_fast.h: vectorized for Q5_K / Q6_K) and then share the same f32 inner kernel.
 //
 // Numerics: every weight value is decoded exactly as the reference decodes it, and each output
 // (row m, column n) is one lane-parallel dot product in a fixed order: chunk c of Lanes(f32)
