@@ -5,5 +5,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./tools/setup.sh
-./tools/build.sh tessera
+./tools/build.sh --target tessera
 exec "${BUILD_DIR:-build/release}/cli/tessera" serve "$@"
