@@ -6,6 +6,8 @@
 
 #include <immintrin.h>
 
+#include "kernels/cpu/fast/e2m1_tile_codes.h"
+
 namespace tessera::kernels::cpu::fast::internal {
 
 // 16 UE4M3 codes (bit 7 ignored) to f32 times 2^-8, exactly, in 5 instructions: E4M3 and f16 share
@@ -20,7 +22,7 @@ inline __m512 Ue4m3TimesTwoToMinus8(__m128i codes) {
 // The byte-shuffle table mapping an E2M1 nibble to 2·e2m1 + 12, in [0, 24] (an unsigned vpdpbusd
 // operand; the + 12 is taken back with the activation code sums).
 inline __m512i TwiceE2m1Plus12Table() {
-  return _mm512_broadcast_i32x4(_mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(kTwiceE2m1Plus12)));
 }
 
 }  // namespace tessera::kernels::cpu::fast::internal

@@ -26,6 +26,7 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 // Plain C++ (no intrinsics), so its inline functions stay outside the target attributes below.
+#include "kernels/cpu/fast/e2m1_tile_codes.h"
 #include "kernels/cpu/fast/int4_x16_layout.h"
 
 HWY_PUSH_ATTRIBUTES("avx2,fma,f16c")
@@ -97,7 +98,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   const __m256i ones = _mm256_set1_epi16(1), sixteens = _mm256_set1_epi16(16);
   const __m256i lut = _mm256_broadcastsi128_si256(
-      _mm_setr_epi8(12, 13, 14, 15, 16, 18, 20, 24, 12, 11, 10, 9, 8, 6, 4, 0));
+      _mm_load_si128(reinterpret_cast<const __m128i*>(kTwiceE2m1Plus12)));
   __m256 acc[2 * MR];
   for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm256_setzero_ps();
   const int8_t* xrow[MR];
