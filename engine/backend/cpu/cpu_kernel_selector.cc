@@ -12,8 +12,8 @@ namespace tessera::backend::cpu {
 
 // Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast (bf16 weights: the
 // vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
-// (--cpu_bf16_activations), "-vnni" / "-avx2" the int8 activation tiles on their AVX-512 VNNI or
-// AVX2 kernel (GGUF block formats by default, the others under --cpu_int8_activations), "-int"
+// (--cpu_bf16_activations), "-vnni" / "-avxvnni" / "-avx2" the int8 activation tiles on their
+// AVX-512 VNNI, AVX-VNNI or AVX2 kernel (GGUF block formats by default, the others under --cpu_int8_activations), "-int"
 // NVFP4 W4A4's exact integer tiles, "-dequant" GGUF blocks dequantized to an f32 tile per call
 // (the K-quants and Q4_1 / Q5_0 / Q5_1 under --cpu_int8_activations=false or without AVX2),
 // "-ref" the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8
@@ -61,6 +61,8 @@ std::string Int8TileSuffix() {
   switch (kernels::cpu::fast::Int4x16KernelInUse()) {
     case kernels::cpu::fast::Int4x16Kernel::kAvx512Vnni:
       return "vnni";
+    case kernels::cpu::fast::Int4x16Kernel::kAvxVnni:
+      return "avxvnni";
     case kernels::cpu::fast::Int4x16Kernel::kAvx2:
       return "avx2";
     case kernels::cpu::fast::Int4x16Kernel::kPortable:

@@ -26,7 +26,7 @@ enum class Int8Activations {
 };
 
 // The last part of an int8-tile layer's kernel name ("cpu/gguf-q4_0-vnni"): which kernel runs
-// the tiles on this CPU, "vnni", "avx2" or "portable" (the scalar loop).
+// the tiles on this CPU, "vnni", "avxvnni", "avx2" or "portable" (the scalar loop).
 std::string Int8TileSuffix();
 
 class CpuKernelSelector : public quant::KernelSelector {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -23,12 +24,18 @@ namespace internal {
 bool HasVnni();      // q8_act_vnni.cc
 bool HasAvx512Bw();  // q8_act_vnni.cc: what the NVFP4 activation quantizer needs
 bool HasAvx2Fma();   // q8_act_vnni.cc
+bool HasAvxVnni();   // q8_act_vnni.cc: the VEX 256-bit vpdpbusd
 // zero_sums: −z·s per row and block (and half, [rows][blocks][halves]) for the formats with an
 // integer zero point z (ZeroPointOf), else unused.
 void Int4x16MatmulVnni(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
                        const float* bias, float* y, int64_t n_begin, int64_t n_end);
 void Int4x16MatmulAvx2(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
                        const float* bias, float* y, int64_t n_begin, int64_t n_end);
+void Int4x16MatmulAvxVnni(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
+                          const float* bias, float* y, int64_t n_begin, int64_t n_end);
+void Int4x16MatmulAvxVnniEvex(const FastWeights& w, const Int4x16Acts& a,
+                              const int32_t* zero_sums, const float* bias, float* y,
+                              int64_t n_begin, int64_t n_end);
 void QuantizeActsInt4x16Avx2(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
                              float* d, float* s, float* s2);
 void QuantizeActsInt4x16Avx512(const float* x, int64_t k, int64_t r0, int64_t r1, int8_t* q,
@@ -51,17 +58,19 @@ using internal::X16Weights;
 // measured on an AVX-512 one. Asked once per process.
 Int4x16Kernel ChosenKernel() {
   static const Int4x16Kernel kernel = [] {
-    const Int4x16Kernel best = Int4x16KernelSupported(Int4x16Kernel::kAvx512Vnni)
-                                   ? Int4x16Kernel::kAvx512Vnni
-                               : Int4x16KernelSupported(Int4x16Kernel::kAvx2)
-                                   ? Int4x16Kernel::kAvx2
-                                   : Int4x16Kernel::kPortable;
-    const char* env = std::getenv("TESSERA_INT8_TILES");
-    if (env == nullptr) return best;
-    if (std::strcmp(env, "portable") == 0) return Int4x16Kernel::kPortable;
-    if (std::strcmp(env, "avx2") == 0 && Int4x16KernelSupported(Int4x16Kernel::kAvx2)) {
-      return Int4x16Kernel::kAvx2;
+    Int4x16Kernel best = Int4x16Kernel::kPortable;
+    for (Int4x16Kernel k : {Int4x16Kernel::kAvx2, Int4x16Kernel::kAvxVnni,
+                            Int4x16Kernel::kAvx512Vnni}) {
+      if (Int4x16KernelSupported(k)) best = k;
     }
+    const char* env = std::getenv("TESSERA_INT8_TILES");
+    if (env == nullptr || env[0] == '\0') return best;
+    for (Int4x16Kernel k : {Int4x16Kernel::kPortable, Int4x16Kernel::kAvx2,
+                            Int4x16Kernel::kAvxVnni}) {
+      if (std::strcmp(env, Int4x16KernelName(k)) == 0 && Int4x16KernelSupported(k)) return k;
+    }
+    std::fprintf(stderr,
+                 "TESSERA_INT8_TILES=%s ignored (avx-vnni, avx2 or portable, if supported)\n", env);
     return best;
   }();
   return kernel;
@@ -219,6 +228,7 @@ void QuantizeActsInt4x16On(Int4x16Kernel kernel, const float* x, int64_t k, int6
   switch (kernel) {
     case Int4x16Kernel::kAvx512Vnni:
       return internal::QuantizeActsInt4x16Avx512(x, k, r0, r1, q, d, s, s2);
+    case Int4x16Kernel::kAvxVnni:
     case Int4x16Kernel::kAvx2:
       return internal::QuantizeActsInt4x16Avx2(x, k, r0, r1, q, d, s, s2);
     case Int4x16Kernel::kPortable:
@@ -436,6 +446,8 @@ bool Int4x16KernelSupported(Int4x16Kernel kernel) {
   switch (kernel) {
     case Int4x16Kernel::kAvx512Vnni:
       return internal::HasVnni();
+    case Int4x16Kernel::kAvxVnni:  // the VEX form, or its EVEX twin
+      return internal::HasAvx2Fma() && (internal::HasAvxVnni() || internal::HasVnni());
     case Int4x16Kernel::kAvx2:
       return internal::HasAvx2Fma();
     case Int4x16Kernel::kPortable:
@@ -450,6 +462,8 @@ const char* Int4x16KernelName(Int4x16Kernel kernel) {
   switch (kernel) {
     case Int4x16Kernel::kAvx512Vnni:
       return "avx512-vnni";
+    case Int4x16Kernel::kAvxVnni:
+      return "avx-vnni";
     case Int4x16Kernel::kAvx2:
       return "avx2";
     case Int4x16Kernel::kPortable:
@@ -482,6 +496,12 @@ void Int4x16MatmulOn(Int4x16Kernel kernel, const FastWeights& w, const Int4x16Ac
   }
   if (kernel == Int4x16Kernel::kAvx512Vnni) {
     internal::Int4x16MatmulVnni(w, a, zero_sums.data(), bias, y, n_begin, n_end);
+  } else if (kernel == Int4x16Kernel::kAvxVnni) {
+    if (internal::HasAvxVnni()) {
+      internal::Int4x16MatmulAvxVnni(w, a, zero_sums.data(), bias, y, n_begin, n_end);
+    } else {
+      internal::Int4x16MatmulAvxVnniEvex(w, a, zero_sums.data(), bias, y, n_begin, n_end);
+    }
   } else {
     internal::Int4x16MatmulAvx2(w, a, zero_sums.data(), bias, y, n_begin, n_end);
   }

@@ -169,15 +169,17 @@ float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n);
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end);
 
-// The kernels that run the tiles, all giving the portable loop's bits: AVX-512 VNNI (vpdpbusd),
-// AVX2 (vpmaddubsw + vpmaddwd, llama.cpp's method on CPUs without VNNI: int4_x16_avx2.cc) and the
-// portable loop. Int4x16Matmul and QuantizeActsInt4x16 run the best one this CPU supports, or the
-// lower one named by the environment variable TESSERA_INT8_TILES=avx2|portable (to test and
-// measure an AVX2-only machine's path on an AVX-512 one); chosen once per process.
-enum class Int4x16Kernel { kAvx512Vnni, kAvx2, kPortable };
+// The kernels that run the tiles, all giving the portable loop's bits: AVX-512 VNNI (512-bit
+// vpdpbusd), AVX-VNNI (256-bit vpdpbusd: Intel cores from Alder Lake, which lack AVX-512; on
+// AVX-512 VNNI CPUs its EVEX twin, so it is tested and measured there too), AVX2 (vpmaddubsw +
+// vpmaddwd, llama.cpp's method without VNNI: int4_x16_avx2.cc) and the portable loop.
+// Int4x16Matmul and QuantizeActsInt4x16 run the best one this CPU supports, or the lower one
+// named by the environment variable TESSERA_INT8_TILES=avx-vnni|avx2|portable (to test and
+// measure other machines' paths on an AVX-512 one); chosen once per process.
+enum class Int4x16Kernel { kAvx512Vnni, kAvxVnni, kAvx2, kPortable };
 bool Int4x16KernelSupported(Int4x16Kernel kernel);
 Int4x16Kernel Int4x16KernelInUse();
-// "avx512-vnni", "avx2" or "portable".
+// "avx512-vnni", "avx-vnni", "avx2" or "portable".
 const char* Int4x16KernelName(Int4x16Kernel kernel = Int4x16KernelInUse());
 // Int4x16Matmul and QuantizeActsInt4x16 on a given kernel (tests and benchmarks); one this CPU
 // does not support runs the portable loop instead.

@@ -1,20 +1,25 @@
-// AVX2 kernel of int4_x16.h for CPUs without AVX-512 VNNI (Zen 2 / Zen 3, Intel client cores
-// before Ice Lake): the same tiles and the same canonical order as int4_x16_vnni.cc, with
-// llama.cpp's AVX2 integer dot product in place of vpdpbusd. Dispatched by int4_x16.cc after the
-// CPUID check (internal::HasAvx2Fma, q8_act_vnni.cc).
+// The 256-bit kernels of int4_x16.h for CPUs without AVX-512 VNNI: the same tiles and canonical
+// order as int4_x16_vnni.cc, each 64-byte code vector as two 8-column ymm halves (the walk is
+// int4_x16_avx2_tiles-inl.h, compiled here once per instruction set). Dispatched by int4_x16.cc
+// after its CPUID checks (q8_act_vnni.cc).
 //
-// A 64-byte code vector (16 columns x 4 K) is two ymm halves of 8 columns each. vpmaddubsw
-// multiplies the unsigned code bytes by the signed activation bytes and adds adjacent pairs into
-// int16 lanes, saturating; vpmaddwd by ones then adds the int16 pairs of a column into its int32
-// lane, which is vpdpbusd's sum of 4. The int16 stage is exact as long as no lane leaves int16: a
-// pair is at most 2·127·u_max (the quantizer clamps activation codes to ±127), so kFlush
-// vpmaddubsw results of one column may be summed in int16 before the vpmaddwd (u_max 15: 8; 24,
-// the E2M1 table: 4 of the 5 that fit; 31, Q5_K: 4; 63, Q6_K: 2). Byte codes (Q8_0 + 128, INT8 /
-// INT3 / INT2, up to 255) would saturate a pair, so they are split into nibbles: Σu·x = Σlo·x +
-// 16·Σhi·x, each a
-// sum of 8 vpmaddubsw of 4-bit codes. Every block integer is therefore exact, the float epilogue
-// is the VNNI kernel's instruction for instruction (8 lanes instead of 16), and the results are
-// the portable loop's bits (tests/kernels/cpu/int4_x16_test_util.h runs every kernel).
+// AVX2 (Zen 2 / Zen 3, Intel cores before Ice Lake without AVX-VNNI): llama.cpp's integer dot
+// product in place of vpdpbusd. vpmaddubsw multiplies the unsigned code bytes by the signed
+// activation bytes and adds adjacent pairs into int16 lanes, saturating; vpmaddwd by ones then
+// adds the int16 pairs of a column into its int32 lane, which is vpdpbusd's sum of 4. The int16
+// stage is exact as long as no lane leaves int16: a pair is at most 2·127·u_max (the quantizer
+// clamps activation codes to ±127), so kFlush vpmaddubsw results of one column may be summed in
+// int16 before the vpmaddwd (u_max 15: 8; 24, the E2M1 table: 4 of the 5 that fit; 31, Q5_K: 4;
+// 63, Q6_K: 2). Byte codes (Q8_0 + 128, INT8 / INT3 / INT2, up to 255) would saturate a pair, so
+// they are split into nibbles: Σu·x = Σlo·x + 16·Σhi·x, each a sum of 8 vpmaddubsw of 4-bit codes.
+//
+// AVX-VNNI (Intel cores from Alder Lake): the 256-bit VEX vpdpbusd, no int16 stage; its EVEX twin
+// (AVX-512 VL + VNNI) is the same instruction, which is how that kernel is tested and measured on
+// the AVX-512 machines here.
+//
+// Every block integer is exact either way, the float epilogue is the VNNI kernel's instruction
+// for instruction (8 lanes instead of 16), and the results are the portable loop's bits
+// (tests/kernels/cpu/int4_x16_test_util.h runs every kernel).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -32,305 +37,12 @@
 HWY_PUSH_ATTRIBUTES("avx2,fma,f16c")
 
 namespace tessera::kernels::cpu::fast::internal {
-namespace {
 
-constexpr int64_t kCols = 16;
-// Rows per tile: 2·MR f32 accumulators plus MR int32 and MR int16 sums, more than 16 ymm
-// registers hold at 4 already (a few spill to L1); the decode of a code vector is shared by them.
-constexpr int kMaxRows = 4;
-
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K, kMxfp4, kNvfp4 };
-
-inline __m256i LoadHalf(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-// The 4 activation bytes at p in every int32 lane.
-inline __m256i Bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-// 8 f16 values at p.
-inline __m256 Halves8(const uint8_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-// 8 unsigned bytes at p as f32.
-inline __m256 UBytes8(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(
-      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
-// 8 signed bytes at p as f32.
-inline __m256 SBytes8(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(
-      _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-}
-// 8 UE4M3 codes (bit 7 ignored) times 2^-8, exactly: avx512_decode.h's shift into f16 bits.
-inline __m256 Ue4m3TimesTwoToMinus8x8(const uint8_t* p) {
-  const __m128i c =
-      _mm_and_si128(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))),
-                    _mm_set1_epi16(0x7F));
-  return _mm256_cvtph_ps(_mm_slli_epi16(c, 7));
-}
-
-// The largest u the codes reach after decoding, and how many vpmaddubsw of them an int16 lane
-// holds exactly (2·127·u_max·kFlush ≤ 32767).
-template <Codes kCodes>
-constexpr int kFlush = kCodes == Codes::kQ6K                                ? 2
-                       : kCodes == Codes::kQ5K                              ? 4
-                       : kCodes == Codes::kMxfp4 || kCodes == Codes::kNvfp4 ? 4
-                                                                            : 8;
-
-// Accumulators of rows [r0, r0 + MR) for one column group, halves h = 0 (columns 0-7) and 1
-// (8-15): out[2r + h]. The walk of int4_x16_vnni.cc's Tile and TileNvfp4 with the halves inside
-// each block (a record's bytes are read once, in order).
-template <int MR, Codes kCodes>
-void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
-          int64_t r0, __m256* out) {
-  constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
-  constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
-  constexpr bool kFifth = kCodes == Codes::kQ5K;
-  constexpr bool kE2m1 = kCodes == Codes::kMxfp4 || kCodes == Codes::kNvfp4;
-  constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
-  constexpr bool kIntZero =
-      kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kCodes == Codes::kMxfp4;
-  const int64_t k = w.k, blocks = k / 32;
-  const X16Layout layout = X16Layout::Of(w.format, w.group_size);
-  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-  const __m256i ones = _mm256_set1_epi16(1), sixteens = _mm256_set1_epi16(16);
-  const __m256i lut = _mm256_broadcastsi128_si256(
-      _mm_load_si128(reinterpret_cast<const __m128i*>(kTwiceE2m1Plus12)));
-  __m256 acc[2 * MR];
-  for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm256_setzero_ps();
-  const int8_t* xrow[MR];
-  for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
-
-  // Nibble codes of chunk q of a block, half h: the low-nibble and high-nibble operands (K = 8q +
-  // i and 8q + 4 + i), decoded to the unsigned codes the VNNI kernel multiplies.
-  auto nibbles = [&](const uint8_t* codes, int q, int h, __m256i* lo, __m256i* hi) {
-    const __m256i v = LoadHalf(codes + q * 64 + h * 32);
-    *lo = _mm256_and_si256(v, m4);
-    *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-    if constexpr (kE2m1) {
-      *lo = _mm256_shuffle_epi8(lut, *lo);
-      *hi = _mm256_shuffle_epi8(lut, *hi);
-    }
-    if constexpr (kFifth) {  // bits 2q and 2q + 1 of the plane: + 16 where set
-      const __m256i fifth = LoadHalf(codes + 256 + h * 32), c16 = _mm256_set1_epi8(16);
-      const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1 << (2 * q)));
-      const __m256i b1 = _mm256_set1_epi8(static_cast<char>(2 << (2 * q)));
-      *lo = _mm256_add_epi8(
-          *lo, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(fifth, b0), b0), c16));
-      *hi = _mm256_add_epi8(
-          *hi, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(fifth, b1), b1), c16));
-    }
-    if constexpr (kCodes == Codes::kQ6K) {  // the high bit pairs ORed back in
-      const __m256i pairs = LoadHalf(codes + 256 + (q / 2) * 64 + h * 32);
-      const __m256i hp = q % 2 == 0 ? pairs : _mm256_srli_epi16(pairs, 4);
-      *lo = _mm256_or_si256(*lo, _mm256_and_si256(_mm256_slli_epi16(hp, 4), m30));
-      *hi = _mm256_or_si256(*hi, _mm256_and_si256(_mm256_slli_epi16(hp, 2), m30));
-    }
-  };
-  // isum[r] += Σ over chunks [q0, q1) of the block's codes (half h) times row r's activations,
-  // through int16 sums of at most kFlush vpmaddubsw.
-  auto dot_chunks = [&](const uint8_t* codes, int64_t b, int q0, int q1, int h, __m256i* isum) {
-    if constexpr (kBytes) {  // Q8_0 / U8: a byte per code, 8 chunks of 4 K, split into nibbles
-      __m256i lo16[MR], hi16[MR];
-      for (int r = 0; r < MR; ++r) lo16[r] = hi16[r] = _mm256_setzero_si256();
-      for (int q = q0; q < q1; ++q) {
-        const __m256i v = LoadHalf(codes + q * 64 + h * 32);
-        const __m256i lo = _mm256_and_si256(v, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        for (int r = 0; r < MR; ++r) {
-          const __m256i x = Bcast4(xrow[r] + b * 32 + 4 * q);
-          lo16[r] = _mm256_add_epi16(lo16[r], _mm256_maddubs_epi16(lo, x));
-          hi16[r] = _mm256_add_epi16(hi16[r], _mm256_maddubs_epi16(hi, x));
-        }
-      }
-      for (int r = 0; r < MR; ++r) {
-        isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_madd_epi16(lo16[r], ones),
-                                                             _mm256_madd_epi16(hi16[r], sixteens)));
-      }
-    } else {
-      __m256i s16[MR];
-      int pending = 0;
-      for (int r = 0; r < MR; ++r) s16[r] = _mm256_setzero_si256();
-      for (int q = q0; q < q1; ++q) {
-        __m256i lo, hi;
-        nibbles(codes, q, h, &lo, &hi);
-        for (int r = 0; r < MR; ++r) {
-          const int8_t* x = xrow[r] + b * 32 + 8 * q;
-          s16[r] =
-              _mm256_add_epi16(s16[r], _mm256_add_epi16(_mm256_maddubs_epi16(lo, Bcast4(x)),
-                                                        _mm256_maddubs_epi16(hi, Bcast4(x + 4))));
-        }
-        pending += 2;
-        if (pending + 2 > kFlush<kCodes> || q + 1 == q1) {
-          for (int r = 0; r < MR; ++r) {
-            isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(s16[r], ones));
-            s16[r] = _mm256_setzero_si256();
-          }
-          pending = 0;
-        }
-      }
-    }
-  };
-
-  const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
-  const uint8_t* record = group;  // the record of block b; block b is its j-th
-  for (int64_t b = 0, j = 0; b < blocks; ++b) {
-    const uint8_t* codes = record + layout.scale_bytes + j * layout.code_bytes;
-    for (int h = 0; h < 2; ++h) {
-      if constexpr (kCodes == Codes::kQ6K) {
-        const __m256 d_sb = Halves8(record + h * 16);
-        for (int half = 0; half < 2; ++half) {
-          const __m256 sw = _mm256_mul_ps(d_sb, SBytes8(record + 32 + (j * 2 + half) * 16 + h * 8));
-          __m256i isum[MR];
-          for (int r = 0; r < MR; ++r) {
-            isum[r] = _mm256_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + half]);
-          }
-          dot_chunks(codes, b, 2 * half, 2 * half + 2, h, isum);
-          for (int r = 0; r < MR; ++r) {
-            const int64_t off = (r0 + r) * blocks + b;
-            acc[2 * r + h] =
-                _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]),
-                                _mm256_mul_ps(sw, _mm256_set1_ps(a.d[off])), acc[2 * r + h]);
-          }
-        }
-        continue;
-      }
-      if constexpr (kCodes == Codes::kNvfp4) {
-        // sf · 2^-8 times alpha · 128: int4_x16_vnni.cc's TileNvfp4.
-        const __m256 sw_factor = _mm256_set1_ps(w.alpha * 128.0f);
-        const uint8_t* sf = group + layout.Scales(b);
-        const uint8_t* nv_codes = group + layout.Codes(b);
-        for (int half = 0; half < 2; ++half) {
-          const __m256 sw =
-              _mm256_mul_ps(Ue4m3TimesTwoToMinus8x8(sf + half * kCols + h * 8), sw_factor);
-          __m256i isum[MR];
-          for (int r = 0; r < MR; ++r) {
-            isum[r] = _mm256_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + half]);
-          }
-          dot_chunks(nv_codes, b, 2 * half, 2 * half + 2, h, isum);
-          const float* dx = half == 0 ? a.d : a.d2;
-          for (int r = 0; r < MR; ++r) {
-            const int64_t off = (r0 + r) * blocks + b;
-            acc[2 * r + h] =
-                _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[r]),
-                                _mm256_mul_ps(sw, _mm256_set1_ps(dx[off])), acc[2 * r + h]);
-          }
-        }
-        continue;
-      }
-      // kAffine: s = d·sc and o = dmin·m (exact); kGroupScales: scale and zero point; else the
-      // scale (the zero point is in the sums' start, kIntZero).
-      __m256 sw, zv = _mm256_setzero_ps();
-      if constexpr (kGroupScales) {
-        sw = _mm256_loadu_ps(reinterpret_cast<const float*>(record) + h * 8);
-        zv = _mm256_loadu_ps(reinterpret_cast<const float*>(record + 64) + h * 8);
-      } else if constexpr (kAffine) {
-        sw = _mm256_mul_ps(Halves8(record + h * 16), UBytes8(record + 64 + j * 16 + h * 8));
-        zv = _mm256_mul_ps(Halves8(record + 32 + h * 16), UBytes8(record + 192 + j * 16 + h * 8));
-      } else if constexpr (kE2m1) {
-        // numeric::DecodeE8m0 (e << 23; e = 0 the subnormal 2^-127) times 0.5.
-        const __m256i e = _mm256_cvtepu8_epi32(
-            _mm_loadl_epi64(reinterpret_cast<const __m128i*>(record + j * kCols + h * 8)));
-        const __m256i bits =
-            _mm256_blendv_epi8(_mm256_slli_epi32(e, 23), _mm256_set1_epi32(0x00400000),
-                               _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
-        sw = _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(0.5f));
-      } else {
-        sw = Halves8(record + j * 32 + h * 16);
-      }
-      __m256i isum[MR];
-      for (int r = 0; r < MR; ++r) {
-        isum[r] = kIntZero ? _mm256_set1_epi32(zs[(r0 + r) * blocks + b]) : _mm256_setzero_si256();
-      }
-      dot_chunks(codes, b, 0, kBytes ? 8 : 4, h, isum);
-      for (int r = 0; r < MR; ++r) {
-        const int64_t off = (r0 + r) * blocks + b;
-        __m256& o = acc[2 * r + h];
-        if constexpr (kAffine) {
-          const __m256 p = _mm256_mul_ps(sw, _mm256_cvtepi32_ps(isum[r]));
-          const __m256 t = _mm256_fnmadd_ps(zv, _mm256_set1_ps(a.s[off]), p);
-          o = _mm256_fmadd_ps(t, _mm256_set1_ps(a.d[off]), o);
-        } else {
-          const __m256 t = kIntZero ? _mm256_cvtepi32_ps(isum[r])
-                                    : _mm256_fnmadd_ps(zv, _mm256_set1_ps(a.s[off]),
-                                                       _mm256_cvtepi32_ps(isum[r]));
-          o = _mm256_fmadd_ps(t, _mm256_mul_ps(sw, _mm256_set1_ps(a.d[off])), o);
-        }
-      }
-    }
-    if (++j == per_record) {
-      j = 0;
-      record += record_bytes;
-    }
-  }
-  for (int i = 0; i < 2 * MR; ++i) out[i] = acc[i];
-}
-
-template <int MR>
-void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const float* bias,
-          float* y, int64_t g, int64_t c0, int64_t c1, int64_t r0) {
-  __m256 acc[2 * MR];
-  const uint8_t* group = w.data + g * w.row_stride;
-  switch (w.format) {
-    case FastFormat::kNvfp4x16:
-      Tile<MR, Codes::kNvfp4>(group, w, a, zs, r0, acc);
-      break;
-    case FastFormat::kU4x16:
-      Tile<MR, Codes::kU4>(group, w, a, zs, r0, acc);
-      break;
-    case FastFormat::kU8x16:
-      Tile<MR, Codes::kU8>(group, w, a, zs, r0, acc);
-      break;
-    case FastFormat::kQ8_0x16:
-      Tile<MR, Codes::kQ8_0>(group, w, a, zs, r0, acc);
-      break;
-    case FastFormat::kQ6_Kx16:
-      Tile<MR, Codes::kQ6K>(group, w, a, zs, r0, acc);
-      break;
-    case FastFormat::kQ4_Kx16:
-      Tile<MR, Codes::kQ4K>(group, w, a, zs, r0, acc);
-      break;
-    case FastFormat::kQ5_Kx16:
-      Tile<MR, Codes::kQ5K>(group, w, a, zs, r0, acc);
-      break;
-    case FastFormat::kMxfp4x16:
-      Tile<MR, Codes::kMxfp4>(group, w, a, zs, r0, acc);
-      break;
-    default:
-      Tile<MR, Codes::kQ4_0>(group, w, a, zs, r0, acc);
-      break;
-  }
-  // Columns [c0, c1) of the group (other callers' columns and the padding stay untouched): the
-  // VNNI kernel's masked epilogue, staged through a 16-float buffer.
-  const int64_t n0 = g * kCols;
-  for (int r = 0; r < MR; ++r) {
-    alignas(32) float v[kCols], b[kCols] = {};
-    _mm256_store_ps(v, acc[2 * r]);
-    _mm256_store_ps(v + 8, acc[2 * r + 1]);
-    if (bias != nullptr) std::copy(bias + n0 + c0, bias + n0 + c1, b + c0);
-    for (int h = 0; h < 2; ++h) {
-      __m256 t = _mm256_load_ps(v + 8 * h);
-      const __m256 bv = _mm256_load_ps(b + 8 * h);
-      if (a.row_scale != nullptr) {  // fma(acc, α, bias), as the portable loop
-        const __m256 rs = _mm256_set1_ps(a.row_scale[(r0 + r) * a.row_scale_stride]);
-        t = bias != nullptr ? _mm256_fmadd_ps(t, rs, bv) : _mm256_mul_ps(t, rs);
-      } else if (bias != nullptr) {
-        t = _mm256_add_ps(t, bv);
-      }
-      _mm256_store_ps(v + 8 * h, t);
-    }
-    std::copy(v + c0, v + c1, y + (r0 + r) * w.n + n0 + c0);
-  }
-}
-
-using RowTileFn = void (*)(const FastWeights&, const Int4x16Acts&, const int32_t*, const float*,
-                           float*, int64_t, int64_t, int64_t, int64_t);
-constexpr RowTileFn kRowTiles[kMaxRows] = {Rows<1>, Rows<2>, Rows<3>, Rows<4>};
-
-}  // namespace
+#define TESSERA_X16_NS maddubs
+#define TESSERA_X16_DPBUSD 0
+#include "kernels/cpu/fast/int4_x16_avx2_tiles-inl.h"
+#undef TESSERA_X16_NS
+#undef TESSERA_X16_DPBUSD
 
 // QuantizeRowQ8Block32 plus the code sums, bit-identical as int4_x16_vnni.cc's AVX-512 twin: amax
 // ignores NaN as std::max does (vmaxps returns its second operand when the first is NaN), d and
@@ -387,22 +99,43 @@ void QuantizeActsInt4x16Avx2(const float* x, int64_t k, int64_t r0, int64_t r1, 
 
 void Int4x16MatmulAvx2(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
                        const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  // Byte codes keep two int16 sums per row (their nibble halves), so 3 rows per tile spill less:
-  // Q8_0 M = 128 115 -> 131-140 GOP/s; the nibble formats do best with 4 (bench/README.md).
-  const bool bytes = w.format == FastFormat::kQ8_0x16 || w.format == FastFormat::kU8x16;
-  const int64_t max_rows = bytes ? 3 : kMaxRows;
-  for (int64_t g = n_begin / kCols; g * kCols < n_end; ++g) {
-    const int64_t c0 = std::max<int64_t>(n_begin - g * kCols, 0);
-    const int64_t c1 = std::min<int64_t>(n_end - g * kCols, kCols);
-    for (int64_t r0 = 0; r0 < a.rows; r0 += max_rows) {
-      kRowTiles[std::min<int64_t>(max_rows, a.rows - r0) - 1](w, a, zero_sums, bias, y, g, c0, c1,
-                                                              r0);
-    }
-  }
+  maddubs::MatmulTiles(w, a, zero_sums, bias, y, n_begin, n_end);
 }
 
 }  // namespace tessera::kernels::cpu::fast::internal
 
+HWY_POP_ATTRIBUTES
+
+// The same walk with the 256-bit vpdpbusd: VEX (AVX-VNNI: Intel cores from Alder Lake, without
+// AVX-512) and its EVEX twin (AVX-512 VL + VNNI), which runs the same instruction on the
+// AVX-512 machines here.
+HWY_PUSH_ATTRIBUTES("avx2,fma,f16c,avxvnni")
+namespace tessera::kernels::cpu::fast::internal {
+#define TESSERA_X16_NS vex_vnni
+#define TESSERA_X16_DPBUSD 1
+#include "kernels/cpu/fast/int4_x16_avx2_tiles-inl.h"
+#undef TESSERA_X16_NS
+#undef TESSERA_X16_DPBUSD
+void Int4x16MatmulAvxVnni(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
+                          const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  vex_vnni::MatmulTiles(w, a, zero_sums, bias, y, n_begin, n_end);
+}
+}  // namespace tessera::kernels::cpu::fast::internal
+HWY_POP_ATTRIBUTES
+
+HWY_PUSH_ATTRIBUTES("avx2,fma,f16c,avx512f,avx512vl,avx512vnni")
+namespace tessera::kernels::cpu::fast::internal {
+#define TESSERA_X16_NS evex_vnni
+#define TESSERA_X16_DPBUSD 2
+#include "kernels/cpu/fast/int4_x16_avx2_tiles-inl.h"
+#undef TESSERA_X16_NS
+#undef TESSERA_X16_DPBUSD
+void Int4x16MatmulAvxVnniEvex(const FastWeights& w, const Int4x16Acts& a,
+                              const int32_t* zero_sums, const float* bias, float* y,
+                              int64_t n_begin, int64_t n_end) {
+  evex_vnni::MatmulTiles(w, a, zero_sums, bias, y, n_begin, n_end);
+}
+}  // namespace tessera::kernels::cpu::fast::internal
 HWY_POP_ATTRIBUTES
 
 #else  // not x86-64 GCC/Clang
@@ -412,6 +145,10 @@ void Int4x16MatmulAvx2(const FastWeights&, const Int4x16Acts&, const int32_t*, c
                        int64_t, int64_t) {}
 void QuantizeActsInt4x16Avx2(const float*, int64_t, int64_t, int64_t, int8_t*, float*, float*,
                              float*) {}
+void Int4x16MatmulAvxVnni(const FastWeights&, const Int4x16Acts&, const int32_t*, const float*,
+                          float*, int64_t, int64_t) {}
+void Int4x16MatmulAvxVnniEvex(const FastWeights&, const Int4x16Acts&, const int32_t*,
+                              const float*, float*, int64_t, int64_t) {}
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #endif

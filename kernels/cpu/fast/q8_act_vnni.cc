@@ -19,6 +19,9 @@
 #endif
 
 #include <immintrin.h>
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <vector>
@@ -37,6 +40,23 @@ bool HasAvx512Bw() {
 bool HasVnni() {
   static const bool has = TESSERA_HAS_AVX512_WITH("avx512vnni");
   return has;
+}
+
+// AVX-VNNI (the VEX-encoded 256-bit vpdpbusd of Intel cores from Alder Lake): CPUID leaf 7
+// sub-leaf 1, EAX bit 4, with the OS saving the ymm state (as for AVX2). Off under
+// TESSERA_CPU_ISA=avx2 too: an AVX2-only CPU is the point of that switch.
+bool HasAvxVnni() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  static const bool has = [] {
+    if (!Avx512Allowed() || !__builtin_cpu_supports("avx2")) return false;
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+    return (eax & (1u << 4)) != 0;
+  }();
+  return has;
+#else
+  return false;
+#endif
 }
 
 // What int4_x16_avx2.cc needs (vpmaddubsw, FMA, vcvtph2ps).

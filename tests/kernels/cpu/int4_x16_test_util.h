@@ -40,10 +40,12 @@ inline Acts Quantize(const float* x, int64_t rows, int64_t k, bool halves = fals
 
 inline bool NeedsHalves(const FastWeights& fw) { return X16NeedsHalfSums(fw.format); }
 
-// The kernels this CPU can run besides the portable loop (AVX-512 VNNI, AVX2).
+// The kernels this CPU can run besides the portable loop (AVX-512 VNNI, AVX-VNNI or its EVEX twin,
+// AVX2).
 inline std::vector<Int4x16Kernel> FastKernels() {
   std::vector<Int4x16Kernel> out;
-  for (Int4x16Kernel kernel : {Int4x16Kernel::kAvx512Vnni, Int4x16Kernel::kAvx2}) {
+  for (Int4x16Kernel kernel :
+       {Int4x16Kernel::kAvx512Vnni, Int4x16Kernel::kAvxVnni, Int4x16Kernel::kAvx2}) {
     if (Int4x16KernelSupported(kernel)) out.push_back(kernel);
   }
   return out;
