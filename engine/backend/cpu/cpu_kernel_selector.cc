@@ -17,7 +17,7 @@ namespace tessera::backend::cpu {
 // NVFP4 W4A4's exact integer tiles, "-dequant" GGUF blocks dequantized to an f32 tile per call
 // (the K-quants and Q4_1 / Q5_0 / Q5_1 under --cpu_int8_activations=false or without AVX2),
 // "-ref" the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8
-// block-scaled W8A8 with blocks not a multiple of 32 (BF16 kernel) or 16 wide, INT4 group 16, K
+// block-scaled W8A8 with blocks not a multiple of 16 wide, INT4 group 16, K
 // not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
 // vectors, FP8 NaN codes, a CPU without AVX-512 for the f32-activation 4-bit kernels) falls back
 // to the reference kernel of the same scheme.
@@ -120,12 +120,11 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
                            " do not match the weight blocks' width ", spec->block_k));
         }
         if (spec->weight_scale == quant::ScaleGranularity::kBlock) {
-          // The BF16 kernel takes whole 32-wide blocks; without AVX-512 BF16 the Highway kernel
-          // takes blocks of whole vectors, which 16 covers on every target (QuantizedLinear::
-          // InitFast, FastQuantSupported).
-          const int64_t unit = kernels::cpu::fast::Fp8Bf16Available() ? 32 : 16;
+          // The BF16 kernel takes whole 32-wide blocks, the Highway kernel (scaled activations)
+          // blocks of whole vectors, which 16 covers on every target (QuantizedLinear::InitFast,
+          // FastQuantSupported).
           fast = spec->block_n > 0 && spec->block_k > 0 &&
-                 (spec->block_k % unit == 0 || spec->block_k >= spec->k) &&
+                 (spec->block_k % 16 == 0 || spec->block_k >= spec->k) &&
                  (!group_acts || spec->activation_group == spec->block_k);
         }
         spec->kernel = fast ? "cpu/fp8-w8a8-fast" : "cpu/fp8-w8a8-ref";

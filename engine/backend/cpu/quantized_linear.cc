@@ -131,6 +131,7 @@ void QuantizedLinear::InitFast() {
   switch (s.weight_format) {
     case WeightFormat::kFp8E4m3: {
       const kc::Fp8Weights fw = w_.AsFp8();
+      bool block_w8a8 = false;
       if (s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16) {
         f.scales = fw.scales;
         if (fw.layout == kc::Fp8WeightScaleLayout::kBlock) {
@@ -149,9 +150,10 @@ void QuantizedLinear::InitFast() {
                                 s.activation_scale == ScaleGranularity::kGroup;
         if (fw.layout == kc::Fp8WeightScaleLayout::kBlock) {
           // Block weights (DeepSeek / FineGrainedFP8): both scales fold into each K-block's sum
-          // (the BF16 kernel's act_block_scales), the reference's per-block order. Without
-          // AVX-512 BF16 (AVX2 CPUs, AVX-512 before Cooper Lake / Zen 4) the Highway kernel takes
-          // the same terms as (code · act scale) · (code · weight scale), summed along K: the
+          // (the BF16 kernel's act_block_scales), the reference's per-block order. Where that
+          // kernel does not take the layer (no AVX-512 BF16: AVX2 CPUs, AVX-512 before Cooper
+          // Lake / Zen 4; blocks not 32 wide; TESSERA_FP8_BF16=0) the Highway kernel takes the
+          // same terms as (code · act scale) · (code · weight scale), summed along K: the
           // reassociation FastQuantMatmul's bound allows, instead of the scalar reference.
           if (fw.block_n <= 0 || fw.block_k <= 0) return;
           if (group_acts && s.activation_group != fw.block_k) return;
@@ -159,8 +161,7 @@ void QuantizedLinear::InitFast() {
           f.scale_rows = fw.block_n;
           f.scale_row_stride = kc::NumGroups(s.k, fw.block_k);
           f.scale_k = fw.block_k;
-          f.act_block_scales = kf::Fp8Bf16Available();
-          fp8_scaled_acts_ = !f.act_block_scales;
+          block_w8a8 = true;
         } else {
           // Bare codes; the weight scale goes to the epilogue, as in the reference.
           if (group_acts) return;
@@ -172,6 +173,10 @@ void QuantizedLinear::InitFast() {
       f.decode = kf::QuantDecode::kFp8;
       f.q = fw.q;
       if (fw.q == nullptr || kf::Fp8HasNanCodes(fw.q, s.n * s.k)) return;
+      if (block_w8a8) {  // the BF16 kernel where it takes the layer, else scaled activations
+        f.act_block_scales = kf::FastQuantUsesBf16(f);
+        fp8_scaled_acts_ = !f.act_block_scales;
+      }
       break;
     }
     case WeightFormat::kInt4:

@@ -457,6 +457,8 @@ bool UseBf16(const FastQuantWeights& w) {
 
 }  // namespace
 
+bool FastQuantUsesBf16(const FastQuantWeights& w) { return UseBf16(w); }
+
 bool FastQuant4BitAvailable() { return HWY_DYNAMIC_DISPATCH(LanesImpl)() == 16; }
 
 bool FastQuantSupported(const FastQuantWeights& w) {

@@ -83,6 +83,11 @@ struct FastQuantWeights {
 // holding the NaN code are not checked here (see Fp8HasNanCodes).
 bool FastQuantSupported(const FastQuantWeights& w);
 
+// Whether FastQuantMatmul runs FP8 weights `w` on the AVX-512 BF16 kernel: the CPU has it, the
+// layout fits (Fp8Bf16LayoutFits) and TESSERA_FP8_BF16 is not 0. Only that kernel takes
+// act_block_scales.
+bool FastQuantUsesBf16(const FastQuantWeights& w);
+
 // Whether the 4-bit decoders (kInt4, kNvfp4, kMxfp4) run here: they need the 16 f32 lanes of
 // AVX-512.
 bool FastQuant4BitAvailable();
