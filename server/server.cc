@@ -179,9 +179,12 @@ void TesseraServer::AttachEngine(const LoadedModel* model, runtime::Scheduler* s
 }
 
 bool TesseraServer::Drain(absl::Duration timeout) {
+  runtime::Scheduler* s = impl_->scheduler.load();
+  // Admission stops before readiness goes NOT_SERVING: a client that sees the drain announced
+  // must get UNAVAILABLE, never a new stream (the other order left a window between the two).
+  if (s != nullptr) s->StopAdmitting();
   impl_->draining.store(true);
   impl_->RefreshHealth();
-  runtime::Scheduler* s = impl_->scheduler.load();
   if (s == nullptr) return true;
   TLOG_INFO("draining: no new requests; waiting up to %s for in-flight ones",
             absl::FormatDuration(timeout));

@@ -140,13 +140,17 @@ absl::StatusOr<std::shared_ptr<RequestHandle>> Scheduler::Submit(GenerationReque
   return handle;
 }
 
-bool Scheduler::Drain(absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
+void Scheduler::StopAdmitting() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     draining_ = true;
   }
   cv_.notify_all();
+}
+
+bool Scheduler::Drain(absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  StopAdmitting();
   while (absl::Now() < deadline) {
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -122,8 +122,10 @@ class Scheduler {
   // can never fit (prompt + max_new_tokens beyond the context or the whole KV cache);
   // RESOURCE_EXHAUSTED when the queue is full; UNAVAILABLE while draining or stopped.
   absl::StatusOr<std::shared_ptr<RequestHandle>> Submit(GenerationRequest request);
-  // Stops admitting new requests and waits up to `timeout` for in-flight ones to finish; then
-  // cancels whatever remains. Returns true when everything finished in time.
+  // New requests get UNAVAILABLE from here on; queued and running ones go on. Idempotent.
+  void StopAdmitting();
+  // StopAdmitting, then waits up to `timeout` for in-flight requests to finish; then cancels
+  // whatever remains. Returns true when everything finished in time.
   bool Drain(absl::Duration timeout);
   void Stop();
 

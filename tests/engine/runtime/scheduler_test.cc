@@ -167,6 +167,20 @@ TEST_F(SchedulerTest, AdmissionControl) {
   EXPECT_EQ(s.Submit(Greedy(long_prompt, 1)).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// StopAdmitting (what the server does before it announces a drain): new requests are UNAVAILABLE
+// at once, while a queued one still runs to its end once the scheduler starts.
+TEST_F(SchedulerTest, StopAdmittingRefusesNewRequestsAndKeepsQueuedOnes) {
+  Scheduler s(*engine_->model, *engine_->tokenizer, SchedulerOptions{});
+  const auto p = Prompt("Once upon a time");
+  auto queued = s.Submit(Greedy(p, 8));
+  ASSERT_TRUE(queued.ok()) << queued.status();
+  s.StopAdmitting();
+  EXPECT_EQ(s.Submit(Greedy(p, 8)).status().code(), absl::StatusCode::kUnavailable);
+  s.Start();
+  EXPECT_EQ(Drain(**queued).tokens.size(), 8u);
+  EXPECT_TRUE(s.Drain(absl::Seconds(10)));
+}
+
 TEST_F(SchedulerTest, RequestWaitsWhileTheKvCacheIsFullThenRuns) {
   SchedulerOptions opts;
   opts.max_running = 4;
