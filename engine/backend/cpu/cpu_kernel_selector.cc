@@ -13,8 +13,9 @@ namespace tessera::backend::cpu {
 // Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast (bf16 weights: the
 // vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
 // (--cpu_bf16_activations), "-vnni" / "-avxvnni" / "-avx2" the int8 activation tiles on their
-// AVX-512 VNNI, AVX-VNNI or AVX2 kernel (GGUF block formats by default, the others under --cpu_int8_activations), "-int"
-// NVFP4 W4A4's exact integer tiles, "-dequant" GGUF blocks dequantized to an f32 tile per call
+// AVX-512 VNNI, AVX-VNNI or AVX2 kernel (GGUF block formats by default, the others under
+// --cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles, "-dequant" GGUF blocks
+// dequantized to an f32 tile per call
 // (the K-quants and Q4_1 / Q5_0 / Q5_1 under --cpu_int8_activations=false or without AVX2),
 // "-ref" the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8
 // block-scaled W8A8 with blocks not a multiple of 16 wide, INT4 group 16, K
@@ -37,14 +38,20 @@ bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
   return true;
 }
 
-// Whether the int8-activation tiles run a vector kernel here (AVX-512 VNNI or AVX2; else their
-// scalar loop, and the NVFP4 and MXFP4 tiles are not taken: QuantizedLinear::InitFast's check).
-bool Int8TilesFast() {
-  return kernels::cpu::fast::Int4x16KernelInUse() != kernels::cpu::fast::Int4x16Kernel::kPortable;
-}
+// Whether the int8-activation tiles run a vector kernel here (else their scalar loop, and the
+// NVFP4 and MXFP4 tiles are not taken: QuantizedLinear::InitFast's check).
+bool Int8TilesFast() { return kernels::cpu::fast::Int4x16TilesVectorized(); }
 
 // The f32-activation 4-bit kernels (INT4, NVFP4, MXFP4) run here (AVX-512), else the reference.
 bool FourBitF32Fast() { return kernels::cpu::fast::FastQuant4BitAvailable(); }
+
+// The plan's note on a 4-bit layer that takes int8 activations only because its f32 kernel is
+// missing here.
+void NoteFourBitFallback(bool int8_for_all, quant::LinearSpec* spec) {
+  if (int8_for_all) return;
+  absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
+                  "int8 activations: the f32-activation 4-bit kernel needs AVX-512");
+}
 
 // INT8 / INT3 / INT2 weight-only codes (a byte each) with f32 activations: FastQuantMatmul's
 // byte-code decoder takes groups of whole vectors (16 lanes covers every target) or one group
@@ -75,18 +82,6 @@ bool CpuKernelSelector::Int8ForFourBit() const {
   return Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks &&
                           !kernels::cpu::fast::FastQuant4BitAvailable() && Int8TilesFast());
 }
-
-namespace {
-
-// The plan's note on a 4-bit layer that takes int8 activations only because its f32 kernel is
-// missing here.
-void NoteFourBitFallback(bool int8_for_all, quant::LinearSpec* spec) {
-  if (int8_for_all) return;
-  absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
-                  "int8 activations: the f32-activation 4-bit kernel needs AVX-512");
-}
-
-}  // namespace
 
 absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
   using quant::ActivationFormat;

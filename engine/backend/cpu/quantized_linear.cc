@@ -57,7 +57,7 @@ void QuantizedLinear::InitFast() {
   const bool nvfp4_int_acts = s.weight_format == WeightFormat::kNvfp4 &&
                               (s.activation == ActivationFormat::kNvfp4 ||
                                s.activation == ActivationFormat::kInt8Block32);
-  const bool tiles_fast = kf::Int4x16KernelInUse() != kf::Int4x16Kernel::kPortable;
+  const bool tiles_fast = kf::Int4x16TilesVectorized();
   if (nvfp4_int_acts && s.k % 32 == 0 && tiles_fast) {
     // NVFP4 codes times int8 activation codes (VNNI or AVX2): exact per half block, so W4A4 takes
     // it by default; W4A16 only with int8 activations (--cpu_int8_activations, or by default

@@ -54,8 +54,8 @@ using internal::X16Layout;
 using internal::X16Weights;
 
 // Which kernel runs the tiles: the best this CPU has, or a lower one named by TESSERA_INT8_TILES
-// ("avx2" or "portable"), which is how an AVX2-only or a non-x86 machine's path is tested and
-// measured on an AVX-512 one. Asked once per process.
+// ("avx-vnni", "avx2" or "portable"), which is how other machines' paths are tested and measured
+// on an AVX-512 one. Asked once per process.
 Int4x16Kernel ChosenKernel() {
   static const Int4x16Kernel kernel = [] {
     Int4x16Kernel best = Int4x16Kernel::kPortable;

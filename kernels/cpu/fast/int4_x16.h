@@ -179,6 +179,9 @@ void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias
 enum class Int4x16Kernel { kAvx512Vnni, kAvxVnni, kAvx2, kPortable };
 bool Int4x16KernelSupported(Int4x16Kernel kernel);
 Int4x16Kernel Int4x16KernelInUse();
+// Whether the kernel in use is a vector one (anything but the portable loop): where the engine
+// takes the int8 tiles for speed.
+inline bool Int4x16TilesVectorized() { return Int4x16KernelInUse() != Int4x16Kernel::kPortable; }
 // "avx512-vnni", "avx-vnni", "avx2" or "portable".
 const char* Int4x16KernelName(Int4x16Kernel kernel = Int4x16KernelInUse());
 // Int4x16Matmul and QuantizeActsInt4x16 on a given kernel (tests and benchmarks); one this CPU

@@ -22,7 +22,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <vector>
 
 #include "hwy/base.h"
 #include "kernels/cpu/fast/int4_x16.h"

@@ -43,9 +43,7 @@ inline bool Wide() {
 }
 
 // Whether the int8 tiles run a vector kernel (AVX-512 VNNI or AVX2).
-inline bool Int8Tiles() {
-  return kernels::cpu::fast::Int4x16KernelInUse() != kernels::cpu::fast::Int4x16Kernel::kPortable;
-}
+inline bool Int8Tiles() { return kernels::cpu::fast::Int4x16TilesVectorized(); }
 
 inline float Uniform(std::mt19937& rng, float lo, float hi) {
   return std::uniform_real_distribution<float>(lo, hi)(rng);
