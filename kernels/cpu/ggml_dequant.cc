@@ -180,11 +180,15 @@ GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type) {
   return {1, 1};
 }
 
-void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes) {
+void KQuantScaleOffset(const uint8_t* block, int j, float* scale, float* offset) {
   uint8_t sc, m;
   ScaleMinK4(j, block + 4, &sc, &m);
   *scale = Half(block) * sc;
   *offset = Half(block + 2) * m;
+}
+
+void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes) {
+  KQuantScaleOffset(block, j, scale, offset);
   const uint8_t* q = block + 16 + 32 * (j / 2);  // sub-blocks 2c and 2c + 1 share 32 bytes
   for (int l = 0; l < 32; ++l) codes[l] = (j % 2 == 0) ? (q[l] & 0xF) : (q[l] >> 4);
 }
@@ -194,10 +198,7 @@ void KQuantScaleMin(const uint8_t* scales12, int j, uint8_t* sc, uint8_t* m) {
 }
 
 void Q5KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes) {
-  uint8_t sc, m;
-  ScaleMinK4(j, block + 4, &sc, &m);
-  *scale = Half(block) * sc;
-  *offset = Half(block + 2) * m;
+  KQuantScaleOffset(block, j, scale, offset);
   const uint8_t* qh = block + 16;
   const uint8_t* q = block + 48 + 32 * (j / 2);  // sub-blocks 2c and 2c + 1 share 32 bytes
   for (int l = 0; l < 32; ++l) {

@@ -29,6 +29,11 @@ void Q4KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8
 // Q4_K / Q5_K block (block + 4).
 void KQuantScaleMin(const uint8_t* scales12, int j, uint8_t* sc, uint8_t* m);
 
+// Sub-block j (0..7) of a Q4_K / Q5_K block (both start with f16 d, dmin and the 12 scale
+// bytes): scale = d·sc_j and offset = dmin·m_j in f32, as dequantize_row_q4_K / q5_K compute
+// them (w = scale · code − offset).
+void KQuantScaleOffset(const uint8_t* block, int j, float* scale, float* offset);
+
 // The same for sub-block j (0..7) of one 176-byte Q5_K block: 5-bit codes (the low nibble from
 // qs, the fifth bit from qh), w[l] = scale · codes[l] − offset as dequantize_row_q5_K computes it.
 void Q5KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8_t* codes);

@@ -277,6 +277,8 @@ Dec MakeDec(const FastWeights& w, int64_t col, float* scales) {
   } else if constexpr (std::is_same_v<Dec, DecBF16> || std::is_same_v<Dec, DecF16>) {
     return Dec{reinterpret_cast<const uint16_t*>(row)};
   } else if constexpr (std::is_same_v<Dec, DecQ4K>) {
+    // KQuantScaleOffset's arithmetic, inline with d and dmin converted once per super-block:
+    // the out-of-line call per sub-block cost a third of the batch-1 rate (8.0 -> 5.7 GB/s).
     for (int64_t sb = 0; sb < w.k / 256; ++sb) {
       const uint8_t* b = row + sb * 144;
       uint16_t dh, mh;

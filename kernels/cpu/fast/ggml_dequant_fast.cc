@@ -52,15 +52,12 @@ void AffineSubBlock(const uint8_t* q, bool high, const uint8_t* qh, uint8_t fift
 // Q4_K (144 bytes: d, dmin, 12 scale bytes, 128 nibble bytes) and Q5_K (176: the same with 32
 // bytes of fifth bits before the nibbles), as dequantize_row_q4_K / q5_K.
 void AffineBlock(const uint8_t* b, bool q5, float* y) {
-  const float d = HalfAt(b), dmin = HalfAt(b + 2);
-  const uint8_t* scales = b + 4;
   const uint8_t* qh = q5 ? b + 16 : nullptr;
   const uint8_t* q = b + (q5 ? 48 : 16);
   for (int c = 0; c < 4; ++c) {
     for (int half = 0; half < 2; ++half) {
-      uint8_t sc, m;
-      KQuantScaleMin(scales, 2 * c + half, &sc, &m);
-      const float scale = d * sc, offset = dmin * m;
+      float scale, offset;
+      KQuantScaleOffset(b, 2 * c + half, &scale, &offset);
       AffineSubBlock(q, half == 1, qh, static_cast<uint8_t>(1u << (2 * c + half)), scale, offset,
                      y + 64 * c + 32 * half);
     }
