@@ -1,6 +1,6 @@
 // Decode attention and the row kernels in tessera_matmul_bench, the vectorized kernels beside the
 // scalar ones they replaced, in the same run (bench/README.md has the commands and results):
-//  * BM_PagedAttention/<F32|FP8>/<fast|scalar>/ctx:N: one query row of TinyLlama-1.1B's attention
+//  * BM_PagedAttention/<F32|F16|BF16|FP8>/<fast|scalar>/ctx:N: one query row of TinyLlama-1.1B's attention
 //    (32 query heads, 4 KV heads, head_dim 64, 16-token blocks), heads split over the pool as the
 //    decoder splits them; every iteration reads another layer's cache (distinct copies covering
 //    256 MiB, or TESSERA_BENCH_COVER_MIB), so KV_GB/s (K and V bytes per second) compares with the
@@ -21,6 +21,7 @@
 #include "kernels/cpu/fast/paged_attention.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
 
 namespace tessera::bench {
 
@@ -33,12 +34,12 @@ constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlockTokens = 16;
 
 template <typename T>
 struct LayerCache {
-  std::vector<T> k, v;  // [blocks, block_tokens, kv_heads, head_dim], blocks in table order
+  std::vector<T> k, v;  // [blocks, kv_heads, block_tokens, head_dim], blocks in table order
   std::vector<const T*> kp, vp;
 };
 
 template <typename T>
-std::vector<LayerCache<T>> Caches(int64_t ctx, std::mt19937& rng) {
+std::vector<LayerCache<T>> Caches(int64_t ctx, std::mt19937& rng, kc::KvHalf half) {
   const int64_t blocks = (ctx + kBlockTokens - 1) / kBlockTokens;
   const int64_t block_elems = kBlockTokens * kKvHeads * kHeadDim;
   const int64_t bytes = 2 * blocks * block_elems * static_cast<int64_t>(sizeof(T));
@@ -51,6 +52,10 @@ std::vector<LayerCache<T>> Caches(int64_t ctx, std::mt19937& rng) {
       if constexpr (sizeof(T) == 1) {
         c.k[i] = numeric::EncodeE4m3(nd(rng));
         c.v[i] = numeric::EncodeE4m3(nd(rng));
+      } else if constexpr (sizeof(T) == 2) {
+        auto enc = half == kc::KvHalf::kBf16 ? numeric::FloatToBf16 : numeric::FloatToHalf;
+        c.k[i] = enc(nd(rng));
+        c.v[i] = enc(nd(rng));
       } else {
         c.k[i] = nd(rng);
         c.v[i] = nd(rng);
@@ -65,9 +70,10 @@ std::vector<LayerCache<T>> Caches(int64_t ctx, std::mt19937& rng) {
 }
 
 template <typename T>
-void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast, int64_t ctx) {
+void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast, int64_t ctx,
+                       kc::KvHalf half) {
   std::mt19937 rng(7);
-  const auto caches = Caches<T>(ctx, rng);
+  const auto caches = Caches<T>(ctx, rng, half);
   std::vector<float> q(kHeads * kHeadDim), out(kHeads * kHeadDim);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& e : q) e = nd(rng);
@@ -82,6 +88,11 @@ void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast,
         const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads,
                                       kHeadDim,    0.02f,       0.03f};
         (fast ? kf::FastPagedAttentionFp8 : kc::PagedAttentionFp8)(
+            q.data(), kHeads, view, ctx, scale, b, e, scratch.data(), out.data());
+      } else if constexpr (sizeof(T) == 2) {
+        const kc::PagedKvView16 view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads, kHeadDim,
+                                     half};
+        (fast ? kf::FastPagedAttention16 : kc::PagedAttention16)(
             q.data(), kHeads, view, ctx, scale, b, e, scratch.data(), out.data());
       } else {
         const kc::PagedKvView view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads, kHeadDim};
@@ -124,12 +135,21 @@ void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
     for (bool fast : {true, false}) {
       const std::string tail =
           std::string(fast ? "fast" : "scalar") + "/ctx:" + std::to_string(ctx);
+      const kc::KvHalf f16 = kc::KvHalf::kF16, bf16 = kc::KvHalf::kBf16;
       benchmark::RegisterBenchmark(("BM_PagedAttention/F32/" + tail).c_str(),
-                                   BM_PagedAttention<float>, pool, fast, ctx)
+                                   BM_PagedAttention<float>, pool, fast, ctx, f16)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("BM_PagedAttention/F16/" + tail).c_str(),
+                                   BM_PagedAttention<uint16_t>, pool, fast, ctx, f16)
+          ->UseRealTime()
+          ->Unit(benchmark::kMicrosecond);
+      benchmark::RegisterBenchmark(("BM_PagedAttention/BF16/" + tail).c_str(),
+                                   BM_PagedAttention<uint16_t>, pool, fast, ctx, bf16)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
       benchmark::RegisterBenchmark(("BM_PagedAttention/FP8/" + tail).c_str(),
-                                   BM_PagedAttention<uint8_t>, pool, fast, ctx)
+                                   BM_PagedAttention<uint8_t>, pool, fast, ctx, f16)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

@@ -42,6 +42,7 @@ const std::vector<FlagSpec> kFlags = {
     {"threads", false, "CPU threads (default: all)"},
     kCpuInt8ActivationsFlag,
     kCpuBf16ActivationsFlag,
+    kKvCacheDtypeFlag,
     {"seed", false, "seed of the random prompts (default 0)"},
     {"device", false, "cpu (default), cuda or cuda:N"},
     {"help", true, "show this help"},
@@ -115,7 +116,8 @@ int RunBench(const std::vector<std::string>& argv) {
                                  .precision_plan_path = args->GetString("precision_plan"),
                                  .cpu_int8_activations = Int8ActivationsFlag(*args),
                                  .cpu_bf16_activations = args->GetBool("cpu_bf16_activations"),
-                                 .device = device};
+                                 .device = device,
+                                 .kv_cache_dtype = args->GetString("kv_cache_dtype", "f32")};
   // A device KV pool just large enough for the largest batch.
   options.kv_blocks = max_batch * ((*prompt + *gen + block_tokens - 1) / block_tokens);
   options.kv_block_tokens = block_tokens;
@@ -145,11 +147,11 @@ int RunBench(const std::vector<std::string>& argv) {
     weight_bytes = cd->linear_weight_bytes();
   }
 #endif
-  std::printf("model %s: %lld layers, hidden %lld, vocab %lld; %s; threads %d; decode weight bytes %.1f MiB; load %.2f s\n",
+  std::printf("model %s: %lld layers, hidden %lld, vocab %lld; %s; threads %d; decode weight bytes %.1f MiB; KV cache %s; load %.2f s\n",
               args->GetString("model").c_str(), static_cast<long long>(c.num_layers),
               static_cast<long long>(c.hidden_size), static_cast<long long>(c.vocab_size),
               e.model->device().c_str(), e.pool->size(), weight_bytes / 1048576.0,
-              e.load_seconds);
+              args->GetString("kv_cache_dtype", "f32").c_str(), e.load_seconds);
   if (!on_cpu) {
     // The host's memory rooflines say nothing about a device; compare weight GB/s with the
     // device's (tests/gpu/gpu_bench measures cuBLASLt's achieved rate in the same way).
@@ -166,7 +168,8 @@ int RunBench(const std::vector<std::string>& argv) {
   for (const int64_t B : batches) {
     const int64_t len = *prompt + *gen;
     runtime::KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, block_tokens,
-                           B * ((len + block_tokens - 1) / block_tokens), on_cpu);
+                           B * ((len + block_tokens - 1) / block_tokens), on_cpu,
+                           e.model->kv_cache_format());
     std::vector<runtime::SequenceKv> seqs(B);
     std::vector<std::vector<int32_t>> prompts(B, std::vector<int32_t>(*prompt));
     for (auto& p : prompts) for (auto& t : p) t = tok(rng);

@@ -1,5 +1,6 @@
 // The CPU activation flags every engine-loading command (serve, generate, bench, perplexity,
-// inspect) accepts, with one help text each, so the commands cannot drift apart on what the flags
+// inspect) accepts, and the KV cache element type of the commands that run a cache (serve,
+// generate, bench), with one help text each, so the commands cannot drift apart on what the flags
 // cover.
 #ifndef TESSERA_CLI_CPU_ACTIVATION_FLAGS_H_
 #define TESSERA_CLI_CPU_ACTIVATION_FLAGS_H_
@@ -32,6 +33,12 @@ inline const FlagSpec kCpuBf16ActivationsFlag = {
     "cpu_bf16_activations", true,
     "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run "
     "bf16 models; 2x prefill GEMM); changes results slightly"};
+
+inline const FlagSpec kKvCacheDtypeFlag = {
+    "kv_cache_dtype", false,
+    "KV cache elements: f32 (default, exact), f16 or bf16 (half the memory and attention "
+    "traffic; llama.cpp's default is f16), fp8 (E4M3 with the checkpoint's k/v scales, a "
+    "quarter). CPU only; the CUDA decoder keeps f32"};
 
 }  // namespace tessera::cli
 

@@ -28,7 +28,7 @@ std::vector<FlagSpec> Flags() {
       kCpuInt8ActivationsFlag,
       kCpuBf16ActivationsFlag,
       {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
-      {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
+      kKvCacheDtypeFlag,
       {"device", false, "cpu (default), cuda or cuda:N"},
       {"no_bos", true, "do not add the BOS token"},
       {"log_level", false, "debug, info, warning, error"},

@@ -45,7 +45,7 @@ std::vector<FlagSpec> Flags() {
       {"prefill_chunk_tokens", false, "prompt tokens prefilled per engine step (default 256)"},
       {"threads", false, "CPU threads (default: all)"},
       {"device", false, "cpu (default), cuda or cuda:N"},
-      {"kv_cache_dtype", false, "f32 (default) or fp8 (E4M3 with the checkpoint's k/v scales)"},
+      kKvCacheDtypeFlag,
       kCpuInt8ActivationsFlag,
       kCpuBf16ActivationsFlag,
       {"tls_cert", false, "PEM certificate chain: serve gRPC over TLS"},

@@ -158,7 +158,8 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     return absl::FailedPreconditionError(
         "KV cache format differs from the one the model was loaded for (kv_cache_format())");
   }
-  const bool fp8_kv = kv_format_ == runtime::KvCacheFormat::kFp8E4m3;
+  const kc::KvHalf kv_half =
+      kv_format_ == runtime::KvCacheFormat::kBf16 ? kc::KvHalf::kBf16 : kc::KvHalf::kF16;
   TESSERA_ASSIGN_OR_RETURN(const int64_t total, ValidateChunksAndReserve(chunks, c, cache));
 
   // Row bookkeeping: which chunk and position each new token is.
@@ -219,13 +220,28 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
       const int32_t block = seq.blocks[row_pos[r] / cache.block_tokens()];
       const int64_t slot = row_pos[r] % cache.block_tokens();
-      if (fp8_kv) {
-        kc::EncodeKvFp8(kr, KV, L.k_scale, cache.KBlockFp8(li, block) + slot * KV);
-        kc::EncodeKvFp8(v.data() + r * KV, KV, L.v_scale, cache.VBlockFp8(li, block) + slot * KV);
-        continue;
+      const float* vr = v.data() + r * KV;
+      // Blocks are head-major ([kv_heads][block_tokens][head_dim], kernels/cpu/attention.h):
+      // each KV head's row of this position goes to its own run.
+      const int64_t d = c.head_dim, bt = cache.block_tokens();
+      for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
+        const int64_t src = kvh * d, dst = (kvh * bt + slot) * d;
+        switch (kv_format_) {
+          case runtime::KvCacheFormat::kFp8E4m3:
+            kc::EncodeKvFp8(kr + src, d, L.k_scale, cache.KBlockFp8(li, block) + dst);
+            kc::EncodeKvFp8(vr + src, d, L.v_scale, cache.VBlockFp8(li, block) + dst);
+            break;
+          case runtime::KvCacheFormat::kF16:
+          case runtime::KvCacheFormat::kBf16:
+            kc::EncodeKv16(kr + src, d, kv_half, cache.KBlock16(li, block) + dst);
+            kc::EncodeKv16(vr + src, d, kv_half, cache.VBlock16(li, block) + dst);
+            break;
+          case runtime::KvCacheFormat::kF32:
+            std::copy(kr + src, kr + src + d, cache.KBlock(li, block) + dst);
+            std::copy(vr + src, vr + src + d, cache.VBlock(li, block) + dst);
+            break;
+        }
       }
-      std::copy(kr, kr + KV, cache.KBlock(li, block) + slot * KV);
-      std::copy(v.data() + r * KV, v.data() + (r + 1) * KV, cache.VBlock(li, block) + slot * KV);
     }
     // Attention: each (row, head) is independent; split rows × heads across threads. A task's
     // heads of one row share that row's block table and run as one call.
@@ -234,37 +250,56 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       const int64_t run_heads = std::min<int64_t>(e - b, c.num_heads / c.num_kv_heads);
       auto scratch = std::make_unique_for_overwrite<float[]>(
           static_cast<size_t>(kf::FastAttentionScratch(max_ctx, run_heads)));
+      // The sequence's block table as K and V block pointers of the cache's element type.
       std::vector<const float*> kb, vb;
+      std::vector<const uint16_t*> kb16, vb16;
       std::vector<const uint8_t*> kb8, vb8;
+      auto table = [](const runtime::SequenceKv& seq, auto& k, auto& v, auto k_block,
+                      auto v_block) {
+        k.clear();
+        v.clear();
+        for (int32_t blk : seq.blocks) {
+          k.push_back(k_block(blk));
+          v.push_back(v_block(blk));
+        }
+      };
       for (int64_t idx = b; idx < e;) {
         const int64_t r = idx / c.num_heads, head = idx % c.num_heads;
         const int64_t head_end = std::min(c.num_heads, head + (e - idx));
         idx += head_end - head;
         const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
-        if (fp8_kv) {  // E4M3 blocks, decoded on the fly with this layer's scales
-          kb8.clear();
-          vb8.clear();
-          for (int32_t blk : seq.blocks) {
-            kb8.push_back(cache.KBlockFp8(li, blk));
-            vb8.push_back(cache.VBlockFp8(li, blk));
+        const float* qr = q.data() + r * Q;
+        float* out = attn.data() + r * Q;
+        const int64_t ctx = row_pos[r] + 1, bt = cache.block_tokens();
+        switch (kv_format_) {
+          case runtime::KvCacheFormat::kFp8E4m3: {  // decoded on the fly with this layer's scales
+            table(seq, kb8, vb8, [&](int32_t x) { return cache.KBlockFp8(li, x); },
+                  [&](int32_t x) { return cache.VBlockFp8(li, x); });
+            const kc::PagedKvViewFp8 view{kb8.data(),     vb8.data(), bt,       c.num_kv_heads,
+                                          c.head_dim,     L.k_scale,  L.v_scale};
+            kf::FastPagedAttentionFp8(qr, c.num_heads, view, ctx, scale, head, head_end,
+                                      scratch.get(), out);
+            break;
           }
-          kc::PagedKvViewFp8 view{kb8.data(),     vb8.data(), cache.block_tokens(),
-                                  c.num_kv_heads, c.head_dim, L.k_scale,
-                                  L.v_scale};
-          kf::FastPagedAttentionFp8(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale,
-                                    head, head_end, scratch.get(), attn.data() + r * Q);
-          continue;
+          case runtime::KvCacheFormat::kF16:
+          case runtime::KvCacheFormat::kBf16: {
+            table(seq, kb16, vb16, [&](int32_t x) { return cache.KBlock16(li, x); },
+                  [&](int32_t x) { return cache.VBlock16(li, x); });
+            const kc::PagedKvView16 view{kb16.data(), vb16.data(), bt, c.num_kv_heads, c.head_dim,
+                                         kv_half};
+            kf::FastPagedAttention16(qr, c.num_heads, view, ctx, scale, head, head_end,
+                                     scratch.get(), out);
+            break;
+          }
+          case runtime::KvCacheFormat::kF32: {
+            table(seq, kb, vb, [&](int32_t x) { return cache.KBlock(li, x); },
+                  [&](int32_t x) { return cache.VBlock(li, x); });
+            const kc::PagedKvView view{kb.data(), vb.data(), bt, c.num_kv_heads, c.head_dim};
+            kf::FastPagedAttention(qr, c.num_heads, view, ctx, scale, head, head_end,
+                                   scratch.get(), out);
+            break;
+          }
         }
-        kb.clear();
-        vb.clear();
-        for (int32_t blk : seq.blocks) {
-          kb.push_back(cache.KBlock(li, blk));
-          vb.push_back(cache.VBlock(li, blk));
-        }
-        kc::PagedKvView view{kb.data(), vb.data(), cache.block_tokens(), c.num_kv_heads,
-                             c.head_dim};
-        kf::FastPagedAttention(q.data() + r * Q, c.num_heads, view, row_pos[r] + 1, scale, head,
-                               head_end, scratch.get(), attn.data() + r * Q);
       }
     };
     if (pool_ != nullptr) {

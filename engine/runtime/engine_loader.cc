@@ -55,7 +55,7 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
     const auto kv_format = runtime::ParseKvCacheFormat(options.kv_cache_dtype);
     if (!kv_format) {
       return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype '", options.kv_cache_dtype,
-                                                     "' is not f32 or fp8"));
+                                                     "' is not ", runtime::kKvCacheFormatNames));
     }
     TESSERA_ASSIGN_OR_RETURN(e.model,
                              model::DecoderModel::Load(e.source.config, *e.source.store,

@@ -51,7 +51,8 @@ struct EngineOptions {
   // device memory.
   int64_t kv_blocks = 0;
   int64_t kv_block_tokens = 16;
-  // "f32" or "fp8" (E4M3 with the checkpoint's per-layer k_scale/v_scale; CPU backend only).
+  // "f32", "f16", "bf16" or "fp8" (E4M3 with the checkpoint's per-layer k_scale/v_scale); other
+  // spellings in runtime::ParseKvCacheFormat. CPU backend only.
   std::string kv_cache_dtype = "f32";
 };
 

@@ -6,8 +6,23 @@ namespace tessera::runtime {
 
 std::optional<KvCacheFormat> ParseKvCacheFormat(std::string_view name) {
   if (name == "f32") return KvCacheFormat::kF32;
-  if (name == "fp8") return KvCacheFormat::kFp8E4m3;
+  if (name == "f16" || name == "fp16" || name == "float16") return KvCacheFormat::kF16;
+  if (name == "bf16" || name == "bfloat16") return KvCacheFormat::kBf16;
+  if (name == "fp8" || name == "fp8_e4m3") return KvCacheFormat::kFp8E4m3;
   return std::nullopt;
+}
+
+int64_t KvCacheElementBytes(KvCacheFormat format) {
+  switch (format) {
+    case KvCacheFormat::kF32:
+      return 4;
+    case KvCacheFormat::kF16:
+    case KvCacheFormat::kBf16:
+      return 2;
+    case KvCacheFormat::kFp8E4m3:
+      return 1;
+  }
+  return 4;
 }
 
 KvCache::KvCache(int64_t num_layers, int64_t kv_heads, int64_t head_dim, int64_t block_tokens,
@@ -19,10 +34,17 @@ KvCache::KvCache(int64_t num_layers, int64_t kv_heads, int64_t head_dim, int64_t
       format_(format) {
   const size_t elements =
       host_storage ? static_cast<size_t>(num_blocks * num_layers * 2 * block_floats_) : 0;
-  if (format == KvCacheFormat::kF32) {
-    storage_.resize(elements);
-  } else {
-    bytes_.resize(elements);
+  switch (format) {
+    case KvCacheFormat::kF32:
+      storage_.resize(elements);
+      break;
+    case KvCacheFormat::kF16:
+    case KvCacheFormat::kBf16:
+      halves_.resize(elements);
+      break;
+    case KvCacheFormat::kFp8E4m3:
+      bytes_.resize(elements);
+      break;
   }
   free_.reserve(num_blocks);
   for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(static_cast<int32_t>(b));

@@ -1,9 +1,10 @@
 // The paged KV cache: a fixed pool of blocks, each holding K and V for `block_tokens` positions of
 // every layer, handed out by a free-list allocator; a sequence owns a block table (SequenceKv).
 // Memory is allocated once at start-up, so admission control can reason in blocks and a finished
-// or cancelled sequence returns its blocks immediately. Two storage formats: F32 (exact) and FP8
-// E4M3 bytes (quant-formats.md §10: the model stores sat_e4m3(k / k_scale) and attention decodes
-// fp32(kv8) * k_scale on the fly), which holds a quarter of the bytes per position.
+// or cancelled sequence returns its blocks immediately. Storage formats: F32 (exact); F16 or BF16
+// (half the bytes, each element rounded once when stored: llama.cpp's default KV type is f16,
+// vLLM's the model's 16-bit dtype); FP8 E4M3 bytes (quant-formats.md §10: the model stores
+// sat_e4m3(k / k_scale) and attention decodes fp32(kv8) * k_scale on the fly), a quarter.
 #ifndef TESSERA_ENGINE_RUNTIME_KV_CACHE_H_
 #define TESSERA_ENGINE_RUNTIME_KV_CACHE_H_
 
@@ -17,10 +18,15 @@
 
 namespace tessera::runtime {
 
-enum class KvCacheFormat { kF32, kFp8E4m3 };
+enum class KvCacheFormat { kF32, kF16, kBf16, kFp8E4m3 };
 
-// "f32" / "fp8" (the --kv_cache_dtype spelling); nullopt for anything else.
+// The --kv_cache_dtype spellings: "f32", "f16" (or "fp16", "float16"), "bf16" (or "bfloat16"),
+// "fp8" (or "fp8_e4m3"); nullopt for anything else.
 std::optional<KvCacheFormat> ParseKvCacheFormat(std::string_view name);
+// The accepted spellings, for error messages.
+inline constexpr char kKvCacheFormatNames[] = "f32, f16, bf16 or fp8";
+// Bytes per stored K or V element.
+int64_t KvCacheElementBytes(KvCacheFormat format);
 
 // The blocks and filled length of one sequence.
 struct SequenceKv {
@@ -32,7 +38,7 @@ class KvCache {
  public:
   // host_storage: allocate the K/V here (CPU backend); false when a device backend keeps the
   // blocks in its own memory and uses this object only as the block allocator. `format` picks
-  // float or E4M3-byte blocks; only the matching accessors below are valid.
+  // float, 16-bit or E4M3-byte blocks; only the matching accessors below are valid.
   KvCache(int64_t num_layers, int64_t kv_heads, int64_t head_dim, int64_t block_tokens,
           int64_t num_blocks, bool host_storage = true,
           KvCacheFormat format = KvCacheFormat::kF32);
@@ -55,12 +61,15 @@ class KvCache {
   // Returns every block of `seq` to the pool and empties it.
   void Release(SequenceKv& seq);
 
-  // [block_tokens, kv_heads, head_dim] for one layer of one block.
+  // [kv_heads, block_tokens, head_dim] for one layer of one block (kernels/cpu/attention.h).
   float* KBlock(int64_t layer, int32_t block) { return Block(layer, block, 0); }
   float* VBlock(int64_t layer, int32_t block) { return Block(layer, block, 1); }
   // The same layout in E4M3 bytes (format kFp8E4m3).
   uint8_t* KBlockFp8(int64_t layer, int32_t block) { return BlockFp8(layer, block, 0); }
   uint8_t* VBlockFp8(int64_t layer, int32_t block) { return BlockFp8(layer, block, 1); }
+  // The same layout in f16 or bf16 bits (formats kF16, kBf16).
+  uint16_t* KBlock16(int64_t layer, int32_t block) { return Block16(layer, block, 0); }
+  uint16_t* VBlock16(int64_t layer, int32_t block) { return Block16(layer, block, 1); }
 
  private:
   int64_t Offset(int64_t layer, int32_t block, int kv) const {
@@ -68,6 +77,7 @@ class KvCache {
   }
   float* Block(int64_t layer, int32_t block, int kv) { return storage_.data() + Offset(layer, block, kv); }
   uint8_t* BlockFp8(int64_t layer, int32_t block, int kv) { return bytes_.data() + Offset(layer, block, kv); }
+  uint16_t* Block16(int64_t layer, int32_t block, int kv) { return halves_.data() + Offset(layer, block, kv); }
 
   int64_t num_layers_;
   int64_t block_tokens_;
@@ -76,6 +86,7 @@ class KvCache {
   KvCacheFormat format_;
   std::vector<float> storage_;   // format kF32
   std::vector<uint8_t> bytes_;   // format kFp8E4m3
+  std::vector<uint16_t> halves_;  // formats kF16, kBf16
   std::vector<int32_t> free_;  // a stack: the most recently freed block is reused first
 };
 

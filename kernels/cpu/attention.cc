@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu {
 
@@ -17,9 +18,8 @@ void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t c
                         float* out, DecodeK decode_k, DecodeV decode_v) {
   const int64_t d = kv.head_dim;
   const int64_t group = heads / kv.kv_heads;
-  const int64_t token_stride = kv.kv_heads * d;
   auto at = [&](const auto* const* blocks, int64_t t, int64_t kvh) {
-    return blocks[t / kv.block_tokens] + (t % kv.block_tokens) * token_stride + kvh * d;
+    return blocks[t / kv.block_tokens] + (kvh * kv.block_tokens + t % kv.block_tokens) * d;
   };
   for (int64_t h = head_begin; h < head_end; ++h) {
     const float* qh = q + h * d;
@@ -65,6 +65,26 @@ void PagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv, 
 
 void EncodeKvFp8(const float* x, int64_t count, float scale, uint8_t* out) {
   for (int64_t i = 0; i < count; ++i) out[i] = numeric::EncodeE4m3(x[i] / scale);
+}
+
+void PagedAttention16(const float* q, int64_t heads, const PagedKvView16& kv, int64_t context_len,
+                      float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out) {
+  if (kv.half == KvHalf::kBf16) {
+    auto bf16 = [](const uint16_t* p, int64_t i) { return numeric::Bf16ToFloat(p[i]); };
+    PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, bf16,
+                       bf16);
+    return;
+  }
+  auto f16 = [](const uint16_t* p, int64_t i) { return numeric::HalfToFloat(p[i]); };
+  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, f16, f16);
+}
+
+void EncodeKv16(const float* x, int64_t count, KvHalf half, uint16_t* out) {
+  if (half == KvHalf::kBf16) {
+    for (int64_t i = 0; i < count; ++i) out[i] = numeric::FloatToBf16(x[i]);
+    return;
+  }
+  for (int64_t i = 0; i < count; ++i) out[i] = numeric::FloatToHalf(x[i]);
 }
 
 }  // namespace tessera::kernels::cpu

@@ -69,16 +69,35 @@ struct Fp8Reader {
   }
 };
 
-// Positions ahead of use whose rows ForEach prefetches into L2. The row of one KV head is a short
-// run in a strided layout ([block][token][kv_head][dim]) and the blocks are separate, scattered
-// allocations, so the hardware prefetchers miss much of it: without this, one pass over K at
-// ctx 4096 waited on DRAM for ~75% of its time (perf, BM_PagedAttention). One thread, f32 KV,
-// ctx 1024 from DRAM: no prefetch 440 us, 16 ahead 277, 64 ahead 276; two threads at ctx 4096,
-// L2 hint: 16 ahead 726 us, 32 680, 64 653 (an L1 hint: 737-778).
+// 16-bit elements (binary16 or bfloat16 bits), widened exactly: vcvtph2ps, or the bits shifted
+// into the upper half of a binary32.
+template <typename Half>
+struct HalfReader {
+  using Elem = uint16_t;
+  HWY_INLINE VF FromHalves(DF d, const uint16_t* p) const {
+    const hn::Rebind<Half, DF> dh;
+    return hn::PromoteTo(d, hn::LoadU(dh, reinterpret_cast<const Half*>(p)));
+  }
+  HWY_INLINE VF Load(DF d, const uint16_t* p, int64_t i) const { return FromHalves(d, p + i); }
+  HWY_INLINE VF Tail(DF d, const uint16_t* p, int64_t i, int64_t rem) const {
+    HWY_ALIGN uint16_t t[kN] = {};
+    std::memcpy(t, p + i, static_cast<size_t>(rem) * sizeof(uint16_t));
+    return FromHalves(d, t);
+  }
+};
+
+// Positions ahead of use whose rows ForEach prefetches into L2. The blocks are separate,
+// scattered allocations, so the hardware prefetchers lose the stream at every block edge: with
+// the earlier token-major blocks ([block][token][kv_head][dim]) one pass over K at ctx 4096
+// waited on DRAM for ~75% of its time (perf, BM_PagedAttention); one thread, f32 KV, ctx 1024
+// from DRAM: no prefetch 440 us, 16 ahead 277, 64 ahead 276. With head-major blocks (each head's
+// rows of a block one run), two threads, ctx 4096, f32 / f16: none 761 / 602 us, 32 ahead
+// 443 / 339, 64 ahead 459-470 / 356-400, 128 ahead 444 / 362.
 constexpr int64_t kPrefetchTokens = 64;
 
 // The blocks of one sequence for one KV head: position t is row t % block_tokens of block
-// t / block_tokens, walked block by block (one division per block).
+// t / block_tokens (at head_offset + row · token_stride; head-major blocks: token_stride is
+// head_dim), walked block by block (one division per block).
 template <typename Elem>
 struct KvRows {
   const Elem* const* blocks;
@@ -317,7 +336,9 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
                  int64_t head_begin, int64_t head_end, float* scratch, float* out,
                  const Reader& k_reader, const Reader& v_reader) {
   const DF d;
-  const int64_t group = heads / kv_heads, token_stride = kv_heads * head_dim;
+  // Head-major blocks ([kv_heads][block_tokens][head_dim]): one KV head's rows of a block are
+  // one contiguous run.
+  const int64_t group = heads / kv_heads, token_stride = head_dim;
   // The run's queries, zero-padded to whole vectors and to a multiple of 4 heads.
   const int64_t qs = (head_dim + kN - 1) / kN * kN;
   thread_local std::vector<float> qpad;
@@ -331,10 +352,11 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
     for (int64_t h = h0; h < h1; ++h)
       std::copy(q + h * head_dim, q + (h + 1) * head_dim, qpad.begin() + (h - h0) * qs);
     const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(typename Reader::Elem));
-    const KvRows<typename Reader::Elem> k{k_blocks,       block_tokens, token_stride,
-                                          kvh * head_dim, row_bytes,    context_len};
-    const KvRows<typename Reader::Elem> v{v_blocks,       block_tokens, token_stride,
-                                          kvh * head_dim, row_bytes,    context_len};
+    const int64_t head_offset = kvh * block_tokens * head_dim;
+    const KvRows<typename Reader::Elem> k{k_blocks,    block_tokens, token_stride,
+                                          head_offset, row_bytes,    context_len};
+    const KvRows<typename Reader::Elem> v{v_blocks,    block_tokens, token_stride,
+                                          head_offset, row_bytes,    context_len};
     switch (r4) {
       case 1:
         ScoresRun<1>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
@@ -392,6 +414,20 @@ void FastPagedAttentionFp8Impl(const float* q, int64_t heads, const PagedKvViewF
               Fp8Reader{kv.v_scale});
 }
 
+void FastPagedAttention16Impl(const float* q, int64_t heads, const PagedKvView16& kv,
+                              int64_t context_len, float scale, int64_t head_begin,
+                              int64_t head_end, float* scratch, float* out) {
+  auto attend = [&](const auto& reader) {
+    AttendHeads(q, heads, kv.k_blocks, kv.v_blocks, kv.block_tokens, kv.kv_heads, kv.head_dim,
+                context_len, scale, head_begin, head_end, scratch, out, reader, reader);
+  };
+  if (kv.half == KvHalf::kBf16) {
+    attend(HalfReader<hwy::bfloat16_t>{});
+  } else {
+    attend(HalfReader<hwy::float16_t>{});
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace tessera::kernels::cpu::fast
 HWY_AFTER_NAMESPACE();
@@ -401,6 +437,7 @@ namespace tessera::kernels::cpu::fast {
 
 HWY_EXPORT(FastPagedAttentionImpl);
 HWY_EXPORT(FastPagedAttentionFp8Impl);
+HWY_EXPORT(FastPagedAttention16Impl);
 
 void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,
@@ -415,6 +452,14 @@ void FastPagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& 
                            float* scratch, float* out) {
   if (context_len <= 0 || head_begin >= head_end) return;
   HWY_DYNAMIC_DISPATCH(FastPagedAttentionFp8Impl)
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out);
+}
+
+void FastPagedAttention16(const float* q, int64_t heads, const PagedKvView16& kv,
+                          int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
+                          float* scratch, float* out) {
+  if (context_len <= 0 || head_begin >= head_end) return;
+  HWY_DYNAMIC_DISPATCH(FastPagedAttention16Impl)
   (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out);
 }
 

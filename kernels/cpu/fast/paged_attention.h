@@ -47,6 +47,11 @@ void FastPagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& 
                            int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
                            float* scratch, float* out);
 
+// As PagedAttention16 (f16 or bf16 blocks, widened exactly).
+void FastPagedAttention16(const float* q, int64_t heads, const PagedKvView16& kv,
+                          int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
+                          float* scratch, float* out);
+
 }  // namespace tessera::kernels::cpu::fast
 
 #endif  // TESSERA_KERNELS_CPU_FAST_PAGED_ATTENTION_H_

@@ -1,7 +1,7 @@
 // The vectorized paged attention (kernels/cpu/fast/paged_attention.h) against the scalar kernel
 // (kernels/cpu/attention.h) on random caches: head_dim not a multiple of any vector width, grouped
-// and plain heads, blocks that end mid-context, contexts of 1 to a few hundred positions, f32 and
-// FP8 E4M3 blocks. Outputs are convex combinations of V rows, so the bound is relative to max|v|.
+// and plain heads, blocks that end mid-context, contexts of 1 to a few hundred positions, f32,
+// f16, bf16 and FP8 E4M3 blocks. Outputs are convex combinations of V rows, so the bound is relative to max|v|.
 // Splitting the heads across calls must not change a bit (the engine splits them over threads).
 #include "kernels/cpu/fast/paged_attention.h"
 
@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
 #include "tests/kernels/cpu/hwy_targets_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -164,6 +165,75 @@ TEST_P(PagedAttentionTest, Fp8MatchesScalarKernel) {
   ForEachHwyTarget([&] { CheckFp8(s, spread); });
 }
 
+// 16-bit blocks: the scalar kernel on them is PagedAttention on their exact f32 values, bit for
+// bit (the same arithmetic in the same order), and the fast kernel agrees with it as for f32.
+void CheckHalf(const Shape& s, float spread, KvHalf half) {
+  std::mt19937 rng(static_cast<uint32_t>(s.head_dim * 313 + s.context));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto encode = half == KvHalf::kBf16 ? numeric::FloatToBf16 : numeric::FloatToHalf;
+  auto decode = half == KvHalf::kBf16 ? numeric::Bf16ToFloat : numeric::HalfToFloat;
+  const auto cache =
+      RandomCache<uint16_t>(s, rng, [&](std::mt19937& r) { return encode(nd(r)); });
+  // The same blocks widened to f32, in the same table order.
+  std::vector<std::vector<float>> wide_k, wide_v;
+  std::vector<const float*> wkp, wvp;
+  for (size_t b = 0; b < cache.kp.size(); ++b) {
+    const int64_t elems = s.block_tokens * s.kv_heads * s.head_dim;
+    wide_k.emplace_back(elems);
+    wide_v.emplace_back(elems);
+    for (int64_t i = 0; i < elems; ++i) {
+      wide_k.back()[i] = decode(cache.kp[b][i]);
+      wide_v.back()[i] = decode(cache.vp[b][i]);
+    }
+    wkp.push_back(wide_k.back().data());
+    wvp.push_back(wide_v.back().data());
+  }
+  const auto q = RandomQ(s, rng, spread);
+  const PagedKvView16 view{cache.kp.data(), cache.vp.data(), s.block_tokens,
+                           s.kv_heads,      s.head_dim,      half};
+  const PagedKvView wide{wkp.data(), wvp.data(), s.block_tokens, s.kv_heads, s.head_dim};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  std::vector<float> want(q.size()), wide_out(q.size()), got(q.size(), -7.0f), scratch(s.context),
+      fast_scratch(FastAttentionScratch(s.context, s.heads));
+  PagedAttention16(q.data(), s.heads, view, s.context, scale, 0, s.heads, scratch.data(),
+                   want.data());
+  PagedAttention(q.data(), s.heads, wide, s.context, scale, 0, s.heads, scratch.data(),
+                 wide_out.data());
+  ASSERT_EQ(want, wide_out);
+  FastPagedAttention16(q.data(), s.heads, view, s.context, scale, 0, s.heads, fast_scratch.data(),
+                       got.data());
+  float vmax = 0;
+  for (const auto& b : wide_v)
+    for (float e : b) vmax = std::max(vmax, std::fabs(e));
+  for (size_t i = 0; i < q.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 2e-6f * vmax + 1e-5f * std::fabs(want[i])) << "element " << i;
+  }
+  std::vector<float> fast_wide(q.size());
+  FastPagedAttention(q.data(), s.heads, wide, s.context, scale, 0, s.heads, fast_scratch.data(),
+                     fast_wide.data());
+  EXPECT_EQ(got, fast_wide) << "the 16-bit reader must widen exactly";
+  for (const int64_t per_call : {1, 3}) {
+    EXPECT_EQ(SplitHeads(s.heads, s.head_dim, per_call,
+                         [&](int64_t b, int64_t e, float* out) {
+                           std::vector<float> sc(FastAttentionScratch(s.context, e - b));
+                           FastPagedAttention16(q.data(), s.heads, view, s.context, scale, b, e,
+                                                sc.data(), out);
+                         }),
+              got)
+        << per_call << " heads per call";
+  }
+}
+
+TEST_P(PagedAttentionTest, F16MatchesScalarKernel) {
+  const auto [s, spread] = GetParam();
+  ForEachHwyTarget([&] { CheckHalf(s, spread, KvHalf::kF16); });
+}
+
+TEST_P(PagedAttentionTest, Bf16MatchesScalarKernel) {
+  const auto [s, spread] = GetParam();
+  ForEachHwyTarget([&] { CheckHalf(s, spread, KvHalf::kBf16); });
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PagedAttentionTest,
     ::testing::Combine(::testing::Values(Shape{32, 4, 64, 16, 100},   // TinyLlama
@@ -195,6 +265,25 @@ TEST(PagedAttentionFp8, NanCodeGivesNanOutput) {
   for (size_t i = 0; i < q.size(); ++i) {
     EXPECT_TRUE(std::isnan(want[i])) << i;
     EXPECT_TRUE(std::isnan(got[i])) << i;
+  }
+}
+
+// Encoding rounds to nearest even once per element; f16 overflows to inf as IEEE conversion does
+// (llama.cpp's f16 cache behaves the same), bf16 keeps the f32 range.
+TEST(EncodeKv16, RoundsToNearestEven) {
+  const float x[] = {1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 70000.0f, -1e-8f, 3.0e38f};
+  uint16_t h[5], b[5];
+  EncodeKv16(x, 5, KvHalf::kF16, h);
+  EncodeKv16(x, 5, KvHalf::kBf16, b);
+  EXPECT_EQ(numeric::HalfToFloat(h[0]), 1.0f);  // tie to even
+  EXPECT_EQ(numeric::HalfToFloat(h[1]), 1.0f + 0x1p-9f);
+  EXPECT_TRUE(std::isinf(numeric::HalfToFloat(h[2])));
+  EXPECT_EQ(h[3], 0x8000);  // -0: below half the smallest subnormal (2^-25)
+  EXPECT_EQ(numeric::Bf16ToFloat(b[2]), 70144.0f);
+  EXPECT_FALSE(std::isinf(numeric::Bf16ToFloat(b[4])));
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(h[i], numeric::FloatToHalf(x[i]));
+    EXPECT_EQ(b[i], numeric::FloatToBf16(x[i]));
   }
 }
 
