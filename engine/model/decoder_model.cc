@@ -22,6 +22,14 @@ namespace {
 namespace kc = kernels::cpu;
 namespace kf = kernels::cpu::fast;
 
+// One position's K row (kv_dim elements, heads in order) stored into a transposed K block
+// ([kv_heads][head_dim][block_tokens], kernels/cpu/attention.h): element j at j · block_tokens +
+// slot.
+template <typename T>
+void StoreKColumn(const T* k, int64_t kv_dim, int64_t block_tokens, int64_t slot, T* block) {
+  for (int64_t j = 0; j < kv_dim; ++j) block[j * block_tokens + slot] = k[j];
+}
+
 class DenseLinearFactory : public LinearFactory {
  public:
   explicit DenseLinearFactory(kc::ThreadPool* pool) : pool_(pool) {}
@@ -158,8 +166,6 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     return absl::FailedPreconditionError(
         "KV cache format differs from the one the model was loaded for (kv_cache_format())");
   }
-  const kc::KvHalf kv_half =
-      kv_format_ == runtime::KvCacheFormat::kBf16 ? kc::KvHalf::kBf16 : kc::KvHalf::kF16;
   TESSERA_ASSIGN_OR_RETURN(const int64_t total, ValidateChunksAndReserve(chunks, c, cache));
 
   // Row bookkeeping: which chunk and position each new token is.
@@ -176,6 +182,11 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   }
 
   const int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
+  const kc::KvHalf kv_half =
+      kv_format_ == runtime::KvCacheFormat::kBf16 ? kc::KvHalf::kBf16 : kc::KvHalf::kF16;
+  // One position's K encoded before it is stored as a column of a transposed K block.
+  std::vector<uint8_t> k8(kv_format_ == runtime::KvCacheFormat::kFp8E4m3 ? KV : 0);
+  std::vector<uint16_t> k16(k8.empty() && kv_format_ != runtime::KvCacheFormat::kF32 ? KV : 0);
   std::vector<float> h(total * H), xn(total * H), q(total * Q), k(total * KV), v(total * KV),
       attn(total * Q), tmp(total * H), gate(total * F), up(total * F);
   {
@@ -221,26 +232,36 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       const int32_t block = seq.blocks[row_pos[r] / cache.block_tokens()];
       const int64_t slot = row_pos[r] % cache.block_tokens();
       const float* vr = v.data() + r * KV;
-      // Blocks are head-major ([kv_heads][block_tokens][head_dim], kernels/cpu/attention.h):
-      // each KV head's row of this position goes to its own run.
+      // Head-major blocks (kernels/cpu/attention.h): V [kv_heads][block_tokens][head_dim], so
+      // each KV head's row of this position goes to its own run; K transposed,
+      // [kv_heads][head_dim][block_tokens], so this position is a column: element j of the row
+      // at j · block_tokens + slot.
       const int64_t d = c.head_dim, bt = cache.block_tokens();
-      for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
-        const int64_t src = kvh * d, dst = (kvh * bt + slot) * d;
-        switch (kv_format_) {
-          case runtime::KvCacheFormat::kFp8E4m3:
-            kc::EncodeKvFp8(kr + src, d, L.k_scale, cache.KBlockFp8(li, block) + dst);
-            kc::EncodeKvFp8(vr + src, d, L.v_scale, cache.VBlockFp8(li, block) + dst);
-            break;
-          case runtime::KvCacheFormat::kF16:
-          case runtime::KvCacheFormat::kBf16:
-            kc::EncodeKv16(kr + src, d, kv_half, cache.KBlock16(li, block) + dst);
-            kc::EncodeKv16(vr + src, d, kv_half, cache.VBlock16(li, block) + dst);
-            break;
-          case runtime::KvCacheFormat::kF32:
-            std::copy(kr + src, kr + src + d, cache.KBlock(li, block) + dst);
-            std::copy(vr + src, vr + src + d, cache.VBlock(li, block) + dst);
-            break;
-        }
+      switch (kv_format_) {
+        case runtime::KvCacheFormat::kFp8E4m3:
+          kc::EncodeKvFp8(kr, KV, L.k_scale, k8.data());
+          StoreKColumn(k8.data(), KV, bt, slot, cache.KBlockFp8(li, block));
+          for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
+            kc::EncodeKvFp8(vr + kvh * d, d, L.v_scale,
+                            cache.VBlockFp8(li, block) + (kvh * bt + slot) * d);
+          }
+          break;
+        case runtime::KvCacheFormat::kF16:
+        case runtime::KvCacheFormat::kBf16:
+          kc::EncodeKv16(kr, KV, kv_half, k16.data());
+          StoreKColumn(k16.data(), KV, bt, slot, cache.KBlock16(li, block));
+          for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
+            kc::EncodeKv16(vr + kvh * d, d, kv_half,
+                           cache.VBlock16(li, block) + (kvh * bt + slot) * d);
+          }
+          break;
+        case runtime::KvCacheFormat::kF32:
+          StoreKColumn(kr, KV, bt, slot, cache.KBlock(li, block));
+          for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
+            std::copy(vr + kvh * d, vr + (kvh + 1) * d,
+                      cache.VBlock(li, block) + (kvh * bt + slot) * d);
+          }
+          break;
       }
     }
     // Attention: each (row, head) is independent; split rows × heads across threads. A task's

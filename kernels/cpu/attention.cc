@@ -18,17 +18,21 @@ void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t c
                         float* out, DecodeK decode_k, DecodeV decode_v) {
   const int64_t d = kv.head_dim;
   const int64_t group = heads / kv.kv_heads;
+  const int64_t bt = kv.block_tokens;
+  // V row of position t: [kv_heads][block_tokens][head_dim]; K column start of position t, dims
+  // bt apart: [kv_heads][head_dim][block_tokens].
   auto at = [&](const auto* const* blocks, int64_t t, int64_t kvh) {
-    return blocks[t / kv.block_tokens] + (kvh * kv.block_tokens + t % kv.block_tokens) * d;
+    return blocks[t / bt] + (kvh * bt + t % bt) * d;
   };
+  auto k_at = [&](int64_t t, int64_t kvh) { return kv.k_blocks[t / bt] + kvh * d * bt + t % bt; };
   for (int64_t h = head_begin; h < head_end; ++h) {
     const float* qh = q + h * d;
     const int64_t kvh = h / group;
     float max_score = -std::numeric_limits<float>::infinity();
     for (int64_t t = 0; t < context_len; ++t) {
-      const auto* k = at(kv.k_blocks, t, kvh);
+      const auto* k = k_at(t, kvh);
       float dot = 0;
-      for (int64_t i = 0; i < d; ++i) dot += qh[i] * decode_k(k, i);
+      for (int64_t i = 0; i < d; ++i) dot += qh[i] * decode_k(k, i * bt);
       scratch[t] = dot * scale;
       if (scratch[t] > max_score) max_score = scratch[t];
     }

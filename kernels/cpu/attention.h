@@ -1,11 +1,12 @@
 // Causal attention of one query token over a paged KV cache on the CPU. K and V live in
 // fixed-size blocks addressed through a per-sequence block table, the layout the scheduler
-// allocates; grouped-query attention maps query head h to KV head h / (heads / kv_heads). A block
-// is head-major, [kv_heads, block_tokens, head_dim]: attention walks one KV head at a time, and
-// that head's rows of a block are then one contiguous run the hardware prefetchers follow (with
-// rows of all heads interleaved per position, a head's walk read a quarter of every 1 KiB at
-// TinyLlama's shape: BM_PagedAttention f32 ctx 4096 712 -> 460 us). Softmax runs in float with
-// the max subtracted, in one fixed order.
+// allocates; grouped-query attention maps query head h to KV head h / (heads / kv_heads). Blocks
+// are head-major, so attention's walk over one KV head reads one contiguous run per block (with
+// all heads' rows interleaved per position it read a quarter of every 1 KiB at TinyLlama's shape:
+// BM_PagedAttention f32 ctx 4096 712 -> 460 us): a V block is [kv_heads, block_tokens, head_dim]
+// and a K block is transposed, [kv_heads, head_dim, block_tokens], so that consecutive positions
+// of one dim are one vector load and the fast kernel computes scores with positions in lanes (no
+// sums across lanes). Softmax runs in float with the max subtracted, in one fixed order.
 #ifndef TESSERA_KERNELS_CPU_ATTENTION_H_
 #define TESSERA_KERNELS_CPU_ATTENTION_H_
 
@@ -14,7 +15,8 @@
 namespace tessera::kernels::cpu {
 
 struct PagedKvView {
-  const float* const* k_blocks;  // [num_blocks] pointers to [kv_heads, block_tokens, head_dim]
+  const float* const* k_blocks;  // [num_blocks] pointers to [kv_heads, head_dim, block_tokens]
+                                 // (v_blocks: [kv_heads, block_tokens, head_dim])
   const float* const* v_blocks;
   int64_t block_tokens;
   int64_t kv_heads;

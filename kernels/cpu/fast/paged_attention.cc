@@ -140,74 +140,62 @@ constexpr int64_t kTileTokens = 256;
 // Heads whose Σ p·v accumulators share the registers of one pass over V (4 × kPvChunks vectors
 // on AVX-512's 32 registers; 2 on targets with 16).
 constexpr int kHeadBlock = kN >= 16 ? 4 : 2;
-// Heads of one run: their scores are one row of the scratch per position (heads in lanes).
+// Heads of one run: their scores are one row of the scratch per head, positions in lanes.
 constexpr int64_t kRunHeads = kN >= 16 ? 16 : 8;
 static_assert(kRunHeads <= kAttentionMaxGroupRun, "scratch rows hold kAttentionMaxGroupRun heads");
+static_assert(kAttentionScoreAlign % kN == 0, "score rows are whole vectors");
+// Blocks ahead of use whose K columns ScoresRun prefetches into L2 (64 positions at 16 per block).
+constexpr int64_t kPrefetchBlocks = 4;
 
-using D4 = hn::CappedTag<float, 4>;
+// The K blocks of one sequence for one KV head, transposed (kernels/cpu/attention.h): element
+// (position t, dim i) at blocks[t / block_tokens] + head_offset + i · block_tokens + t % block_tokens.
+template <typename Elem>
+struct KColumns {
+  const Elem* const* blocks;
+  int64_t block_tokens, head_offset, head_dim, context_len;
+};
 
-#if HWY_TARGET == HWY_SCALAR
-// One lane per vector: the sums are the lanes themselves.
-HWY_INLINE void StoreSums4(DF, VF a0, VF a1, VF a2, VF a3, float scale, float* dst) {
-  dst[0] = hn::GetLane(a0) * scale;
-  dst[1] = hn::GetLane(a1) * scale;
-  dst[2] = hn::GetLane(a2) * scale;
-  dst[3] = hn::GetLane(a3) * scale;
-}
-#else
-// The lanes of each 128-bit block of v summed across blocks ((b0 + b2) + (b1 + b3) on AVX-512).
-template <class D>
-HWY_INLINE hn::Vec<D4> SumBlocks(D d, hn::Vec<D> v) {
-  if constexpr (hn::MaxLanes(D()) > 4) {
-    const hn::Half<D> dh;
-    return SumBlocks(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
-  } else {
-    (void)d;
-    return v;
+// s[h · stride + t] = (q_h · k_t) · scale for the positions t < context_len and the run's R heads
+// (q: R rows of qs floats, zero rows for padding heads): positions in lanes, so each K vector (one
+// dim of up to kN positions of a block) meets every head of the run in one multiply-add with that
+// head's q element broadcast, and no lanes are ever summed. Per position the order is one chain
+// over the dims in order, the same for every head, call and batch.
+template <int R, typename Reader>
+void ScoresRun(DF d, const float* q, int64_t qs, const KColumns<typename Reader::Elem>& k,
+               float scale, const Reader& reader, float* s, int64_t stride) {
+  const int64_t bt = k.block_tokens, blocks = (k.context_len + bt - 1) / bt;
+  const int64_t block_bytes = k.head_dim * bt * static_cast<int64_t>(sizeof(typename Reader::Elem));
+  const VF vscale = hn::Set(d, scale);
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (b + kPrefetchBlocks < blocks) {
+      const auto ahead = reinterpret_cast<uintptr_t>(k.blocks[b + kPrefetchBlocks] + k.head_offset);
+      for (uintptr_t l = ahead & ~uintptr_t{63}; l < ahead + block_bytes; l += 64) {
+        __builtin_prefetch(reinterpret_cast<const void*>(l), 0, 2);
+      }
+    }
+    const typename Reader::Elem* base = k.blocks[b] + k.head_offset;
+    const int64_t t0 = b * bt, in_block = std::min(bt, k.context_len - t0);
+    for (int64_t c = 0; c < in_block; c += kN) {
+      const int64_t m = std::min<int64_t>(kN, in_block - c);
+      VF acc[R];
+      for (int h = 0; h < R; ++h) acc[h] = hn::Zero(d);
+      for (int64_t i = 0; i < k.head_dim; ++i) {
+        const VF kv = m == kN ? reader.Load(d, base + i * bt, c) : reader.Tail(d, base + i * bt, c, m);
+        for (int h = 0; h < R; ++h) acc[h] = hn::MulAdd(hn::Set(d, q[h * qs + i]), kv, acc[h]);
+      }
+      for (int h = 0; h < R; ++h) {
+        float* dst = s + h * stride + t0 + c;
+        const VF v = hn::Mul(acc[h], vscale);
+        if (m == kN) {
+          hn::StoreU(v, d, dst);
+        } else {
+          HWY_ALIGN float part[kN];
+          hn::Store(v, d, part);
+          std::memcpy(dst, part, static_cast<size_t>(m) * sizeof(float));
+        }
+      }
+    }
   }
-}
-
-// dst[0, 4) = [Σ lanes of a0, Σ a1, Σ a2, Σ a3] · scale. Each sum's order is fixed by the lane
-// count alone (within a block (l0 + l2) + (l1 + l3), then the blocks), whatever the other three
-// vectors hold.
-HWY_INLINE void StoreSums4(DF d, VF a0, VF a1, VF a2, VF a3, float scale, float* dst) {
-  const hn::Repartition<uint64_t, DF> du;
-  const VF s01 = hn::Add(hn::InterleaveLower(d, a0, a1), hn::InterleaveUpper(d, a0, a1));
-  const VF s23 = hn::Add(hn::InterleaveLower(d, a2, a3), hn::InterleaveUpper(d, a2, a3));
-  const auto w01 = hn::BitCast(du, s01), w23 = hn::BitCast(du, s23);
-  const VF s = hn::Add(hn::BitCast(d, hn::InterleaveLower(du, w01, w23)),
-                       hn::BitCast(d, hn::InterleaveUpper(du, w01, w23)));
-  const D4 d4;
-  hn::StoreU(hn::Mul(SumBlocks(d, s), hn::Set(d4, scale)), d4, dst);
-}
-#endif
-
-// s[t · 4·R4 + h] = (q_h · k_t) · scale for every position t and the run's heads h < 4·R4: each K
-// row is read (and for FP8 decoded) once for all heads. q: the run's heads zero-padded to 4·R4
-// rows of qs floats (whole vectors; padded heads score 0). Per head, the multiply-adds run over
-// head_dim in the order of one head alone, then StoreSums4.
-template <int R4, typename Reader>
-void ScoresRun(DF d, const float* q, int64_t qs, int64_t head_dim,
-               const KvRows<typename Reader::Elem>& k, int64_t context_len, float scale,
-               const Reader& reader, float* s) {
-  constexpr int R = 4 * R4;
-  const int64_t full = head_dim / kN * kN, rem = head_dim - full;
-  k.ForEach(0, context_len, [&](int64_t t, const typename Reader::Elem* row) {
-    VF acc[R];
-    for (int h = 0; h < R; ++h) acc[h] = hn::Zero(d);
-    for (int64_t i = 0; i < full; i += kN) {
-      const VF kv = reader.Load(d, row, i);
-      for (int h = 0; h < R; ++h) acc[h] = hn::MulAdd(hn::LoadU(d, q + h * qs + i), kv, acc[h]);
-    }
-    if (rem > 0) {
-      const VF kv = reader.Tail(d, row, full, rem);
-      for (int h = 0; h < R; ++h) acc[h] = hn::MulAdd(hn::LoadU(d, q + h * qs + full), kv, acc[h]);
-    }
-    for (int g = 0; g < R4; ++g) {
-      StoreSums4(d, acc[4 * g], acc[4 * g + 1], acc[4 * g + 2], acc[4 * g + 3], scale,
-                 s + t * R + 4 * g);
-    }
-  });
 }
 
 // Highway's Exp maps NaN to 0 (its range check fails); a NaN in the cache must reach the output
@@ -217,56 +205,46 @@ HWY_INLINE hn::Vec<D> ExpKeepNan(D d, hn::Vec<D> x) {
   return hn::IfThenElse(hn::IsNaN(x), x, hn::Exp(d, x));
 }
 
-// Rows of w scores (one per position, heads in lanes): s = exp(s − max over positions) per head,
-// inv[h] = 1 / Σ over positions (four partial sums by position mod 4, then (s0 + s1) + (s2 + s3)).
-// Lanes never mix, so a head's numbers do not depend on the width of the rows it sits in.
-template <class DW>
-void SoftmaxRun(DW dw, int64_t context_len, int64_t w, float* s, float* inv) {
-  const int64_t lanes = static_cast<int64_t>(hn::Lanes(dw));
-  for (int64_t j = 0; j < w; j += lanes) {
-    auto m = hn::Set(dw, -std::numeric_limits<float>::infinity());
-    for (int64_t t = 0; t < context_len; ++t) m = hn::Max(m, hn::LoadU(dw, s + t * w + j));
-    auto exp_row = [&](int64_t t) {
-      const auto e = ExpKeepNan(dw, hn::Sub(hn::LoadU(dw, s + t * w + j), m));
-      hn::StoreU(e, dw, s + t * w + j);
-      return e;
-    };
-    auto s0 = hn::Zero(dw), s1 = hn::Zero(dw), s2 = hn::Zero(dw), s3 = hn::Zero(dw);
+// Each of `rows` score rows (stride floats, a multiple of kN; positions in lanes) becomes its
+// softmax over positions [0, context_len): p = exp(s − max) · (1 / Σ exp), the sum in two
+// vector accumulators (even and odd vectors) folded, then across lanes. The padding up to the
+// stride is set to −inf first, so whole vectors cover the row and add exp(−inf) = 0.
+void Softmax(int64_t context_len, int64_t stride, int64_t rows, float* s) {
+  const DF d;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = s + r * stride;
+    std::fill(row + context_len, row + stride, -std::numeric_limits<float>::infinity());
+    VF m = hn::Set(d, -std::numeric_limits<float>::infinity());
+    for (int64_t t = 0; t < stride; t += kN) m = hn::Max(m, hn::LoadU(d, row + t));
+    m = hn::MaxOfLanes(d, m);
+    VF s0 = hn::Zero(d), s1 = hn::Zero(d);
     int64_t t = 0;
-    for (; t + 4 <= context_len; t += 4) {
-      s0 = hn::Add(s0, exp_row(t));
-      s1 = hn::Add(s1, exp_row(t + 1));
-      s2 = hn::Add(s2, exp_row(t + 2));
-      s3 = hn::Add(s3, exp_row(t + 3));
+    for (; t + 2 * kN <= stride; t += 2 * kN) {
+      const VF e0 = ExpKeepNan(d, hn::Sub(hn::LoadU(d, row + t), m));
+      const VF e1 = ExpKeepNan(d, hn::Sub(hn::LoadU(d, row + t + kN), m));
+      hn::StoreU(e0, d, row + t);
+      hn::StoreU(e1, d, row + t + kN);
+      s0 = hn::Add(s0, e0);
+      s1 = hn::Add(s1, e1);
     }
-    if (t < context_len) s0 = hn::Add(s0, exp_row(t));
-    if (t + 1 < context_len) s1 = hn::Add(s1, exp_row(t + 1));
-    if (t + 2 < context_len) s2 = hn::Add(s2, exp_row(t + 2));
-    const auto total = hn::Add(hn::Add(s0, s1), hn::Add(s2, s3));
-    hn::StoreU(hn::Div(hn::Set(dw, 1.0f), total), dw, inv + j);
+    if (t < stride) {
+      const VF e0 = ExpKeepNan(d, hn::Sub(hn::LoadU(d, row + t), m));
+      hn::StoreU(e0, d, row + t);
+      s0 = hn::Add(s0, e0);
+    }
+    const VF inv = hn::Div(hn::Set(d, 1.0f), hn::SumOfLanes(d, hn::Add(s0, s1)));
+    for (t = 0; t < stride; t += kN) hn::StoreU(hn::Mul(hn::LoadU(d, row + t), inv), d, row + t);
   }
 }
 
-// The widest vectors of at most kN lanes that tile a row of w (a multiple of 4) floats.
-void Softmax(int64_t context_len, int64_t w, float* s, float* inv) {
-  if constexpr (kN >= 16) {
-    if (w % 16 == 0) return SoftmaxRun(hn::CappedTag<float, 16>(), context_len, w, s, inv);
-  }
-  if constexpr (kN >= 8) {
-    if (w % 8 == 0) return SoftmaxRun(hn::CappedTag<float, 8>(), context_len, w, s, inv);
-  }
-  SoftmaxRun(D4(), context_len, w, s, inv);
-}
-
-// out_h[c0, c0 + NF·kN (+ tail)) += Σ_{t in [t0, t1)} (p_t,h · inv_h) · v_t over the same lanes for
+// out_h[c0, c0 + NF·kN (+ tail)) += Σ_{t in [t0, t1)} p_h[t] · v_t over the same lanes for
 // the HB heads h of one block (out_h starts from zero when t0 is 0), NF full vectors plus a
 // partial one of `tail` lanes when tail > 0, kept in registers across the tile; each V vector is
-// read once for the block. Per head the order is one head's alone; storing and reloading between
-// tiles is exact.
+// read once for the block. p_h = p + h · stride, the block's rows of probabilities. Per head the
+// order is one head's alone; storing and reloading between tiles is exact.
 template <int HB, int NF, typename Reader>
 void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1, const float* p,
-               int64_t w, const float* inv, const Reader& reader, int64_t c0, int64_t tail,
-               float* const* out) {
+               int64_t stride, const Reader& reader, int64_t c0, int64_t tail, float* const* out) {
   VF acc[HB][NF + 1];
   for (int h = 0; h < HB; ++h) {
     HWY_ALIGN float part[kN] = {};
@@ -281,7 +259,7 @@ void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t
     for (int j = 0; j < NF; ++j) vv[j] = reader.Load(d, row, c0 + j * kN);
     if (tail > 0) vv[NF] = reader.Tail(d, row, c0 + NF * kN, tail);
     for (int h = 0; h < HB; ++h) {
-      const VF pt = hn::Set(d, p[t * w + h] * inv[h]);
+      const VF pt = hn::Set(d, p[h * stride + t]);
       for (int j = 0; j < NF; ++j) acc[h][j] = hn::MulAdd(pt, vv[j], acc[h][j]);
       if (tail > 0) acc[h][NF] = hn::MulAdd(pt, vv[NF], acc[h][NF]);
     }
@@ -299,36 +277,36 @@ void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t
 // One block of HB heads: Σ p·v over positions [t0, t1), head_dim in passes of kPvChunks vectors.
 template <int HB, typename Reader>
 void WeightedVBlock(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1,
-                    const float* p, int64_t w, const float* inv, const Reader& reader,
-                    int64_t head_dim, float* const* out) {
+                    const float* p, int64_t stride, const Reader& reader, int64_t head_dim,
+                    float* const* out) {
   for (int64_t c0 = 0; c0 < head_dim; c0 += kPvChunks * kN) {
     const int64_t left = head_dim - c0;
     const int64_t nf = std::min<int64_t>(kPvChunks, left / kN);
     const int64_t tail = nf < kPvChunks ? left - nf * kN : 0;
     switch (nf) {
       case 0:
-        WeightedV<HB, 0>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
+        WeightedV<HB, 0>(d, v, t0, t1, p, stride, reader, c0, tail, out);
         break;
       case 1:
-        WeightedV<HB, 1>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
+        WeightedV<HB, 1>(d, v, t0, t1, p, stride, reader, c0, tail, out);
         break;
       case 2:
-        WeightedV<HB, 2>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
+        WeightedV<HB, 2>(d, v, t0, t1, p, stride, reader, c0, tail, out);
         break;
       case 3:
-        WeightedV<HB, 3>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
+        WeightedV<HB, 3>(d, v, t0, t1, p, stride, reader, c0, tail, out);
         break;
       default:
-        WeightedV<HB, kPvChunks>(d, v, t0, t1, p, w, inv, reader, c0, tail, out);
+        WeightedV<HB, kPvChunks>(d, v, t0, t1, p, stride, reader, c0, tail, out);
     }
   }
 }
 
 // Heads [head_begin, head_end) in runs that share a KV head (at most kRunHeads). A run's scores
-// come from one pass over K (each row meets every head of the run), its softmax is one pass over
-// the rows of scores, and its Σ p·v goes tile by tile with the heads in blocks of kHeadBlock.
-// Every head's arithmetic is that of a run of one, so results do not depend on how heads are
-// split across calls. scratch: the run's scores, [context_len][4 · ⌈heads / 4⌉].
+// come from one pass over K (each K vector meets every head of the run), its softmax is one pass
+// per head over its row of scores, and its Σ p·v goes tile by tile with the heads in blocks of
+// kHeadBlock. Every head's arithmetic is that of a run of one, so results do not depend on how
+// heads are split across calls. scratch: FastAttentionScratch (the run's score rows).
 template <typename Reader>
 void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* const* k_blocks,
                  const typename Reader::Elem* const* v_blocks, int64_t block_tokens,
@@ -336,58 +314,53 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
                  int64_t head_begin, int64_t head_end, float* scratch, float* out,
                  const Reader& k_reader, const Reader& v_reader) {
   const DF d;
-  // Head-major blocks ([kv_heads][block_tokens][head_dim]): one KV head's rows of a block are
-  // one contiguous run.
-  const int64_t group = heads / kv_heads, token_stride = head_dim;
-  // The run's queries, zero-padded to whole vectors and to a multiple of 4 heads.
-  const int64_t qs = (head_dim + kN - 1) / kN * kN;
+  const int64_t group = heads / kv_heads;
+  const int64_t stride = FastAttentionScoreStride(context_len);
+  // The run's queries, zero rows padding the run to a multiple of 4 heads.
   thread_local std::vector<float> qpad;
-  qpad.resize(static_cast<size_t>(kRunHeads * qs));
-  HWY_ALIGN float inv[kRunHeads];
+  qpad.resize(static_cast<size_t>(kRunHeads * head_dim));
   for (int64_t h0 = head_begin; h0 < head_end;) {
     const int64_t kvh = h0 / group;
     const int64_t h1 = std::min({head_end, (kvh + 1) * group, h0 + kRunHeads});
-    const int64_t r4 = (h1 - h0 + 3) / 4, w = 4 * r4;
-    std::fill(qpad.begin(), qpad.begin() + w * qs, 0.0f);
-    for (int64_t h = h0; h < h1; ++h)
-      std::copy(q + h * head_dim, q + (h + 1) * head_dim, qpad.begin() + (h - h0) * qs);
-    const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(typename Reader::Elem));
+    const int64_t r4 = (h1 - h0 + 3) / 4;
+    std::fill(qpad.begin(), qpad.begin() + 4 * r4 * head_dim, 0.0f);
+    std::copy(q + h0 * head_dim, q + h1 * head_dim, qpad.begin());
     const int64_t head_offset = kvh * block_tokens * head_dim;
-    const KvRows<typename Reader::Elem> k{k_blocks,    block_tokens, token_stride,
+    // K blocks are [kv_heads][head_dim][block_tokens], V blocks [kv_heads][block_tokens][head_dim].
+    const KColumns<typename Reader::Elem> k{k_blocks, block_tokens, head_offset, head_dim,
+                                            context_len};
+    const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(typename Reader::Elem));
+    const KvRows<typename Reader::Elem> v{v_blocks,    block_tokens, head_dim,
                                           head_offset, row_bytes,    context_len};
-    const KvRows<typename Reader::Elem> v{v_blocks,    block_tokens, token_stride,
-                                          head_offset, row_bytes,    context_len};
-    switch (r4) {
-      case 1:
-        ScoresRun<1>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
-        break;
-      case 2:
-        ScoresRun<2>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
-        break;
-      case 3:
-        ScoresRun<3>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
-        break;
-      default:
-        ScoresRun<4>(d, qpad.data(), qs, head_dim, k, context_len, scale, k_reader, scratch);
+    const float* qp = qpad.data();
+    if (r4 == 1) {
+      ScoresRun<4>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
+    } else if (r4 == 2) {
+      ScoresRun<8>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
+    } else if constexpr (kRunHeads > 8) {
+      if (r4 == 3) {
+        ScoresRun<12>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
+      } else {
+        ScoresRun<16>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
+      }
     }
-    Softmax(context_len, w, scratch, inv);
+    Softmax(context_len, stride, h1 - h0, scratch);
     for (int64_t t0 = 0; t0 < context_len; t0 += kTileTokens) {
       const int64_t t1 = std::min(context_len, t0 + kTileTokens);
       for (int64_t hb = h0; hb < h1; hb += kHeadBlock) {
         const int64_t n = std::min<int64_t>(kHeadBlock, h1 - hb);
         float* outs[kHeadBlock];
         for (int64_t i = 0; i < n; ++i) outs[i] = out + (hb + i) * head_dim;
-        const float* p = scratch + (hb - h0);
-        const float* iv = inv + (hb - h0);
+        const float* p = scratch + (hb - h0) * stride;
         if (n == kHeadBlock) {
-          WeightedVBlock<kHeadBlock>(d, v, t0, t1, p, w, iv, v_reader, head_dim, outs);
+          WeightedVBlock<kHeadBlock>(d, v, t0, t1, p, stride, v_reader, head_dim, outs);
         } else if (n == 1) {
-          WeightedVBlock<1>(d, v, t0, t1, p, w, iv, v_reader, head_dim, outs);
+          WeightedVBlock<1>(d, v, t0, t1, p, stride, v_reader, head_dim, outs);
         } else if constexpr (kHeadBlock > 2) {
           if (n == 2) {
-            WeightedVBlock<2>(d, v, t0, t1, p, w, iv, v_reader, head_dim, outs);
+            WeightedVBlock<2>(d, v, t0, t1, p, stride, v_reader, head_dim, outs);
           } else {
-            WeightedVBlock<3>(d, v, t0, t1, p, w, iv, v_reader, head_dim, outs);
+            WeightedVBlock<3>(d, v, t0, t1, p, stride, v_reader, head_dim, outs);
           }
         }
       }

@@ -26,12 +26,19 @@ namespace tessera::kernels::cpu::fast {
 // Query heads that go through the context together while sharing a KV head (GQA groups larger
 // than this run in parts; 8 on targets narrower than AVX-512).
 inline constexpr int64_t kAttentionMaxGroupRun = 16;
+// Score rows hold whole vectors of positions: context lengths round up to this.
+inline constexpr int64_t kAttentionScoreAlign = 16;
+
+// Floats between two heads' rows of scores.
+inline int64_t FastAttentionScoreStride(int64_t context_len) {
+  return (context_len + kAttentionScoreAlign - 1) / kAttentionScoreAlign * kAttentionScoreAlign;
+}
 
 // Floats of scratch FastPagedAttention needs for calls of up to `heads` query heads: a row of
-// scores per position, one lane per head of a run, rounded up to 4 heads.
+// scores per head of a run (positions in lanes), the run rounded up to 4 heads.
 inline int64_t FastAttentionScratch(int64_t context_len, int64_t heads) {
   const int64_t run = heads < kAttentionMaxGroupRun ? heads : kAttentionMaxGroupRun;
-  return (run + 3) / 4 * 4 * context_len;
+  return (run + 3) / 4 * 4 * FastAttentionScoreStride(context_len);
 }
 
 // As PagedAttention: q [heads, head_dim]; attends to positions [0, context_len); writes query
