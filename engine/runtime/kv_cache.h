@@ -72,8 +72,11 @@ class KvCache {
   uint16_t* VBlock16(int64_t layer, int32_t block) { return Block16(layer, block, 1); }
 
  private:
+  // Layer-major, K and V apart: one layer's K blocks are adjacent in block-id order, so a
+  // sequence's walk over a layer (blocks handed out in ascending order to a fresh pool) reads
+  // neighbouring memory instead of one block every 2 · num_layers blocks.
   int64_t Offset(int64_t layer, int32_t block, int kv) const {
-    return ((block * num_layers_ + layer) * 2 + kv) * block_floats_;
+    return ((kv * num_layers_ + layer) * num_blocks_ + block) * block_floats_;
   }
   float* Block(int64_t layer, int32_t block, int kv) { return storage_.data() + Offset(layer, block, kv); }
   uint8_t* BlockFp8(int64_t layer, int32_t block, int kv) { return bytes_.data() + Offset(layer, block, kv); }
