@@ -11,55 +11,21 @@
 //    fp8_greedy_matches_f32), not asserted: one flipped argmax changes everything after it.
 // Neither checkpoint has KV scales (1.0 is used); the scale lookup itself has no test yet.
 #include <cmath>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 
-#include "engine/model/decoder_model.h"
-#include "engine/model/model_source.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
+#include "tests/engine/model/kv_cache_format_test_util.h"
 
 namespace tessera::model {
 namespace {
 
 using runtime::KvCacheFormat;
-
-nlohmann::json LoadJson(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return nlohmann::json::parse(ss.str());
-}
-
-struct Loaded {
-  ModelSource source;
-  std::unique_ptr<LinearFactory> factory;
-  std::unique_ptr<DecoderModel> model;
-};
-
-void Load(const std::string& path, KvCacheFormat format, kernels::cpu::ThreadPool* pool, Loaded& out) {
-  auto src = ModelSource::Open(path);
-  ASSERT_TRUE(src.ok()) << src.status();
-  out.source = std::move(*src);
-  out.factory = MakeDenseLinearFactory(pool);
-  auto model = DecoderModel::Load(out.source.config, *out.source.store, out.source.naming,
-                                  *out.factory, pool, format);
-  ASSERT_TRUE(model.ok()) << model.status();
-  out.model = std::move(*model);
-}
-
-std::vector<float> AllLogits(DecoderModel& model, const std::vector<int32_t>& ids) {
-  const auto& c = model.config();
-  runtime::KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 8, 16, true, model.kv_cache_format());
-  runtime::SequenceKv seq;
-  SequenceChunk chunk{&seq, ids, true, false};
-  std::vector<float> logits;
-  auto s = model.Forward({&chunk, 1}, cache, &logits);
-  EXPECT_TRUE(s.ok()) << s;
-  return logits;
-}
+using kv_test::AllLogits;
+using kv_test::Greedy;
+using kv_test::Load;
+using kv_test::LoadJson;
+using kv_test::Loaded;
 
 TEST(Fp8KvCacheTest, LlamaLogitsWithinE4m3Tolerance) {
   const std::string dir = std::string(TESSERA_SOURCE_DIR) + "/tests/data/models/llama";
@@ -95,32 +61,6 @@ TEST(Fp8KvCacheTest, MismatchedCacheFormatIsRejected) {
   SequenceChunk chunk{&seq, ids, false, true};
   std::vector<float> logits;
   EXPECT_EQ(fp8.model->Forward({&chunk, 1}, cache, &logits).code(), absl::StatusCode::kFailedPrecondition);
-}
-
-int32_t Argmax(const std::vector<float>& v) {
-  int32_t best = 0;
-  for (size_t i = 1; i < v.size(); ++i) {
-    if (v[i] > v[best]) best = static_cast<int32_t>(i);
-  }
-  return best;
-}
-
-std::vector<int32_t> Greedy(DecoderModel& model, const std::vector<int32_t>& prompt, int n_new) {
-  const auto& c = model.config();
-  runtime::KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 64, true, model.kv_cache_format());
-  runtime::SequenceKv seq;
-  std::vector<float> logits;
-  std::vector<int32_t> out;
-  std::vector<int32_t> next = prompt;
-  for (int i = 0; i < n_new; ++i) {
-    SequenceChunk chunk{&seq, next, false, true};
-    auto s = model.Forward({&chunk, 1}, cache, &logits);
-    EXPECT_TRUE(s.ok()) << s;
-    if (!s.ok()) break;
-    out.push_back(Argmax(logits));
-    next = {out.back()};
-  }
-  return out;
 }
 
 TEST(Fp8KvCacheTest, Stories260kGreedyIsReported) {

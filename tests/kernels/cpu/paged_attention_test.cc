@@ -73,6 +73,22 @@ std::vector<float> SplitHeads(int64_t heads, int64_t head_dim, int64_t per_call,
   return out;
 }
 
+// One head per call, or three, gives the same bits as all heads in one call (`all`).
+// attend(b, e, scratch, out) runs heads [b, e) with scratch sized for that call only, so an
+// overrun would show (ASan).
+template <typename Attend>
+void ExpectSplitCallsMatch(const Shape& s, const std::vector<float>& all, Attend attend) {
+  for (const int64_t per_call : {1, 3}) {
+    EXPECT_EQ(SplitHeads(s.heads, s.head_dim, per_call,
+                         [&](int64_t b, int64_t e, float* out) {
+                           std::vector<float> sc(FastAttentionScratch(s.context, e - b));
+                           attend(b, e, sc.data(), out);
+                         }),
+              all)
+        << per_call << " heads per call";
+  }
+}
+
 void CheckF32(const Shape& s, float spread) {
   std::mt19937 rng(static_cast<uint32_t>(s.head_dim * 131 + s.context));
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -94,18 +110,9 @@ void CheckF32(const Shape& s, float spread) {
     ASSERT_NEAR(got[i], want[i], 2e-6f * vmax + 1e-5f * std::fabs(want[i])) << "element " << i;
   }
 
-  // One head per call, or three, gives the same bits as all heads in one call.
-  for (const int64_t per_call : {1, 3}) {
-    EXPECT_EQ(SplitHeads(s.heads, s.head_dim, per_call,
-                         [&](int64_t b, int64_t e, float* out) {
-                           // Sized for this call only, so an overrun would show (ASan).
-                           std::vector<float> sc(FastAttentionScratch(s.context, e - b));
-                           FastPagedAttention(q.data(), s.heads, view, s.context, scale, b, e,
-                                              sc.data(), out);
-                         }),
-              got)
-        << per_call << " heads per call";
-  }
+  ExpectSplitCallsMatch(s, got, [&](int64_t b, int64_t e, float* sc, float* out) {
+    FastPagedAttention(q.data(), s.heads, view, s.context, scale, b, e, sc, out);
+  });
 }
 
 TEST_P(PagedAttentionTest, F32MatchesScalarKernel) {
@@ -136,16 +143,9 @@ void CheckFp8(const Shape& s, float spread) {
   for (size_t i = 0; i < q.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], 2e-6f * vmax + 1e-5f * std::fabs(want[i])) << "element " << i;
   }
-  for (const int64_t per_call : {1, 3}) {
-    EXPECT_EQ(SplitHeads(s.heads, s.head_dim, per_call,
-                         [&](int64_t b, int64_t e, float* out) {
-                           std::vector<float> sc(FastAttentionScratch(s.context, e - b));
-                           FastPagedAttentionFp8(q.data(), s.heads, view, s.context, scale, b, e,
-                                                 sc.data(), out);
-                         }),
-              got)
-        << per_call << " heads per call";
-  }
+  ExpectSplitCallsMatch(s, got, [&](int64_t b, int64_t e, float* sc, float* out) {
+    FastPagedAttentionFp8(q.data(), s.heads, view, s.context, scale, b, e, sc, out);
+  });
 
   // Scales of 256 and above: 2^120 · scale in one constant would overflow to inf (review).
   const PagedKvViewFp8 big{cache.kp.data(), cache.vp.data(),        s.block_tokens, s.kv_heads,
@@ -212,16 +212,9 @@ void CheckHalf(const Shape& s, float spread, KvHalf half) {
   FastPagedAttention(q.data(), s.heads, wide, s.context, scale, 0, s.heads, fast_scratch.data(),
                      fast_wide.data());
   EXPECT_EQ(got, fast_wide) << "the 16-bit reader must widen exactly";
-  for (const int64_t per_call : {1, 3}) {
-    EXPECT_EQ(SplitHeads(s.heads, s.head_dim, per_call,
-                         [&](int64_t b, int64_t e, float* out) {
-                           std::vector<float> sc(FastAttentionScratch(s.context, e - b));
-                           FastPagedAttention16(q.data(), s.heads, view, s.context, scale, b, e,
-                                                sc.data(), out);
-                         }),
-              got)
-        << per_call << " heads per call";
-  }
+  ExpectSplitCallsMatch(s, got, [&](int64_t b, int64_t e, float* sc, float* out) {
+    FastPagedAttention16(q.data(), s.heads, view, s.context, scale, b, e, sc, out);
+  });
 }
 
 TEST_P(PagedAttentionTest, F16MatchesScalarKernel) {
