@@ -34,7 +34,9 @@ constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlockTokens = 16;
 
 template <typename T>
 struct LayerCache {
-  std::vector<T> k, v;  // [blocks, kv_heads, block_tokens, head_dim], blocks in table order
+  // V [blocks, kv_heads, block_tokens, head_dim], K transposed per block ([kv_heads, head_dim,
+  // block_tokens]; random values either way), blocks in table order.
+  std::vector<T> k, v;
   std::vector<const T*> kp, vp;
 };
 

@@ -61,7 +61,8 @@ class KvCache {
   // Returns every block of `seq` to the pool and empties it.
   void Release(SequenceKv& seq);
 
-  // [kv_heads, block_tokens, head_dim] for one layer of one block (kernels/cpu/attention.h).
+  // One layer of one block (kernels/cpu/attention.h): K transposed, [kv_heads, head_dim,
+  // block_tokens]; V [kv_heads, block_tokens, head_dim].
   float* KBlock(int64_t layer, int32_t block) { return Block(layer, block, 0); }
   float* VBlock(int64_t layer, int32_t block) { return Block(layer, block, 1); }
   // The same layout in E4M3 bytes (format kFp8E4m3).

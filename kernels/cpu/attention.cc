@@ -10,8 +10,8 @@ namespace tessera::kernels::cpu {
 
 namespace {
 
-// One body for both cache element types: `decode_k(ptr, i)` / `decode_v(ptr, i)` turn a stored
-// element into f32, so the f32 and FP8 caches share the same arithmetic in the same order.
+// One body for the f32, FP8 and 16-bit caches: `decode_k(ptr, i)` / `decode_v(ptr, i)` turn a
+// stored element into f32, so every cache type shares the same arithmetic in the same order.
 template <typename View, typename DecodeK, typename DecodeV>
 void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,

@@ -2,9 +2,10 @@
 // token t attends to positions [0, context_lens[t]) of its own sequence, so a decode step is the
 // case of one token per sequence and a prefill chunk passes context_lens = position + 1 per
 // token (no tiled tensor-core prefill kernel yet; the query tokens of a chunk run in parallel).
-// The device cache mirrors runtime::KvCache exactly: one pool of blocks, each holding, for every
-// layer, K then V as [block_tokens, kv_heads, head_dim] f32, addressed through per-sequence block
-// tables. Grouped-query attention maps query head h to KV head h / (heads / kv_heads), as the CPU
+// The device cache shares runtime::KvCache's block ids (the allocator) but keeps its own layout:
+// one pool of blocks, each holding, for every layer, K then V as [block_tokens, kv_heads,
+// head_dim] f32 (token-major; the CPU cache's blocks are head-major with K transposed), addressed
+// through per-sequence block tables. Grouped-query attention maps query head h to KV head h / (heads / kv_heads), as the CPU
 // kernel (kernels/cpu/attention.h) does. Softmax uses an online (streaming) max per warp, merged
 // across warps at the end, so no scratch of context length is needed.
 #ifndef TESSERA_KERNELS_CUDA_ATTENTION_H_

@@ -8,7 +8,8 @@
 // Memory: one DeviceArena (one cudaMalloc at Create) holds the weights, the KV block pools and
 // the per-step scratch; a step allocates nothing. runtime::KvCache stays the block allocator
 // (uses_host_kv_storage() is false, so the cache keeps no floats) and the device pools are
-// indexed by its block ids, in the same [block][layer][K|V][token][kv_head][dim] f32 layout.
+// indexed by its block ids, in their own [block][layer][K|V][token][kv_head][dim] f32 layout (the
+// host cache, when it holds data, is head-major with K transposed: kernels/cpu/attention.h).
 // Steps with more rows than Limits::max_step_tokens run as consecutive passes over row ranges,
 // which is exact: a later row of a sequence only reads K/V that an earlier pass appended.
 //

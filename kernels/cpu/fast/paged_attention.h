@@ -5,9 +5,10 @@
 // scalar kernel's one-lane dependency chains (64 multiply-adds per score, one exp per position)
 // made attention the second-largest cost of a batched decode step (bench/README.md). The query
 // heads of one call that share a KV head (a GQA group) go through the context together: each K
-// row is read (and for FP8 decoded) once for all of them, the scores are stored one row per
-// position with the heads in lanes (so the softmax needs no horizontal reductions), and the V
-// rows are read once per block of heads, tile by tile.
+// vector (one dim of up to 16 consecutive positions of a transposed K block) is read, and for
+// FP8 / f16 / bf16 widened, once for all of them, the scores come out one row per head with
+// positions in lanes (no sums across lanes; the softmax reduces each row once), and the V rows
+// are read once per block of heads, tile by tile.
 //
 // Order: every output depends only on q, the sequence's own K/V and context_len, summed in an
 // order fixed by head_dim and context_len, so a row's result is the same whichever rows share its

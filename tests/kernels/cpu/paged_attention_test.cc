@@ -245,7 +245,7 @@ TEST(PagedAttentionFp8, NanCodeGivesNanOutput) {
   const Shape s{2, 1, 16, 4, 6};
   std::mt19937 rng(3);
   auto cache = RandomCache<uint8_t>(s, rng, [](std::mt19937&) { return uint8_t{0x38}; });
-  cache.k[0][5] = 0xFF;  // K of position 0 or 4 (block order is shuffled), dim 5
+  cache.k[0][5] = 0xFF;  // K (transposed block) of position 1 or 5 (block order is shuffled), dim 1
   const auto q = RandomQ(s, rng, 1.0f);
   const PagedKvViewFp8 view{
       cache.kp.data(), cache.vp.data(), s.block_tokens, s.kv_heads, s.head_dim, 1.0f, 1.0f};

@@ -169,13 +169,31 @@ TEST(AttentionDeviceTest, PagedDecodeAndPrefillMatchCpu) {
   const std::vector<int32_t> lens = {40, 15, 16, 17};
   std::vector<float> q = RandomFloats(4 * heads * d, 1.0f, 9), ref(4 * heads * d);
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  // The device pool is token-major ([token][kv_head][dim] per block); the CPU reference reads
+  // head-major blocks with K transposed (kernels/cpu/attention.h), so each referenced block is
+  // copied into that layout first.
+  std::vector<std::vector<float>> cpu_blocks;
+  cpu_blocks.reserve(4 * max_blocks * 2);
+  auto to_cpu = [&](const float* src, bool transposed_k) {
+    std::vector<float> dst(block_floats);
+    for (int64_t tok = 0; tok < block_tokens; ++tok) {
+      for (int64_t h = 0; h < kv_heads; ++h) {
+        for (int64_t i = 0; i < d; ++i) {
+          const float x = src[(tok * kv_heads + h) * d + i];
+          dst[transposed_k ? (h * d + i) * block_tokens + tok : (h * block_tokens + tok) * d + i] = x;
+        }
+      }
+    }
+    cpu_blocks.push_back(std::move(dst));
+    return cpu_blocks.back().data();
+  };
   for (int t = 0; t < 4; ++t) {
     std::vector<const float*> kb, vb;
     for (int b = 0; b < max_blocks; ++b) {
       const float* base = pool.data() + (tables[token_seq[t] * max_blocks + b] * layers + layer) *
                                             2 * block_floats;
-      kb.push_back(base);
-      vb.push_back(base + block_floats);
+      kb.push_back(to_cpu(base, true));
+      vb.push_back(to_cpu(base + block_floats, false));
     }
     cpu::PagedKvView view{kb.data(), vb.data(), block_tokens, kv_heads, d};
     std::vector<float> scratch(lens[t]);
