@@ -29,14 +29,14 @@ constexpr int64_t kN = static_cast<int64_t>(hn::MaxLanes(DF()));
 constexpr int kPvChunks = 4;
 
 // Row readers: Load(p, i) is elements [i, i + kN) of a K or V row as f32; Tail(p, i, rem) the
-// last rem < kN of them, zeros after (the copies clamp rem to kN: GCC cannot see rem < kN and
-// warns on the one-lane scalar target).
+// last rem < kN of them, zeros after (none on the one-lane scalar target, where rem is 0 and GCC,
+// unable to see that, warns about the copy).
 struct F32Reader {
   using Elem = float;
   HWY_INLINE VF Load(DF d, const float* p, int64_t i) const { return hn::LoadU(d, p + i); }
   HWY_INLINE VF Tail(DF d, const float* p, int64_t i, int64_t rem) const {
     HWY_ALIGN float t[kN] = {};
-    std::memcpy(t, p + i, static_cast<size_t>(std::min(rem, kN)) * sizeof(float));
+    if constexpr (kN > 1) std::memcpy(t, p + i, static_cast<size_t>(rem) * sizeof(float));
     return hn::Load(d, t);
   }
 };
@@ -65,7 +65,7 @@ struct Fp8Reader {
   HWY_INLINE VF Load(DF d, const uint8_t* p, int64_t i) const { return FromBytes(d, p + i); }
   HWY_INLINE VF Tail(DF d, const uint8_t* p, int64_t i, int64_t rem) const {
     uint8_t t[kN] = {};
-    std::memcpy(t, p + i, static_cast<size_t>(std::min(rem, kN)));
+    if constexpr (kN > 1) std::memcpy(t, p + i, static_cast<size_t>(rem));
     return FromBytes(d, t);
   }
 };
@@ -82,7 +82,7 @@ struct HalfReader {
   HWY_INLINE VF Load(DF d, const uint16_t* p, int64_t i) const { return FromHalves(d, p + i); }
   HWY_INLINE VF Tail(DF d, const uint16_t* p, int64_t i, int64_t rem) const {
     HWY_ALIGN uint16_t t[kN] = {};
-    std::memcpy(t, p + i, static_cast<size_t>(std::min(rem, kN)) * sizeof(uint16_t));
+    if constexpr (kN > 1) std::memcpy(t, p + i, static_cast<size_t>(rem) * sizeof(uint16_t));
     return FromHalves(d, t);
   }
 };
