@@ -185,8 +185,10 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   const kc::KvHalf kv_half =
       kv_format_ == runtime::KvCacheFormat::kBf16 ? kc::KvHalf::kBf16 : kc::KvHalf::kF16;
   // One position's K encoded before it is stored as a column of a transposed K block.
+  const bool half_kv =
+      kv_format_ == runtime::KvCacheFormat::kF16 || kv_format_ == runtime::KvCacheFormat::kBf16;
   std::vector<uint8_t> k8(kv_format_ == runtime::KvCacheFormat::kFp8E4m3 ? KV : 0);
-  std::vector<uint16_t> k16(k8.empty() && kv_format_ != runtime::KvCacheFormat::kF32 ? KV : 0);
+  std::vector<uint16_t> k16(half_kv ? KV : 0);
   std::vector<float> h(total * H), xn(total * H), q(total * Q), k(total * KV), v(total * KV),
       attn(total * Q), tmp(total * H), gate(total * F), up(total * F);
   {

@@ -71,6 +71,14 @@ Scheduler::Scheduler(model::Decoder& model, const tokenizer::Tokenizer& tokenize
   cache_ = std::make_unique<KvCache>(c.num_layers, c.num_kv_heads, c.head_dim,
                                      options_.kv_block_tokens, options_.kv_blocks,
                                      model_.uses_host_kv_storage(), model_.kv_cache_format());
+  if (model_.uses_host_kv_storage()) {
+    // What --kv_cache_dtype buys an operator: positions held and the memory they take.
+    const double mib = 2.0 * c.num_layers * c.num_kv_heads * c.head_dim *
+                       KvCacheElementBytes(model_.kv_cache_format()) *
+                       static_cast<double>(cache_->capacity_tokens()) / (1 << 20);
+    TLOG_INFO("KV cache: %d blocks of %d positions (%d positions), %.1f MiB on the host",
+              cache_->num_blocks(), cache_->block_tokens(), cache_->capacity_tokens(), mib);
+  }
 }
 
 Scheduler::~Scheduler() { Stop(); }
