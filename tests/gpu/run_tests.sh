@@ -19,7 +19,7 @@ for t in "${tests[@]}"; do
   out="$(timeout 600 "$bin" 2>&1)"; rc=$?
   [[ -n "$log_dir" ]] && printf '%s\n' "$out" >"$log_dir/$t.log"
   pass=$(grep -c '^\[       OK \]' <<<"$out"); skip=$(grep -c '^\[  SKIPPED \] .*ms)' <<<"$out")
-  fail=$(grep -c '^\[  FAILED  \].*(' <<<"$out")
+  fail=$(grep -c '^\[  FAILED  \] .*ms)$' <<<"$out")
   if [[ $rc -ne 0 ]]; then
     status=1
     echo "== $t (exit $rc)"

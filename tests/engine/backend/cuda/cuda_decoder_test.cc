@@ -146,9 +146,13 @@ TEST_P(CudaDecoderVsCpuTest, LogitsMatchCpu) {
     auto cpu_w8a16 = Load(WeightOnlyCopy(kData + f.dir, f.name), "cpu");
     ASSERT_TRUE(cpu_w8a16);
     const double quantization_moves = CompareSteps(*cpu->model, *cpu_w8a16->model);
-    // Capped: a broken CPU W8A8 path must not widen the bound without limit.
-    EXPECT_LE(quantization_moves, 0.15) << f.name << ": CPU W8A8 vs W8A16";
-    bound = std::max(bound, std::min(quantization_moves, 0.15));
+    // Capped: a broken CPU W8A8 path must not widen the bound without limit. On an H200 host
+    // (2026-11-26) activation quantization alone moved these fixtures' logits by 0.196
+    // (ct_fp8_dynamic), 0.150 (ct_fp8) and 0.263 (ct_mixed) of the largest logit, and the GPU's
+    // W8A8 stayed within that (0.152, 0.138, 0.065); wrong scales or layouts move them by ~1.
+    constexpr double kMovesCap = 0.35;
+    EXPECT_LE(quantization_moves, kMovesCap) << f.name << ": CPU W8A8 vs W8A16";
+    bound = std::max(bound, std::min(quantization_moves, kMovesCap));
   }
   const double diff = CompareSteps(*cpu->model, *gpu->model);
   EXPECT_LE(diff, bound) << f.name;
