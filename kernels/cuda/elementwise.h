@@ -27,6 +27,12 @@ absl::Status Embedding(const void* table, TableDtype dtype, int64_t vocab, int64
 absl::Status RmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, float eps,
                      float* out, uint16_t* out_bf16, cudaStream_t stream);
 
+// h += delta (the residual add), then RmsNorm(h) into out / out_bf16, in one launch for rows of
+// up to 8192 (two launches above). out must not alias h or delta.
+absl::Status AddRmsNorm(float* h, const float* delta, const float* weight, int64_t rows,
+                        int64_t n, float eps, float* out, uint16_t* out_bf16,
+                        cudaStream_t stream);
+
 enum class RopePairing { kRotateHalf, kInterleaved };
 
 // Rotates the first rope_dim dims of every head of x [tokens, heads, head_dim] in place; token t
@@ -34,6 +40,11 @@ enum class RopePairing { kRotateHalf, kInterleaved };
 absl::Status Rope(float* x, int64_t tokens, int64_t heads, int64_t head_dim, int64_t rope_dim,
                   const int32_t* positions, const float* inv_freq, RopePairing pairing,
                   cudaStream_t stream);
+
+// Rope on q [tokens, q_heads, head_dim] and k [tokens, k_heads, head_dim] in one launch.
+absl::Status RopeQk(float* q, int64_t q_heads, float* k, int64_t k_heads, int64_t tokens,
+                    int64_t head_dim, int64_t rope_dim, const int32_t* positions,
+                    const float* inv_freq, RopePairing pairing, cudaStream_t stream);
 
 // out[i] = silu(gate[i]) * up[i]; out_bf16 (nullable) also gets it in bf16.
 absl::Status SwiGlu(const float* gate, const float* up, int64_t n, float* out, uint16_t* out_bf16,

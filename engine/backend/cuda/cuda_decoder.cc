@@ -204,7 +204,15 @@ absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batc
   kc::CublasLtGemm& lt = *lt_;
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
-    TESSERA_RETURN_IF_ERROR(kc::RmsNorm(s_.h, L.attn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
+    // The previous layer's down projection (in s_.tmp) is added to the residual stream by this
+    // layer's first norm, the attention output by the second: one launch for add and norm.
+    if (li == 0) {
+      TESSERA_RETURN_IF_ERROR(
+          kc::RmsNorm(s_.h, L.attn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
+    } else {
+      TESSERA_RETURN_IF_ERROR(
+          kc::AddRmsNorm(s_.h, s_.tmp, L.attn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
+    }
     TESSERA_RETURN_IF_ERROR(RunLinear(L.q, s_.xn, s_.act_bf16, rows, s_.q, s_.linear, lt, stream));
     TESSERA_RETURN_IF_ERROR(RunLinear(L.k, s_.xn, s_.act_bf16, rows, s_.k, s_.linear, lt, stream));
     TESSERA_RETURN_IF_ERROR(RunLinear(L.v, s_.xn, s_.act_bf16, rows, s_.v, s_.linear, lt, stream));
@@ -214,10 +222,8 @@ absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batc
       TESSERA_RETURN_IF_ERROR(kc::RmsNorm(s_.k, L.k_norm, rows * c.num_kv_heads, c.head_dim, eps,
                                           s_.k, nullptr, stream));
     }
-    TESSERA_RETURN_IF_ERROR(kc::Rope(s_.q, rows, c.num_heads, c.head_dim, c.rope_dim,
-                                     batch.positions, inv_freq_, pairing, stream));
-    TESSERA_RETURN_IF_ERROR(kc::Rope(s_.k, rows, c.num_kv_heads, c.head_dim, c.rope_dim,
-                                     batch.positions, inv_freq_, pairing, stream));
+    TESSERA_RETURN_IF_ERROR(kc::RopeQk(s_.q, c.num_heads, s_.k, c.num_kv_heads, rows, c.head_dim,
+                                       c.rope_dim, batch.positions, inv_freq_, pairing, stream));
     kc::DevicePagedKv kv;
     kv.base = kv_pool_;
     kv.block_stride = c.num_layers * 2 * block_floats;
@@ -230,14 +236,16 @@ absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batc
     TESSERA_RETURN_IF_ERROR(
         kc::PagedAttention(s_.q, rows, c.num_heads, kv, batch, scale, s_.attn, stream));
     TESSERA_RETURN_IF_ERROR(RunLinear(L.o, s_.attn, nullptr, rows, s_.tmp, s_.linear, lt, stream));
-    TESSERA_RETURN_IF_ERROR(kc::AddInPlace(s_.h, s_.tmp, rows * H, stream));
-    TESSERA_RETURN_IF_ERROR(kc::RmsNorm(s_.h, L.ffn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
+    TESSERA_RETURN_IF_ERROR(
+        kc::AddRmsNorm(s_.h, s_.tmp, L.ffn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
     TESSERA_RETURN_IF_ERROR(
         RunLinear(L.gate, s_.xn, s_.act_bf16, rows, s_.gate, s_.linear, lt, stream));
     TESSERA_RETURN_IF_ERROR(RunLinear(L.up, s_.xn, s_.act_bf16, rows, s_.up, s_.linear, lt, stream));
     TESSERA_RETURN_IF_ERROR(kc::SwiGlu(s_.gate, s_.up, rows * F, s_.gate, s_.act_bf16, stream));
     TESSERA_RETURN_IF_ERROR(
         RunLinear(L.down, s_.gate, s_.act_bf16, rows, s_.tmp, s_.linear, lt, stream));
+  }
+  if (!layers_.empty()) {
     TESSERA_RETURN_IF_ERROR(kc::AddInPlace(s_.h, s_.tmp, rows * H, stream));
   }
   return absl::OkStatus();
