@@ -1,13 +1,15 @@
 // The W4A16 tensor-core kernel, templated on a dequantization functor (one per 4-bit format).
 //
-// Tiling: a block of eight warps computes a 16 x 32 tile of y (four m16n8 tiles). The eight
-// warps split K: warp w takes the 64-wide K chunks w, w + 8, w + 16, ..., so together they
-// stream 256 contiguous weight bytes per column per round, and their partial tiles are summed through
-// shared memory in warp order — a fixed order, so a row's result never depends on M (batch
-// invariance) and decode (M = 1) still puts N / 32 blocks of eight warps on the GPU instead of
-// N / 128 (the first version, all warps along N, kept an H100 at 3% of its bandwidth for
-// M = 1, N = K = 8192). Each warp loads the next chunk's weights, scales and activations before
-// it multiplies the current one, and the FP4 formats decode through a byte -> bf16x2 table.
+// Tiling: a block of eight warps computes a 16 x 16 or 16 x 32 tile of y (kTiles m16n8 tiles).
+// The eight warps split K: warp w takes the 64-wide K chunks w, w + 8, w + 16, ..., so together
+// they stream 256 contiguous weight bytes per column per round, and their partial tiles are
+// summed through shared memory in warp order — a fixed order, so a row's result never depends on
+// M (batch invariance) and decode (M = 1) still puts N / 32 or N / 16 blocks of eight warps on
+// the GPU instead of N / 128 (the first version, all warps along N, kept an H100 at 3% of its
+// bandwidth for M = 1, N = K = 8192). Each warp loads the next chunk's weights, scales and
+// activations before it multiplies the current one, and the FP4 formats decode through a
+// byte -> bf16x2 table. A deeper register ring (three or four chunks ahead: 228-255 registers,
+// one block per SM) was tried on an H200 and ran 1.3-2x slower.
 //
 // Within a chunk, lane (g = lane / 4, t = lane % 4) owns the 16
 // consecutive K elements [16t, 16t + 16): eight weight bytes (one uint2 load) per output column
@@ -30,10 +32,12 @@
 
 namespace tessera::kernels::cuda::w4a16 {
 
-inline constexpr int kWarpN = 32;  // columns per warp (and per block)
-inline constexpr int kTilesN = kWarpN / 8;
+// Columns per block: kTiles m16n8 tiles, 8 * kTiles columns. Both widths compute every column
+// with the same operations in the same order (the K split is per column), so the choice changes
+// no result bit; W4A16Gemm picks it per launch from the grid's fit on the device (see there).
+inline constexpr int kNarrowTiles = 2;  // 16 columns: 80 registers, three blocks per SM
+inline constexpr int kWideTiles = 4;    // 32 columns: ~124 registers, two blocks per SM
 inline constexpr int kWarpsPerBlock = 8;  // the K split
-inline constexpr int kBlockN = kWarpN;
 inline constexpr int kBlockM = 16;
 inline constexpr int kChunk = 64;
 
@@ -142,21 +146,21 @@ __device__ __forceinline__ void LoadActivations(const uint16_t* x, int64_t m, in
 // (zeros past N) and its 16 elements of activation rows g and g + 8 (zeros past M). The main
 // loop loads chunk i + 1 into one of these while it multiplies chunk i, so the global-memory
 // latency of weights, scales and activations overlaps the dequantization and the MMAs.
-template <typename Scale>
+template <int kTiles, typename Scale>
 struct ChunkOperands {
-  uint2 w[kTilesN];
-  Scale scale[kTilesN];
+  uint2 w[kTiles];
+  Scale scale[kTiles];
   uint32_t x_lo[8], x_hi[8];
 };
 
-template <typename Dequant, typename Scale>
+template <int kTiles, typename Dequant, typename Scale>
 __device__ __forceinline__ void LoadChunk(const uint8_t* __restrict__ packed,
                                           const Dequant& dequant, int64_t n, int64_t k,
                                           const uint16_t* __restrict__ x, int64_t m,
                                           int64_t row0, int64_t col0, int g, int64_t k0,
-                                          ChunkOperands<Scale>& c) {
+                                          ChunkOperands<kTiles, Scale>& c) {
 #pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt) {
+  for (int nt = 0; nt < kTiles; ++nt) {
     const int64_t col = col0 + nt * 8 + g;
     c.w[nt] = col < n ? *reinterpret_cast<const uint2*>(packed + col * (k / 2) + k0 / 2)
                       : make_uint2(0, 0);
@@ -166,7 +170,7 @@ __device__ __forceinline__ void LoadChunk(const uint8_t* __restrict__ packed,
   LoadActivations(x, m, k, row0 + g + 8, k0, c.x_hi);
 }
 
-template <typename Dequant>
+template <typename Dequant, int kTiles>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
     W4A16Kernel(const uint8_t* __restrict__ packed, Dequant dequant, float alpha, int64_t n,
                 int64_t k, const uint16_t* __restrict__ x, int64_t m,
@@ -177,23 +181,23 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const int g = lane / 4;
   const int t = lane % 4;
   const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kBlockM;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * kBlockN;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * (8 * kTiles);
   __shared__ uint32_t e2m1_pairs[kE2m1PairTableSize];
   FillE2m1PairTable(e2m1_pairs);
   __syncthreads();
 
-  float acc[kTilesN][4] = {};
+  float acc[kTiles][4] = {};
   constexpr int64_t kStride = static_cast<int64_t>(kChunk) * kWarpsPerBlock;
   int64_t kc = static_cast<int64_t>(warp) * kChunk;
-  ChunkOperands<Scale> next;
+  ChunkOperands<kTiles, Scale> next;
   if (kc < k) LoadChunk(packed, dequant, n, k, x, m, row0, col0, g, kc + 16 * t, next);
   for (; kc < k; kc += kStride) {
-    const ChunkOperands<Scale> cur = next;
+    const ChunkOperands<kTiles, Scale> cur = next;
     if (kc + kStride < k) {
       LoadChunk(packed, dequant, n, k, x, m, row0, col0, g, kc + kStride + 16 * t, next);
     }
 #pragma unroll
-    for (int nt = 0; nt < kTilesN; ++nt) {
+    for (int nt = 0; nt < kTiles; ++nt) {
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
         const uint32_t word = s < 2 ? cur.w[nt].x : cur.w[nt].y;
@@ -210,16 +214,16 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   }
 
   // The K split's partial tiles, summed in warp order.
-  __shared__ float partial[kWarpsPerBlock][kTilesN * 4][32];
+  __shared__ float partial[kWarpsPerBlock][kTiles * 4][32];
 #pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt) {
+  for (int nt = 0; nt < kTiles; ++nt) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) partial[warp][nt * 4 + i][lane] = acc[nt][i];
   }
   __syncthreads();
   if (warp != 0) return;
 #pragma unroll
-  for (int nt = 0; nt < kTilesN; ++nt) {
+  for (int nt = 0; nt < kTiles; ++nt) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       float sum = partial[0][nt * 4 + i][lane];

@@ -3,6 +3,7 @@
 // when no device is usable.
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -156,6 +157,53 @@ TEST(ElementwiseDeviceTest, RmsNormSwiGluEmbeddingRope) {
   EXPECT_LT(Nmse(Download<float>(dq, q.size()), q_ref), 1e-10);
 }
 
+// Every register width of the RmsNorm kernel (rows of 64 .. 8192) and the loop kernel above it;
+// AddRmsNorm stores h + delta and normalizes it.
+TEST(ElementwiseDeviceTest, RmsNormAndAddRmsNormEveryWidth) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const int64_t rows = 3;
+  for (int64_t n : {64, 896, 2048, 4096, 5000, 8192, 9000}) {
+    std::vector<float> h = RandomFloats(rows * n, 1.0f, 30), delta = RandomFloats(rows * n, 1.0f, 31),
+                       w = RandomFloats(n, 1.0f, 32), ref(rows * n), sum(rows * n);
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] = h[i] + delta[i];
+    cpu::RmsNorm(sum.data(), w.data(), rows, n, 1e-6f, ref.data());
+    DeviceBuffer dh = Upload(h), dd = Upload(delta), dw = Upload(w), dout = Alloc(rows * n * 4),
+                 dbf = Alloc(rows * n * 2);
+    ASSERT_OK(AddRmsNorm(dh.as<float>(), dd.as<float>(), dw.as<float>(), rows, n, 1e-6f,
+                         dout.as<float>(), dbf.as<uint16_t>(), nullptr));
+    EXPECT_EQ(Download<float>(dh, rows * n), sum) << n;
+    const std::vector<float> got = Download<float>(dout, rows * n);
+    EXPECT_LT(Nmse(got, ref), 1e-12) << n;
+    const std::vector<uint16_t> bf = Download<uint16_t>(dbf, rows * n);
+    for (int64_t i = 0; i < rows * n; i += 61) EXPECT_EQ(bf[i], numeric::FloatToBf16(got[i]));
+    // In place (out == x), as the decoder's final norm runs.
+    ASSERT_OK(RmsNorm(dh.as<float>(), dw.as<float>(), rows, n, 1e-6f, dh.as<float>(), nullptr,
+                      nullptr));
+    EXPECT_EQ(Download<float>(dh, rows * n), got) << n;
+  }
+}
+
+TEST(ElementwiseDeviceTest, RopeQkMatchesTwoRopes) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const int64_t tokens = 3, q_heads = 8, k_heads = 2, d = 64;
+  std::vector<float> q = RandomFloats(tokens * q_heads * d, 1.0f, 33),
+                     k = RandomFloats(tokens * k_heads * d, 1.0f, 34), q_ref = q, k_ref = k;
+  std::vector<float> inv_freq(d / 2);
+  for (int64_t i = 0; i < d / 2; ++i) inv_freq[i] = std::pow(500000.0f, -2.0f * i / d);
+  const std::vector<int32_t> pos = {2, 9, 1000};
+  for (int t = 0; t < tokens; ++t) {
+    cpu::ApplyRope(q_ref.data() + t * q_heads * d, q_heads, d, d, pos[t], inv_freq.data(),
+                   cpu::RopePairing::kInterleaved);
+    cpu::ApplyRope(k_ref.data() + t * k_heads * d, k_heads, d, d, pos[t], inv_freq.data(),
+                   cpu::RopePairing::kInterleaved);
+  }
+  DeviceBuffer dq = Upload(q), dk = Upload(k), dpos = Upload(pos), dfreq = Upload(inv_freq);
+  ASSERT_OK(RopeQk(dq.as<float>(), q_heads, dk.as<float>(), k_heads, tokens, d, d,
+                   dpos.as<int32_t>(), dfreq.as<float>(), RopePairing::kInterleaved, nullptr));
+  EXPECT_LT(Nmse(Download<float>(dq, q.size()), q_ref), 1e-10);
+  EXPECT_LT(Nmse(Download<float>(dk, k.size()), k_ref), 1e-10);
+}
+
 TEST(AttentionDeviceTest, PagedDecodeAndPrefillMatchCpu) {
   TESSERA_REQUIRE_CUDA_DEVICE();
   const int64_t layers = 2, kv_heads = 2, heads = 8, d = 128, block_tokens = 16, blocks = 12;
@@ -226,9 +274,13 @@ class W4A16DeviceTest : public ::testing::TestWithParam<W4Format> {};
 TEST_P(W4A16DeviceTest, MatchesCpuReference) {
   TESSERA_REQUIRE_CUDA_DEVICE();
   const W4Format format = GetParam();
-  // N not a multiple of the block's 32 (or of 8), K not a multiple of the 8-warp K split (512).
+  // N not a multiple of the block's 16 or 32 (or of 8), K not a multiple of the 8-warp K split
+  // (512); K = 2688 and 4608 give each warp six and nine chunks, the last round partial. The
+  // small N run the narrow 16-column tiles; N = 12296 needs more narrow blocks than any GPU up to
+  // 256 SMs holds at once, so it runs the wide 32-column tiles.
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 256, 512}, {5, 200, 256},
-                         {33, 384, 1024}, {1, 36, 384}, {3, 77, 640}, {130, 44, 896}}) {
+                         {33, 384, 1024}, {1, 36, 384}, {3, 77, 640}, {130, 44, 896},
+                         {1, 96, 2688}, {17, 64, 4608}, {2, 12296, 512}}) {
     std::vector<float> x = RandomFloats(m * k, 1.0f, 10);
     const std::vector<uint16_t> xb = ToBf16(x);
     const std::vector<uint8_t> packed = RandomBytes(n * k / 2, 11);
@@ -272,6 +324,13 @@ TEST_P(W4A16DeviceTest, MatchesCpuReference) {
     // are rounded to bf16 (relative error 2^-9 per weight, NMSE ~ 2^-18 / 3).
     const double bound = format == W4Format::kInt4 ? 1e-5 : 1e-10;
     EXPECT_LT(Nmse(Download<float>(dy, m * n), ref), bound) << m << "x" << n << "x" << k;
+    if (m > 1) {  // batch invariance: row 0 alone gives the same bits as row 0 of the batch
+      DeviceBuffer dy1 = Alloc(n * 4);
+      ASSERT_OK(W4A16Gemm(w, n, k, dx.as<uint16_t>(), 1, dbias.as<float>(), dy1.as<float>(),
+                            nullptr));
+      const std::vector<float> all = Download<float>(dy, n), one = Download<float>(dy1, n);
+      EXPECT_EQ(std::memcmp(all.data(), one.data(), n * 4), 0) << m << "x" << n << "x" << k;
+    }
 
     // The prefill path: the same bf16 weights dequantized once, then cuBLASLt's bf16 GEMM with
     // W4A16Gemm's α (NVFP4's global scale) and the bias added after.
