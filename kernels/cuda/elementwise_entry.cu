@@ -35,12 +35,13 @@ __global__ void EmbeddingKernel(const void* __restrict__ table, bool bf16, int64
   }
 }
 
-// One row per block, kPer elements per thread held in registers between the two passes, so
-// every load of a row is in flight before the first is waited on (a loop over the row waited for
-// each in turn: 8.4 us per 2048-wide decode row on an H200, four times a pass's memory time).
-// With `delta`, the row is x + delta (the residual add, rounded once as AddInPlace does) and is
-// also stored to `sum_out`, which saves the decoder a launch per norm. The squares are summed in
-// the loop version's order: thread i adds elements i, i + 256, ... in double.
+// One row per block, kPer elements per thread held in registers between the two passes. With
+// `delta`, the row is x + delta (the residual add, rounded once as AddInPlace does), also stored
+// to `sum_out`: the decoder saves the add's launch per norm. The squares are summed in the loop
+// version's order: thread i adds elements i, i + 256, ... in double. Not faster by itself: ncu
+// on an H200 timed a 2048-wide row at 8.4 us in the loop version and 8.9 us here with the add,
+// so a one-row norm's time is not its loads' latency (unexplained; the FP64 reduction is the
+// next suspect).
 template <int kPer>
 __global__ void __launch_bounds__(kThreads)
     RmsNormRegsKernel(const float* x, const float* delta, float* sum_out,
