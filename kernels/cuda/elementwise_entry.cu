@@ -234,12 +234,13 @@ absl::Status RopeQk(float* q, int64_t q_heads, float* k, int64_t k_heads, int64_
                     int64_t head_dim, int64_t rope_dim, const int32_t* positions,
                     const float* inv_freq, RopePairing pairing, cudaStream_t stream) {
   if (tokens < 0 || tokens > INT32_MAX || q_heads <= 0 || k_heads < 0 || rope_dim <= 0 ||
-      rope_dim % 2 != 0 || rope_dim > head_dim) {
+      rope_dim % 2 != 0 || rope_dim > head_dim || (k == nullptr) != (k_heads == 0)) {
     return absl::InvalidArgumentError(absl::StrCat("Rope: bad shape (head_dim ", head_dim,
-                                                   ", rope_dim ", rope_dim, ")"));
+                                                   ", rope_dim ", rope_dim, ", k heads ",
+                                                   k_heads, k == nullptr ? ", no k" : "", ")"));
   }
   if (tokens == 0) return absl::OkStatus();
-  const dim3 grid(static_cast<unsigned>(tokens), k == nullptr || k_heads == 0 ? 1u : 2u);
+  const dim3 grid(static_cast<unsigned>(tokens), k == nullptr ? 1u : 2u);
   RopeKernel<<<grid, kThreads, 0, stream>>>(q, q_heads, k, k_heads, head_dim, rope_dim, positions,
                                             inv_freq, pairing == RopePairing::kInterleaved);
   RETURN_IF_LAUNCH_ERROR();

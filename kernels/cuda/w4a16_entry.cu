@@ -25,28 +25,45 @@ absl::string_view FormatName(W4Format f) {
   return "?";
 }
 
-// Blocks of the narrow-tile kernel that the current device holds at once (all SMs), or 0 when
-// the query fails. Cached per device: the first call is a driver query, made by a pass that runs
-// eagerly before any graph capture (CudaDecoder captures a shape's second pass).
+// Blocks of the narrow-tile kernel that the current device holds at once (all SMs), or -1 when
+// that cannot be queried (then launches use the wide tiles). Cached per device: the first call is
+// a driver query, made by a pass that runs eagerly before any graph capture (CudaDecoder
+// captures a shape's second pass). A failed query's error is cleared so that the launch check
+// after it does not report it; an error already pending is left alone (and not queried over).
 template <typename Dequant>
 int64_t NarrowResidentBlocks() {
   constexpr int kMaxDevices = 64;
   static std::array<std::atomic<int64_t>, kMaxDevices> cache{};  // 0: not queried yet
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) return 0;
-  int64_t blocks = cache[dev].load(std::memory_order_relaxed);
-  if (blocks == 0) {
-    int per_sm = 0, sms = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &per_sm, w4a16::W4A16Kernel<Dequant, w4a16::kNarrowTiles>,
-            w4a16::kWarpsPerBlock * 32, 0) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-      return 0;
-    }
-    blocks = static_cast<int64_t>(per_sm) * sms;
-    cache[dev].store(blocks, std::memory_order_relaxed);
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= kMaxDevices) {
+    (void)cudaGetLastError();
+    return -1;
   }
+  int64_t blocks = cache[dev].load(std::memory_order_relaxed);
+  if (blocks != 0) return blocks;
+  if (cudaPeekAtLastError() != cudaSuccess) return -1;
+  int per_sm = 0, sms = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+          &per_sm, w4a16::W4A16Kernel<Dequant, w4a16::kNarrowTiles>, w4a16::kWarpsPerBlock * 32,
+          0) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      per_sm <= 0 || sms <= 0) {
+    (void)cudaGetLastError();
+    blocks = -1;
+  } else {
+    blocks = static_cast<int64_t>(per_sm) * sms;
+  }
+  cache[dev].store(blocks, std::memory_order_relaxed);
   return blocks;
+}
+
+template <typename Dequant>
+int BlockColumns(int64_t n, int64_t m) {
+  constexpr int64_t kNarrowCols = 8 * w4a16::kNarrowTiles;
+  const int64_t row_blocks = (m + w4a16::kBlockM - 1) / w4a16::kBlockM;
+  const int64_t narrow_blocks = (n + kNarrowCols - 1) / kNarrowCols * row_blocks;
+  return narrow_blocks <= NarrowResidentBlocks<Dequant>() ? 8 * w4a16::kNarrowTiles
+                                                          : 8 * w4a16::kWideTiles;
 }
 
 template <typename Dequant, int kTiles>
@@ -71,9 +88,7 @@ absl::Status Launch(const uint8_t* packed, const Dequant& dequant, float alpha, 
                     int64_t k, const uint16_t* x, int64_t m, const float* bias, float* y,
                     cudaStream_t stream) {
   const int64_t row_blocks = (m + w4a16::kBlockM - 1) / w4a16::kBlockM;
-  constexpr int64_t kNarrowCols = 8 * w4a16::kNarrowTiles;
-  const int64_t narrow_blocks = (n + kNarrowCols - 1) / kNarrowCols * row_blocks;
-  if (narrow_blocks <= NarrowResidentBlocks<Dequant>()) {
+  if (BlockColumns<Dequant>(n, m) == 8 * w4a16::kNarrowTiles) {
     LaunchTiles<Dequant, w4a16::kNarrowTiles>(packed, dequant, alpha, n, k, x, m, bias, y,
                                               row_blocks, stream);
   } else {
@@ -122,6 +137,15 @@ absl::Status SupportsW4A16(const W4A16Problem& p, int sm) {
         ")"));
   }
   return CheckW4A16Shape(p);
+}
+
+int W4A16BlockColumns(W4Format format, int64_t n, int64_t m) {
+  switch (format) {
+    case W4Format::kNvfp4: return BlockColumns<w4a16::Nvfp4Dequant>(n, m);
+    case W4Format::kMxfp4: return BlockColumns<w4a16::Mxfp4Dequant>(n, m);
+    case W4Format::kInt4: return BlockColumns<w4a16::Int4Dequant>(n, m);
+  }
+  return 8 * w4a16::kWideTiles;
 }
 
 absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,

@@ -55,6 +55,11 @@ absl::Status SupportsW4A16(const W4A16Problem& problem, int sm);
 absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,
                        const float* bias, float* y, cudaStream_t stream);
 
+// The block width, 16 or 32 columns, that W4A16Gemm uses for an [m, n] result on the current
+// device: 16 when that grid is resident at once, else 32 (the same bits either way; exposed so
+// that tests can check both widths ran).
+int W4A16BlockColumns(W4Format format, int64_t n, int64_t m);
+
 // The weights as bf16 [n, k] (raw bits), each element exactly what W4A16Gemm feeds its MMA
 // (NVFP4's global scale excluded: W4A16Gemm applies it to the result, and so must the caller).
 // For many rows (prefill) dequantizing once and running cuBLASLt's bf16 GEMM beats the fused

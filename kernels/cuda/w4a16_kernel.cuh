@@ -142,7 +142,7 @@ __device__ __forceinline__ void LoadActivations(const uint16_t* x, int64_t m, in
   w[4] = hi.x; w[5] = hi.y; w[6] = hi.z; w[7] = hi.w;
 }
 
-// Everything one lane reads for one K chunk: its weight words and scales for four columns
+// Everything one lane reads for one K chunk: its weight words and scales for kTiles columns
 // (zeros past N) and its 16 elements of activation rows g and g + 8 (zeros past M). The main
 // loop loads chunk i + 1 into one of these while it multiplies chunk i, so the global-memory
 // latency of weights, scales and activations overlaps the dequantization and the MMAs.
@@ -232,8 +232,10 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       const int64_t row = row0 + g + (i / 2) * 8;
       const int64_t col = col0 + nt * 8 + 2 * t + (i % 2);
       if (row < m && col < n) {
-        float v = sum * alpha;
-        if (bias != nullptr) v += bias[col];
+        // Rounded twice, never fused into one FMA, so that both tile widths (and any
+        // contraction choice of the compiler) store the same bits.
+        float v = __fmul_rn(sum, alpha);
+        if (bias != nullptr) v = __fadd_rn(v, bias[col]);
         y[row * n + col] = v;
       }
     }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -202,6 +203,26 @@ TEST(ElementwiseDeviceTest, RopeQkMatchesTwoRopes) {
                    dpos.as<int32_t>(), dfreq.as<float>(), RopePairing::kInterleaved, nullptr));
   EXPECT_LT(Nmse(Download<float>(dq, q.size()), q_ref), 1e-10);
   EXPECT_LT(Nmse(Download<float>(dk, k.size()), k_ref), 1e-10);
+
+  // Rotate-half over the first 32 of 64 dims (partial rotary, as Phi and GLM run it).
+  const int64_t rope_dim = 32;
+  q_ref = q;
+  k_ref = k;
+  for (int t = 0; t < tokens; ++t) {
+    cpu::ApplyRope(q_ref.data() + t * q_heads * d, q_heads, d, rope_dim, pos[t], inv_freq.data(),
+                   cpu::RopePairing::kRotateHalf);
+    cpu::ApplyRope(k_ref.data() + t * k_heads * d, k_heads, d, rope_dim, pos[t], inv_freq.data(),
+                   cpu::RopePairing::kRotateHalf);
+  }
+  DeviceBuffer dq2 = Upload(q), dk2 = Upload(k);
+  ASSERT_OK(RopeQk(dq2.as<float>(), q_heads, dk2.as<float>(), k_heads, tokens, d, rope_dim,
+                   dpos.as<int32_t>(), dfreq.as<float>(), RopePairing::kRotateHalf, nullptr));
+  EXPECT_LT(Nmse(Download<float>(dq2, q.size()), q_ref), 1e-10);
+  EXPECT_LT(Nmse(Download<float>(dk2, k.size()), k_ref), 1e-10);
+  // k and its head count must agree.
+  EXPECT_FALSE(RopeQk(dq2.as<float>(), q_heads, nullptr, k_heads, tokens, d, d,
+                      dpos.as<int32_t>(), dfreq.as<float>(), RopePairing::kRotateHalf, nullptr)
+                   .ok());
 }
 
 TEST(AttentionDeviceTest, PagedDecodeAndPrefillMatchCpu) {
@@ -275,12 +296,14 @@ TEST_P(W4A16DeviceTest, MatchesCpuReference) {
   TESSERA_REQUIRE_CUDA_DEVICE();
   const W4Format format = GetParam();
   // N not a multiple of the block's 16 or 32 (or of 8), K not a multiple of the 8-warp K split
-  // (512); K = 2688 and 4608 give each warp six and nine chunks, the last round partial. The
-  // small N run the narrow 16-column tiles; N = 12296 needs more narrow blocks than any GPU up to
-  // 256 SMs holds at once, so it runs the wide 32-column tiles.
+  // (512); K = 2688 and 4608 give each warp six and nine chunks (2688: the last round partial).
+  // The small N run the narrow 16-column tiles; N = 12296 needs more narrow blocks than a GPU
+  // holds at once, so it runs the wide 32-column tiles; 4096 x 33 rows runs wide where its
+  // single row runs narrow, so the batch-invariance check below compares the two widths.
+  std::set<int> widths;
   for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{1, 256, 512}, {5, 200, 256},
                          {33, 384, 1024}, {1, 36, 384}, {3, 77, 640}, {130, 44, 896},
-                         {1, 96, 2688}, {17, 64, 4608}, {2, 12296, 512}}) {
+                         {1, 96, 2688}, {17, 64, 4608}, {2, 12296, 512}, {33, 4096, 512}}) {
     std::vector<float> x = RandomFloats(m * k, 1.0f, 10);
     const std::vector<uint16_t> xb = ToBf16(x);
     const std::vector<uint8_t> packed = RandomBytes(n * k / 2, 11);
@@ -320,11 +343,13 @@ TEST_P(W4A16DeviceTest, MatchesCpuReference) {
     DeviceBuffer dx = Upload(xb), dbias = Upload(bias), dy = Alloc(m * n * 4);
     ASSERT_OK(W4A16Gemm(w, n, k, dx.as<uint16_t>(), m, dbias.as<float>(), dy.as<float>(),
                           nullptr));
+    widths.insert(W4A16BlockColumns(format, n, m));
     // NVFP4/MXFP4 weights are exact in bf16: only f32 summation order differs. INT4 weights
     // are rounded to bf16 (relative error 2^-9 per weight, NMSE ~ 2^-18 / 3).
     const double bound = format == W4Format::kInt4 ? 1e-5 : 1e-10;
     EXPECT_LT(Nmse(Download<float>(dy, m * n), ref), bound) << m << "x" << n << "x" << k;
     if (m > 1) {  // batch invariance: row 0 alone gives the same bits as row 0 of the batch
+      widths.insert(W4A16BlockColumns(format, n, 1));
       DeviceBuffer dy1 = Alloc(n * 4);
       ASSERT_OK(W4A16Gemm(w, n, k, dx.as<uint16_t>(), 1, dbias.as<float>(), dy1.as<float>(),
                             nullptr));
@@ -344,6 +369,7 @@ TEST_P(W4A16DeviceTest, MatchesCpuReference) {
     ASSERT_OK(AddBiasRows(dy2.as<float>(), dbias.as<float>(), m, n, nullptr));
     EXPECT_LT(Nmse(Download<float>(dy2, m * n), ref), bound) << "dequantized, " << m << "x" << n;
   }
+  EXPECT_EQ(widths, (std::set<int>{16, 32})) << "both block widths ran";
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, W4A16DeviceTest,
