@@ -117,7 +117,7 @@ int RunBench(const std::vector<std::string>& argv) {
                                  .cpu_int8_activations = Int8ActivationsFlag(*args),
                                  .cpu_bf16_activations = args->GetBool("cpu_bf16_activations"),
                                  .device = device,
-                                 .kv_cache_dtype = args->GetString("kv_cache_dtype", "f32")};
+                                 .kv_cache_dtype = args->GetString("kv_cache_dtype", "auto")};
   // A device KV pool just large enough for the largest batch.
   options.kv_blocks = max_batch * ((*prompt + *gen + block_tokens - 1) / block_tokens);
   options.kv_block_tokens = block_tokens;
@@ -151,7 +151,7 @@ int RunBench(const std::vector<std::string>& argv) {
               args->GetString("model").c_str(), static_cast<long long>(c.num_layers),
               static_cast<long long>(c.hidden_size), static_cast<long long>(c.vocab_size),
               e.model->device().c_str(), e.pool->size(), weight_bytes / 1048576.0,
-              args->GetString("kv_cache_dtype", "f32").c_str(), e.load_seconds);
+              runtime::KvCacheFormatName(e.model->kv_cache_format()), e.load_seconds);
   if (!on_cpu) {
     // The host's memory rooflines say nothing about a device; compare weight GB/s with the
     // device's (tests/gpu/gpu_bench measures cuBLASLt's achieved rate in the same way).

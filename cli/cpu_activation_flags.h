@@ -36,9 +36,9 @@ inline const FlagSpec kCpuBf16ActivationsFlag = {
 
 inline const FlagSpec kKvCacheDtypeFlag = {
     "kv_cache_dtype", false,
-    "KV cache elements: f32 (default, exact), f16 or bf16 (half the memory and attention "
-    "traffic; llama.cpp's default is f16), fp8 (E4M3 with the checkpoint's k/v scales, a "
-    "quarter). CPU only; the CUDA decoder keeps f32"};
+    "KV cache elements: auto (default: f16 for GGUF models, as llama.cpp; f32 otherwise), f32 "
+    "(exact), f16 or bf16 (half the memory and attention traffic), fp8 (E4M3 with the "
+    "checkpoint's k/v scales, a quarter). CPU only; the CUDA decoder keeps f32"};
 
 }  // namespace tessera::cli
 

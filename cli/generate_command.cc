@@ -71,7 +71,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
   options.cpu_int8_activations = Int8ActivationsFlag(*args);
   options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
   options.device = args->GetString("device", "cpu");
-  options.kv_cache_dtype = args->GetString("kv_cache_dtype", "f32");
+  options.kv_cache_dtype = args->GetString("kv_cache_dtype", "auto");
   auto engine = runtime::LoadEngine(args->GetString("model"), options);
   if (!engine.ok()) return Fail(engine.status());
   auto& e = **engine;

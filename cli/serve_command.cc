@@ -177,7 +177,7 @@ int RunServe(const std::vector<std::string>& argv) {
   engine_options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
   engine_options.device = args->GetString("device", "cpu");
   engine_options.kv_blocks = sched_opts->kv_blocks;
-  engine_options.kv_cache_dtype = args->GetString("kv_cache_dtype", "f32");
+  engine_options.kv_cache_dtype = args->GetString("kv_cache_dtype", "auto");
   auto model = server::LoadModel(args->GetString("model"), engine_options);
   if (!model.ok()) {
     (*server)->Shutdown();

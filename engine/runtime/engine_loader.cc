@@ -52,10 +52,17 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
     for (const std::string& w : e.plan->warnings()) TLOG_WARNING("%s", w);
     WarnAboutDequantizingLayers(*e.plan);
     e.factory = std::make_unique<model::PlanLinearFactory>(*e.plan, *e.quant_config, e.pool.get());
-    const auto kv_format = runtime::ParseKvCacheFormat(options.kv_cache_dtype);
+    // GGUF models run as llama.cpp runs them by default: an f16 cache, like the int8
+    // activations of the block formats (half the KV memory and attention traffic of f32).
+    const std::string kv_dtype =
+        options.kv_cache_dtype != "auto" ? options.kv_cache_dtype
+        : e.source.naming == model::NamingScheme::kGguf ? "f16"
+                                                        : "f32";
+    const auto kv_format = runtime::ParseKvCacheFormat(kv_dtype);
     if (!kv_format) {
       return absl::InvalidArgumentError(absl::StrCat("--kv_cache_dtype '", options.kv_cache_dtype,
-                                                     "' is not ", runtime::kKvCacheFormatNames));
+                                                     "' is not auto, ",
+                                                     runtime::kKvCacheFormatNames));
     }
     TESSERA_ASSIGN_OR_RETURN(e.model,
                              model::DecoderModel::Load(e.source.config, *e.source.store,
@@ -63,7 +70,7 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
                                                        *kv_format));
     return absl::OkStatus();
   }
-  if (options.kv_cache_dtype != "f32") {
+  if (options.kv_cache_dtype != "f32" && options.kv_cache_dtype != "auto") {
     return absl::UnimplementedError(absl::StrCat("--kv_cache_dtype ", options.kv_cache_dtype,
                                                  ": the CUDA decoder keeps an f32 KV cache"));
   }

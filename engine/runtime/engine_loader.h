@@ -51,9 +51,11 @@ struct EngineOptions {
   // device memory.
   int64_t kv_blocks = 0;
   int64_t kv_block_tokens = 16;
-  // "f32", "f16", "bf16" or "fp8" (E4M3 with the checkpoint's per-layer k_scale/v_scale); other
-  // spellings in runtime::ParseKvCacheFormat. CPU backend only.
-  std::string kv_cache_dtype = "f32";
+  // "auto", "f32", "f16", "bf16" or "fp8" (E4M3 with the checkpoint's per-layer
+  // k_scale/v_scale); other spellings in runtime::ParseKvCacheFormat. "auto": f16 for GGUF
+  // models (llama.cpp's default, as the int8 activations above), f32 otherwise and on CUDA.
+  // CPU backend only.
+  std::string kv_cache_dtype = "auto";
 };
 
 // "cpu" (or empty) -> -1, "cuda" -> 0, "cuda:N" -> N; anything else is INVALID_ARGUMENT naming

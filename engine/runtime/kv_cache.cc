@@ -12,6 +12,20 @@ std::optional<KvCacheFormat> ParseKvCacheFormat(std::string_view name) {
   return std::nullopt;
 }
 
+const char* KvCacheFormatName(KvCacheFormat format) {
+  switch (format) {
+    case KvCacheFormat::kF32:
+      return "f32";
+    case KvCacheFormat::kF16:
+      return "f16";
+    case KvCacheFormat::kBf16:
+      return "bf16";
+    case KvCacheFormat::kFp8E4m3:
+      return "fp8";
+  }
+  return "?";
+}
+
 int64_t KvCacheElementBytes(KvCacheFormat format) {
   switch (format) {
     case KvCacheFormat::kF32:

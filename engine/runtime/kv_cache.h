@@ -25,6 +25,8 @@ enum class KvCacheFormat { kF32, kF16, kBf16, kFp8E4m3 };
 std::optional<KvCacheFormat> ParseKvCacheFormat(std::string_view name);
 // The accepted spellings, for error messages.
 inline constexpr char kKvCacheFormatNames[] = "f32, f16, bf16 or fp8";
+// The canonical spelling ("f32", "f16", "bf16", "fp8").
+const char* KvCacheFormatName(KvCacheFormat format);
 // Bytes per stored K or V element.
 int64_t KvCacheElementBytes(KvCacheFormat format);
 

@@ -53,11 +53,13 @@ TEST_P(QuantFixtureTest, PlanDequantizedWeightsAndLogits) {
   const auto expected = LoadJson(kDir + c.name + "/expected.json");
   // Exact f32 activations, as the producers computed the logits (GGUF block layers would take
   // int8 activations by default, llama.cpp's method, which moves logits by the activation
-  // rounding; Stories260kInt8ActivationsTest and the kernel tests cover that path).
+  // rounding; Stories260kInt8ActivationsTest and the kernel tests cover that path), and an f32
+  // KV cache for the same reason (GGUF models default to f16, llama.cpp's cache).
   auto engine = runtime::LoadEngine(
       ModelPath(), {.threads = 2,
                     .precision_plan_path = "",
-                    .cpu_int8_activations = backend::cpu::Int8Activations::kNone});
+                    .cpu_int8_activations = backend::cpu::Int8Activations::kNone,
+                    .kv_cache_dtype = "f32"});
   ASSERT_TRUE(engine.ok()) << engine.status();
   const PrecisionPlan& plan = *(*engine)->plan;
   const LinearSpec* q = plan.Find("model.layers.0.self_attn.q_proj");
@@ -124,7 +126,8 @@ TEST_P(QuantFixtureTest, PlanDequantizedWeightsAndLogits) {
   const auto ids = expected["input_ids"].get<std::vector<int32_t>>();
   auto& model = *(*engine)->model;
   const auto& cfg = model.config();
-  runtime::KvCache cache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, 16, 8);
+  runtime::KvCache cache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, 16, 8, true,
+                         model.kv_cache_format());
   runtime::SequenceKv seq;
   model::SequenceChunk chunk{&seq, ids, true, false};
   std::vector<float> logits;

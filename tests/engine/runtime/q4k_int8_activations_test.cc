@@ -72,7 +72,8 @@ TEST(Q4KInt8ActivationsTest, PlanCloseToExactAndBatchInvariant) {
   for (int i = 0; i < 9; ++i) a.push_back((31 * i + 2) % 320);
   for (int i = 0; i < 15; ++i) b.push_back((17 * i + 9) % 320);
   auto prefill = [&](LoadedEngine& e) {
-    KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
+    KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16, true,
+                  e.model->kv_cache_format());
     SequenceKv seq;
     std::vector<float> logits;
     EXPECT_TRUE(e.model->Forward({{&seq, a, true, false}}, cache, &logits).ok());
@@ -88,8 +89,10 @@ TEST(Q4KInt8ActivationsTest, PlanCloseToExactAndBatchInvariant) {
   EXPECT_GT(diff, 0.0);
   EXPECT_LE(diff / scale, 5e-2);
 
-  KvCache alone_cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
-  KvCache batch_cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
+  KvCache alone_cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16, true,
+                      int8->model->kv_cache_format());
+  KvCache batch_cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16, true,
+                      int8->model->kv_cache_format());
   SequenceKv sa, ta, tb;
   std::vector<float> alone, batched;
   ASSERT_TRUE(int8->model->Forward({{&sa, a, false, true}}, alone_cache, &alone).ok());
