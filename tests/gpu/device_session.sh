@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine, everything this repo checks there (what the 2026-11-26 H200
+# session ran by hand): run_prebuilt.sh on PACK (the CUDA tests, compute-sanitizer memcheck with
+# SANITIZE=1, the kernel benchmark, generate cpu vs cuda:0), then the TinyLlama-1.1B decoder
+# benchmark per precision plan, each run alternated with BASE_PACK's binary when one is given
+# (an A/B on the same machine), then the per-kernel ncu profile of a bf16 and an INT4 decode step.
+# Every log goes to LOG_DIR (default $OUT/logs when $OUT is set, else a temp dir), tarred into
+# $OUT/logs.tgz when $OUT is set (the device tool returns at most 8 files).
+# Usage, from the repository root: tests/gpu/device_session.sh PACK.tar.xz [BASE_PACK.tar.xz]
+# Make PACK here with tests/gpu/pack_prebuilt.sh BUILD_DIR DIR (about 20 MB); PLANS, BATCHES and
+# ROUNDS override the decoder benchmark's plans (default: none bench-int4-g128 bench-fp8
+# bench-nvfp4 bench-mxfp4), batches (1,16) and A/B rounds (2; 1 without BASE_PACK).
+set -u
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+pack="$1"; base="${2:-}"
+logs="${LOG_DIR:-${OUT:+/tmp/device_session_logs}}"; logs="${logs:-$(mktemp -d)}"
+mkdir -p "$logs"
+t0=$(date +%s)
+stamp() { echo "== $* at $(( $(date +%s) - t0 )) s"; }
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
+LOG_DIR="$logs" timeout "${T_TESTS:-300}" "$root/tests/gpu/run_prebuilt.sh" "$pack" 2>&1 |
+  tee "$logs/prebuilt.txt"
+stamp "run_prebuilt exit ${PIPESTATUS[0]}"
+work="$(mktemp -d)"
+mkdir -p "$work/new" "$work/base"
+tar -C "$work/new" -xJf "$pack" || exit 1
+[[ -n "$base" ]] && { tar -C "$work/base" -xJf "$base" || exit 1; }
+export LD_LIBRARY_PATH="$work/new/gpupack/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+bin="$work/new/gpupack/bin/tessera"
+model="$work/tinyllama-f16.gguf"
+"$bin" synth --shape tinyllama-1.1b --type F16 --out "$model" \
+  --vocab-from "$work/new/gpupack/models/ggml-vocab-llama-spm.gguf" 2>&1 | tail -1
+versions=(new); [[ -n "$base" ]] && versions=(base new)
+rounds="${ROUNDS:-$([[ -n "$base" ]] && echo 2 || echo 1)}"
+for plan in ${PLANS:-none bench-int4-g128 bench-fp8 bench-nvfp4 bench-mxfp4}; do
+  extra=(); [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")
+  for ((r = 0; r < rounds; ++r)); do
+    for v in "${versions[@]}"; do
+      stamp "plan $plan, $v binary, round $((r + 1))"
+      timeout 90 "$work/$v/gpupack/bin/tessera" bench --model "$model" --device cuda:0 \
+        --batch "${BATCHES:-1,16}" --prompt 128 --gen 64 "${extra[@]}" 2>>"$logs/bench.err" | tail -n +3
+    done
+  done
+done
+if command -v ncu >/dev/null; then
+  for plan in none bench-int4-g128; do
+    extra=(); [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")
+    stamp "ncu profile, plan $plan"
+    timeout 120 "$root/tests/gpu/ncu_decode_profile.sh" "$bin" "$model" "${extra[@]}" \
+      >"$logs/ncu-$plan.txt" 2>&1
+    head -25 "$logs/ncu-$plan.txt"
+  done
+fi
+stamp done
+rm -rf "$work"
+[[ -n "${OUT:-}" ]] && tar -C "$(dirname "$logs")" -czf "$OUT/logs.tgz" "$(basename "$logs")"
+exit 0
