@@ -140,10 +140,11 @@ absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path
   e->load_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const auto& c = e->source.config;
   TLOG_INFO("loaded %s: %s, %d layers, hidden %d, heads %d/%d, vocab %d, context %d; tokenizer %s; "
-            "%d threads; device %s; %.3f s",
+            "%d threads; device %s; KV cache %s; %.3f s",
             path, c.ArchitectureName(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
             c.vocab_size, c.max_context, e->tokenizer->Describe(), e->pool->size(),
-            e->model->device(), e->load_seconds);
+            e->model->device(), runtime::KvCacheFormatName(e->model->kv_cache_format()),
+            e->load_seconds);
   return e;
 }
 

@@ -27,7 +27,7 @@ model="$pack/models/stories260K.gguf"
 if [[ -f "$model" ]]; then
   for dev in cpu cuda:0; do
     "$pack/bin/tessera" generate --model "$model" --prompt "Once upon a time" --max_new_tokens 64 --temperature 0 \
-      --device "$dev" >"$tmp/gen-$dev.txt" 2>"$tmp/gen-$dev.err"
+      --kv_cache_dtype f32 --device "$dev" >"$tmp/gen-$dev.txt" 2>"$tmp/gen-$dev.err"
     rc=$?
     echo "generate --device $dev: exit $rc"; cat "$tmp/gen-$dev.txt"; tail -3 "$tmp/gen-$dev.err"
     # Two failed runs print nothing and would compare equal.
