@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/ggml_dequant.h"
 #include "kernels/numeric/half.h"
+#include "tests/engine/model/kv_cache_format_test_util.h"
 
 namespace tessera::model {
 namespace {
@@ -119,21 +120,11 @@ TEST(SynthModelTest, NamedShapesTileQ4KEverywhere) {
   }
 }
 
-struct Loaded {
-  ModelSource source;
-  std::unique_ptr<LinearFactory> factory;
-  std::unique_ptr<DecoderModel> model;
-};
+using kv_test::Loaded;
 
+// An f32-cache model (kv_test::Load's other formats are not what these tests compare).
 void Load(const std::string& path, kernels::cpu::ThreadPool* pool, Loaded& out) {
-  auto src = ModelSource::Open(path);
-  ASSERT_TRUE(src.ok()) << src.status();
-  out.source = std::move(*src);
-  out.factory = MakeDenseLinearFactory(pool);
-  auto model = DecoderModel::Load(out.source.config, *out.source.store, out.source.naming,
-                                  *out.factory, pool, runtime::KvCacheFormat::kF32);
-  ASSERT_TRUE(model.ok()) << model.status();
-  out.model = std::move(*model);
+  kv_test::Load(path, runtime::KvCacheFormat::kF32, pool, out);
 }
 
 // Logits of the last position after prefilling `ids`, then `extra` greedy decode steps
