@@ -1,8 +1,7 @@
 // Helpers of the KV cache format tests (fp8_kv_cache_test.cc, half_kv_cache_test.cc; Load also
-// synth_model_test.cc): load a model
-// for one cache format, all logits of a prompt, and a greedy continuation run as the scheduler
-// runs a sequence (the prompt in one Forward, then one token per step), each in a fresh cache of
-// the model's format.
+// serves synth_model_test.cc): load a model for one cache format, all logits of a prompt, and a
+// greedy continuation run as the scheduler runs a sequence (the prompt in one Forward, then one
+// token per step), each in a fresh cache of the model's format.
 #ifndef TESSERA_TESTS_ENGINE_MODEL_KV_CACHE_FORMAT_TEST_UTIL_H_
 #define TESSERA_TESTS_ENGINE_MODEL_KV_CACHE_FORMAT_TEST_UTIL_H_
 
