@@ -68,11 +68,10 @@ int BlockColumns(int64_t n, int64_t m) {
 
 template <typename Dequant, int kTiles>
 void LaunchTiles(const uint8_t* packed, const Dequant& dequant, float alpha, int64_t n, int64_t k,
-                 const uint16_t* x, int64_t m, const float* bias, float* y, int64_t row_blocks,
-                 cudaStream_t stream) {
+                 const uint16_t* x, int64_t m, const float* bias, float* y, cudaStream_t stream) {
   constexpr int64_t kCols = 8 * kTiles;
   const dim3 grid(static_cast<unsigned>((n + kCols - 1) / kCols),
-                  static_cast<unsigned>(row_blocks));
+                  static_cast<unsigned>((m + w4a16::kBlockM - 1) / w4a16::kBlockM));
   w4a16::W4A16Kernel<Dequant, kTiles><<<grid, w4a16::kWarpsPerBlock * 32, 0, stream>>>(
       packed, dequant, alpha, n, k, x, m, bias, y);
 }
@@ -87,13 +86,10 @@ template <typename Dequant>
 absl::Status Launch(const uint8_t* packed, const Dequant& dequant, float alpha, int64_t n,
                     int64_t k, const uint16_t* x, int64_t m, const float* bias, float* y,
                     cudaStream_t stream) {
-  const int64_t row_blocks = (m + w4a16::kBlockM - 1) / w4a16::kBlockM;
   if (BlockColumns<Dequant>(n, m) == 8 * w4a16::kNarrowTiles) {
-    LaunchTiles<Dequant, w4a16::kNarrowTiles>(packed, dequant, alpha, n, k, x, m, bias, y,
-                                              row_blocks, stream);
+    LaunchTiles<Dequant, w4a16::kNarrowTiles>(packed, dequant, alpha, n, k, x, m, bias, y, stream);
   } else {
-    LaunchTiles<Dequant, w4a16::kWideTiles>(packed, dequant, alpha, n, k, x, m, bias, y,
-                                            row_blocks, stream);
+    LaunchTiles<Dequant, w4a16::kWideTiles>(packed, dequant, alpha, n, k, x, m, bias, y, stream);
   }
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
