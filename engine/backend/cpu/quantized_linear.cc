@@ -233,14 +233,17 @@ void QuantizedLinear::InitFast() {
   }
   fast_ = f;
   fast_ok_ = kf::FastQuantSupported(fast_);
-  const bool bf16_valued_acts =
-      s.activation == ActivationFormat::kFp8 || s.activation == ActivationFormat::kBf16;
-  if (fast_ok_ && bf16_valued_acts && kf::Fp8PanelSupported(fast_)) {
-    // FP8 W8A8 and bf16-activation W8A16 with per-tensor / per-row weight scales: 16-column
-    // panels, one stream per panel (fp8_panel_matmul.h). 2-D block scales stay on the row-major
-    // kernel, and so does W8A16 with exact f32 activations: its two dot products per weight pair
-    // make the panels' in-register decode the bound at batch 1 (bench-fp8-wo, alternating
-    // binaries: 24.5-26.3 tok/s on panels vs 25.5-29.0 row-major).
+  // FP8 with per-tensor / per-row weight scales runs on 16-column panels, one stream per panel
+  // (fp8_panel_matmul.h), for every activation form: W8A8's E4M3 codes and --cpu_bf16_activations
+  // take hi alone, W8A16 with exact f32 activations the hi + lo split. 2-D block scales stay on
+  // the row-major kernel. The split form moved here from the row-major kernel when the panels
+  // became the faster of the two at every row count (bench/README.md, eleventh session:
+  // BM_QuantMatmul/FP8 vs FP8_PANEL, M = 1 29-30 vs 31.5-33.5 GB/s, M = 128 186-194 vs
+  // 210-214 GFLOP/s); both give bit-identical rows at any row count (batch invariance).
+  const bool panel_acts = s.activation == ActivationFormat::kFp8 ||
+                          s.activation == ActivationFormat::kBf16 ||
+                          s.activation == ActivationFormat::kFloat;
+  if (fast_ok_ && panel_acts && kf::Fp8PanelSupported(fast_)) {
     x16_ = kc::HugePageBuffer(kf::Fp8PairsBytes(s.n, s.k));
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data());
     fp8_panels_ok_ = true;
@@ -363,14 +366,16 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   if (fp8_panels_ok_) {
-    // Every x is a bf16 value here (W8A8's E4M3 codes, --cpu_bf16_activations' rounding), so the
-    // panels take hi alone.
-    std::vector<uint16_t> hi(rows * kf::Bf16DotActStride(k));
+    // W8A8's E4M3 codes and --cpu_bf16_activations' rounding are bf16 values: hi alone. Exact
+    // f32 activations (W8A16) take the hi + lo split.
+    const bool split_acts = s.activation == ActivationFormat::kFloat;
+    const int64_t stride = kf::Bf16DotActStride(k);
+    std::vector<uint16_t> hi(rows * stride), lo(split_acts ? rows * stride : 0);
     for_rows([&](int64_t r0, int64_t r1) {
-      kf::RoundActsToBf16(xin, k, r0, r1, hi.data(), nullptr, nullptr);
+      kf::RoundActsToBf16(xin, k, r0, r1, hi.data(), split_acts ? lo.data() : nullptr, nullptr);
     });
     split(n, [&](int64_t b, int64_t e) {
-      kf::Fp8PanelMatmul(f, hi.data(), nullptr, rows, bias, y, b, e);
+      kf::Fp8PanelMatmul(f, hi.data(), split_acts ? lo.data() : nullptr, rows, bias, y, b, e);
     });
     return true;
   }
