@@ -144,8 +144,9 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
       acts.d2 = d.data();
       acts.s2 = sums2.data();
     }
-    Pool().ParallelFor(
-        n, 16, [&](int64_t b, int64_t e) { kf::Int4x16Matmul(fw, acts, nullptr, y.data(), b, e); });
+    Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
+      kf::Int4x16Matmul(fw, acts, nullptr, y.data(), b, e);
+    });
     benchmark::DoNotOptimize(y.data());
   }
   const double it = static_cast<double>(state.iterations());

@@ -312,7 +312,7 @@ const std::vector<kf::FastWeights>& WeightViews(const std::string& fmt, int64_t 
 }
 
 // Times kernel(weights, x, y, n_begin, n_end) over the copies in `views`, columns split over the
-// pool in multiples of 16 as DenseLinear splits them; random activations [m, k].
+// pool as DenseLinear splits them (ColumnGrain); random activations [m, k].
 template <class Kernel>
 void TimeDense(benchmark::State& state, int64_t stored_bytes,
                const std::vector<kf::FastWeights>& views, int64_t n, int64_t k, int64_t m,
@@ -325,7 +325,8 @@ void TimeDense(benchmark::State& state, int64_t stored_bytes,
   for (auto _ : state) {
     const kf::FastWeights& fw = views[next];
     next = (next + 1) % views.size();
-    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) { kernel(fw, x.data(), y.data(), b, e); });
+    Pool().ParallelFor(n, ColumnGrain(m),
+                       [&](int64_t b, int64_t e) { kernel(fw, x.data(), y.data(), b, e); });
     benchmark::DoNotOptimize(y.data());
   }
   const double it = static_cast<double>(state.iterations());
@@ -410,7 +411,7 @@ void BM_Bf16DotMatmul(benchmark::State& state, std::string fmt, int64_t n, int64
     Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
       kf::RoundActsToBf16(x.data(), k, r0, r1, xb.data(), split ? lo.data() : nullptr, nullptr);
     });
-    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+    Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
       kf::Bf16DotMatmul(fw, xb.data(), split ? lo.data() : nullptr, m, nullptr, y.data(), b, e);
     });
     benchmark::DoNotOptimize(y.data());
@@ -459,7 +460,7 @@ void BM_Int8DotMatmul(benchmark::State& state, std::string, int64_t n, int64_t k
     });
     const kf::Int8DotWeights w{c.panels.get(), c.sums.data(), c.scales.data(), true, n, k};
     const kc::Int8Activations a{qa.data(), sa.data(), nullptr, true};
-    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+    Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
       kf::Int8DotMatmul(w, u8.data(), a, m, nullptr, y.data(), b, e);
     });
     benchmark::DoNotOptimize(y.data());
@@ -486,7 +487,7 @@ void BM_Q8ActMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     const kf::FastWeights& fw = views[next];
     next = (next + 1) % views.size();
     const kf::Q8Acts acts = kf::QuantizeActsQ8Block32(fw.format, x.data(), m, k, scratch.get());
-    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+    Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
       kf::Q8ActMatmul(fw, acts, nullptr, y.data(), b, e);
     });
     benchmark::DoNotOptimize(y.data());

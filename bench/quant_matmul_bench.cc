@@ -160,7 +160,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       } else {
         convert(0, m);
       }
-      Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+      Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
         kf::Fp8PanelMatmul(w, hi.data(), lp, m, nullptr, y.data(), b, e);
       });
       benchmark::DoNotOptimize(y.data());
@@ -175,7 +175,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       });
     }
     const float* xin = bf16_act ? xr.data() : x.data();
-    Pool().ParallelFor(n, 16, [&](int64_t b, int64_t e) {
+    Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
       kf::FastQuantMatmul(w, xin, m, nullptr, y.data(), b, e);
     });
     benchmark::DoNotOptimize(y.data());

@@ -18,8 +18,10 @@
 
 namespace tessera::backend::cpu {
 
-// Columns [0, n) through run, split over `pool` in 16-column units (run(0, n) without a pool).
-void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, const Linear::ColumnRun& run);
+// Columns [0, n) of a call with `rows` rows through run, split over `pool` in 16-column units,
+// or whole 64-column panel tiles for more than 6 rows (run(0, n) without a pool).
+void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, int64_t rows,
+                      const Linear::ColumnRun& run);
 
 // ys[i] = layers[i]->Forward(x) for every i, the layers' columns in one ParallelFor on `pool`
 // (the pool the layers were built with: their per-call preparation uses theirs). Layers must

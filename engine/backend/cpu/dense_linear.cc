@@ -117,8 +117,9 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
 }
 
 void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
-  ForwardColumns(x, rows, y,
-                 [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
+  ForwardColumns(x, rows, y, [this, rows](int64_t n, const ColumnRun& run) {
+    RunColumnsOnPool(pool_, n, rows, run);
+  });
 }
 
 void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnSplit split) const {

@@ -388,8 +388,9 @@ std::string QuantizedLinear::Describe() const {
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {
-  ForwardColumns(x, rows, y,
-                 [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
+  ForwardColumns(x, rows, y, [this, rows](int64_t n, const ColumnRun& run) {
+    RunColumnsOnPool(pool_, n, rows, run);
+  });
 }
 
 void QuantizedLinear::ForwardColumns(const float* x, int64_t rows, float* y,
@@ -406,7 +407,9 @@ void QuantizedLinear::ForwardColumns(const float* x, int64_t rows, float* y,
 void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) const {
   kc::ScratchFrame scratch;
   ForwardReferenceSorted(GatherActOrder(x, rows, scratch), rows, y,
-                         [this](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, run); });
+                         [this, rows](int64_t n, const ColumnRun& run) {
+                           RunColumnsOnPool(pool_, n, rows, run);
+                         });
 }
 
 void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float* y,
