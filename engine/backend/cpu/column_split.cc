@@ -10,9 +10,9 @@ namespace {
 
 constexpr int64_t kColumnUnit = 16;  // the kernels' column group / panel width
 // Calls with more rows than one panel tile (6, panel_gemm.h) split in units of a whole tile of
-// 4 panels: a 16-column unit at a chunk's end ran as a 1-panel tile, whose activation broadcasts
-// feed one dot product each instead of four (FP8 W8A16 panels at M = 128, medians of 4 interleaved runs:
-// 1.1b_down 205 -> 212, gate_up 205 -> 210, 4096x4096 211 -> 215 GFLOP/s).
+// 4 panels: a 16-column unit at a chunk's end ran as a 1-panel tile, whose activation
+// broadcasts feed one dot product each instead of four (FP8 W8A16 panels at M = 128, medians of
+// 4 interleaved runs: 1.1b_down 205 -> 212, gate_up 205 -> 210, 4096x4096 211 -> 215 GFLOP/s).
 // Decode keeps 16-column units: at one row the last chunks balance the two threads' streams.
 constexpr int64_t kManyRowColumnUnit = 64;
 constexpr int64_t kPanelTileRows = 6;
