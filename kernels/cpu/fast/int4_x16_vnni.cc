@@ -39,10 +39,26 @@ namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
 constexpr int64_t kCols = 16;
-// No software prefetch: a tile is one sequential stream of records (int4_x16_layout.h), which the
+// No software prefetch for one row: a tile is one sequential stream of records (int4_x16_layout.h), which the
 // hardware prefetchers follow best on their own. Measured on the 2-core Zen 4 VM, M = 1, two
 // threads, same process: the earlier layout (scales, then codes) with prefetcht1 16 KiB ahead
 // 25-30 GB/s; records without prefetch 27-33; records with that prefetch 19-20 (bench/README.md).
+
+// Batches do prefetch: with two or more rows the tiles compute long enough per record that the
+// hardware prefetchers fell behind (1.1b gate_up Q4_0 at M = 16 streamed from DRAM at 0.7x its rate with
+// the weights in L3). The first row tile of a group therefore prefetches each block's code bytes
+// 2 KiB ahead (M = 16, two threads: Q4_0 gate_up 476 / 294 -> 575 / 593 GOP/s, down 496 / 464 ->
+// 547 / 584; Q8_0 358-425 -> 395-439; 1, 2, 3 and 4 KiB ahead tried, 2 best). A prefetch past
+// the end of the tiles is harmless: prefetches never fault.
+constexpr int64_t kBatchPrefetchAhead = 2048;
+
+template <int64_t kBytes>
+HWY_INLINE void PrefetchAhead(const uint8_t* codes, bool on) {
+  if (!on) return;
+  for (int64_t l = 0; l < kBytes; l += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(codes) + kBatchPrefetchAhead + l, _MM_HINT_T0);
+  }
+}
 
 // acc += w (unsigned bytes) · the 4 signed bytes at p broadcast to every lane. Written as inline
 // asm so that the broadcast is the instruction's embedded {1to16} memory operand: GCC 12 emits a
@@ -72,7 +88,7 @@ enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K, kMxfp4 };
 // (ZeroPointOf, int4_x16.cc), else unused.
 template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
-          int64_t r0, __m512* out) {
+          int64_t r0, bool prefetch, __m512* out) {
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
   constexpr bool kHalves = kCodes == Codes::kQ6K;
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
@@ -100,6 +116,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       // Q6_K: two halves of 16 K (nibble chunks 0-1 and 2-3), each with its own scale d·sc and
       // code sum; the codes are the low nibbles with their high bit pairs ORed back in.
       const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
+      PrefetchAhead<kBlockBytes>(codes, prefetch);
       const __m512 d_sb =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record)));
       for (int h = 0; h < 2; ++h) {
@@ -163,6 +180,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + j * 32)));
     }
     const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
+    PrefetchAhead<kBlockBytes>(codes, prefetch);
     if (++j == per_record) {
       j = 0;
       record += record_bytes;
@@ -219,7 +237,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
 // apart (the two scale halves of a block), UE4M3 scales decoded per block for the 16 columns.
 template <int MR>
 void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
-               int64_t r0, __m512* out) {
+               int64_t r0, bool prefetch, __m512* out) {
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const __m512i m4 = _mm512_set1_epi8(0x0F), lut = TwiceE2m1Plus12Table();
@@ -235,6 +253,7 @@ void TileNvfp4(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a,
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* sf = group + layout.Scales(b);
     const uint8_t* codes = group + layout.Codes(b);
+    PrefetchAhead<256>(codes, prefetch);
     __m512 sw[2];
     for (int h = 0; h < 2; ++h) {
       const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(sf + h * kCols));
@@ -268,24 +287,25 @@ template <int MR>
 void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const float* bias,
           float* y, int64_t g, int64_t c0, int64_t c1, int64_t r0) {
   __m512 acc[MR];
+  const bool prefetch = r0 == 0 && a.rows > 1;
   if (w.format == FastFormat::kNvfp4x16) {
-    TileNvfp4<MR>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    TileNvfp4<MR>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kU4x16) {
-    Tile<MR, Codes::kU4>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    Tile<MR, Codes::kU4>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kU8x16) {
-    Tile<MR, Codes::kU8>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    Tile<MR, Codes::kU8>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ8_0x16) {
-    Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ6_Kx16) {
-    Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ4_Kx16) {
-    Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ5_Kx16) {
-    Tile<MR, Codes::kQ5K>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    Tile<MR, Codes::kQ5K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kMxfp4x16) {
-    Tile<MR, Codes::kMxfp4>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    Tile<MR, Codes::kMxfp4>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else {
-    Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, zs, r0, acc);
+    Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   }
   const __mmask16 m = static_cast<__mmask16>(((1u << (c1 - c0)) - 1) << c0);
   const int64_t n0 = g * kCols;
