@@ -1,8 +1,9 @@
 // FP8 E4M3 weights in 16-column K-pair panels on AVX-512 BF16: the kernel QuantizedLinear runs for
-// FP8 W8A8 layers (static or per-token activation scales) and W8A16 under --cpu_bf16_activations
-// whose weight scales are per tensor or per output row, decode and prefill alike; 2-D block scales
-// and W8A16 with exact f32 activations keep fp8_bf16_matmul.h (the kernel supports the split
-// form; on the panels its two dot products per pair made the decode the bound at batch 1).
+// FP8 W8A8 layers (static or per-token activation scales) and W8A16 (exact f32 activations as the
+// hi + lo split, or --cpu_bf16_activations) whose weight scales are per tensor or per output row,
+// decode and prefill alike; 2-D block scales keep fp8_bf16_matmul.h. (W8A16 with the split stayed
+// row-major until side-by-side runs showed the panels as fast at batch 1 and 10-35% faster from
+// 16 rows: bench/README.md, eleventh session.)
 //
 // Why: the row-major GEMV of fp8_bf16_matmul.h reads eight column streams at once and streamed
 // 24-30 GB/s of codes on the 2-core VMs against a 35-40 GB/s triad (76-80% end to end), while the
