@@ -8,6 +8,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/bench_common.h"
@@ -194,7 +195,14 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
        {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "FP8_PANEL", "FP8_W8A8_PANEL",
         "INT4_G128", "INT8_G128", "NVFP4", "MXFP4"}) {
     for (const Shape& s : gemm) {
-      for (int64_t m : {1, 16, 128}) Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
+      // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over
+      // to its decode-to-bf16 GEMM (kRegisterRows).
+      const bool panels = std::string_view(f).ends_with("_PANEL");
+      for (int64_t m : {1, 16, 24, 32, 48, 64, 128}) {
+        if (panels || m == 1 || m == 16 || m == 128) {
+          Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
+        }
+      }
     }
   }
 }

@@ -1,4 +1,4 @@
-// AVX-512 BF16 kernel of fp8_panel_matmul.h: up to 4 rows through the shared tile driver
+// AVX-512 BF16 kernel of fp8_panel_matmul.h: up to 24 rows through the shared tile driver
 // (panel_gemm.h) with a policy that decodes each panel's 64 code bytes (two K pairs) in registers;
 // more rows decode four panels at a time into bf16 pair panels and run bf16_dot_matmul's AVX-512
 // tiles on them. Both end in the same per-column epilogue (weight scale, W8A8 scales, bias).
@@ -93,13 +93,13 @@ struct TwoPairs {
   __m512i a, b;
 };
 
-// The in-register policy (≤ 4 rows; the driver keeps the whole K in registers there).
+// The in-register policy (≤ kRegisterRows rows, in tiles of 6 rows with K blocks of 256 steps).
 template <bool kSplit>
 struct Fp8Pairs {
   using Acc = __m512;
   using WVec = TwoPairs;
   static constexpr int64_t kStepBytes = 64;
-  static constexpr int64_t kBlockSteps = 256;  // unused: ≤ 4 rows keep the whole K in registers
+  static constexpr int64_t kBlockSteps = 256;  // 16 KiB of codes per panel and block
   const int32_t* hi;  // the tile's first row, as K pairs
   const int32_t* lo;  // split form only
   int64_t stride;     // pairs between rows
@@ -144,7 +144,12 @@ struct Fp8Pairs {
   }
 };
 
-constexpr int64_t kRegisterRows = 4;  // up to this many rows decode in registers
+// Up to this many rows decode in registers, once per 6-row tile. At 16 rows that beat decoding
+// four panels to bf16 in L2 first (whose code reads from DRAM stall, see DecodedGemm): M = 16,
+// best of two runs, FP8 W8A8 4096x4096 241 -> 360, 14336x4096 295 -> 348, 1.1b_qo 240 -> 340
+// GFLOP/s, W8A16 152-176 -> 178-199; at 24-32 rows about even, at 128 the bf16 panels win
+// (W8A8 385-400 against 350-364).
+constexpr int64_t kRegisterRows = 24;
 constexpr int64_t kDecodePanels = 4;  // panels decoded per pass of the GEMM path
 constexpr int64_t kPrefetchRows = 24;  // rows of tiles between prefetches of the next pass
 

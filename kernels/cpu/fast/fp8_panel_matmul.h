@@ -19,7 +19,7 @@
 // hi + lo split, or hi alone for a layer whose activations are bf16 values: W8A8's decoded E4M3
 // codes, --cpu_bf16_activations), and output (m, n) is one f32 lane: acc = vdpbf16ps over the K pairs in
 // ascending order (hi then lo per pair), then v = s(n) · acc, for W8A8 v = row_scale(m) ·
-// (col_scale(n) · v), then + bias. Up to 4 rows decode the codes in registers; more rows decode 4
+// (col_scale(n) · v), then + bias. Up to 24 rows decode the codes in registers; more rows decode 4
 // panels at a time into bf16 pair panels and run Bf16DotMatmul's AVX-512 tiles over them — the
 // same bf16 values in the same dot-product order, so every row's result is bit-identical however
 // many rows the call has and however its columns are split (both take every pair of the padded K). Error bound: as bf16_dot_matmul.h's
