@@ -11,6 +11,7 @@
 #include <span>
 #include <string>
 
+#include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::bench {
@@ -18,9 +19,8 @@ namespace tessera::bench {
 // The pool of TESSERA_THREADS threads (default: all hardware threads), created on first use.
 kernels::cpu::ThreadPool& Pool();
 
-// The column grain of the engine's split (engine/backend/cpu/column_split.cc): whole 4-panel
-// tiles (64 columns) for calls of more than 6 rows, 16-column units otherwise.
-inline int64_t ColumnGrain(int64_t rows) { return rows > 6 ? 64 : 16; }
+// The column grain of the engine's split (engine/backend/cpu/column_split.cc).
+inline int64_t ColumnGrain(int64_t rows) { return kernels::cpu::fast::ColumnSplitUnit(rows); }
 
 // 256 MiB (DRAM, never the L3) unless TESSERA_BENCH_COVER_MIB says otherwise; a small value keeps
 // one copy cache-resident, which separates a kernel's compute limit from its memory limit.

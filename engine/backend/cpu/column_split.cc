@@ -5,21 +5,14 @@
 #include <functional>
 #include <vector>
 
+#include "kernels/cpu/fast/fast_matmul.h"
+
 namespace tessera::backend::cpu {
 namespace {
 
-constexpr int64_t kColumnUnit = 16;  // the kernels' column group / panel width
-// Calls with more rows than one panel tile (6, panel_gemm.h) split in units of a whole tile of
-// 4 panels: a 16-column unit at a chunk's end ran as a 1-panel tile, whose activation
-// broadcasts feed one dot product each instead of four (FP8 W8A16 panels at M = 128, medians of
-// 4 interleaved runs: 1.1b_down 205 -> 212, gate_up 205 -> 210, 4096x4096 211 -> 215 GFLOP/s).
-// Decode keeps 16-column units: at one row the last chunks balance the two threads' streams.
-constexpr int64_t kManyRowColumnUnit = 64;
-constexpr int64_t kPanelTileRows = 6;
-
-int64_t ColumnUnit(int64_t rows) {
-  return rows > kPanelTileRows ? kManyRowColumnUnit : kColumnUnit;
-}
+// Column units: kernels::cpu::fast::ColumnSplitUnit, 16 columns, or 64 for calls of more than 6
+// rows (FP8 W8A16 panels at M = 128, medians of 4 interleaved runs, 16 -> 64: 1.1b_down
+// 205 -> 212, gate_up 205 -> 210, 4096x4096 211 -> 215 GFLOP/s).
 
 struct Part {
   int64_t n = 0;
@@ -28,7 +21,7 @@ struct Part {
 
 // One ParallelFor over every part's columns: part i owns units [first[i], first[i + 1]).
 void RunParts(const std::vector<Part>& parts, int64_t rows, kernels::cpu::ThreadPool* pool) {
-  const int64_t unit = ColumnUnit(rows);
+  const int64_t unit = kernels::cpu::fast::ColumnSplitUnit(rows);
   std::vector<int64_t> first(parts.size() + 1, 0);
   for (size_t i = 0; i < parts.size(); ++i) {
     first[i + 1] = first[i] + (parts[i].n + unit - 1) / unit;

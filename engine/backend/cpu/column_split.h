@@ -18,8 +18,8 @@
 
 namespace tessera::backend::cpu {
 
-// Columns [0, n) of a call with `rows` rows through run, split over `pool` in 16-column units,
-// or whole 64-column panel tiles for more than 6 rows (run(0, n) without a pool).
+// Columns [0, n) of a call with `rows` rows through run, split over `pool` in units of
+// kernels::cpu::fast::ColumnSplitUnit(rows) (run(0, n) without a pool).
 void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, int64_t rows,
                       const Linear::ColumnRun& run);
 

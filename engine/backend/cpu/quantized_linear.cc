@@ -236,14 +236,15 @@ void QuantizedLinear::InitFast() {
   // FP8 with per-tensor / per-row weight scales runs on 16-column panels, one stream per panel
   // (fp8_panel_matmul.h), for every activation form: W8A8's E4M3 codes and --cpu_bf16_activations
   // take hi alone, W8A16 with exact f32 activations the hi + lo split. 2-D block scales stay on
-  // the row-major kernel. The split form moved here from the row-major kernel when the panels
-  // became the faster of the two at every row count (bench/README.md, eleventh session:
-  // BM_QuantMatmul/FP8 vs FP8_PANEL, M = 1 29-30 vs 31.5-33.5 GB/s, M = 128 186-194 vs
-  // 210-214 GFLOP/s); both give bit-identical rows at any row count (batch invariance).
+  // the row-major kernel; TESSERA_FP8_BF16=0 sends every FP8 layer to the Highway f32 kernel
+  // (A/B runs). The split form moved here from the row-major kernel when the panels
+  // measured as fast at one row and faster from 16 (bench/README.md, eleventh session:
+  // BM_QuantMatmul/FP8 vs FP8_PANEL, M = 1 medians 27.7-29.3 vs 28.4-30.2 GB/s, M = 128 186-194
+  // vs 210-214 GFLOP/s); the panels give bit-identical rows at any row count (batch invariance).
   const bool panel_acts = s.activation == ActivationFormat::kFp8 ||
                           s.activation == ActivationFormat::kBf16 ||
                           s.activation == ActivationFormat::kFloat;
-  if (fast_ok_ && panel_acts && kf::Fp8PanelSupported(fast_)) {
+  if (fast_ok_ && panel_acts && kf::Fp8PanelSupported(fast_) && kf::FastQuantUsesBf16(fast_)) {
     x16_ = kc::HugePageBuffer(kf::Fp8PairsBytes(s.n, s.k));
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data());
     fp8_panels_ok_ = true;

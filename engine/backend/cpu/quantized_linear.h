@@ -6,9 +6,10 @@
 // output columns are split across the thread pool.
 // Fast paths (kernels/cpu/fast/fast_quant_matmul.h, chosen once at construction when the layout
 // allows): FP8 W8A16 (any weight scale layout) and W8A8 with per-tensor/per-row weight scales and
-// static or per-token activations (W8A8 and bf16-activation W8A16 on the 16-column panels of
-// fp8_panel_matmul.h), or (on AVX-512 BF16) 2-D block weight scales with per-token-group,
-// per-token or static activations; 4-bit integer weight-only (any group size
+// static or per-token activations (on the 16-column panels of fp8_panel_matmul.h when the
+// weight scales are per tensor or per row: W8A8, and W8A16 with exact or bf16 activations), or
+// (on AVX-512 BF16) 2-D block weight scales with per-token-group, per-token or static
+// activations; 4-bit integer weight-only (any group size
 // that is a multiple of 32, per-channel included, zero points; codes repacked into nibble pairs
 // at load; act-order layers with their input channels sorted by group first, as Marlin does);
 // NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0); 2/3/8-bit weight-only as byte

@@ -98,6 +98,12 @@ struct FastWeights {
 void FastMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
                 int64_t n_begin, int64_t n_end);
 
+// The unit in which callers split a call's output columns across threads: the 16-column group
+// every tile kernel works in, or for calls of more rows than one 16-column panel tile has (6,
+// panel_gemm.h) a whole tile of 4 panels, so that no chunk ends in a 1-panel tile whose
+// activation broadcasts feed one dot product each instead of four.
+constexpr int64_t ColumnSplitUnit(int64_t rows) { return rows > 6 ? 64 : 16; }
+
 // The name of the SIMD target the dispatcher picked on this machine (e.g. "AVX3").
 const char* FastTargetName();
 

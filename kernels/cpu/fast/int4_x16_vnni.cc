@@ -39,17 +39,18 @@ namespace tessera::kernels::cpu::fast::internal {
 namespace {
 
 constexpr int64_t kCols = 16;
-// No software prefetch for one row: a tile is one sequential stream of records (int4_x16_layout.h), which the
-// hardware prefetchers follow best on their own. Measured on the 2-core Zen 4 VM, M = 1, two
-// threads, same process: the earlier layout (scales, then codes) with prefetcht1 16 KiB ahead
-// 25-30 GB/s; records without prefetch 27-33; records with that prefetch 19-20 (bench/README.md).
+// No software prefetch for one row: a tile is one sequential stream of records
+// (int4_x16_layout.h), which the hardware prefetchers follow best on their own. Measured on the
+// 2-core Zen 4 VM, M = 1, two threads, same process: the earlier layout (scales, then codes) with
+// prefetcht1 16 KiB ahead 25-30 GB/s; records without prefetch 27-33; records with that prefetch
+// 19-20 (bench/README.md).
 
 // Batches do prefetch: with two or more rows the tiles compute long enough per record that the
-// hardware prefetchers fell behind (1.1b gate_up Q4_0 at M = 16 streamed from DRAM at 0.7x its rate with
-// the weights in L3). The first row tile of a group therefore prefetches each block's code bytes
-// 2 KiB ahead (M = 16, two threads: Q4_0 gate_up 476 / 294 -> 575 / 593 GOP/s, down 496 / 464 ->
-// 547 / 584; Q8_0 358-425 -> 395-439; 1, 2, 3 and 4 KiB ahead tried, 2 best). A prefetch past
-// the end of the tiles is harmless: prefetches never fault.
+// hardware prefetchers fell behind (1.1b gate_up Q4_0 at M = 16 streamed from DRAM at 0.7x its
+// rate with the weights in L3). The first row tile of a group therefore prefetches each block's
+// code bytes 2 KiB ahead (M = 16, two threads: Q4_0 gate_up 476 / 294 -> 575 / 593 GOP/s, down
+// 496 / 464 -> 547 / 584; Q8_0 358-425 -> 395-439; 1, 2, 3, 4 and 8 KiB ahead tried, 2 best). A
+// prefetch past the end of the tiles is harmless: prefetches never fault.
 constexpr int64_t kBatchPrefetchAhead = 2048;
 
 template <int64_t kBytes>

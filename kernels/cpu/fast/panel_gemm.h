@@ -36,6 +36,9 @@ namespace tessera::kernels::cpu::fast::panels {
 
 inline constexpr int kTileRows = 6;
 inline constexpr int kTileVecs = 4;
+static_assert(ColumnSplitUnit(kTileRows) == kCols &&
+                  ColumnSplitUnit(kTileRows + 1) == kTileVecs * kCols,
+              "fast_matmul.h's ColumnSplitUnit must follow the tile shape");
 
 struct TileJob {
   const uint8_t* w;            // first panel of the tile

@@ -2,8 +2,9 @@
 // (per-row and per-tensor weight scales, the exact hi + lo split) and W8A8 (E4M3 activation values,
 // per-token row scales and per-column weight scales in the epilogue):
 //  * each output within the split's bound of the exact sum in double;
-//  * every row bit-identical alone and in calls of 2-17 rows (the register path up to 4 rows, the
-//    decoded-panel GEMM beyond), and under column splits at odd places and panel boundaries;
+//  * every row bit-identical alone and in calls of 2-53 rows (the register path up to 24 rows,
+//    in 6-row tiles and K blocks; the decoded-panel GEMM beyond, in row chunks), and under column
+//    splits at odd places and panel boundaries;
 //  * the repack puts each code where the header says.
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 

@@ -1,5 +1,5 @@
 // ForwardSharedInput (engine/backend/cpu/column_split.h) gives each layer's own Forward output bit
-// for bit (1, 3, 17 rows; no pool and a 2-thread pool; N = 2048 / 256 / 40) for Dense (f32, bf16,
+// for bit (1, 3, 17 rows; no pool and a 2-thread pool; N = 2048 / 200 / 40) for Dense (f32, bf16,
 // Q4_0 x int8) and Quantized (INT4 g128 x int8, act-order too; FP8 and INT8 W8A8; NVFP4 W4A4;
 // INT4 g16 reference) layers, mixed ones, and a layer without ForwardColumns at any position;
 // every output is written (NaN-prefilled) and every column computed exactly once, inside split.
@@ -285,7 +285,8 @@ void ExpectSharedMatchesSeparate(const std::vector<Maker>& makers, const std::ve
   }
 }
 
-const std::vector<int64_t> kQkv = {2048, 256, 40};
+// 200 ends inside a 16-column unit and, at 17 rows, inside a 64-column one (ColumnSplitUnit).
+const std::vector<int64_t> kQkv = {2048, 200, 40};
 
 TEST(ColumnSplitTest, DenseF32) {
   const Maker f32 = Dense(io::DType::kF32);
