@@ -251,7 +251,8 @@ void QuantizedLinear::InitFast() {
   }
 }
 
-bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split) const {
+bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split,
+                                  kc::ScratchFrame& scratch) const {
   const auto& s = w_.spec;
   const int64_t n = s.n, k = s.k;
   kf::FastQuantWeights f = fast_;
@@ -371,13 +372,11 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     // f32 activations (W8A16) take the hi + lo split.
     const bool split_acts = s.activation == ActivationFormat::kFloat;
     const int64_t stride = kf::Bf16DotActStride(k);
-    std::vector<uint16_t> hi(rows * stride), lo(split_acts ? rows * stride : 0);
-    for_rows([&](int64_t r0, int64_t r1) {
-      kf::RoundActsToBf16(xin, k, r0, r1, hi.data(), split_acts ? lo.data() : nullptr, nullptr);
-    });
-    split(n, [&](int64_t b, int64_t e) {
-      kf::Fp8PanelMatmul(f, hi.data(), split_acts ? lo.data() : nullptr, rows, bias, y, b, e);
-    });
+    // Uninitialized: RoundActsToBf16 writes every element of its rows, the padding included.
+    uint16_t* hi = scratch.Alloc<uint16_t>(rows * stride);
+    uint16_t* lo = split_acts ? scratch.Alloc<uint16_t>(rows * stride) : nullptr;
+    for_rows([&](int64_t r0, int64_t r1) { kf::RoundActsToBf16(xin, k, r0, r1, hi, lo, nullptr); });
+    split(n, [&](int64_t b, int64_t e) { kf::Fp8PanelMatmul(f, hi, lo, rows, bias, y, b, e); });
     return true;
   }
   split(n, [&](int64_t b, int64_t e) { kf::FastQuantMatmul(f, xin, rows, bias, y, b, e); });
@@ -401,7 +400,7 @@ void QuantizedLinear::ForwardColumns(const float* x, int64_t rows, float* y,
   x = GatherActOrder(x, rows, scratch);
   if (int8_dot_ok_ && rows > 0) return ForwardInt8Dot(x, rows, y, split, scratch);
   if (q8_ok_ && rows > 0) return ForwardInt8Acts(x, rows, y, split, scratch);
-  if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y, split)) return;
+  if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y, split, scratch)) return;
   ForwardReferenceSorted(x, rows, y, split);
 }
 

@@ -89,7 +89,8 @@ class QuantizedLinear : public Linear {
   // faults them back in.
   void ReleaseCheckpointCodes();
   // The fast Forward; false when this call must take the reference path.
-  bool ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split) const;
+  bool ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split,
+                   kernels::cpu::ScratchFrame& scratch) const;
   // The int8-activation Forward (q8_ok_). quantized_linear_int8_acts.cc.
   void ForwardInt8Acts(const float* x, int64_t rows, float* y, ColumnSplit split,
                        kernels::cpu::ScratchFrame& scratch) const;
