@@ -42,13 +42,13 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   int64_t q_bytes = n * k / 2, bs_bytes = 0, n_scales = 0, n_zeros = 0;
   static const float kUnit = 1.0f;
   std::vector<float> row_scales(m, 0.02f);
-  // FP8_BF16ACT: W8A16 under --cpu_bf16_activations (x rounded to bf16 inside the timing, as
-  // QuantizedLinear does; the kernel then takes one vdpbf16ps per weight pair).
-  const bool bf16_act = fmt == "FP8_BF16ACT";
   // FP8_PANEL / FP8_W8A8_PANEL: the same layers on the 16-column panels (fp8_panel_matmul.h), the
   // activations converted to bf16 (hi + lo for W8A16) inside the timing, rows over the pool.
-  const bool panel = fmt == "FP8_PANEL" || fmt == "FP8_W8A8_PANEL";
-  if (panel) fmt = fmt == "FP8_PANEL" ? "FP8" : "FP8_W8A8";
+  // FP8_BF16ACT: W8A16 under --cpu_bf16_activations, on the panels as QuantizedLinear runs it:
+  // x rounded to bf16 (hi alone) inside the timing, one vdpbf16ps per weight pair.
+  const bool bf16_act = fmt == "FP8_BF16ACT";
+  const bool panel = fmt == "FP8_PANEL" || fmt == "FP8_W8A8_PANEL" || bf16_act;
+  if (panel) fmt = fmt == "FP8_W8A8_PANEL" ? "FP8_W8A8" : "FP8";
   // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
   // activation scales, both folded per block (FastQuantWeights::act_block_scales).
   const bool block = fmt == "FP8_BLOCK_W8A8";
@@ -65,7 +65,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     w.act_block_scale = act_block_scales.data();
     w.act_block_row_stride = k_blocks;
     w.act_block_stride = 1;
-  } else if (fmt == "FP8" || fmt == "FP8_W8A8" || bf16_act) {
+  } else if (fmt == "FP8" || fmt == "FP8_W8A8") {
     w.decode = kf::QuantDecode::kFp8;
     q_bytes = n * k;
     n_scales = n;
@@ -143,9 +143,8 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   if (w8a8) {
     for (auto& v : x) v = numeric::DecodeE4m3(numeric::EncodeE4m3(v * 50.0f));
   }
-  std::vector<float> xr(bf16_act ? m * k : 0);
   std::vector<uint16_t> hi(panel ? m * kf::Bf16DotActStride(k) : 0);
-  std::vector<uint16_t> lo(panel && !w8a8 ? hi.size() : 0);
+  std::vector<uint16_t> lo(panel && !w8a8 && !bf16_act ? hi.size() : 0);
   size_t next = 0;
   for (auto _ : state) {
     use(copies[next]);
@@ -168,16 +167,8 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       continue;
     }
     next = (next + 1) % copies.size();
-    if (bf16_act) {
-      Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
-        for (int64_t i = r0 * k; i < r1 * k; ++i) {
-          xr[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
-        }
-      });
-    }
-    const float* xin = bf16_act ? xr.data() : x.data();
     Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
-      kf::FastQuantMatmul(w, xin, m, nullptr, y.data(), b, e);
+      kf::FastQuantMatmul(w, x.data(), m, nullptr, y.data(), b, e);
     });
     benchmark::DoNotOptimize(y.data());
   }
