@@ -15,6 +15,7 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
+#include "kernels/cpu/fast/int4_panel_matmul.h"
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
@@ -32,7 +33,8 @@ namespace kf = kernels::cpu::fast;
 struct QuantCopy {
   std::vector<uint8_t> q, block_scales;
   std::vector<float> scales, zeros;
-  kernels::cpu::HugePageBuffer panels;  // FP8*_PANEL: the codes as fp8_panel_matmul.h reads them
+  // FP8*_PANEL, INT4_G128_PANEL: the codes as fp8_panel_matmul.h / int4_panel_matmul.h read them.
+  kernels::cpu::HugePageBuffer panels;
 };
 
 void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
@@ -49,6 +51,10 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   const bool bf16_act = fmt == "FP8_BF16ACT";
   const bool panel = fmt == "FP8_PANEL" || fmt == "FP8_W8A8_PANEL" || bf16_act;
   if (panel) fmt = fmt == "FP8_W8A8_PANEL" ? "FP8_W8A8" : "FP8";
+  // INT4_G128_PANEL: INT4_G128 on the 16-column panels (int4_panel_matmul.h), as QuantizedLinear
+  // runs GPTQ / AWQ layers with f32 activations; INT4_G128 is FastQuantMatmul's row kernel.
+  const bool int4_panel = fmt == "INT4_G128_PANEL";
+  if (int4_panel) fmt = "INT4_G128";
   // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
   // activation scales, both folded per block (FastQuantWeights::act_block_scales).
   const bool block = fmt == "FP8_BLOCK_W8A8";
@@ -124,8 +130,20 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       std::vector<uint8_t>().swap(c.q);
     }
   }
+  if (int4_panel) {
+    for (auto& c : copies) {
+      use(c);
+      c.panels = kernels::cpu::HugePageBuffer(kf::Int4PanelsBytes(n, k, 128));
+      kf::RepackInt4Panels(w, c.panels.data());
+      std::vector<uint8_t>().swap(c.q);
+    }
+  }
   use(copies[0]);
-  if (panel) w.q = copies[0].panels.data();
+  if (panel || int4_panel) w.q = copies[0].panels.data();
+  if (int4_panel && !kf::Int4PanelSupported(w)) {
+    state.SkipWithError("no AVX-512 on this CPU");
+    return;
+  }
   if (panel && !kf::Fp8PanelSupported(w)) {
     state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
@@ -166,6 +184,15 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       benchmark::DoNotOptimize(y.data());
       continue;
     }
+    if (int4_panel) {
+      w.q = copies[next].panels.data();
+      next = (next + 1) % copies.size();
+      Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
+        kf::Int4PanelMatmul(w, x.data(), m, nullptr, y.data(), b, e);
+      });
+      benchmark::DoNotOptimize(y.data());
+      continue;
+    }
     next = (next + 1) % copies.size();
     Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
       kf::FastQuantMatmul(w, x.data(), m, nullptr, y.data(), b, e);
@@ -184,7 +211,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
 void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
   for (const char* f :
        {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "FP8_PANEL", "FP8_W8A8_PANEL",
-        "INT4_G128", "INT8_G128", "NVFP4", "MXFP4"}) {
+        "INT4_G128", "INT4_G128_PANEL", "INT8_G128", "NVFP4", "MXFP4"}) {
     for (const Shape& s : gemm) {
       // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over
       // to its decode-to-bf16 GEMM (kRegisterRows).
