@@ -12,6 +12,7 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
+#include "kernels/cpu/fast/int4_panel_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
@@ -249,6 +250,16 @@ void QuantizedLinear::InitFast() {
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data());
     fp8_panels_ok_ = true;
   }
+  // INT4 weight-only with f32 activations: 16-column panels with the scales beside the codes
+  // (int4_panel_matmul.h), activations in their natural order. FastQuantMatmul's row kernel
+  // reached 0.34-0.37x of oneDNN bf16 at M = 128, the panels 0.49x (bench/README.md, twelfth
+  // session); batch 1 streams as fast.
+  if (fast_ok_ && f.decode == kf::QuantDecode::kInt4 && kf::Int4PanelSupported(fast_)) {
+    x16_ = kc::HugePageBuffer(kf::Int4PanelsBytes(s.n, s.k, fast_.scale_k));
+    fast_ = kf::RepackInt4Panels(fast_, x16_.data());
+    fast_permute_ = false;
+    int4_panels_ok_ = true;
+  }
 }
 
 bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, ColumnSplit split,
@@ -367,6 +378,10 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     xin = xa.data();
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
+  if (int4_panels_ok_) {
+    split(n, [&](int64_t b, int64_t e) { kf::Int4PanelMatmul(f, xin, rows, bias, y, b, e); });
+    return true;
+  }
   if (fp8_panels_ok_) {
     // W8A8's E4M3 codes and --cpu_bf16_activations' rounding are bf16 values: hi alone. Exact
     // f32 activations (W8A16) take the hi + lo split.

@@ -26,7 +26,7 @@ int64_t QuantizedLinear::CodeBytes() const {
 }
 
 void QuantizedLinear::ReleaseCheckpointCodes() {
-  if ((q8_ok_ || int8_dot_ok_ || fp8_panels_ok_) && w_.q != nullptr) {
+  if ((q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || int4_panels_ok_) && w_.q != nullptr) {
     io::ReleaseMappedPages({w_.q, static_cast<size_t>(CodeBytes())});
   }
 }
@@ -46,7 +46,8 @@ int64_t QuantizedLinear::weight_bytes() const {
 }
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
-  if (q8_ok_ || int8_dot_ok_) return {{x16_.data(), x16_.size()}};
+  // INT4 panels hold the scales and zero points beside the codes.
+  if (q8_ok_ || int8_dot_ok_ || int4_panels_ok_) return {{x16_.data(), x16_.size()}};
   if (fp8_panels_ok_) {  // the panels hold the codes; the weight scales stay where they were
     const kc::Fp8Weights fw = w_.AsFp8();
     const int64_t count = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? w_.spec.n : 1;
@@ -72,7 +73,8 @@ std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
 }
 
 void QuantizedLinear::DropReferenceCodes() {
-  if (!(q8_ok_ || int8_dot_ok_ || fp8_panels_ok_) || w_.bytes.empty() || w_.q != w_.bytes.data()) {
+  if (!(q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || int4_panels_ok_) || w_.bytes.empty() ||
+      w_.q != w_.bytes.data()) {
     return;
   }
   // W8A8 with per-token asymmetric activations falls back to the reference for a call whose zero

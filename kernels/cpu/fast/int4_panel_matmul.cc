@@ -34,9 +34,13 @@ int64_t GroupBytes(int64_t group) { return kGroupHeader + group * 8; }
 
 }  // namespace
 
+bool Int4PanelAvailable() {
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
+  return has;
+}
+
 bool Int4PanelSupported(const FastQuantWeights& w) {
-  static const bool cpu = TESSERA_HAS_AVX512_WITH("avx512f");
-  return cpu && w.decode == QuantDecode::kInt4 && w.q != nullptr && w.scales != nullptr &&
+  return Int4PanelAvailable() && w.decode == QuantDecode::kInt4 && w.q != nullptr && w.scales != nullptr &&
          w.zeros != nullptr && w.n > 0 && w.k > 0 && w.scale_k > 0 && w.scale_k % 2 == 0 &&
          w.k % w.scale_k == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / w.scale_k &&
          w.row_scale == nullptr && w.col_scale == nullptr && !w.act_block_scales;

@@ -32,9 +32,12 @@
 
 namespace tessera::kernels::cpu::fast {
 
+// Whether this CPU runs the panel kernel (AVX-512 F, BW and VL; not under TESSERA_CPU_ISA=avx2).
+bool Int4PanelAvailable();
+
 // Whether the panel kernel takes `w`: kInt4 codes with per-(column, group) scales and zero
 // points (scale_rows 1, scale_row_stride = k / scale_k, scale_k even and dividing k), no W8A8
-// epilogue, on a CPU with AVX-512 F, BW and VL (not turned off by TESSERA_CPU_ISA=avx2).
+// epilogue, on a CPU where Int4PanelAvailable().
 bool Int4PanelSupported(const FastQuantWeights& w);
 
 // Bytes of the panels of an [n, k] matrix in groups of `group` codes.

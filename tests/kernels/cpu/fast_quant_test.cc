@@ -181,7 +181,15 @@ TEST(FastQuantTest, DropReferenceCodesKeepsForward) {
     lin.ForwardReference(x.data(), 3, ref.data());
     EXPECT_TRUE(std::isnan(ref[0]));
   }
-  QuantizedLinear plain(Int4(37, 256, 128, 5), {}, nullptr);  // f32 activations: reads the codes
+  // INT4 with f32 activations runs on its panels (AVX-512), which hold the codes too.
+  QuantizedLinear panels(Int4(37, 256, 128, 5), {}, nullptr);
+  panels.Forward(x.data(), 3, before.data());
+  panels.DropReferenceCodes();
+  panels.Forward(x.data(), 3, after.data());
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
+  EXPECT_EQ(panels.weights().bytes.empty(), panels.uses_fast_path() && Wide());
+  // INT8 weight-only with f32 activations decodes the codes where they are: it keeps them.
+  QuantizedLinear plain(IntCodes(8, 37, 256, 128, 5), {}, nullptr);
   plain.DropReferenceCodes();
   EXPECT_FALSE(plain.weights().bytes.empty());
   plain.ForwardReference(x.data(), 3, ref.data());
