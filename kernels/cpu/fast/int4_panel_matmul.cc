@@ -28,7 +28,8 @@ namespace tessera::kernels::cpu::fast {
 
 namespace {
 
-// Per group and panel: 16 zero points, 16 scales (64 bytes each), then G / 2 lines of 16 bytes.
+// Per group and panel: 16 centred zero points z − 8, 16 scales (64 bytes each), then G / 2 lines
+// of 16 bytes.
 constexpr int64_t kGroupHeader = 128;
 int64_t GroupBytes(int64_t group) { return kGroupHeader + group * 8; }
 
@@ -59,7 +60,8 @@ FastQuantWeights RepackInt4Panels(const FastQuantWeights& w, uint8_t* dst) {
       const int64_t col = p * panels::kCols + c;
       for (int64_t g = 0; g < groups; ++g) {
         uint8_t* head = panel + g * gb;
-        std::memcpy(head + 4 * c, &w.zeros[col * groups + g], 4);
+        const float centred = w.zeros[col * groups + g] - 8.0f;
+        std::memcpy(head + 4 * c, &centred, 4);
         std::memcpy(head + 64 + 4 * c, &w.scales[col * groups + g], 4);
         const uint8_t* codes = w.q + col * (w.k / 2) + g * (group / 2);
         for (int64_t t = 0; t < group / 2; ++t) head[kGroupHeader + t * panels::kCols + c] = codes[t];
@@ -87,13 +89,14 @@ constexpr int kTileVecs = 4;
 // one): 128 KiB of f32, which every row tile then reads from L2.
 constexpr int64_t kBlockK = 512;
 
-// The two k of a code line as f32 (float(q) − z), for 16 columns: `vpermps` reads only the low 4
-// bits of each index, so the byte itself indexes code 2t and the byte >> 4 code 2t + 1.
-HWY_INLINE void DecodeLine(const uint8_t* line, __m512 zero, __m512* w0, __m512* w1) {
-  const __m512 iota = _mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+// The two k of a code line as f32 q − 8, for 16 columns: `vpermps` reads only the low 4 bits of
+// each index, so the byte itself indexes code 2t and the byte >> 4 code 2t + 1. (Subtracting
+// each column's zero point here instead cost 18-20% of the batch-1 rate: bench/README.md.)
+HWY_INLINE void DecodeLine(const uint8_t* line, __m512* w0, __m512* w1) {
+  const __m512 centred = _mm512_set_ps(7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8);
   const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line)));
-  *w0 = _mm512_sub_ps(_mm512_permutexvar_ps(b, iota), zero);
-  *w1 = _mm512_sub_ps(_mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), iota), zero);
+  *w0 = _mm512_permutexvar_ps(b, centred);
+  *w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), centred);
 }
 
 struct Job {
@@ -105,6 +108,8 @@ struct Job {
   int64_t dec_panel;
   const float* x;         // row m0, k = 0
   int64_t x_stride;
+  const float* sums;      // Σ x over each group: row m0, group 0 (GroupSums)
+  int64_t sums_stride;
   float* tot;             // running totals [row][kTileVecs][16]
   bool first, last;       // first / last block of K
   float* y;               // y + m0 · y_stride + col0
@@ -144,10 +149,8 @@ void GroupTile(const Job& a) {
     } else {
       for (int64_t t = 0; t < a.lines; ++t) {
         for (int j = 0; j < NV; ++j) {
-          const uint8_t* gj = head + j * a.panel_bytes;
           __m512 w0, w1;
-          DecodeLine(gj + kGroupHeader + 16 * t, _mm512_loadu_ps(reinterpret_cast<const float*>(gj)),
-                     &w0, &w1);
+          DecodeLine(head + j * a.panel_bytes + kGroupHeader + 16 * t, &w0, &w1);
           for (int i = 0; i < MR; ++i) {
             const float* xi = xg + i * a.x_stride + 2 * t;
             acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xi[0]), w0, acc[i][j]);
@@ -156,11 +159,15 @@ void GroupTile(const Job& a) {
         }
       }
     }
+    // tot += s · (a − (z − 8) · Σx): the group's Σ (q − z) · x.
     for (int j = 0; j < NV; ++j) {
-      const __m512 s = _mm512_loadu_ps(reinterpret_cast<const float*>(head + j * a.panel_bytes + 64));
+      const float* hj = reinterpret_cast<const float*>(head + j * a.panel_bytes);
+      const __m512 zc = _mm512_loadu_ps(hj), s = _mm512_loadu_ps(hj + 16);
       for (int i = 0; i < MR; ++i) {
+        const __m512 c =
+            _mm512_fnmadd_ps(zc, _mm512_set1_ps(a.sums[i * a.sums_stride + g]), acc[i][j]);
         float* t = a.tot + (i * kTileVecs + j) * 16;
-        _mm512_storeu_ps(t, _mm512_fmadd_ps(s, acc[i][j], _mm512_loadu_ps(t)));
+        _mm512_storeu_ps(t, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t)));
       }
     }
   }
@@ -217,14 +224,35 @@ void DecodeBlock(const Job& a, int nv, float* dec) {
   for (int j = 0; j < nv; ++j) {
     for (int64_t g = a.g0; g < a.g1; ++g) {
       const uint8_t* head = a.panels + j * a.panel_bytes + g * a.group_bytes;
-      const __m512 zero = _mm512_loadu_ps(reinterpret_cast<const float*>(head));
       float* out = dec + (j * a.dec_panel + (g - a.g0) * group) * 16;
       for (int64_t t = 0; t < a.lines; ++t) {
         __m512 w0, w1;
-        DecodeLine(head + kGroupHeader + 16 * t, zero, &w0, &w1);
+        DecodeLine(head + kGroupHeader + 16 * t, &w0, &w1);
         _mm512_storeu_ps(out + 32 * t, w0);
         _mm512_storeu_ps(out + 32 * t + 16, w1);
       }
+    }
+  }
+}
+
+// sums[m · groups + g] = Σ x[m, k] over group g's k, in one fixed order (16 lanes, k ascending in
+// each, then the lanes' fixed reduction; a group of fewer than 16 k: k ascending), so that every
+// row gets the same sums in any call.
+void GroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* sums) {
+  const int64_t groups = k / group;
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* p = x + m * k + g * group;
+      float s;
+      if (group % 16 == 0) {
+        __m512 v = _mm512_loadu_ps(p);
+        for (int64_t i = 16; i < group; i += 16) v = _mm512_add_ps(v, _mm512_loadu_ps(p + i));
+        s = _mm512_reduce_add_ps(v);
+      } else {
+        s = 0.0f;
+        for (int64_t i = 0; i < group; ++i) s += p[i];
+      }
+      sums[m * groups + g] = s;
     }
   }
 }
@@ -238,7 +266,10 @@ void Int4PanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, co
   const bool decoded = rows > kTileRows;
   const int64_t block_groups = decoded ? std::max<int64_t>(1, kBlockK / group) : groups;
   thread_local hwy::AlignedFreeUniquePtr<float[]> dec, tot;
+  thread_local std::vector<float> sums;
   thread_local int64_t dec_capacity = 0, tot_capacity = 0;
+  sums.resize(rows * groups);
+  GroupSums(x, rows, w.k, group, sums.data());
   const int64_t dec_size = decoded ? kTileVecs * block_groups * group * 16 : 0;
   const int64_t tot_size = rows * kTileVecs * 16;
   if (dec_capacity < dec_size) {
@@ -256,6 +287,7 @@ void Int4PanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, co
   a.dec = dec.get();
   a.dec_panel = block_groups * group;
   a.x_stride = w.k;
+  a.sums_stride = groups;
   a.y_stride = w.n;
   const int64_t p_begin = n_begin / panels::kCols, p_end = panels::Count(n_end);
   for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
@@ -273,6 +305,7 @@ void Int4PanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, co
       for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
         a.x = x + m0 * w.k;
+        a.sums = sums.data() + m0 * groups;
         a.tot = tot.get() + m0 * kTileVecs * 16;
         a.y = y + m0 * w.n + col0;
         (decoded ? PickTile<true>(mr, nv) : PickTile<false>(mr, nv))(a);

@@ -1,7 +1,8 @@
 // The INT4 weight-only panel kernel (kernels/cpu/fast/int4_panel_matmul.h) on random codes,
 // fractional and integer zero points, groups of 2 to K, and odd shapes:
 //  * each output within the header's bound of the exact sum in double of x times the reference's
-//    dequantized weights ((float(q) − z) · s, as kernels/cpu/quant's IntWeights decode them);
+//    dequantized weights ((float(q) − z) · s, as kernels/cpu/quant's IntWeights decode them),
+//    for integer zero points (GPTQ, AWQ; 8 is the symmetric form) and fractional ones;
 //  * every row bit-identical alone (the register path) and in calls of 2-40 rows (6-row tiles
 //    over decoded K blocks), under column splits at odd places and panel boundaries;
 //  * the repack puts each code, scale and zero point where the header says.
@@ -95,9 +96,11 @@ TEST(Int4PanelTest, AccurateAndBatchInvariantOnOddShapes) {
             const int64_t g = c * (s.k / s.group) + i / s.group;
             const float wv =
                 (static_cast<float>(l.codes[c * s.k + i]) - l.zeros[g]) * l.scales[g];
-            const double p = static_cast<double>(x[m * s.k + i]) * wv;
-            exact += p;
-            mag += std::fabs(p);
+            const double xv = x[m * s.k + i];
+            exact += xv * wv;
+            // The header's bound: the group sums take q − 8 and the centred zero point apart.
+            mag += std::fabs(xv) * l.scales[g] *
+                   (std::fabs(l.codes[c * s.k + i] - 8.0) + std::fabs(l.zeros[g] - 8.0));
           }
           const double tol = (s.k + s.group + 3) * std::ldexp(1.0, -24) * mag +
                              std::ldexp(1.0, -23) * std::fabs(exact) + 1e-30;
@@ -148,7 +151,7 @@ TEST(Int4PanelTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
       float z, s;
       std::memcpy(&z, head + 4 * (c % 16), 4);
       std::memcpy(&s, head + 64 + 4 * (c % 16), 4);
-      EXPECT_EQ(z, c < 19 ? l.zeros[c * 3 + g] : 0.0f);
+      EXPECT_EQ(z, c < 19 ? l.zeros[c * 3 + g] - 8.0f : 0.0f);  // centred
       EXPECT_EQ(s, c < 19 ? l.scales[c * 3 + g] : 0.0f);
       for (int64_t t = 0; t < 2; ++t) {
         const uint8_t byte = head[128 + t * 16 + c % 16];
