@@ -252,8 +252,8 @@ void QuantizedLinear::InitFast() {
   }
   // INT4 weight-only with f32 activations: 16-column panels with the scales beside the codes
   // (int4_panel_matmul.h), activations in their natural order. FastQuantMatmul's row kernel
-  // reached 0.34-0.37x of oneDNN bf16 at M = 128, the panels 0.49x (bench/README.md, twelfth
-  // session); batch 1 streams as fast.
+  // reached 0.34-0.37x of oneDNN bf16 at M = 128, the panels about 0.5x, and batch 1 streams
+  // 15-23% faster (bench/README.md, twelfth session).
   if (fast_ok_ && f.decode == kf::QuantDecode::kInt4 && kf::Int4PanelSupported(fast_)) {
     x16_ = kc::HugePageBuffer(kf::Int4PanelsBytes(s.n, s.k, fast_.scale_k));
     fast_ = kf::RepackInt4Panels(fast_, x16_.data());

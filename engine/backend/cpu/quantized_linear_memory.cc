@@ -34,7 +34,7 @@ void QuantizedLinear::ReleaseCheckpointCodes() {
 int64_t QuantizedLinear::weight_bytes() const {
   // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s). The
   // byte tiles of INT3 / INT2 spend a byte per code, more than the checkpoint's bits.
-  if (q8_ok_ && q8_.format == kf::FastFormat::kU8x16) return x16_.size();
+  if ((q8_ok_ && q8_.format == kf::FastFormat::kU8x16) || int4_panels_ok_) return x16_.size();
   const auto& s = w_.spec;
   const int64_t codes = CodeBytes();
   switch (s.weight_format) {
@@ -83,6 +83,11 @@ void QuantizedLinear::DropReferenceCodes() {
   if (int8_dot_ok_ && s.activation_origin != ScaleOrigin::kStatic && s.activation_asymmetric) return;
   std::vector<uint8_t>().swap(w_.bytes);
   w_.q = nullptr;
+  if (int4_panels_ok_) {  // the panels carry the scales and zero points too (ForwardReference: NaN)
+    std::vector<float>().swap(w_.scales);
+    std::vector<float>().swap(w_.zeros);
+    fast_.scales = fast_.zeros = nullptr;
+  }
 }
 
 }  // namespace tessera::backend::cpu

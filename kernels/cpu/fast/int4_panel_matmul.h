@@ -8,21 +8,23 @@
 // (float_panel_matmul.h), which broadcast one activation into 16 columns per FMA.
 //
 // Layout (RepackInt4Panels, at load): panel p holds columns [16p, 16p + 16); for each group g of
-// G = w.scale_k codes it stores, 64-byte aligned, the 16 columns' zero points (16 f32), their
-// scales (16 f32), then G / 2 lines of 16 bytes, line t holding byte t of the group of each
-// column: codes 2t (bits 0-3) and 2t + 1 (bits 4-7) of that group, as kU4Pairs rows do. The
-// scales sit next to their codes, so each panel is one sequential stream. Columns past N are
-// zero (codes, scales and zero points: they contribute +0).
+// G = w.scale_k codes it stores, 64-byte aligned, the 16 columns' centred zero points z − 8 (16
+// f32), their scales (16 f32), then G / 2 lines of 16 bytes, line t holding byte t of the group
+// of each column: codes 2t (bits 0-3) and 2t + 1 (bits 4-7) of that group, as kU4Pairs rows do.
+// The scales sit next to their codes, so each panel is one sequential stream. Columns past N are
+// zero bytes (their lanes are never stored).
 //
 // Numerics and batch invariance: output (m, n) is one f32 lane. Per group g, a = Σ x[m, k] ·
-// (float(q[n, k]) − z[n, g]) with FMA in ascending k, from +0; then tot = fma(s[n, g], a, tot),
-// g ascending from tot = +0; then + bias. Every weight takes the reference's first rounding
-// (float(q) − z); the scale multiplies the group's sum instead of each weight, which is within
-// the reference's bound: |y − exact| ≤ (K + G + 2)·u·Σ|x·w| (u = 2^-24), against the reference's
-// (K + 1)·u·Σ|x·w| plus its per-weight rounding. Up to 6 rows (decode, small batches) decode the
-// codes in registers; more rows decode four panels at a time, a K block of whole groups, to an
-// L2-resident f32 buffer and run 6-row tiles over it — the same values in the same order, so a
-// row's result is bit-identical alone or in any batch, under any column split.
+// (q[n, k] − 8) with FMA in ascending k from +0 (q − 8 is exact), then c = a − (z[n, g] − 8) ·
+// Σx (Σx: the group's activations summed once per row in a fixed order), then tot = fma(s[n, g],
+// c, tot), g ascending from +0; then + bias. That is Σ (q − z) · s · x with the zero point taken
+// out of the per-weight decode: subtracting it per weight cost 15-23% of the batch-1 rate
+// (bench/README.md, twelfth session). The price is the bound: |y − exact| ≤ (K + G + 2)·u·Σ s ·
+// (|q − 8| + |z − 8|)·|x| (u = 2^-24) instead of (K + 1)·u·Σ|x·w|; for symmetric layers (z = 8,
+// GPTQ's sym=True) the two are the same sum and c = a exactly. Up to 6 rows (decode, small
+// batches) decode the codes in registers; more rows decode four panels at a time, a K block of
+// whole groups, to an L2-resident f32 buffer and run 6-row tiles over it — the same values in the
+// same order, so a row's result is bit-identical alone or in any batch, under any column split.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_PANEL_MATMUL_H_
 
