@@ -12,7 +12,7 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
-#include "kernels/cpu/fast/int4_panel_matmul.h"
+#include "kernels/cpu/fast/four_bit_panel_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
@@ -250,15 +250,18 @@ void QuantizedLinear::InitFast() {
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data());
     fp8_panels_ok_ = true;
   }
-  // INT4 weight-only with f32 activations: 16-column panels with the scales beside the codes
-  // (int4_panel_matmul.h), activations in their natural order. FastQuantMatmul's row kernel
-  // reached 0.34-0.37x of oneDNN bf16 at M = 128, the panels about 0.5x, and batch 1 streams
-  // 15-23% faster (bench/README.md, twelfth session).
-  if (fast_ok_ && f.decode == kf::QuantDecode::kInt4 && kf::Int4PanelSupported(fast_)) {
-    x16_ = kc::HugePageBuffer(kf::Int4PanelsBytes(s.n, s.k, fast_.scale_k));
-    fast_ = kf::RepackInt4Panels(fast_, x16_.data());
+  // 4-bit weights with f32 activations (INT4 weight-only, MXFP4, NVFP4 W4A16): 16-column panels
+  // with the scales beside the codes (four_bit_panel_matmul.h), activations in their natural
+  // order. FastQuantMatmul's row kernels reached 0.34-0.37x of oneDNN bf16 at M = 128, the
+  // panels about 0.5x, and batch 1 streams faster (bench/README.md, twelfth session).
+  const bool four_bit = f.decode == kf::QuantDecode::kInt4 ||
+                        (s.activation == ActivationFormat::kFloat &&
+                         (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4));
+  if (fast_ok_ && four_bit && kf::FourBitPanelSupported(fast_)) {
+    x16_ = kc::HugePageBuffer(kf::FourBitPanelsBytes(fast_));
+    fast_ = kf::RepackFourBitPanels(fast_, x16_.data());
     fast_permute_ = false;
-    int4_panels_ok_ = true;
+    four_bit_panels_ok_ = true;
   }
 }
 
@@ -378,8 +381,8 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     xin = xa.data();
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
-  if (int4_panels_ok_) {
-    split(n, [&](int64_t b, int64_t e) { kf::Int4PanelMatmul(f, xin, rows, bias, y, b, e); });
+  if (four_bit_panels_ok_) {
+    split(n, [&](int64_t b, int64_t e) { kf::FourBitPanelMatmul(f, xin, rows, bias, y, b, e); });
     return true;
   }
   if (fp8_panels_ok_) {

@@ -115,14 +115,14 @@ class QuantizedLinear : public Linear {
   bool fp8_scaled_acts_ = false;
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
   // The 16-column int8-activation tiles q8_ points into (INT4 / INT8 / INT3 / INT2, NVFP4,
-  // MXFP4), the INT8 W8A8 panels (int8_dot_ok_), the FP8 panels (fp8_panels_ok_) or the INT4
-  // weight-only panels (int4_panels_ok_).
+  // MXFP4), the INT8 W8A8 panels (int8_dot_ok_), the FP8 panels (fp8_panels_ok_) or the 4-bit
+  // panels of INT4, MXFP4 and NVFP4 W4A16 (four_bit_panels_ok_).
   kernels::cpu::HugePageBuffer x16_;
   bool q8_ok_ = false;
   std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift
   bool int8_dot_ok_ = false;            // x16_ holds the INT8 W8A8 panels
   bool fp8_panels_ok_ = false;          // x16_ holds FP8 panels (fast_.q points into them)
-  bool int4_panels_ok_ = false;         // x16_ holds INT4 panels with their scales and zeros
+  bool four_bit_panels_ok_ = false;     // x16_ holds 4-bit panels with their scales (and zeros)
 };
 
 }  // namespace tessera::backend::cpu

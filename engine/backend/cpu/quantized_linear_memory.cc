@@ -26,7 +26,7 @@ int64_t QuantizedLinear::CodeBytes() const {
 }
 
 void QuantizedLinear::ReleaseCheckpointCodes() {
-  if ((q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || int4_panels_ok_) && w_.q != nullptr) {
+  if ((q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || four_bit_panels_ok_) && w_.q != nullptr) {
     io::ReleaseMappedPages({w_.q, static_cast<size_t>(CodeBytes())});
   }
 }
@@ -34,7 +34,7 @@ void QuantizedLinear::ReleaseCheckpointCodes() {
 int64_t QuantizedLinear::weight_bytes() const {
   // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s). The
   // byte tiles of INT3 / INT2 spend a byte per code, more than the checkpoint's bits.
-  if ((q8_ok_ && q8_.format == kf::FastFormat::kU8x16) || int4_panels_ok_) return x16_.size();
+  if ((q8_ok_ && q8_.format == kf::FastFormat::kU8x16) || four_bit_panels_ok_) return x16_.size();
   const auto& s = w_.spec;
   const int64_t codes = CodeBytes();
   switch (s.weight_format) {
@@ -47,7 +47,7 @@ int64_t QuantizedLinear::weight_bytes() const {
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
   // INT4 panels hold the scales and zero points beside the codes.
-  if (q8_ok_ || int8_dot_ok_ || int4_panels_ok_) return {{x16_.data(), x16_.size()}};
+  if (q8_ok_ || int8_dot_ok_ || four_bit_panels_ok_) return {{x16_.data(), x16_.size()}};
   if (fp8_panels_ok_) {  // the panels hold the codes; the weight scales stay where they were
     const kc::Fp8Weights fw = w_.AsFp8();
     const int64_t count = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? w_.spec.n : 1;
@@ -73,7 +73,7 @@ std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
 }
 
 void QuantizedLinear::DropReferenceCodes() {
-  if (!(q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || int4_panels_ok_) || w_.bytes.empty() ||
+  if (!(q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || four_bit_panels_ok_) || w_.bytes.empty() ||
       w_.q != w_.bytes.data()) {
     return;
   }
@@ -83,10 +83,16 @@ void QuantizedLinear::DropReferenceCodes() {
   if (int8_dot_ok_ && s.activation_origin != ScaleOrigin::kStatic && s.activation_asymmetric) return;
   std::vector<uint8_t>().swap(w_.bytes);
   w_.q = nullptr;
-  if (int4_panels_ok_) {  // the panels carry the scales and zero points too (ForwardReference: NaN)
+  // The 4-bit panels carry the scales, zero points and block scales too (ForwardReference: NaN).
+  if (four_bit_panels_ok_) {
     std::vector<float>().swap(w_.scales);
     std::vector<float>().swap(w_.zeros);
     fast_.scales = fast_.zeros = nullptr;
+    if (w_.block_scales != nullptr && w_.block_scales == w_.scale_bytes.data()) {
+      std::vector<uint8_t>().swap(w_.scale_bytes);
+      w_.block_scales = nullptr;
+      fast_.block_scales = nullptr;
+    }
   }
 }
 

@@ -1,0 +1,440 @@
+// AVX-512 kernel of four_bit_panel_matmul.h: one tile template (up to 6 rows x 4 panels of
+// accumulators, a group at a time; INT4 folds each group's sum into running totals with its
+// scales) fed either by an in-register decoder of the code lines (≤ 6 rows) or by a block of four
+// panels decoded once to f32 (more rows).
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
+// _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+#include "kernels/cpu/fast/four_bit_panel_matmul.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/fast/column_panels.h"
+#include "kernels/numeric/e8m0.h"
+#include "kernels/numeric/fp8.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+
+#include "hwy/aligned_allocator.h"
+#include "hwy/base.h"
+#define TESSERA_FOUR_BIT_PANEL_X86 1
+#endif
+
+namespace tessera::kernels::cpu::fast {
+
+namespace {
+
+// The group geometry of a format: G codes per group, a header of `head` bytes before its lines
+// (INT4: 16 centred zero points and 16 scales, f32; FP4: the 16 columns' scale bytes).
+struct Geometry {
+  int64_t group, head;
+  int64_t GroupBytes() const { return head + group * 8; }
+};
+
+Geometry GeometryOf(const FastQuantWeights& w) {
+  switch (w.decode) {
+    case QuantDecode::kMxfp4:
+      return {32, 16};
+    case QuantDecode::kNvfp4:
+      return {16, 16};
+    default:
+      return {w.scale_k, 128};
+  }
+}
+
+}  // namespace
+
+bool FourBitPanelAvailable() {
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
+  return has;
+}
+
+bool FourBitPanelSupported(const FastQuantWeights& w) {
+  if (!FourBitPanelAvailable() || w.q == nullptr || w.n <= 0 || w.k <= 0 ||
+      w.row_scale != nullptr || w.col_scale != nullptr || w.act_block_scales) {
+    return false;
+  }
+  switch (w.decode) {
+    case QuantDecode::kInt4:
+      return w.scales != nullptr && w.zeros != nullptr && w.scale_k > 0 && w.scale_k % 2 == 0 &&
+             w.k % w.scale_k == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / w.scale_k;
+    case QuantDecode::kMxfp4:
+    case QuantDecode::kNvfp4: {
+      const bool mx = w.decode == QuantDecode::kMxfp4;
+      const int64_t group = mx ? 32 : 16;
+      if (w.block_scales == nullptr || w.k % group != 0) return false;
+      return std::none_of(w.block_scales, w.block_scales + w.n * (w.k / group), [mx](uint8_t b) {
+        return mx ? b == numeric::kE8m0NanCode : (b & 0x7F) == numeric::kE4m3NanCode;
+      });
+    }
+    default:
+      return false;
+  }
+}
+
+int64_t FourBitPanelsBytes(const FastQuantWeights& w) {
+  const Geometry geo = GeometryOf(w);
+  return panels::Count(w.n) * (w.k / geo.group) * geo.GroupBytes();
+}
+
+FastQuantWeights RepackFourBitPanels(const FastQuantWeights& w, uint8_t* dst) {
+  const Geometry geo = GeometryOf(w);
+  const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
+  const bool int4 = w.decode == QuantDecode::kInt4;
+  for (int64_t p = 0; p < panels::Count(w.n); ++p) {
+    uint8_t* panel = dst + p * groups * gb;
+    std::memset(panel, 0, groups * gb);
+    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < w.n; ++c) {
+      const int64_t col = p * panels::kCols + c;
+      for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* head = panel + g * gb;
+        if (int4) {
+          const float centred = w.zeros[col * groups + g] - 8.0f;
+          std::memcpy(head + 4 * c, &centred, 4);
+          std::memcpy(head + 64 + 4 * c, &w.scales[col * groups + g], 4);
+        } else {
+          head[c] = w.block_scales[col * groups + g];
+        }
+        const uint8_t* codes = w.q + col * (w.k / 2) + g * (geo.group / 2);
+        for (int64_t t = 0; t < geo.group / 2; ++t) {
+          head[geo.head + t * panels::kCols + c] = codes[t];
+        }
+      }
+    }
+  }
+  FastQuantWeights out = w;
+  out.q = dst;
+  return out;
+}
+
+#if defined(TESSERA_FOUR_BIT_PANEL_X86)
+
+}  // namespace tessera::kernels::cpu::fast
+
+HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx2,fma")
+
+namespace tessera::kernels::cpu::fast {
+
+namespace {
+
+constexpr int kTileRows = 6;
+constexpr int kTileVecs = 4;
+// More rows than one tile decode this many k of four panels at a time (whole groups, at least
+// one): 128 KiB of f32, which every row tile then reads from L2.
+constexpr int64_t kBlockK = 512;
+
+// The format's code values, one per 4-bit index: INT4 q − 8, FP4 E2M1 (bit 3 the sign).
+template <QuantDecode F>
+HWY_INLINE __m512 CodeValues() {
+  if constexpr (F == QuantDecode::kInt4) {
+    return _mm512_set_ps(7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8);
+  } else {
+    return _mm512_set_ps(-6.0f, -4.0f, -3.0f, -2.0f, -1.5f, -1.0f, -0.5f, -0.0f, 6.0f, 4.0f, 3.0f,
+                         2.0f, 1.5f, 1.0f, 0.5f, 0.0f);
+  }
+}
+
+// An FP4 group's 16 scales from its header bytes, exactly: UE4M3 as fast_quant_matmul.cc decodes
+// E4M3 (the byte sign-extended and shifted into an f32's fields, times 2^120; the NaN code is
+// excluded by FourBitPanelSupported), E8M0 as 2^(e − 127) (e = 0 is the subnormal 2^-127).
+template <QuantDecode F>
+HWY_INLINE __m512 GroupScales(const uint8_t* head) {
+  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(head));
+  if constexpr (F == QuantDecode::kNvfp4) {
+    const __m512i v = _mm512_slli_epi32(_mm512_cvtepi8_epi32(bytes), 20);
+    const __m512i bits = _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int32_t>(0x87F00000u)));
+    return _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(1.329227995784916e36f));
+  } else {
+    const __m512i e = _mm512_cvtepu8_epi32(bytes);
+    const __m512i bits = _mm512_mask_mov_epi32(_mm512_slli_epi32(e, 23),
+                                               _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
+                                               _mm512_set1_epi32(0x00400000));
+    return _mm512_castsi512_ps(bits);
+  }
+}
+
+// The two k of a code line for 16 columns (`vpermps` reads only the low 4 bits of each index, so
+// the byte itself indexes code 2t and the byte >> 4 code 2t + 1): INT4 q − 8 (subtracting each
+// column's zero point here instead cost 15-23% of the batch-1 rate: bench/README.md), FP4
+// e2m1 · scale.
+template <QuantDecode F>
+HWY_INLINE void DecodeLine(const uint8_t* line, __m512 scale, __m512* w0, __m512* w1) {
+  const __m512 values = CodeValues<F>();
+  const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line)));
+  *w0 = _mm512_permutexvar_ps(b, values);
+  *w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), values);
+  if constexpr (F != QuantDecode::kInt4) {
+    *w0 = _mm512_mul_ps(*w0, scale);
+    *w1 = _mm512_mul_ps(*w1, scale);
+  }
+}
+
+struct Job {
+  const uint8_t* panels;  // the tile's first panel
+  int64_t panel_bytes, group_bytes, head_bytes;
+  int64_t lines;          // code lines per group (G / 2)
+  int64_t g0, g1;         // the groups of this block
+  const float* dec;       // decoded block: k = 16 · (j · dec_panel + i) for panel j, block k i
+  int64_t dec_panel;
+  const float* x;         // row m0, k = 0
+  int64_t x_stride;
+  const float* sums;      // INT4: Σ x over each group, row m0, group 0 (GroupSums)
+  int64_t sums_stride;
+  float* tot;             // INT4: running totals; FP4: parked accumulators. [row][kTileVecs][16]
+  bool first, last;       // first / last block of K
+  float alpha;            // FP4: y = α · acc
+  float* y;               // y + m0 · y_stride + col0
+  int64_t y_stride;
+  const float* bias;      // bias + col0, or null
+  __mmask16 store[kTileVecs];
+};
+
+template <int MR, int NV, bool kDecoded, QuantDecode F>
+void GroupTile(const Job& a) {
+  constexpr bool kFold = F == QuantDecode::kInt4;  // per-group sums folded into tot
+  __m512 acc[MR][NV];
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NV; ++j) {
+      float* t = a.tot + (i * kTileVecs + j) * 16;
+      if (kFold && a.first) _mm512_storeu_ps(t, _mm512_setzero_ps());
+      acc[i][j] = kFold || a.first ? _mm512_setzero_ps() : _mm512_loadu_ps(t);
+    }
+  }
+  const int64_t group = 2 * a.lines;
+  for (int64_t g = a.g0; g < a.g1; ++g) {
+    const uint8_t* head = a.panels + g * a.group_bytes;
+    const float* xg = a.x + g * group;
+    // Per accumulator: k = 2t, then 2t + 1, t ascending, in both loop nests.
+    if constexpr (kDecoded) {
+      const float* dg = a.dec + (g - a.g0) * group * 16;
+      for (int64_t t = 0; t < a.lines; ++t) {
+        for (int h = 0; h < 2; ++h) {
+          __m512 w[NV];
+          for (int j = 0; j < NV; ++j) w[j] = _mm512_loadu_ps(dg + (j * a.dec_panel + 2 * t + h) * 16);
+          for (int i = 0; i < MR; ++i) {
+            const __m512 xv = _mm512_set1_ps(xg[i * a.x_stride + 2 * t + h]);
+            for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(xv, w[j], acc[i][j]);
+          }
+        }
+      }
+    } else {
+      __m512 scale[NV];
+      for (int j = 0; j < NV; ++j) {
+        scale[j] = kFold ? _mm512_setzero_ps() : GroupScales<F>(head + j * a.panel_bytes);
+      }
+      for (int64_t t = 0; t < a.lines; ++t) {
+        for (int j = 0; j < NV; ++j) {
+          __m512 w0, w1;
+          DecodeLine<F>(head + j * a.panel_bytes + a.head_bytes + 16 * t, scale[j], &w0, &w1);
+          for (int i = 0; i < MR; ++i) {
+            const float* xi = xg + i * a.x_stride + 2 * t;
+            acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xi[0]), w0, acc[i][j]);
+            acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xi[1]), w1, acc[i][j]);
+          }
+        }
+      }
+    }
+    if constexpr (kFold) {
+      // tot += s · (a − (z − 8) · Σx): the group's Σ (q − z) · x.
+      for (int j = 0; j < NV; ++j) {
+        const float* hj = reinterpret_cast<const float*>(head + j * a.panel_bytes);
+        const __m512 zc = _mm512_loadu_ps(hj), s = _mm512_loadu_ps(hj + 16);
+        for (int i = 0; i < MR; ++i) {
+          const __m512 c =
+              _mm512_fnmadd_ps(zc, _mm512_set1_ps(a.sums[i * a.sums_stride + g]), acc[i][j]);
+          float* t = a.tot + (i * kTileVecs + j) * 16;
+          _mm512_storeu_ps(t, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t)));
+          acc[i][j] = _mm512_setzero_ps();
+        }
+      }
+    }
+  }
+  if (!a.last) {
+    if constexpr (!kFold) {
+      for (int i = 0; i < MR; ++i) {
+        for (int j = 0; j < NV; ++j) _mm512_storeu_ps(a.tot + (i * kTileVecs + j) * 16, acc[i][j]);
+      }
+    }
+    return;
+  }
+  for (int j = 0; j < NV; ++j) {
+    const __m512 b = a.bias != nullptr ? _mm512_maskz_loadu_ps(a.store[j], a.bias + 16 * j)
+                                       : _mm512_setzero_ps();
+    for (int i = 0; i < MR; ++i) {
+      const __m512 t = kFold ? _mm512_loadu_ps(a.tot + (i * kTileVecs + j) * 16)
+                             : _mm512_mul_ps(_mm512_set1_ps(a.alpha), acc[i][j]);
+      const __m512 v = a.bias != nullptr ? _mm512_add_ps(t, b) : t;
+      _mm512_mask_storeu_ps(a.y + i * a.y_stride + 16 * j, a.store[j], v);
+    }
+  }
+}
+
+using TileFn = void (*)(const Job&);
+
+template <int MR, bool kDecoded, QuantDecode F>
+constexpr TileFn ForVecs(int nv) {
+  switch (nv) {
+    case 1:
+      return &GroupTile<MR, 1, kDecoded, F>;
+    case 2:
+      return &GroupTile<MR, 2, kDecoded, F>;
+    case 3:
+      return &GroupTile<MR, 3, kDecoded, F>;
+    default:
+      return &GroupTile<MR, 4, kDecoded, F>;
+  }
+}
+
+template <bool kDecoded, QuantDecode F>
+TileFn PickTile(int mr, int nv) {
+  static_assert(kTileRows == 6 && kTileVecs == 4, "PickTile covers 6 x 4 tiles");
+  switch (mr) {
+    case 1:
+      return ForVecs<1, kDecoded, F>(nv);
+    case 2:
+      return ForVecs<2, kDecoded, F>(nv);
+    case 3:
+      return ForVecs<3, kDecoded, F>(nv);
+    case 4:
+      return ForVecs<4, kDecoded, F>(nv);
+    case 5:
+      return ForVecs<5, kDecoded, F>(nv);
+    default:
+      return ForVecs<6, kDecoded, F>(nv);
+  }
+}
+
+// Panels [0, nv) of the job's tile, groups [g0, g1), decoded to a.dec's layout.
+template <QuantDecode F>
+void DecodeBlock(const Job& a, int nv, float* dec) {
+  const int64_t group = 2 * a.lines;
+  for (int j = 0; j < nv; ++j) {
+    for (int64_t g = a.g0; g < a.g1; ++g) {
+      const uint8_t* head = a.panels + j * a.panel_bytes + g * a.group_bytes;
+      const __m512 scale = F == QuantDecode::kInt4 ? _mm512_setzero_ps() : GroupScales<F>(head);
+      float* out = dec + (j * a.dec_panel + (g - a.g0) * group) * 16;
+      for (int64_t t = 0; t < a.lines; ++t) {
+        __m512 w0, w1;
+        DecodeLine<F>(head + a.head_bytes + 16 * t, scale, &w0, &w1);
+        _mm512_storeu_ps(out + 32 * t, w0);
+        _mm512_storeu_ps(out + 32 * t + 16, w1);
+      }
+    }
+  }
+}
+
+// sums[m · groups + g] = Σ x[m, k] over group g's k, in one fixed order (16 lanes, k ascending in
+// each, then the lanes' fixed reduction; a group of fewer than 16 k: k ascending), so that every
+// row gets the same sums in any call.
+void GroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* sums) {
+  const int64_t groups = k / group;
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t g = 0; g < groups; ++g) {
+      const float* p = x + m * k + g * group;
+      float s;
+      if (group % 16 == 0) {
+        __m512 v = _mm512_loadu_ps(p);
+        for (int64_t i = 16; i < group; i += 16) v = _mm512_add_ps(v, _mm512_loadu_ps(p + i));
+        s = _mm512_reduce_add_ps(v);
+      } else {
+        s = 0.0f;
+        for (int64_t i = 0; i < group; ++i) s += p[i];
+      }
+      sums[m * groups + g] = s;
+    }
+  }
+}
+
+template <QuantDecode F>
+void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias, float* y,
+         int64_t n_begin, int64_t n_end) {
+  const Geometry geo = GeometryOf(w);
+  const int64_t group = geo.group, groups = w.k / group;
+  const bool decoded = rows > kTileRows;
+  const int64_t block_groups = decoded ? std::max<int64_t>(1, kBlockK / group) : groups;
+  thread_local hwy::AlignedFreeUniquePtr<float[]> dec, tot;
+  thread_local std::vector<float> sums;
+  thread_local int64_t dec_capacity = 0, tot_capacity = 0;
+  const int64_t dec_size = decoded ? kTileVecs * block_groups * group * 16 : 0;
+  const int64_t tot_size = rows * kTileVecs * 16;
+  if (dec_capacity < dec_size) {
+    dec = hwy::AllocateAligned<float>(dec_size);
+    dec_capacity = dec_size;
+  }
+  if (tot_capacity < tot_size) {
+    tot = hwy::AllocateAligned<float>(tot_size);
+    tot_capacity = tot_size;
+  }
+  if constexpr (F == QuantDecode::kInt4) {
+    sums.resize(rows * groups);
+    GroupSums(x, rows, w.k, group, sums.data());
+  }
+  Job a;
+  a.group_bytes = geo.GroupBytes();
+  a.head_bytes = geo.head;
+  a.panel_bytes = groups * a.group_bytes;
+  a.lines = group / 2;
+  a.dec = dec.get();
+  a.dec_panel = block_groups * group;
+  a.x_stride = w.k;
+  a.sums_stride = groups;
+  a.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
+  a.y_stride = w.n;
+  const int64_t p_begin = n_begin / panels::kCols, p_end = panels::Count(n_end);
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
+    const int nv = static_cast<int>(std::min<int64_t>(kTileVecs, p_end - p0));
+    for (int j = 0; j < kTileVecs; ++j) a.store[j] = panels::StoreMask(p0 + j, n_begin, n_end);
+    a.panels = w.q + p0 * a.panel_bytes;
+    const int64_t col0 = p0 * panels::kCols;
+    a.bias = bias != nullptr ? bias + col0 : nullptr;
+    for (int64_t g0 = 0; g0 < groups; g0 += block_groups) {
+      a.g0 = g0;
+      a.g1 = std::min(groups, g0 + block_groups);
+      a.first = g0 == 0;
+      a.last = a.g1 == groups;
+      if (decoded) DecodeBlock<F>(a, nv, dec.get());
+      for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
+        a.x = x + m0 * w.k;
+        a.sums = F == QuantDecode::kInt4 ? sums.data() + m0 * groups : nullptr;
+        a.tot = tot.get() + m0 * kTileVecs * 16;
+        a.y = y + m0 * w.n + col0;
+        (decoded ? PickTile<true, F>(mr, nv) : PickTile<false, F>(mr, nv))(a);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void FourBitPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                        float* y, int64_t n_begin, int64_t n_end) {
+  if (rows <= 0 || n_begin >= n_end) return;
+  switch (w.decode) {
+    case QuantDecode::kInt4:
+      return Run<QuantDecode::kInt4>(w, x, rows, bias, y, n_begin, n_end);
+    case QuantDecode::kMxfp4:
+      return Run<QuantDecode::kMxfp4>(w, x, rows, bias, y, n_begin, n_end);
+    case QuantDecode::kNvfp4:
+      return Run<QuantDecode::kNvfp4>(w, x, rows, bias, y, n_begin, n_end);
+    default:
+      return;
+  }
+}
+
+HWY_POP_ATTRIBUTES
+
+#else  // not x86-64 GCC/Clang: never called (FourBitPanelAvailable() is false), for the link.
+
+void FourBitPanelMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*,
+                        int64_t, int64_t) {}
+
+#endif
+
+}  // namespace tessera::kernels::cpu::fast

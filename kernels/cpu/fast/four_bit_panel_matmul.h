@@ -1,0 +1,72 @@
+// 4-bit weights with exact f32 activations on 16-column panels: the kernel QuantizedLinear runs on
+// AVX-512 CPUs for integer weight-only layers (GPTQ, AWQ, compressed-tensors pack-quantized:
+// kU4Pairs codes with a scale and zero point per (column, group)), MXFP4 (gpt-oss: E2M1 codes,
+// an E8M0 scale per 32) and NVFP4 W4A16 (E2M1 codes, a UE4M3 scale per 16, a global alpha),
+// decode and prefill alike.
+//
+// Why: FastQuantMatmul's 4-bit decoders build a value table per (row, block) and sum each output
+// as a lane-parallel dot product over K; its prefill tiles reload activations for every column
+// and reached 0.34-0.37x of oneDNN's bf16 matmul (M = 128), and batch 1 streamed 12-20 GB/s.
+// Panels broadcast one activation into 16 columns per FMA, as the f32 panels of
+// float_panel_matmul.h do (about 0.5x of oneDNN bf16, the f32 FMA ceiling here).
+//
+// Layout (RepackFourBitPanels, at load): panel p holds columns [16p, 16p + 16); for each group g
+// (INT4: w.scale_k codes; MXFP4: 32; NVFP4: 16) it stores a header, then G / 2 lines of 16 bytes,
+// line t holding byte t of the group of each column: codes 2t (bits 0-3) and 2t + 1 (bits 4-7),
+// as the checkpoint's rows pair them. INT4's header is the 16 columns' centred zero points z − 8
+// (16 f32) and their scales (16 f32); FP4's is the 16 columns' scale bytes. The scales sit next to
+// their codes, so each panel is one sequential stream. Columns past N are zero bytes (their lanes
+// are never stored).
+//
+// Numerics and batch invariance: output (m, n) is one f32 lane.
+//  * FP4: each weight decodes exactly to e2m1 · scale (both formats' products are exact in f32),
+//    acc = Σ x · w with FMA in ascending k from +0, then y = α · acc (+ bias): the reference's
+//    weights before its α, within (K + 2)·u·Σ|x·w| (u = 2^-24).
+//  * INT4: per group, a = Σ x · (q − 8) with FMA in ascending k from +0 (q − 8 is exact), then
+//    c = a − (z − 8) · Σx (Σx: the group's activations summed once per row in a fixed order),
+//    tot = fma(s, c, tot), g ascending from +0; then + bias. That is Σ (q − z) · s · x with the
+//    zero point out of the per-weight decode: subtracting it per weight cost 15-23% of the batch-1
+//    rate (bench/README.md, twelfth session). The price is the bound, |y − exact| ≤
+//    (K + G + 2)·u·Σ s·(|q − 8| + |z − 8|)·|x| instead of (K + 1)·u·Σ|x·w|; for symmetric layers
+//    (z = 8, GPTQ's sym=True) the two are the same sum and c = a exactly.
+// Up to 6 rows (decode, small batches) decode the codes in registers; more rows decode four
+// panels at a time, a K block of whole groups, to an L2-resident f32 buffer and run 6-row tiles
+// over it — the same values in the same order, so a row's result is bit-identical alone or in
+// any batch, under any column split.
+#ifndef TESSERA_KERNELS_CPU_FAST_FOUR_BIT_PANEL_MATMUL_H_
+#define TESSERA_KERNELS_CPU_FAST_FOUR_BIT_PANEL_MATMUL_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/fast/fast_quant_matmul.h"
+
+namespace tessera::kernels::cpu::fast {
+
+// Whether this CPU runs the panel kernel (AVX-512 F, BW and VL; not under TESSERA_CPU_ISA=avx2).
+bool FourBitPanelAvailable();
+
+// Whether the panel kernel takes `w`, on a CPU where FourBitPanelAvailable(), with no W8A8
+// epilogue (row_scale / col_scale null): kInt4 codes with per-(column, group) scales and zero
+// points (scale_rows 1, scale_row_stride = k / scale_k, scale_k even and dividing k); kMxfp4
+// with k % 32 == 0 and no NaN scale (0xFF); kNvfp4 with k % 16 == 0 and no NaN scale (0x7F /
+// 0xFF; such layers keep FastQuantMatmul's table decode, which propagates them). Reads every
+// FP4 scale byte once.
+bool FourBitPanelSupported(const FastQuantWeights& w);
+
+// Bytes of the panels of `w` (its format, n, k and, for kInt4, scale_k).
+int64_t FourBitPanelsBytes(const FastQuantWeights& w);
+
+// w (codes [n, k / 2] as nibble pairs, its scales, zero points or block scales) repacked into
+// `dst` (FourBitPanelsBytes, 64-byte aligned): the returned weights' q points at the panels
+// (which hold the scales and zero points too); everything else is w's.
+FastQuantWeights RepackFourBitPanels(const FastQuantWeights& w, uint8_t* dst);
+
+// FastQuantMatmul's contract on the panels: y [rows, w.n] for columns [n_begin, n_end), x
+// [rows, w.k] in its natural order (no FastQuantPermuteActivations). Requires
+// FourBitPanelSupported(w) and w from RepackFourBitPanels.
+void FourBitPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                        float* y, int64_t n_begin, int64_t n_end);
+
+}  // namespace tessera::kernels::cpu::fast
+
+#endif  // TESSERA_KERNELS_CPU_FAST_FOUR_BIT_PANEL_MATMUL_H_

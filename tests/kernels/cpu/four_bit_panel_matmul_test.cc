@@ -1,0 +1,285 @@
+// The 4-bit panel kernel (kernels/cpu/fast/four_bit_panel_matmul.h) on random codes and odd
+// shapes, for INT4 weight-only (fractional and integer zero points, groups of 2 to K), MXFP4 and
+// NVFP4 W4A16:
+//  * each output within the header's bound of the exact sum in double of x times the reference's
+//    dequantized weights: INT4 (float(q) − z) · s as kernels/cpu/quant's IntWeights decode them;
+//    MXFP4 e2m1 · 2^(e − 127); NVFP4 (e2m1 · sf) · α, with subnormal and negative scale bytes;
+//  * every row bit-identical alone (the register path) and in calls of 2-20 rows (6-row tiles
+//    over decoded K blocks), under column splits at odd places and panel boundaries;
+//  * the repack puts each code, scale and zero point where the header says; NaN scale codes
+//    are refused.
+#include "kernels/cpu/fast/four_bit_panel_matmul.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/quant/int_weight_only_matmul.h"
+#include "kernels/numeric/e8m0.h"
+#include "kernels/numeric/fp4.h"
+#include "kernels/numeric/fp8.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+struct Layer {
+  QuantDecode format;
+  int64_t n, k, group;
+  std::vector<uint8_t> codes, q, block_scales;  // codes one per byte [n, k]; q nibble pairs
+  std::vector<float> scales, zeros, bias;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
+  FastQuantWeights w;
+
+  // The reference's dequantized weight (column c, element i), α included.
+  double Weight(int64_t c, int64_t i) const {
+    const int64_t g = c * (k / group) + i / group;
+    const uint8_t q = codes[c * k + i];
+    switch (format) {
+      case QuantDecode::kInt4:
+        return (static_cast<float>(q) - zeros[g]) * scales[g];
+      case QuantDecode::kMxfp4:
+        return numeric::DecodeE2m1(q) * numeric::DecodeE8m0(block_scales[g]);
+      default:
+        return (numeric::DecodeE2m1(q) * numeric::DecodeUe4m3(block_scales[g])) * w.alpha;
+    }
+  }
+  // The header's bound's per-product magnitude: |x| times this.
+  double Magnitude(int64_t c, int64_t i) const {
+    if (format != QuantDecode::kInt4) return std::fabs(Weight(c, i));
+    const int64_t g = c * (k / group) + i / group;
+    return scales[g] * (std::fabs(codes[c * k + i] - 8.0) + std::fabs(zeros[g] - 8.0));
+  }
+};
+
+void Repack(Layer& l) {
+  l.w.q = l.q.data();
+  l.w.scales = l.scales.data();
+  l.w.zeros = l.zeros.data();
+  l.w.block_scales = l.block_scales.data();
+  l.panels = hwy::AllocateAligned<uint8_t>(FourBitPanelsBytes(l.w));
+  l.w = RepackFourBitPanels(l.w, l.panels.get());
+}
+
+Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int4_group, uint32_t seed) {
+  const int64_t group = format == QuantDecode::kInt4    ? int4_group
+                        : format == QuantDecode::kMxfp4 ? 32
+                                                        : 16;
+  Layer l{format, n, k, group, {}, {}, {}, {}, {}, {}, nullptr, {}};
+  std::mt19937 rng(seed);
+  l.codes.resize(n * k);
+  for (auto& c : l.codes) c = static_cast<uint8_t>(rng() % 16);
+  l.q.resize(n * k / 2);
+  for (int64_t r = 0; r < n; ++r) PackU4Pairs(l.codes.data() + r * k, k, l.q.data() + r * k / 2);
+  std::uniform_real_distribution<float> scale(1e-3f, 5e-2f), zero(0.0f, 15.0f);
+  FastQuantWeights& w = l.w;
+  w.decode = format;
+  w.n = n;
+  w.k = k;
+  const int64_t groups = n * (k / group);
+  if (format == QuantDecode::kInt4) {
+    for (int64_t i = 0; i < groups; ++i) {
+      l.scales.push_back(scale(rng));
+      // Integer zero points (GPTQ, AWQ) and fractional ones.
+      l.zeros.push_back(i % 3 == 0 ? static_cast<float>(rng() % 16) : zero(rng));
+    }
+    w.scale_rows = 1;
+    w.scale_row_stride = k / group;
+    w.scale_k = group;
+  } else {
+    for (int64_t i = 0; i < groups; ++i) {
+      uint8_t b;
+      if (format == QuantDecode::kMxfp4) {
+        b = static_cast<uint8_t>(i % 7 == 0 ? 0 : 100 + rng() % 40);  // 0: the subnormal 2^-127
+      } else {
+        do b = static_cast<uint8_t>(rng());  // subnormal, normal and negative (bit 7) scales
+        while ((b & 0x7F) == numeric::kE4m3NanCode);
+      }
+      l.block_scales.push_back(b);
+    }
+    w.alpha = format == QuantDecode::kNvfp4 ? 3.7e-3f : 1.0f;
+  }
+  for (int64_t i = 0; i < n; ++i) l.bias.push_back(scale(rng) * 30);
+  Repack(l);
+  return l;
+}
+
+std::vector<float> Activations(int64_t rows, int64_t k, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  if (rows > 1) x[k + 1] = 0.0f;
+  return x;
+}
+
+// y for rows [0, rows) of x, columns split into [b, e) pieces of `step`.
+std::vector<float> RunPanels(const Layer& l, const float* x, int64_t rows, int64_t step,
+                             bool bias) {
+  std::vector<float> y(rows * l.n, -7.0f);
+  for (int64_t b = 0; b < l.n; b += step) {
+    FourBitPanelMatmul(l.w, x, rows, bias ? l.bias.data() : nullptr, y.data(), b,
+                       std::min(l.n, b + step));
+  }
+  return y;
+}
+
+std::string Name(QuantDecode f) {
+  return f == QuantDecode::kInt4 ? "int4" : f == QuantDecode::kMxfp4 ? "mxfp4" : "nvfp4";
+}
+
+class FourBitPanelTest : public ::testing::TestWithParam<QuantDecode> {};
+
+TEST_P(FourBitPanelTest, AccurateAndBatchInvariantOnOddShapes) {
+  const QuantDecode format = GetParam();
+  struct Shape {
+    int64_t n, k, group;  // group: INT4 only
+  };
+  for (const Shape& s : {Shape{1, 32, 2}, Shape{17, 64, 32}, Shape{37, 256, 128}, Shape{70, 96, 96},
+                         Shape{16, 1024, 64}, Shape{33, 2048, 128}, Shape{5, 1536, 1536},
+                         Shape{67, 160, 8}}) {
+    SCOPED_TRACE(Name(format) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k));
+    const int64_t rows = 40;
+    const Layer l = Make(format, s.n, s.k, s.group, static_cast<uint32_t>(s.n * 131 + s.k));
+    if (!FourBitPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    ASSERT_TRUE(FourBitPanelSupported(l.w));
+    const std::vector<float> x = Activations(rows, s.k, static_cast<uint32_t>(s.k));
+    for (const bool bias : {true, false}) {
+      const std::vector<float> all = RunPanels(l, x.data(), rows, s.n, bias);
+      for (int64_t m = 0; m < rows; ++m) {
+        for (int64_t c = 0; c < s.n; ++c) {
+          double exact = bias ? l.bias[c] : 0.0, mag = 0;
+          for (int64_t i = 0; i < s.k; ++i) {
+            const double xv = x[m * s.k + i];
+            exact += xv * l.Weight(c, i);
+            mag += std::fabs(xv) * l.Magnitude(c, i);
+          }
+          const double tol = (s.k + l.group + 3) * std::ldexp(1.0, -24) * mag +
+                             std::ldexp(1.0, -23) * std::fabs(exact) + 1e-30;
+          ASSERT_NEAR(all[m * s.n + c], exact, tol) << "m " << m << " c " << c;
+        }
+      }
+      // Each row alone (register path) and in calls of other sizes (either path), split anyhow.
+      for (int64_t r : {1, 2, 5, 6, 7, 9, 13, 20}) {
+        for (int64_t m0 = 0; m0 + r <= rows; m0 += r) {
+          const std::vector<float> part =
+              RunPanels(l, x.data() + m0 * s.k, r, r % 2 == 0 ? 16 : 7, bias);
+          ASSERT_EQ(std::memcmp(part.data(), all.data() + m0 * s.n, r * s.n * 4), 0)
+              << "rows " << r << " from " << m0;
+        }
+      }
+    }
+  }
+}
+
+// A non-finite scale (or INT4 zero point) reaches only its own column, alone and in a batch.
+TEST_P(FourBitPanelTest, NonFiniteScalesStayInTheirColumn) {
+  Layer l = Make(GetParam(), 20, 64, 32, 9);
+  if (!FourBitPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const int64_t groups = 64 / l.group;
+  if (GetParam() == QuantDecode::kInt4) {
+    l.scales[3 * groups + 1] = INFINITY;  // column 3, group 1
+    l.zeros[17 * groups] = NAN;           // column 17, group 0
+  } else {
+    // The largest finite scales times 6 · |x| overflow: E8M0 2^127, UE4M3 448 with α = 2^127.
+    l.block_scales[3 * groups + 1] = GetParam() == QuantDecode::kMxfp4 ? 254 : 0x7E;
+    l.block_scales[17 * groups] = GetParam() == QuantDecode::kMxfp4 ? 254 : 0x7E;
+    if (GetParam() == QuantDecode::kNvfp4) l.w.alpha = 0x1p127f;
+    for (int64_t c = 0; c < 20; ++c) {
+      for (int64_t g = 0; g < groups; ++g) {
+        if (c != 3 && c != 17 && GetParam() == QuantDecode::kNvfp4) l.block_scales[c * groups + g] = 0;
+      }
+    }
+  }
+  Repack(l);
+  std::vector<float> x = Activations(8, 64, 3);
+  for (auto& v : x) v *= 1e30f;
+  for (const int64_t rows : {1, 8}) {
+    const std::vector<float> y = RunPanels(l, x.data(), rows, 20, false);
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t c = 0; c < 20; ++c) {
+        EXPECT_EQ(std::isfinite(y[m * 20 + c]), c != 3 && c != 17) << m << " " << c;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, FourBitPanelTest,
+                         ::testing::Values(QuantDecode::kInt4, QuantDecode::kMxfp4,
+                                           QuantDecode::kNvfp4),
+                         [](const ::testing::TestParamInfo<QuantDecode>& info) {
+                           return Name(info.param);
+                         });
+
+TEST(FourBitPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
+  const Layer l = Make(QuantDecode::kInt4, 19, 12, 4, 3);
+  const int64_t group_bytes = 128 + 4 * 8, panel_bytes = 3 * group_bytes;
+  ASSERT_EQ(FourBitPanelsBytes(l.w), 2 * panel_bytes);
+  for (int64_t c = 0; c < 32; ++c) {
+    for (int64_t g = 0; g < 3; ++g) {
+      const uint8_t* head = l.panels.get() + (c / 16) * panel_bytes + g * group_bytes;
+      float z, s;
+      std::memcpy(&z, head + 4 * (c % 16), 4);
+      std::memcpy(&s, head + 64 + 4 * (c % 16), 4);
+      EXPECT_EQ(z, c < 19 ? l.zeros[c * 3 + g] - 8.0f : 0.0f);  // centred
+      EXPECT_EQ(s, c < 19 ? l.scales[c * 3 + g] : 0.0f);
+      for (int64_t t = 0; t < 2; ++t) {
+        const uint8_t byte = head[128 + t * 16 + c % 16];
+        const int64_t i = 4 * g + 2 * t;
+        EXPECT_EQ(byte & 0xF, c < 19 ? l.codes[c * 12 + i] : 0) << c << " " << i;
+        EXPECT_EQ(byte >> 4, c < 19 ? l.codes[c * 12 + i + 1] : 0) << c << " " << i + 1;
+      }
+    }
+  }
+  // NVFP4: a 16-byte header of scale bytes per group of 16.
+  const Layer nv = Make(QuantDecode::kNvfp4, 17, 32, 0, 4);
+  const int64_t nv_group = 16 + 16 * 8, nv_panel = 2 * nv_group;
+  ASSERT_EQ(FourBitPanelsBytes(nv.w), 2 * nv_panel);
+  for (int64_t c = 0; c < 17; ++c) {
+    for (int64_t g = 0; g < 2; ++g) {
+      const uint8_t* head = nv.panels.get() + (c / 16) * nv_panel + g * nv_group;
+      EXPECT_EQ(head[c % 16], nv.block_scales[c * 2 + g]);
+      for (int64_t t = 0; t < 8; ++t) {
+        EXPECT_EQ(head[16 + t * 16 + c % 16], nv.q[c * 16 + g * 8 + t]) << c << " " << t;
+      }
+    }
+  }
+}
+
+TEST(FourBitPanelLayoutTest, SupportedChecksTheLayout) {
+  const Layer l = Make(QuantDecode::kInt4, 16, 64, 32, 1);
+  const FastQuantWeights& w = l.w;
+  if (!FourBitPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  EXPECT_TRUE(FourBitPanelSupported(w));
+  FastQuantWeights odd = w;
+  odd.scale_k = 3;
+  EXPECT_FALSE(FourBitPanelSupported(odd));
+  FastQuantWeights ragged = w;
+  ragged.scale_k = 48;  // does not divide K
+  EXPECT_FALSE(FourBitPanelSupported(ragged));
+  FastQuantWeights fp8 = w;
+  fp8.decode = QuantDecode::kFp8;
+  EXPECT_FALSE(FourBitPanelSupported(fp8));
+  FastQuantWeights no_zeros = w;
+  no_zeros.zeros = nullptr;
+  EXPECT_FALSE(FourBitPanelSupported(no_zeros));
+  // FP4 with a NaN scale code stays on the table decoder, which propagates it.
+  for (const QuantDecode f : {QuantDecode::kMxfp4, QuantDecode::kNvfp4}) {
+    Layer fp4 = Make(f, 16, 64, 0, 2);
+    FastQuantWeights src = fp4.w;
+    src.q = fp4.q.data();
+    src.block_scales = fp4.block_scales.data();
+    EXPECT_TRUE(FourBitPanelSupported(src));
+    fp4.block_scales[5] = f == QuantDecode::kMxfp4 ? numeric::kE8m0NanCode : 0xFF;
+    EXPECT_FALSE(FourBitPanelSupported(src)) << Name(f);
+    FastQuantWeights short_k = src;
+    short_k.k = f == QuantDecode::kMxfp4 ? 48 : 40;
+    EXPECT_FALSE(FourBitPanelSupported(short_k)) << Name(f);
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
