@@ -1,7 +1,7 @@
 // AVX-512 kernel of four_bit_panel_matmul.h: one tile template (up to 6 rows x 4 panels of
-// accumulators, a group at a time; INT4 folds each group's sum into running totals with its
-// scales) fed either by an in-register decoder of the code lines (≤ 6 rows) or by a block of four
-// panels decoded once to f32 (more rows).
+// accumulators, a group at a time, each group's sum folded into running totals with its scales)
+// fed either by an in-register decoder of the code lines (≤ 6 rows) or by a block of four panels
+// decoded once to f32 code values (more rows).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
 // _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
@@ -160,19 +160,15 @@ HWY_INLINE __m512 GroupScales(const uint8_t* head) {
 }
 
 // The two k of a code line for 16 columns (`vpermps` reads only the low 4 bits of each index, so
-// the byte itself indexes code 2t and the byte >> 4 code 2t + 1): INT4 q − 8 (subtracting each
-// column's zero point here instead cost 15-23% of the batch-1 rate: bench/README.md), FP4
-// e2m1 · scale.
+// the byte itself indexes code 2t and the byte >> 4 code 2t + 1) as the format's code values.
+// Neither zero points nor scales apply here: subtracting each column's zero point (INT4) or
+// multiplying by its scale (FP4) per weight cost 18-23% of the batch-1 rate (bench/README.md).
 template <QuantDecode F>
-HWY_INLINE void DecodeLine(const uint8_t* line, __m512 scale, __m512* w0, __m512* w1) {
+HWY_INLINE void DecodeLine(const uint8_t* line, __m512* w0, __m512* w1) {
   const __m512 values = CodeValues<F>();
   const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line)));
   *w0 = _mm512_permutexvar_ps(b, values);
   *w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), values);
-  if constexpr (F != QuantDecode::kInt4) {
-    *w0 = _mm512_mul_ps(*w0, scale);
-    *w1 = _mm512_mul_ps(*w1, scale);
-  }
 }
 
 struct Job {
@@ -182,13 +178,14 @@ struct Job {
   int64_t g0, g1;         // the groups of this block
   const float* dec;       // decoded block: k = 16 · (j · dec_panel + i) for panel j, block k i
   int64_t dec_panel;
+  const float* dec_scales;  // FP4: the block's scales, 16 per (panel j, group g): j · (g1 − g0) + g
   const float* x;         // row m0, k = 0
   int64_t x_stride;
   const float* sums;      // INT4: Σ x over each group, row m0, group 0 (GroupSums)
   int64_t sums_stride;
-  float* tot;             // INT4: running totals; FP4: parked accumulators. [row][kTileVecs][16]
+  float* tot;             // running totals [row][kTileVecs][16]
   bool first, last;       // first / last block of K
-  float alpha;            // FP4: y = α · acc
+  float alpha;            // y = α · tot (NVFP4; 1 otherwise)
   float* y;               // y + m0 · y_stride + col0
   int64_t y_stride;
   const float* bias;      // bias + col0, or null
@@ -197,17 +194,17 @@ struct Job {
 
 template <int MR, int NV, bool kDecoded, QuantDecode F>
 void GroupTile(const Job& a) {
-  constexpr bool kFold = F == QuantDecode::kInt4;  // per-group sums folded into tot
-  __m512 acc[MR][NV];
-  for (int i = 0; i < MR; ++i) {
-    for (int j = 0; j < NV; ++j) {
-      float* t = a.tot + (i * kTileVecs + j) * 16;
-      if (kFold && a.first) _mm512_storeu_ps(t, _mm512_setzero_ps());
-      acc[i][j] = kFold || a.first ? _mm512_setzero_ps() : _mm512_loadu_ps(t);
+  if (a.first) {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NV; ++j) _mm512_storeu_ps(a.tot + (i * kTileVecs + j) * 16, _mm512_setzero_ps());
     }
   }
   const int64_t group = 2 * a.lines;
   for (int64_t g = a.g0; g < a.g1; ++g) {
+    __m512 acc[MR][NV];
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+    }
     const uint8_t* head = a.panels + g * a.group_bytes;
     const float* xg = a.x + g * group;
     // Per accumulator: k = 2t, then 2t + 1, t ascending, in both loop nests.
@@ -224,14 +221,10 @@ void GroupTile(const Job& a) {
         }
       }
     } else {
-      __m512 scale[NV];
-      for (int j = 0; j < NV; ++j) {
-        scale[j] = kFold ? _mm512_setzero_ps() : GroupScales<F>(head + j * a.panel_bytes);
-      }
       for (int64_t t = 0; t < a.lines; ++t) {
         for (int j = 0; j < NV; ++j) {
           __m512 w0, w1;
-          DecodeLine<F>(head + j * a.panel_bytes + a.head_bytes + 16 * t, scale[j], &w0, &w1);
+          DecodeLine<F>(head + j * a.panel_bytes + a.head_bytes + 16 * t, &w0, &w1);
           for (int i = 0; i < MR; ++i) {
             const float* xi = xg + i * a.x_stride + 2 * t;
             acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xi[0]), w0, acc[i][j]);
@@ -240,36 +233,37 @@ void GroupTile(const Job& a) {
         }
       }
     }
-    if constexpr (kFold) {
-      // tot += s · (a − (z − 8) · Σx): the group's Σ (q − z) · x.
-      for (int j = 0; j < NV; ++j) {
-        const float* hj = reinterpret_cast<const float*>(head + j * a.panel_bytes);
-        const __m512 zc = _mm512_loadu_ps(hj), s = _mm512_loadu_ps(hj + 16);
-        for (int i = 0; i < MR; ++i) {
-          const __m512 c =
-              _mm512_fnmadd_ps(zc, _mm512_set1_ps(a.sums[i * a.sums_stride + g]), acc[i][j]);
-          float* t = a.tot + (i * kTileVecs + j) * 16;
-          _mm512_storeu_ps(t, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t)));
-          acc[i][j] = _mm512_setzero_ps();
-        }
+    // The group's sum into the totals: FP4 tot += s · a; INT4 tot += s · (a − (z − 8) · Σx),
+    // the group's Σ (q − z) · x.
+    for (int j = 0; j < NV; ++j) {
+      const float* hj = reinterpret_cast<const float*>(head + j * a.panel_bytes);
+      __m512 s, zc = _mm512_setzero_ps();
+      if constexpr (F == QuantDecode::kInt4) {
+        zc = _mm512_loadu_ps(hj);
+        s = _mm512_loadu_ps(hj + 16);
+      } else if constexpr (kDecoded) {
+        s = _mm512_loadu_ps(a.dec_scales + (j * (a.g1 - a.g0) + (g - a.g0)) * 16);
+      } else {
+        s = GroupScales<F>(head + j * a.panel_bytes);
       }
-    }
-  }
-  if (!a.last) {
-    if constexpr (!kFold) {
       for (int i = 0; i < MR; ++i) {
-        for (int j = 0; j < NV; ++j) _mm512_storeu_ps(a.tot + (i * kTileVecs + j) * 16, acc[i][j]);
+        __m512 c = acc[i][j];
+        if constexpr (F == QuantDecode::kInt4) {
+          c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(a.sums[i * a.sums_stride + g]), c);
+        }
+        float* t = a.tot + (i * kTileVecs + j) * 16;
+        _mm512_storeu_ps(t, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t)));
       }
     }
-    return;
   }
+  if (!a.last) return;
   for (int j = 0; j < NV; ++j) {
     const __m512 b = a.bias != nullptr ? _mm512_maskz_loadu_ps(a.store[j], a.bias + 16 * j)
                                        : _mm512_setzero_ps();
     for (int i = 0; i < MR; ++i) {
-      const __m512 t = kFold ? _mm512_loadu_ps(a.tot + (i * kTileVecs + j) * 16)
-                             : _mm512_mul_ps(_mm512_set1_ps(a.alpha), acc[i][j]);
-      const __m512 v = a.bias != nullptr ? _mm512_add_ps(t, b) : t;
+      __m512 v = _mm512_loadu_ps(a.tot + (i * kTileVecs + j) * 16);
+      if constexpr (F == QuantDecode::kNvfp4) v = _mm512_mul_ps(_mm512_set1_ps(a.alpha), v);
+      if (a.bias != nullptr) v = _mm512_add_ps(v, b);
       _mm512_mask_storeu_ps(a.y + i * a.y_stride + 16 * j, a.store[j], v);
     }
   }
@@ -312,16 +306,18 @@ TileFn PickTile(int mr, int nv) {
 
 // Panels [0, nv) of the job's tile, groups [g0, g1), decoded to a.dec's layout.
 template <QuantDecode F>
-void DecodeBlock(const Job& a, int nv, float* dec) {
+void DecodeBlock(const Job& a, int nv, float* dec, float* dec_scales) {
   const int64_t group = 2 * a.lines;
   for (int j = 0; j < nv; ++j) {
     for (int64_t g = a.g0; g < a.g1; ++g) {
       const uint8_t* head = a.panels + j * a.panel_bytes + g * a.group_bytes;
-      const __m512 scale = F == QuantDecode::kInt4 ? _mm512_setzero_ps() : GroupScales<F>(head);
+      if constexpr (F != QuantDecode::kInt4) {
+        _mm512_storeu_ps(dec_scales + (j * (a.g1 - a.g0) + (g - a.g0)) * 16, GroupScales<F>(head));
+      }
       float* out = dec + (j * a.dec_panel + (g - a.g0) * group) * 16;
       for (int64_t t = 0; t < a.lines; ++t) {
         __m512 w0, w1;
-        DecodeLine<F>(head + a.head_bytes + 16 * t, scale, &w0, &w1);
+        DecodeLine<F>(head + a.head_bytes + 16 * t, &w0, &w1);
         _mm512_storeu_ps(out + 32 * t, w0);
         _mm512_storeu_ps(out + 32 * t + 16, w1);
       }
@@ -359,6 +355,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
   const bool decoded = rows > kTileRows;
   const int64_t block_groups = decoded ? std::max<int64_t>(1, kBlockK / group) : groups;
   thread_local hwy::AlignedFreeUniquePtr<float[]> dec, tot;
+  thread_local std::vector<float> dec_scales;
   thread_local std::vector<float> sums;
   thread_local int64_t dec_capacity = 0, tot_capacity = 0;
   const int64_t dec_size = decoded ? kTileVecs * block_groups * group * 16 : 0;
@@ -371,6 +368,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
     tot = hwy::AllocateAligned<float>(tot_size);
     tot_capacity = tot_size;
   }
+  dec_scales.resize(decoded ? kTileVecs * block_groups * 16 : 0);
   if constexpr (F == QuantDecode::kInt4) {
     sums.resize(rows * groups);
     GroupSums(x, rows, w.k, group, sums.data());
@@ -382,6 +380,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
   a.lines = group / 2;
   a.dec = dec.get();
   a.dec_panel = block_groups * group;
+  a.dec_scales = dec_scales.data();
   a.x_stride = w.k;
   a.sums_stride = groups;
   a.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
@@ -398,7 +397,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
       a.g1 = std::min(groups, g0 + block_groups);
       a.first = g0 == 0;
       a.last = a.g1 == groups;
-      if (decoded) DecodeBlock<F>(a, nv, dec.get());
+      if (decoded) DecodeBlock<F>(a, nv, dec.get(), dec_scales.data());
       for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
         a.x = x + m0 * w.k;

@@ -18,17 +18,17 @@
 // their codes, so each panel is one sequential stream. Columns past N are zero bytes (their lanes
 // are never stored).
 //
-// Numerics and batch invariance: output (m, n) is one f32 lane.
-//  * FP4: each weight decodes exactly to e2m1 · scale (both formats' products are exact in f32),
-//    acc = Σ x · w with FMA in ascending k from +0, then y = α · acc (+ bias): the reference's
-//    weights before its α, within (K + 2)·u·Σ|x·w| (u = 2^-24).
-//  * INT4: per group, a = Σ x · (q − 8) with FMA in ascending k from +0 (q − 8 is exact), then
-//    c = a − (z − 8) · Σx (Σx: the group's activations summed once per row in a fixed order),
-//    tot = fma(s, c, tot), g ascending from +0; then + bias. That is Σ (q − z) · s · x with the
-//    zero point out of the per-weight decode: subtracting it per weight cost 15-23% of the batch-1
-//    rate (bench/README.md, twelfth session). The price is the bound, |y − exact| ≤
-//    (K + G + 2)·u·Σ s·(|q − 8| + |z − 8|)·|x| instead of (K + 1)·u·Σ|x·w|; for symmetric layers
-//    (z = 8, GPTQ's sym=True) the two are the same sum and c = a exactly.
+// Numerics and batch invariance: output (m, n) is one f32 lane. Per group, a = Σ x · v with FMA
+// in ascending k from +0, v the exact code value (INT4 q − 8, FP4 e2m1); then the group folds
+// into a running total, g ascending from +0, and the end adds the bias:
+//  * FP4: tot = fma(s, a, tot) with s the group's scale (exact), y = α · tot: the reference's
+//    Σ x · ((e2m1 · s) · α) reassociated, within (K + G + 2)·u·Σ|x·w| (u = 2^-24).
+//  * INT4: tot = fma(s, a − (z − 8) · Σx, tot) (Σx: the group's activations summed once per row
+//    in a fixed order), i.e. Σ (q − z) · s · x with the zero point out of the per-weight decode.
+//    Its bound is (K + G + 2)·u·Σ s·(|q − 8| + |z − 8|)·|x| instead of (K + 1)·u·Σ|x·w|; for
+//    symmetric layers (z = 8, GPTQ's sym=True) the two are the same sum and the fold subtracts 0.
+// Taking scales and zero points out of the per-weight decode raised the batch-1 rate 15-23% and
+// cost FP4 prefill 5-11% (the folds every 32 or 16 k; bench/README.md, twelfth session).
 // Up to 6 rows (decode, small batches) decode the codes in registers; more rows decode four
 // panels at a time, a K block of whole groups, to an L2-resident f32 buffer and run 6-row tiles
 // over it — the same values in the same order, so a row's result is bit-identical alone or in
