@@ -63,6 +63,32 @@ TEST(FastQuantTest, Mxfp4) {
   std::vector<float> x(64, 0.5f), y(16);
   lin.Forward(x.data(), 1, y.data());
   EXPECT_TRUE(std::isnan(y[2])) << y[2];  // scale 5: column 2's second block (two per column)
+  // The same with f32 activations: the 4-bit panels refuse the layer and the table decoder
+  // propagates the NaN.
+  PackedWeights f32_nan =
+      Fp4(WeightFormat::kMxfp4, 16, 64, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 9);
+  f32_nan.scale_bytes[5] = 0xFF;
+  const QuantizedLinear f32_lin(std::move(f32_nan), {}, nullptr);
+  f32_lin.Forward(x.data(), 1, y.data());
+  EXPECT_TRUE(std::isnan(y[2])) << y[2];
+  EXPECT_FALSE(std::isnan(y[3])) << y[3];
+}
+
+// f32-activation FP4 layers run on the 4-bit panels (AVX-512), which hold the codes and the
+// block scales: DropReferenceCodes frees both and Forward is unchanged.
+TEST(FastQuantTest, Fp4PanelsDropReferenceCodes) {
+  for (const auto fmt : {WeightFormat::kMxfp4, WeightFormat::kNvfp4}) {
+    QuantizedLinear lin(Fp4(fmt, 37, 256, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 3), {},
+                        nullptr);
+    const std::vector<float> x = RandomX(3, 256, 7);
+    std::vector<float> before(3 * 37), after(3 * 37);
+    lin.Forward(x.data(), 3, before.data());
+    lin.DropReferenceCodes();
+    lin.Forward(x.data(), 3, after.data());
+    EXPECT_EQ(before, after);
+    EXPECT_EQ(lin.weights().bytes.empty(), Wide());
+    EXPECT_EQ(lin.weights().scale_bytes.empty(), Wide());
+  }
 }
 
 }  // namespace
