@@ -109,7 +109,8 @@ class QuantizedLinear : public Linear {
   kernels::cpu::ThreadPool* pool_;
   kernels::cpu::fast::FastQuantWeights fast_;  // weights part; the epilogue is set per call
   bool fast_ok_ = false;
-  bool fast_permute_ = false;  // 4-bit formats: activations go in the kernel's lane order
+  // 4-bit formats on FastQuantMatmul (not the 4-bit panels): activations in its lane order.
+  bool fast_permute_ = false;
   // FP8 block-scaled W8A8 without AVX-512 BF16: the Highway kernel takes the activations as code
   // times scale and folds the weight block scales into the decoded weights (W8A16's form).
   bool fp8_scaled_acts_ = false;
