@@ -252,11 +252,16 @@ void QuantizedLinear::InitFast() {
   }
   // 4-bit weights with f32 activations (INT4 weight-only, MXFP4, NVFP4 W4A16): 16-column panels
   // with the scales beside the codes (four_bit_panel_matmul.h), activations in their natural
-  // order. FastQuantMatmul's row kernels reached 0.34-0.37x of oneDNN bf16 at M = 128, the
-  // panels about 0.5x, and batch 1 streams faster (bench/README.md, twelfth session).
-  const bool four_bit = f.decode == kf::QuantDecode::kInt4 ||
-                        (s.activation == ActivationFormat::kFloat &&
-                         (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4));
+  // order. FastQuantMatmul's row kernels reached 0.33-0.41x of oneDNN bf16 at M = 128, the
+  // panels 0.41-0.48x, and batch 1 streams 10-140% faster (bench/README.md, twelfth session).
+  // INT4 takes f32 and --cpu_bf16_activations' rounded values (plain floats to the kernel); a
+  // W4A8 spec (compressed-tensors int8 / fp8 input_activations) stays where it was.
+  const bool float_acts =
+      s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16;
+  const bool int4 = f.decode == kf::QuantDecode::kInt4 && float_acts;
+  const bool fp4 = s.activation == ActivationFormat::kFloat &&
+                   (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4);
+  const bool four_bit = int4 || fp4;
   if (fast_ok_ && four_bit && kf::FourBitPanelSupported(fast_)) {
     x16_ = kc::HugePageBuffer(kf::FourBitPanelsBytes(fast_));
     fast_ = kf::RepackFourBitPanels(fast_, x16_.data());

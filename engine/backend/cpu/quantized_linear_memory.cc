@@ -46,7 +46,7 @@ int64_t QuantizedLinear::weight_bytes() const {
 }
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
-  // INT4 panels hold the scales and zero points beside the codes.
+  // The 4-bit panels hold the scales, zero points and block scales beside the codes.
   if (q8_ok_ || int8_dot_ok_ || four_bit_panels_ok_) return {{x16_.data(), x16_.size()}};
   if (fp8_panels_ok_) {  // the panels hold the codes; the weight scales stay where they were
     const kc::Fp8Weights fw = w_.AsFp8();

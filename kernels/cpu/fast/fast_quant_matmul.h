@@ -1,7 +1,9 @@
 // Fast (Highway) products y = x · Wᵀ (+ b) for the quantized weight formats of kernels/cpu/quant:
 // FP8 E4M3 (per-tensor, per-row or 2-D block scales), integer 4-bit weight-only (kU4Pairs codes,
 // a scale and zero point per (row, group)), NVFP4 and MXFP4. The engine's QuantizedLinear calls
-// these instead of the scalar reference kernels whenever FastQuantSupported says yes.
+// these instead of the scalar reference kernels whenever FastQuantSupported says yes and no panel
+// kernel takes the layer (fp8_panel_matmul.h for FP8 with per-tensor / per-row scales,
+// four_bit_panel_matmul.h for the 4-bit formats with f32 activations).
 //
 // Numerics. Every weight is decoded to exactly the f32 value the reference dequantization gives
 // (E4M3 by bit manipulation, 4-bit codes through a 16-entry table built per block with the

@@ -126,7 +126,8 @@ namespace {
 constexpr int kTileRows = 6;
 constexpr int kTileVecs = 4;
 // More rows than one tile decode this many k of four panels at a time (whole groups, at least
-// one): 128 KiB of f32, which every row tile then reads from L2.
+// one): 128 KiB of f32, which every row tile then reads from L2. A group longer than this
+// (per-channel INT4, G = K) is one block: K · 256 bytes, from L3 beyond K ≈ 4096.
 constexpr int64_t kBlockK = 512;
 
 // The format's code values, one per 4-bit index: INT4 q − 8, FP4 E2M1 (bit 3 the sign).
@@ -162,7 +163,7 @@ HWY_INLINE __m512 GroupScales(const uint8_t* head) {
 // The two k of a code line for 16 columns (`vpermps` reads only the low 4 bits of each index, so
 // the byte itself indexes code 2t and the byte >> 4 code 2t + 1) as the format's code values.
 // Neither zero points nor scales apply here: subtracting each column's zero point (INT4) or
-// multiplying by its scale (FP4) per weight cost 18-23% of the batch-1 rate (bench/README.md).
+// multiplying by its scale (FP4) per weight cost 13-19% of the batch-1 rate (bench/README.md).
 template <QuantDecode F>
 HWY_INLINE void DecodeLine(const uint8_t* line, __m512* w0, __m512* w1) {
   const __m512 values = CodeValues<F>();
@@ -193,40 +194,44 @@ struct Job {
 };
 
 template <int MR, int NV, bool kDecoded, QuantDecode F>
-void GroupTile(const Job& a) {
-  if (a.first) {
+void GroupTile(const Job& job) {
+  if (job.first) {
     for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) _mm512_storeu_ps(a.tot + (i * kTileVecs + j) * 16, _mm512_setzero_ps());
+      for (int j = 0; j < NV; ++j) {
+        _mm512_storeu_ps(job.tot + (i * kTileVecs + j) * 16, _mm512_setzero_ps());
+      }
     }
   }
-  const int64_t group = 2 * a.lines;
-  for (int64_t g = a.g0; g < a.g1; ++g) {
+  const int64_t group = 2 * job.lines;
+  for (int64_t g = job.g0; g < job.g1; ++g) {
     __m512 acc[MR][NV];
     for (int i = 0; i < MR; ++i) {
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
     }
-    const uint8_t* head = a.panels + g * a.group_bytes;
-    const float* xg = a.x + g * group;
+    const uint8_t* head = job.panels + g * job.group_bytes;
+    const float* xg = job.x + g * group;
     // Per accumulator: k = 2t, then 2t + 1, t ascending, in both loop nests.
     if constexpr (kDecoded) {
-      const float* dg = a.dec + (g - a.g0) * group * 16;
-      for (int64_t t = 0; t < a.lines; ++t) {
+      const float* dg = job.dec + (g - job.g0) * group * 16;
+      for (int64_t t = 0; t < job.lines; ++t) {
         for (int h = 0; h < 2; ++h) {
           __m512 w[NV];
-          for (int j = 0; j < NV; ++j) w[j] = _mm512_loadu_ps(dg + (j * a.dec_panel + 2 * t + h) * 16);
+          for (int j = 0; j < NV; ++j) {
+            w[j] = _mm512_loadu_ps(dg + (j * job.dec_panel + 2 * t + h) * 16);
+          }
           for (int i = 0; i < MR; ++i) {
-            const __m512 xv = _mm512_set1_ps(xg[i * a.x_stride + 2 * t + h]);
+            const __m512 xv = _mm512_set1_ps(xg[i * job.x_stride + 2 * t + h]);
             for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(xv, w[j], acc[i][j]);
           }
         }
       }
     } else {
-      for (int64_t t = 0; t < a.lines; ++t) {
+      for (int64_t t = 0; t < job.lines; ++t) {
         for (int j = 0; j < NV; ++j) {
           __m512 w0, w1;
-          DecodeLine<F>(head + j * a.panel_bytes + a.head_bytes + 16 * t, &w0, &w1);
+          DecodeLine<F>(head + j * job.panel_bytes + job.head_bytes + 16 * t, &w0, &w1);
           for (int i = 0; i < MR; ++i) {
-            const float* xi = xg + i * a.x_stride + 2 * t;
+            const float* xi = xg + i * job.x_stride + 2 * t;
             acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xi[0]), w0, acc[i][j]);
             acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xi[1]), w1, acc[i][j]);
           }
@@ -236,35 +241,35 @@ void GroupTile(const Job& a) {
     // The group's sum into the totals: FP4 tot += s · a; INT4 tot += s · (a − (z − 8) · Σx),
     // the group's Σ (q − z) · x.
     for (int j = 0; j < NV; ++j) {
-      const float* hj = reinterpret_cast<const float*>(head + j * a.panel_bytes);
+      const float* hj = reinterpret_cast<const float*>(head + j * job.panel_bytes);
       __m512 s, zc = _mm512_setzero_ps();
       if constexpr (F == QuantDecode::kInt4) {
         zc = _mm512_loadu_ps(hj);
         s = _mm512_loadu_ps(hj + 16);
       } else if constexpr (kDecoded) {
-        s = _mm512_loadu_ps(a.dec_scales + (j * (a.g1 - a.g0) + (g - a.g0)) * 16);
+        s = _mm512_loadu_ps(job.dec_scales + (j * (job.g1 - job.g0) + (g - job.g0)) * 16);
       } else {
-        s = GroupScales<F>(head + j * a.panel_bytes);
+        s = GroupScales<F>(head + j * job.panel_bytes);
       }
       for (int i = 0; i < MR; ++i) {
         __m512 c = acc[i][j];
         if constexpr (F == QuantDecode::kInt4) {
-          c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(a.sums[i * a.sums_stride + g]), c);
+          c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(job.sums[i * job.sums_stride + g]), c);
         }
-        float* t = a.tot + (i * kTileVecs + j) * 16;
+        float* t = job.tot + (i * kTileVecs + j) * 16;
         _mm512_storeu_ps(t, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t)));
       }
     }
   }
-  if (!a.last) return;
+  if (!job.last) return;
   for (int j = 0; j < NV; ++j) {
-    const __m512 b = a.bias != nullptr ? _mm512_maskz_loadu_ps(a.store[j], a.bias + 16 * j)
+    const __m512 b = job.bias != nullptr ? _mm512_maskz_loadu_ps(job.store[j], job.bias + 16 * j)
                                        : _mm512_setzero_ps();
     for (int i = 0; i < MR; ++i) {
-      __m512 v = _mm512_loadu_ps(a.tot + (i * kTileVecs + j) * 16);
-      if constexpr (F == QuantDecode::kNvfp4) v = _mm512_mul_ps(_mm512_set1_ps(a.alpha), v);
-      if (a.bias != nullptr) v = _mm512_add_ps(v, b);
-      _mm512_mask_storeu_ps(a.y + i * a.y_stride + 16 * j, a.store[j], v);
+      __m512 v = _mm512_loadu_ps(job.tot + (i * kTileVecs + j) * 16);
+      if constexpr (F == QuantDecode::kNvfp4) v = _mm512_mul_ps(_mm512_set1_ps(job.alpha), v);
+      if (job.bias != nullptr) v = _mm512_add_ps(v, b);
+      _mm512_mask_storeu_ps(job.y + i * job.y_stride + 16 * j, job.store[j], v);
     }
   }
 }
@@ -304,20 +309,21 @@ TileFn PickTile(int mr, int nv) {
   }
 }
 
-// Panels [0, nv) of the job's tile, groups [g0, g1), decoded to a.dec's layout.
+// Panels [0, nv) of the job's tile, groups [g0, g1), decoded to job.dec's layout.
 template <QuantDecode F>
-void DecodeBlock(const Job& a, int nv, float* dec, float* dec_scales) {
-  const int64_t group = 2 * a.lines;
+void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
+  const int64_t group = 2 * job.lines;
   for (int j = 0; j < nv; ++j) {
-    for (int64_t g = a.g0; g < a.g1; ++g) {
-      const uint8_t* head = a.panels + j * a.panel_bytes + g * a.group_bytes;
+    for (int64_t g = job.g0; g < job.g1; ++g) {
+      const uint8_t* head = job.panels + j * job.panel_bytes + g * job.group_bytes;
       if constexpr (F != QuantDecode::kInt4) {
-        _mm512_storeu_ps(dec_scales + (j * (a.g1 - a.g0) + (g - a.g0)) * 16, GroupScales<F>(head));
+        _mm512_storeu_ps(dec_scales + (j * (job.g1 - job.g0) + (g - job.g0)) * 16,
+                         GroupScales<F>(head));
       }
-      float* out = dec + (j * a.dec_panel + (g - a.g0) * group) * 16;
-      for (int64_t t = 0; t < a.lines; ++t) {
+      float* out = dec + (j * job.dec_panel + (g - job.g0) * group) * 16;
+      for (int64_t t = 0; t < job.lines; ++t) {
         __m512 w0, w1;
-        DecodeLine<F>(head + a.head_bytes + 16 * t, &w0, &w1);
+        DecodeLine<F>(head + job.head_bytes + 16 * t, &w0, &w1);
         _mm512_storeu_ps(out + 32 * t, w0);
         _mm512_storeu_ps(out + 32 * t + 16, w1);
       }
@@ -326,8 +332,8 @@ void DecodeBlock(const Job& a, int nv, float* dec, float* dec_scales) {
 }
 
 // sums[m · groups + g] = Σ x[m, k] over group g's k, in one fixed order (16 lanes, k ascending in
-// each, then the lanes' fixed reduction; a group of fewer than 16 k: k ascending), so that every
-// row gets the same sums in any call.
+// each, then the lanes' fixed reduction; a group size not a multiple of 16: k ascending), so that
+// every row gets the same sums in any call.
 void GroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* sums) {
   const int64_t groups = k / group;
   for (int64_t m = 0; m < rows; ++m) {
@@ -373,38 +379,38 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
     sums.resize(rows * groups);
     GroupSums(x, rows, w.k, group, sums.data());
   }
-  Job a;
-  a.group_bytes = geo.GroupBytes();
-  a.head_bytes = geo.head;
-  a.panel_bytes = groups * a.group_bytes;
-  a.lines = group / 2;
-  a.dec = dec.get();
-  a.dec_panel = block_groups * group;
-  a.dec_scales = dec_scales.data();
-  a.x_stride = w.k;
-  a.sums_stride = groups;
-  a.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
-  a.y_stride = w.n;
+  Job job;
+  job.group_bytes = geo.GroupBytes();
+  job.head_bytes = geo.head;
+  job.panel_bytes = groups * job.group_bytes;
+  job.lines = group / 2;
+  job.dec = dec.get();
+  job.dec_panel = block_groups * group;
+  job.dec_scales = dec_scales.data();
+  job.x_stride = w.k;
+  job.sums_stride = groups;
+  job.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
+  job.y_stride = w.n;
   const int64_t p_begin = n_begin / panels::kCols, p_end = panels::Count(n_end);
   for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
     const int nv = static_cast<int>(std::min<int64_t>(kTileVecs, p_end - p0));
-    for (int j = 0; j < kTileVecs; ++j) a.store[j] = panels::StoreMask(p0 + j, n_begin, n_end);
-    a.panels = w.q + p0 * a.panel_bytes;
+    for (int j = 0; j < kTileVecs; ++j) job.store[j] = panels::StoreMask(p0 + j, n_begin, n_end);
+    job.panels = w.q + p0 * job.panel_bytes;
     const int64_t col0 = p0 * panels::kCols;
-    a.bias = bias != nullptr ? bias + col0 : nullptr;
+    job.bias = bias != nullptr ? bias + col0 : nullptr;
     for (int64_t g0 = 0; g0 < groups; g0 += block_groups) {
-      a.g0 = g0;
-      a.g1 = std::min(groups, g0 + block_groups);
-      a.first = g0 == 0;
-      a.last = a.g1 == groups;
-      if (decoded) DecodeBlock<F>(a, nv, dec.get(), dec_scales.data());
+      job.g0 = g0;
+      job.g1 = std::min(groups, g0 + block_groups);
+      job.first = g0 == 0;
+      job.last = job.g1 == groups;
+      if (decoded) DecodeBlock<F>(job, nv, dec.get(), dec_scales.data());
       for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
-        a.x = x + m0 * w.k;
-        a.sums = F == QuantDecode::kInt4 ? sums.data() + m0 * groups : nullptr;
-        a.tot = tot.get() + m0 * kTileVecs * 16;
-        a.y = y + m0 * w.n + col0;
-        (decoded ? PickTile<true, F>(mr, nv) : PickTile<false, F>(mr, nv))(a);
+        job.x = x + m0 * w.k;
+        job.sums = F == QuantDecode::kInt4 ? sums.data() + m0 * groups : nullptr;
+        job.tot = tot.get() + m0 * kTileVecs * 16;
+        job.y = y + m0 * w.n + col0;
+        (decoded ? PickTile<true, F>(mr, nv) : PickTile<false, F>(mr, nv))(job);
       }
     }
   }

@@ -6,9 +6,10 @@
 //
 // Why: FastQuantMatmul's 4-bit decoders build a value table per (row, block) and sum each output
 // as a lane-parallel dot product over K; its prefill tiles reload activations for every column
-// and reached 0.34-0.37x of oneDNN's bf16 matmul (M = 128), and batch 1 streamed 12-20 GB/s.
+// and reached 0.33-0.41x of oneDNN's bf16 matmul (M = 128), and batch 1 streamed 10-23 GB/s.
 // Panels broadcast one activation into 16 columns per FMA, as the f32 panels of
-// float_panel_matmul.h do (about 0.5x of oneDNN bf16, the f32 FMA ceiling here).
+// float_panel_matmul.h do: 0.41-0.48x and 21-26 GB/s (the f32 FMA peak caps any exact-f32
+// kernel at 0.52-0.54x of oneDNN bf16 here).
 //
 // Layout (RepackFourBitPanels, at load): panel p holds columns [16p, 16p + 16); for each group g
 // (INT4: w.scale_k codes; MXFP4: 32; NVFP4: 16) it stores a header, then G / 2 lines of 16 bytes,
@@ -22,13 +23,15 @@
 // in ascending k from +0, v the exact code value (INT4 q − 8, FP4 e2m1); then the group folds
 // into a running total, g ascending from +0, and the end adds the bias:
 //  * FP4: tot = fma(s, a, tot) with s the group's scale (exact), y = α · tot: the reference's
-//    Σ x · ((e2m1 · s) · α) reassociated, within (K + G + 2)·u·Σ|x·w| (u = 2^-24).
+//    Σ x · ((e2m1 · s) · α) reassociated, within (K + G + 2)·u·Σ|x·w| (u = 2^-24), plus a few
+//    f32 subnormal steps (2^-149) where MXFP4's smallest scales take a group's sum below 2^-126.
 //  * INT4: tot = fma(s, a − (z − 8) · Σx, tot) (Σx: the group's activations summed once per row
 //    in a fixed order), i.e. Σ (q − z) · s · x with the zero point out of the per-weight decode.
 //    Its bound is (K + G + 2)·u·Σ s·(|q − 8| + |z − 8|)·|x| instead of (K + 1)·u·Σ|x·w|; for
 //    symmetric layers (z = 8, GPTQ's sym=True) the two are the same sum and the fold subtracts 0.
 // Taking scales and zero points out of the per-weight decode raised the batch-1 rate 15-23% and
-// cost FP4 prefill 5-11% (the folds every 32 or 16 k; bench/README.md, twelfth session).
+// cost FP4 prefill 5-11% (the folds every 32 or 16 k; bench/README.md, twelfth session). The
+// folds need each group whole in one K block, so per-channel INT4 (G = K) decodes K at a time.
 // Up to 6 rows (decode, small batches) decode the codes in registers; more rows decode four
 // panels at a time, a K block of whole groups, to an L2-resident f32 buffer and run 6-row tiles
 // over it — the same values in the same order, so a row's result is bit-identical alone or in

@@ -11,13 +11,13 @@
 // (K + 8)·u·Σ|x·w| of the exact sum (u = 2^-24); the test allows twice the sum of both bounds,
 // with Σ|x·w| taken over the dequantized weights and 2|x| (a quantized activation is at most
 // twice the original in magnitude), plus a few ulps of the result for the scale epilogue.
-// INT4 weight-only with f32 activations (the panels of int4_panel_matmul.h) takes the zero point
-// out of the per-weight decode, whose bound (K + G + 2)·u·Σ s·(|q − 8| + |z − 8|)·|x| is about
-// 1.5x Σ|x·w| on these random codes and zero points: well inside the allowance above, and
-// int4_panel_matmul_test.cc holds the kernel to its own bound.
-// Batch invariance: every row of a multi-row call (GEMV for <= 4 rows, tiled GEMM above) is
-// bit-identical to the same row computed alone, and to the result with columns split across 2 or
-// 3 threads.
+// INT4 weight-only with f32 activations (the panels of four_bit_panel_matmul.h) takes the zero
+// point out of the per-weight decode, whose bound (K + G + 2)·u·Σ s·(|q − 8| + |z − 8|)·|x| is
+// about 1.5x Σ|x·w| on these random codes and zero points: well inside the allowance above, and
+// four_bit_panel_matmul_test.cc holds the kernel to its own bound.
+// Batch invariance: every row of a multi-row call (registers for <= 4 or 6 rows, tiled GEMM
+// above) is bit-identical to the same row computed alone, and to the result with columns split
+// across 2 or 3 threads.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -193,6 +193,8 @@ TEST(FastQuantTest, DropReferenceCodesKeepsForward) {
   EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
   EXPECT_EQ(panels.weights().bytes.empty(), panels.uses_fast_path() && Wide());
   EXPECT_EQ(panels.weights().scales.empty(), panels.uses_fast_path() && Wide());
+  panels.ForwardReference(x.data(), 3, ref.data());
+  EXPECT_EQ(std::isnan(ref[0]), panels.uses_fast_path() && Wide());  // no codes, no scales
   // INT8 weight-only with f32 activations decodes the codes where they are: it keeps them.
   QuantizedLinear plain(IntCodes(8, 37, 256, 128, 5), {}, nullptr);
   plain.DropReferenceCodes();
