@@ -1,6 +1,6 @@
 // AVX-512 kernel of four_bit_panel_matmul.h: one tile template (up to 6 rows x 4 panels of
 // accumulators, a group at a time, each group's sum folded into running totals with its scales)
-// fed either by an in-register decoder of the code lines (≤ 6 rows) or by a block of four panels
+// fed either by an in-register decoder of the code chunks (≤ 6 rows) or by a block of four panels
 // decoded once to f32 code values (more rows).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
@@ -30,7 +30,7 @@ namespace tessera::kernels::cpu::fast {
 
 namespace {
 
-// The group geometry of a format: G codes per group, a header of `head` bytes before its lines
+// The group geometry of a format: G codes per group, a header of `head` bytes before its chunks
 // (INT4: 16 centred zero points and 16 scales, f32; FP4: the 16 columns' scale bytes).
 struct Geometry {
   int64_t group, head;
@@ -62,7 +62,7 @@ bool FourBitPanelSupported(const FastQuantWeights& w) {
   }
   switch (w.decode) {
     case QuantDecode::kInt4:
-      return w.scales != nullptr && w.zeros != nullptr && w.scale_k > 0 && w.scale_k % 2 == 0 &&
+      return w.scales != nullptr && w.zeros != nullptr && w.scale_k > 0 && w.scale_k % 8 == 0 &&
              w.k % w.scale_k == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / w.scale_k;
     case QuantDecode::kMxfp4:
     case QuantDecode::kNvfp4: {
@@ -102,8 +102,8 @@ FastQuantWeights RepackFourBitPanels(const FastQuantWeights& w, uint8_t* dst) {
           head[c] = w.block_scales[col * groups + g];
         }
         const uint8_t* codes = w.q + col * (w.k / 2) + g * (geo.group / 2);
-        for (int64_t t = 0; t < geo.group / 2; ++t) {
-          head[geo.head + t * panels::kCols + c] = codes[t];
+        for (int64_t t = 0; t < geo.group / 8; ++t) {
+          std::memcpy(head + geo.head + t * 64 + 4 * c, codes + 4 * t, 4);
         }
       }
     }
@@ -160,22 +160,22 @@ HWY_INLINE __m512 GroupScales(const uint8_t* head) {
   }
 }
 
-// The two k of a code line for 16 columns (`vpermps` reads only the low 4 bits of each index, so
-// the byte itself indexes code 2t and the byte >> 4 code 2t + 1) as the format's code values.
-// Neither zero points nor scales apply here: subtracting each column's zero point (INT4) or
-// multiplying by its scale (FP4) per weight cost 13-19% of the batch-1 rate (bench/README.md).
+// The code in bits 0-3 of each lane of `codes` (16 columns) as the format's code value:
+// `vpermps` reads only the low 4 bits of each index. Lane c of a chunk holds column c's eight
+// codes (k = 8t + i in bits 4i to 4i + 3), so shifting the chunk right by 4 after each code walks
+// k: one load and shifts per 128 weights, where 16-byte lines widened by `vpmovzxbd` took one
+// more shuffle per 32 (INT4 0-5%, FP4 5-10% slower at batch 1). Neither zero points nor scales
+// apply here: subtracting each column's zero point (INT4) or multiplying by its scale (FP4) per
+// weight cost 13-19% of the batch-1 rate (bench/README.md).
 template <QuantDecode F>
-HWY_INLINE void DecodeLine(const uint8_t* line, __m512* w0, __m512* w1) {
-  const __m512 values = CodeValues<F>();
-  const __m512i b = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(line)));
-  *w0 = _mm512_permutexvar_ps(b, values);
-  *w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(b, 4), values);
+HWY_INLINE __m512 DecodeCode(__m512i codes) {
+  return _mm512_permutexvar_ps(codes, CodeValues<F>());
 }
 
 struct Job {
   const uint8_t* panels;  // the tile's first panel
   int64_t panel_bytes, group_bytes, head_bytes;
-  int64_t lines;          // code lines per group (G / 2)
+  int64_t chunks;         // 64-byte code chunks per group (G / 8)
   int64_t g0, g1;         // the groups of this block
   const float* dec;       // decoded block: k = 16 · (j · dec_panel + i) for panel j, block k i
   int64_t dec_panel;
@@ -202,7 +202,7 @@ void GroupTile(const Job& job) {
       }
     }
   }
-  const int64_t group = 2 * job.lines;
+  const int64_t group = 8 * job.chunks;
   for (int64_t g = job.g0; g < job.g1; ++g) {
     __m512 acc[MR][NV];
     for (int i = 0; i < MR; ++i) {
@@ -210,30 +210,27 @@ void GroupTile(const Job& job) {
     }
     const uint8_t* head = job.panels + g * job.group_bytes;
     const float* xg = job.x + g * group;
-    // Per accumulator: k = 2t, then 2t + 1, t ascending, in both loop nests.
+    // Per accumulator: k ascending, in both loop nests.
     if constexpr (kDecoded) {
       const float* dg = job.dec + (g - job.g0) * group * 16;
-      for (int64_t t = 0; t < job.lines; ++t) {
-        for (int h = 0; h < 2; ++h) {
-          __m512 w[NV];
-          for (int j = 0; j < NV; ++j) {
-            w[j] = _mm512_loadu_ps(dg + (j * job.dec_panel + 2 * t + h) * 16);
-          }
-          for (int i = 0; i < MR; ++i) {
-            const __m512 xv = _mm512_set1_ps(xg[i * job.x_stride + 2 * t + h]);
-            for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(xv, w[j], acc[i][j]);
-          }
+      for (int64_t kk = 0; kk < group; ++kk) {
+        __m512 w[NV];
+        for (int j = 0; j < NV; ++j) w[j] = _mm512_loadu_ps(dg + (j * job.dec_panel + kk) * 16);
+        for (int i = 0; i < MR; ++i) {
+          const __m512 xv = _mm512_set1_ps(xg[i * job.x_stride + kk]);
+          for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(xv, w[j], acc[i][j]);
         }
       }
     } else {
-      for (int64_t t = 0; t < job.lines; ++t) {
+      for (int64_t t = 0; t < job.chunks; ++t) {
         for (int j = 0; j < NV; ++j) {
-          __m512 w0, w1;
-          DecodeLine<F>(head + j * job.panel_bytes + job.head_bytes + 16 * t, &w0, &w1);
-          for (int i = 0; i < MR; ++i) {
-            const float* xi = xg + i * job.x_stride + 2 * t;
-            acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xi[0]), w0, acc[i][j]);
-            acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xi[1]), w1, acc[i][j]);
+          __m512i codes = _mm512_loadu_si512(head + j * job.panel_bytes + job.head_bytes + 64 * t);
+          const float* xt = xg + 8 * t;
+          for (int c = 0; c < 8; ++c, codes = _mm512_srli_epi32(codes, 4)) {
+            const __m512 w = DecodeCode<F>(codes);
+            for (int i = 0; i < MR; ++i) {
+              acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xt[i * job.x_stride + c]), w, acc[i][j]);
+            }
           }
         }
       }
@@ -312,7 +309,7 @@ TileFn PickTile(int mr, int nv) {
 // Panels [0, nv) of the job's tile, groups [g0, g1), decoded to job.dec's layout.
 template <QuantDecode F>
 void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
-  const int64_t group = 2 * job.lines;
+  const int64_t group = 8 * job.chunks;
   for (int j = 0; j < nv; ++j) {
     for (int64_t g = job.g0; g < job.g1; ++g) {
       const uint8_t* head = job.panels + j * job.panel_bytes + g * job.group_bytes;
@@ -321,11 +318,11 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
                          GroupScales<F>(head));
       }
       float* out = dec + (j * job.dec_panel + (g - job.g0) * group) * 16;
-      for (int64_t t = 0; t < job.lines; ++t) {
-        __m512 w0, w1;
-        DecodeLine<F>(head + job.head_bytes + 16 * t, &w0, &w1);
-        _mm512_storeu_ps(out + 32 * t, w0);
-        _mm512_storeu_ps(out + 32 * t + 16, w1);
+      for (int64_t t = 0; t < job.chunks; ++t) {
+        __m512i codes = _mm512_loadu_si512(head + job.head_bytes + 64 * t);
+        for (int c = 0; c < 8; ++c, codes = _mm512_srli_epi32(codes, 4)) {
+          _mm512_storeu_ps(out + (8 * t + c) * 16, DecodeCode<F>(codes));
+        }
       }
     }
   }
@@ -383,7 +380,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
   job.group_bytes = geo.GroupBytes();
   job.head_bytes = geo.head;
   job.panel_bytes = groups * job.group_bytes;
-  job.lines = group / 2;
+  job.chunks = group / 8;
   job.dec = dec.get();
   job.dec_panel = block_groups * group;
   job.dec_scales = dec_scales.data();

@@ -12,12 +12,12 @@
 // kernel at 0.52-0.54x of oneDNN bf16 here).
 //
 // Layout (RepackFourBitPanels, at load): panel p holds columns [16p, 16p + 16); for each group g
-// (INT4: w.scale_k codes; MXFP4: 32; NVFP4: 16) it stores a header, then G / 2 lines of 16 bytes,
-// line t holding byte t of the group of each column: codes 2t (bits 0-3) and 2t + 1 (bits 4-7),
-// as the checkpoint's rows pair them. INT4's header is the 16 columns' centred zero points z − 8
-// (16 f32) and their scales (16 f32); FP4's is the 16 columns' scale bytes. The scales sit next to
-// their codes, so each panel is one sequential stream. Columns past N are zero bytes (their lanes
-// are never stored).
+// (INT4: w.scale_k codes, a multiple of 8; MXFP4: 32; NVFP4: 16) it stores a header, then G / 8
+// chunks of 64 bytes, 32-bit lane c of chunk t holding column c's codes 8t to 8t + 7 (4 bits
+// each, lowest first: the checkpoint row's bytes 4t to 4t + 3 of the group, as they are). INT4's
+// header is the 16 columns' centred zero points z − 8 (16 f32) and their scales (16 f32); FP4's is
+// the 16 columns' scale bytes. The scales sit next to their codes, so each panel is one
+// sequential stream. Columns past N are zero bytes (their lanes are never stored).
 //
 // Numerics and batch invariance: output (m, n) is one f32 lane. Per group, a = Σ x · v with FMA
 // in ascending k from +0, v the exact code value (INT4 q − 8, FP4 e2m1); then the group folds
@@ -50,8 +50,8 @@ bool FourBitPanelAvailable();
 
 // Whether the panel kernel takes `w`, on a CPU where FourBitPanelAvailable(), with no W8A8
 // epilogue (row_scale / col_scale null): kInt4 codes with per-(column, group) scales and zero
-// points (scale_rows 1, scale_row_stride = k / scale_k, scale_k even and dividing k); kMxfp4
-// with k % 32 == 0 and no NaN scale (0xFF); kNvfp4 with k % 16 == 0 and no NaN scale (0x7F /
+// points (scale_rows 1, scale_row_stride = k / scale_k, scale_k a multiple of 8 dividing k);
+// kMxfp4 with k % 32 == 0 and no NaN scale (0xFF); kNvfp4 with k % 16 == 0 and no NaN scale (0x7F /
 // 0xFF; such layers keep FastQuantMatmul's table decode, which propagates them). Reads every
 // FP4 scale byte once.
 bool FourBitPanelSupported(const FastQuantWeights& w);

@@ -143,9 +143,9 @@ TEST_P(FourBitPanelTest, AccurateAndBatchInvariantOnOddShapes) {
   };
   // {33, 1280, 128}: decoded K blocks of 4 + 4 + 2 groups (INT4), 16 + 16 + 8 (MXFP4), 32 + 32
   // + 16 (NVFP4): a partial last block after full ones.
-  for (const Shape& s : {Shape{1, 32, 2}, Shape{17, 64, 32}, Shape{37, 256, 128}, Shape{70, 96, 96},
+  for (const Shape& s : {Shape{1, 32, 8}, Shape{17, 64, 32}, Shape{37, 256, 128}, Shape{70, 96, 96},
                          Shape{16, 1024, 64}, Shape{33, 2048, 128}, Shape{5, 1536, 1536},
-                         Shape{67, 160, 8}, Shape{33, 1280, 128}}) {
+                         Shape{67, 160, 16}, Shape{33, 1280, 128}}) {
     SCOPED_TRACE(Name(format) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k));
     const int64_t rows = 40;
     const Layer l = Make(format, s.n, s.k, s.group, static_cast<uint32_t>(s.n * 131 + s.k));
@@ -223,26 +223,28 @@ INSTANTIATE_TEST_SUITE_P(Formats, FourBitPanelTest,
                          });
 
 TEST(FourBitPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
-  const Layer l = Make(QuantDecode::kInt4, 19, 12, 4, 3);
-  const int64_t group_bytes = 128 + 4 * 8, panel_bytes = 3 * group_bytes;
+  // INT4, groups of 8: a 128-byte header, then one 64-byte chunk whose 32-bit lane c holds
+  // column c's code i in bits 4i-4i+3.
+  const Layer l = Make(QuantDecode::kInt4, 19, 24, 8, 3);
+  const int64_t group_bytes = 128 + 64, panel_bytes = 3 * group_bytes;
   ASSERT_EQ(FourBitPanelsBytes(l.w), 2 * panel_bytes);
   for (int64_t c = 0; c < 32; ++c) {
     for (int64_t g = 0; g < 3; ++g) {
       const uint8_t* head = l.panels.get() + (c / 16) * panel_bytes + g * group_bytes;
       float z, s;
+      uint32_t lane;
       std::memcpy(&z, head + 4 * (c % 16), 4);
       std::memcpy(&s, head + 64 + 4 * (c % 16), 4);
+      std::memcpy(&lane, head + 128 + 4 * (c % 16), 4);
       EXPECT_EQ(z, c < 19 ? l.zeros[c * 3 + g] - 8.0f : 0.0f);  // centred
       EXPECT_EQ(s, c < 19 ? l.scales[c * 3 + g] : 0.0f);
-      for (int64_t t = 0; t < 2; ++t) {
-        const uint8_t byte = head[128 + t * 16 + c % 16];
-        const int64_t i = 4 * g + 2 * t;
-        EXPECT_EQ(byte & 0xF, c < 19 ? l.codes[c * 12 + i] : 0) << c << " " << i;
-        EXPECT_EQ(byte >> 4, c < 19 ? l.codes[c * 12 + i + 1] : 0) << c << " " << i + 1;
+      for (int64_t i = 0; i < 8; ++i) {
+        const uint32_t want = c < 19 ? l.codes[c * 24 + 8 * g + i] : 0u;
+        EXPECT_EQ((lane >> (4 * i)) & 0xF, want) << c << " " << i;
       }
     }
   }
-  // NVFP4: a 16-byte header of scale bytes per group of 16.
+  // NVFP4: a 16-byte header of scale bytes per group of 16, then two chunks.
   const Layer nv = Make(QuantDecode::kNvfp4, 17, 32, 0, 4);
   const int64_t nv_group = 16 + 16 * 8, nv_panel = 2 * nv_group;
   ASSERT_EQ(FourBitPanelsBytes(nv.w), 2 * nv_panel);
@@ -250,8 +252,11 @@ TEST(FourBitPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
     for (int64_t g = 0; g < 2; ++g) {
       const uint8_t* head = nv.panels.get() + (c / 16) * nv_panel + g * nv_group;
       EXPECT_EQ(head[c % 16], nv.block_scales[c * 2 + g]);
-      for (int64_t t = 0; t < 8; ++t) {
-        EXPECT_EQ(head[16 + t * 16 + c % 16], nv.q[c * 16 + g * 8 + t]) << c << " " << t;
+      for (int64_t t = 0; t < 2; ++t) {
+        for (int64_t b = 0; b < 4; ++b) {
+          EXPECT_EQ(head[16 + 64 * t + 4 * (c % 16) + b], nv.q[c * 16 + g * 8 + 4 * t + b])
+              << c << " " << t << " " << b;
+        }
       }
     }
   }
@@ -262,9 +267,9 @@ TEST(FourBitPanelLayoutTest, SupportedChecksTheLayout) {
   const FastQuantWeights& w = l.w;
   if (!FourBitPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
   EXPECT_TRUE(FourBitPanelSupported(w));
-  FastQuantWeights odd = w;  // groups of 1: consistent but not whole nibble pairs
-  odd.scale_k = 1;
-  odd.scale_row_stride = 64;
+  FastQuantWeights odd = w;  // groups of 4: consistent but not whole 8-code chunks
+  odd.scale_k = 4;
+  odd.scale_row_stride = 16;
   EXPECT_FALSE(FourBitPanelSupported(odd));
   FastQuantWeights ragged = w;  // 48 does not divide K (the stride as if it did)
   ragged.scale_k = 48;
