@@ -1,5 +1,5 @@
 // The 4-bit panel kernel (kernels/cpu/fast/four_bit_panel_matmul.h) on random codes and odd
-// shapes, for INT4 weight-only (fractional and integer zero points, groups of 2 to K), MXFP4 and
+// shapes, for INT4 weight-only (fractional and integer zero points, groups of 8 to K), MXFP4 and
 // NVFP4 W4A16:
 //  * each output within the header's bound of the exact sum in double of x times the reference's
 //    dequantized weights: INT4 (float(q) − z) · s as kernels/cpu/quant's IntWeights decode them;
