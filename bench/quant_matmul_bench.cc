@@ -15,7 +15,7 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
-#include "kernels/cpu/fast/four_bit_panel_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
@@ -33,7 +33,7 @@ namespace kf = kernels::cpu::fast;
 struct QuantCopy {
   std::vector<uint8_t> q, block_scales;
   std::vector<float> scales, zeros;
-  // FP8*_PANEL and the 4-bit *_PANEL: the codes as fp8_panel_matmul.h / four_bit_panel_matmul.h
+  // FP8*_PANEL and the 4-bit *_PANEL: the codes as fp8_panel_matmul.h / quant_panel_matmul.h
   // read them.
   kernels::cpu::HugePageBuffer panels;
 };
@@ -52,11 +52,12 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   const bool bf16_act = fmt == "FP8_BF16ACT";
   const bool panel = fmt == "FP8_PANEL" || fmt == "FP8_W8A8_PANEL" || bf16_act;
   if (panel) fmt = fmt == "FP8_W8A8_PANEL" ? "FP8_W8A8" : "FP8";
-  // INT4_G128_PANEL, NVFP4_PANEL, MXFP4_PANEL: the same layers on the 16-column 4-bit panels
-  // (four_bit_panel_matmul.h), as QuantizedLinear runs GPTQ / AWQ, NVFP4 W4A16 and MXFP4 layers
-  // with f32 activations; INT4_G128, NVFP4 and MXFP4 are FastQuantMatmul's row kernels.
-  const bool four_bit_panel =
-      fmt == "INT4_G128_PANEL" || fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL";
+  // INT4_G128_PANEL, INT8_G128_PANEL, NVFP4_PANEL, MXFP4_PANEL: the same layers on the 16-column
+  // panels (quant_panel_matmul.h), as QuantizedLinear runs GPTQ / AWQ / compressed-tensors
+  // weight-only, NVFP4 W4A16 and MXFP4 layers with f32 activations; INT4_G128, INT8_G128, NVFP4
+  // and MXFP4 are FastQuantMatmul's row kernels.
+  const bool four_bit_panel = fmt == "INT4_G128_PANEL" || fmt == "INT8_G128_PANEL" ||
+                              fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL";
   if (four_bit_panel) fmt = fmt.substr(0, fmt.size() - 6);
   // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
   // activation scales, both folded per block (FastQuantWeights::act_block_scales).
@@ -136,14 +137,14 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   if (four_bit_panel) {
     for (auto& c : copies) {
       use(c);
-      c.panels = kernels::cpu::HugePageBuffer(kf::FourBitPanelsBytes(w));
-      kf::RepackFourBitPanels(w, c.panels.data());
+      c.panels = kernels::cpu::HugePageBuffer(kf::QuantPanelsBytes(w));
+      kf::RepackQuantPanels(w, c.panels.data());
       std::vector<uint8_t>().swap(c.q);
     }
   }
   use(copies[0]);
   if (panel || four_bit_panel) w.q = copies[0].panels.data();
-  if (four_bit_panel && !kf::FourBitPanelSupported(w)) {
+  if (four_bit_panel && !kf::QuantPanelSupported(w)) {
     state.SkipWithError("no AVX-512 on this CPU");
     return;
   }
@@ -191,7 +192,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       w.q = copies[next].panels.data();
       next = (next + 1) % copies.size();
       Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
-        kf::FourBitPanelMatmul(w, x.data(), m, nullptr, y.data(), b, e);
+        kf::QuantPanelMatmul(w, x.data(), m, nullptr, y.data(), b, e);
       });
       benchmark::DoNotOptimize(y.data());
       continue;
@@ -214,8 +215,8 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
 void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
   for (const char* f :
        {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "FP8_PANEL", "FP8_W8A8_PANEL",
-        "INT4_G128", "INT4_G128_PANEL", "INT8_G128", "NVFP4", "NVFP4_PANEL", "MXFP4",
-        "MXFP4_PANEL"}) {
+        "INT4_G128", "INT4_G128_PANEL", "INT8_G128", "INT8_G128_PANEL", "NVFP4", "NVFP4_PANEL",
+        "MXFP4", "MXFP4_PANEL"}) {
     for (const Shape& s : gemm) {
       // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over
       // to its decode-to-bf16 GEMM (kRegisterRows).

@@ -12,7 +12,7 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
-#include "kernels/cpu/fast/four_bit_panel_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
@@ -250,23 +250,24 @@ void QuantizedLinear::InitFast() {
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data());
     fp8_panels_ok_ = true;
   }
-  // 4-bit weights with f32 activations (INT4 weight-only, MXFP4, NVFP4 W4A16): 16-column panels
-  // with the scales beside the codes (four_bit_panel_matmul.h), activations in their natural
-  // order. FastQuantMatmul's row kernels reached 0.33-0.41x of oneDNN bf16 at M = 128, the
-  // panels 0.41-0.48x, and batch 1 streams 10-140% faster (bench/README.md, twelfth session).
-  // INT4 takes f32 and --cpu_bf16_activations' rounded values (plain floats to the kernel); a
-  // W4A8 spec (compressed-tensors int8 / fp8 input_activations) stays where it was.
+  // Weight-only integer codes (INT4, and INT8 / INT3 / INT2 as bytes), MXFP4 and NVFP4 W4A16
+  // with f32 activations: 16-column panels with the scales beside the codes
+  // (quant_panel_matmul.h), activations in their natural order. FastQuantMatmul's row kernels
+  // reached 0.33-0.41x of oneDNN bf16 at M = 128 for the 4-bit formats, the panels 0.41-0.48x,
+  // and batch 1 streams 10-140% faster (bench/README.md, twelfth session). Integer codes take
+  // f32 and --cpu_bf16_activations' rounded values (plain floats to the kernel); a W4A8 spec
+  // (compressed-tensors int8 / fp8 input_activations) stays where it was.
   const bool float_acts =
       s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16;
-  const bool int4 = f.decode == kf::QuantDecode::kInt4 && float_acts;
+  const bool integer =
+      (f.decode == kf::QuantDecode::kInt4 || f.decode == kf::QuantDecode::kInt8) && float_acts;
   const bool fp4 = s.activation == ActivationFormat::kFloat &&
                    (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4);
-  const bool four_bit = int4 || fp4;
-  if (fast_ok_ && four_bit && kf::FourBitPanelSupported(fast_)) {
-    x16_ = kc::HugePageBuffer(kf::FourBitPanelsBytes(fast_));
-    fast_ = kf::RepackFourBitPanels(fast_, x16_.data());
+  if (fast_ok_ && (integer || fp4) && kf::QuantPanelSupported(fast_)) {
+    x16_ = kc::HugePageBuffer(kf::QuantPanelsBytes(fast_));
+    fast_ = kf::RepackQuantPanels(fast_, x16_.data());
     fast_permute_ = false;
-    four_bit_panels_ok_ = true;
+    quant_panels_ok_ = true;
   }
 }
 
@@ -386,8 +387,8 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     xin = xa.data();
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
-  if (four_bit_panels_ok_) {
-    split(n, [&](int64_t b, int64_t e) { kf::FourBitPanelMatmul(f, xin, rows, bias, y, b, e); });
+  if (quant_panels_ok_) {
+    split(n, [&](int64_t b, int64_t e) { kf::QuantPanelMatmul(f, xin, rows, bias, y, b, e); });
     return true;
   }
   if (fp8_panels_ok_) {

@@ -13,7 +13,7 @@
 // that is a multiple of 32, per-channel included, zero points; codes repacked into nibble pairs
 // at load; act-order layers with their input channels sorted by group first, as Marlin does);
 // NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0; with f32 activations on AVX-512
-// on the 16-column panels of four_bit_panel_matmul.h, scales beside the codes, unless an FP4
+// on the 16-column panels of quant_panel_matmul.h, scales beside the codes, unless an FP4
 // scale is a NaN code); 2/3/8-bit weight-only as byte
 // codes (groups of a multiple of 16 or one per row). Everything else (INT4 group 16, byte-code
 // groups of other sizes, SIMD targets narrower than AVX-512 for the 4-bit formats) runs the
@@ -119,13 +119,13 @@ class QuantizedLinear : public Linear {
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
   // The 16-column int8-activation tiles q8_ points into (INT4 / INT8 / INT3 / INT2, NVFP4,
   // MXFP4), the INT8 W8A8 panels (int8_dot_ok_), the FP8 panels (fp8_panels_ok_) or the 4-bit
-  // panels of INT4, MXFP4 and NVFP4 W4A16 (four_bit_panels_ok_).
+  // panels of INT4, MXFP4 and NVFP4 W4A16 (quant_panels_ok_).
   kernels::cpu::HugePageBuffer x16_;
   bool q8_ok_ = false;
   std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift
   bool int8_dot_ok_ = false;            // x16_ holds the INT8 W8A8 panels
   bool fp8_panels_ok_ = false;          // x16_ holds FP8 panels (fast_.q points into them)
-  bool four_bit_panels_ok_ = false;     // x16_ holds 4-bit panels with their scales (and zeros)
+  bool quant_panels_ok_ = false;     // x16_ holds 4-bit panels with their scales (and zeros)
 };
 
 }  // namespace tessera::backend::cpu

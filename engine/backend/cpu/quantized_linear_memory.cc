@@ -26,7 +26,7 @@ int64_t QuantizedLinear::CodeBytes() const {
 }
 
 void QuantizedLinear::ReleaseCheckpointCodes() {
-  if ((q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || four_bit_panels_ok_) && w_.q != nullptr) {
+  if ((q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || quant_panels_ok_) && w_.q != nullptr) {
     io::ReleaseMappedPages({w_.q, static_cast<size_t>(CodeBytes())});
   }
 }
@@ -34,7 +34,7 @@ void QuantizedLinear::ReleaseCheckpointCodes() {
 int64_t QuantizedLinear::weight_bytes() const {
   // Everything a forward pass streams: codes plus scales / zero points (the bench's GB/s). The
   // byte tiles of INT3 / INT2 spend a byte per code, more than the checkpoint's bits.
-  if ((q8_ok_ && q8_.format == kf::FastFormat::kU8x16) || four_bit_panels_ok_) return x16_.size();
+  if ((q8_ok_ && q8_.format == kf::FastFormat::kU8x16) || quant_panels_ok_) return x16_.size();
   const auto& s = w_.spec;
   const int64_t codes = CodeBytes();
   switch (s.weight_format) {
@@ -47,7 +47,7 @@ int64_t QuantizedLinear::weight_bytes() const {
 
 std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
   // The 4-bit panels hold the scales, zero points and block scales beside the codes.
-  if (q8_ok_ || int8_dot_ok_ || four_bit_panels_ok_) return {{x16_.data(), x16_.size()}};
+  if (q8_ok_ || int8_dot_ok_ || quant_panels_ok_) return {{x16_.data(), x16_.size()}};
   if (fp8_panels_ok_) {  // the panels hold the codes; the weight scales stay where they were
     const kc::Fp8Weights fw = w_.AsFp8();
     const int64_t count = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? w_.spec.n : 1;
@@ -73,7 +73,7 @@ std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
 }
 
 void QuantizedLinear::DropReferenceCodes() {
-  if (!(q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || four_bit_panels_ok_) || w_.bytes.empty() ||
+  if (!(q8_ok_ || int8_dot_ok_ || fp8_panels_ok_ || quant_panels_ok_) || w_.bytes.empty() ||
       w_.q != w_.bytes.data()) {
     return;
   }
@@ -84,7 +84,7 @@ void QuantizedLinear::DropReferenceCodes() {
   std::vector<uint8_t>().swap(w_.bytes);
   w_.q = nullptr;
   // The 4-bit panels carry the scales, zero points and block scales too (ForwardReference: NaN).
-  if (four_bit_panels_ok_) {
+  if (quant_panels_ok_) {
     std::vector<float>().swap(w_.scales);
     std::vector<float>().swap(w_.zeros);
     fast_.scales = fast_.zeros = nullptr;

@@ -1,5 +1,5 @@
 // What the 16-column panel kernels share (bf16_dot_matmul, float_panel_matmul, fp8_panel_matmul,
-// int8_dot_matmul, four_bit_panel_matmul): the panel geometry (one output column per 32-bit lane of a zmm), the repack of
+// int8_dot_matmul, quant_panel_matmul): the panel geometry (one output column per 32-bit lane of a zmm), the repack of
 // weight rows into panels, the store mask of a column range that need not start or end on a panel
 // boundary, and the CPUID checks that gate them. Internal to kernels/cpu/fast.
 #ifndef TESSERA_KERNELS_CPU_FAST_COLUMN_PANELS_H_

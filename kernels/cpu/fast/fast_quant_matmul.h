@@ -3,7 +3,7 @@
 // a scale and zero point per (row, group)), NVFP4 and MXFP4. The engine's QuantizedLinear calls
 // these instead of the scalar reference kernels whenever FastQuantSupported says yes and no panel
 // kernel takes the layer (fp8_panel_matmul.h for FP8 with per-tensor / per-row scales,
-// four_bit_panel_matmul.h for the 4-bit formats with f32 activations).
+// quant_panel_matmul.h for the 4-bit formats with f32 activations).
 //
 // Numerics. Every weight is decoded to exactly the f32 value the reference dequantization gives
 // (E4M3 by bit manipulation, 4-bit codes through a 16-entry table built per block with the

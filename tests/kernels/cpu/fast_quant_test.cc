@@ -11,10 +11,10 @@
 // (K + 8)·u·Σ|x·w| of the exact sum (u = 2^-24); the test allows twice the sum of both bounds,
 // with Σ|x·w| taken over the dequantized weights and 2|x| (a quantized activation is at most
 // twice the original in magnitude), plus a few ulps of the result for the scale epilogue.
-// INT4 weight-only with f32 activations (the panels of four_bit_panel_matmul.h) takes the zero
+// INT4 weight-only with f32 activations (the panels of quant_panel_matmul.h) takes the zero
 // point out of the per-weight decode, whose bound (K + G + 2)·u·Σ s·(|q − 8| + |z − 8|)·|x| is
 // about 1.5x Σ|x·w| on these random codes and zero points: well inside the allowance above, and
-// four_bit_panel_matmul_test.cc holds the kernel to its own bound.
+// quant_panel_matmul_test.cc holds the kernel to its own bound.
 // Batch invariance: every row of a multi-row call (registers for <= 4 or 6 rows, tiled GEMM
 // above) is bit-identical to the same row computed alone, and to the result with columns split
 // across 2 or 3 threads.
@@ -195,8 +195,17 @@ TEST(FastQuantTest, DropReferenceCodesKeepsForward) {
   EXPECT_EQ(panels.weights().scales.empty(), panels.uses_fast_path() && Wide());
   panels.ForwardReference(x.data(), 3, ref.data());
   EXPECT_EQ(std::isnan(ref[0]), panels.uses_fast_path() && Wide());  // no codes, no scales
-  // INT8 weight-only with f32 activations decodes the codes where they are: it keeps them.
-  QuantizedLinear plain(IntCodes(8, 37, 256, 128, 5), {}, nullptr);
+  // INT8 weight-only with f32 activations runs on the same panels.
+  QuantizedLinear bytes(IntCodes(8, 37, 256, 128, 5), {}, nullptr);
+  bytes.Forward(x.data(), 3, before.data());
+  bytes.DropReferenceCodes();
+  bytes.Forward(x.data(), 3, after.data());
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
+  EXPECT_EQ(bytes.weights().bytes.empty(), bytes.uses_fast_path() && Wide());
+  // FP8 W8A16 with 2-D block scales decodes the codes where they are: it keeps them.
+  QuantizedLinear plain(
+      Fp8(37, 256, ScaleGranularity::kBlock, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 5),
+      {}, nullptr);
   plain.DropReferenceCodes();
   EXPECT_FALSE(plain.weights().bytes.empty());
   plain.ForwardReference(x.data(), 3, ref.data());
@@ -266,7 +275,10 @@ TEST(FastQuantTest, IntBytesWeightOnly) {
       },
       "int8 act-order", true);
   // One-hot rows make each output one weight: (float(q) − z) · s exactly, the reference's two
-  // roundings (a fused or reordered form, e.g. q·s − z·s, would differ in the last bits).
+  // roundings (a fused or reordered form, e.g. q·s − z·s, would differ in the last bits). The
+  // panels (AVX-512) compute s · ((q − c) − (z − c)) for a centre c: the same bits for integer
+  // zero points (every real checkpoint's); a fractional z far below c rounds z − c first, so
+  // those outputs are held to the panels' bound, 4·u·s·(|q − c| + |z − c|), c = 2^(bits − 1).
   for (int bits : {8, 3}) {
     const QuantizedLinear lin(IntCodes(bits, 21, 96, 32, 17), {}, nullptr);
     ASSERT_TRUE(lin.uses_fast_path());
@@ -277,7 +289,16 @@ TEST(FastQuantTest, IntBytesWeightOnly) {
     for (int64_t c = 0; c < n; ++c) {
       lin.weights().DequantizeRow(c, w_row.data());
       for (int64_t i = 0; i < k; ++i) {
-        ASSERT_EQ(y[i * n + c], w_row[i]) << "int" << bits << " col " << c << " k " << i;
+        const int64_t g = c * (k / 32) + i / 32;
+        const float z = lin.weights().zeros[g];
+        if (z == std::floor(z)) {
+          ASSERT_EQ(y[i * n + c], w_row[i]) << "int" << bits << " col " << c << " k " << i;
+        } else {
+          const double centre = 1 << (bits - 1), q = lin.weights().q[c * k + i];
+          const double tol = 4 * std::ldexp(1.0, -24) * lin.weights().scales[g] *
+                             (std::fabs(q - centre) + std::fabs(z - centre));
+          ASSERT_NEAR(y[i * n + c], w_row[i], tol) << "int" << bits << " col " << c << " k " << i;
+        }
       }
     }
   }

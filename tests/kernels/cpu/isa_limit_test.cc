@@ -13,7 +13,7 @@
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
-#include "kernels/cpu/fast/four_bit_panel_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
@@ -35,7 +35,7 @@ TEST(IsaLimitTest, Avx2LimitReachesEveryKernel) {
   EXPECT_FALSE(Int8DotAvailable());
   EXPECT_FALSE(Bf16DotAvailable());
   EXPECT_FALSE(F16PanelAvailable());
-  EXPECT_FALSE(FourBitPanelAvailable());
+  EXPECT_FALSE(QuantPanelAvailable());
   EXPECT_FALSE(AmxBf16Usable());
   EXPECT_FALSE(AmxInt8Usable());
 }

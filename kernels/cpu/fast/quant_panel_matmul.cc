@@ -1,4 +1,4 @@
-// AVX-512 kernel of four_bit_panel_matmul.h: one tile template (up to 6 rows x 4 panels of
+// AVX-512 kernel of quant_panel_matmul.h: one tile template (up to 6 rows x 4 panels of
 // accumulators, a group at a time, each group's sum folded into running totals with its scales)
 // fed either by an in-register decoder of the code chunks (≤ 6 rows) or by a block of four panels
 // decoded once to f32 code values (more rows).
@@ -8,7 +8,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include "kernels/cpu/fast/four_bit_panel_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 
 #include <algorithm>
 #include <cstring>
@@ -23,40 +23,53 @@
 
 #include "hwy/aligned_allocator.h"
 #include "hwy/base.h"
-#define TESSERA_FOUR_BIT_PANEL_X86 1
+#define TESSERA_QUANT_PANEL_X86 1
 #endif
 
 namespace tessera::kernels::cpu::fast {
 
 namespace {
 
-// The group geometry of a format: G codes per group, a header of `head` bytes before its chunks
-// (INT4: 16 centred zero points and 16 scales, f32; FP4: the 16 columns' scale bytes).
+// The group geometry of a format: G codes per group of `bits` each (4, or 8 for byte codes), a
+// header of `head` bytes before its chunks (integer codes: 16 centred zero points and 16 scales,
+// f32; FP4: the 16 columns' scale bytes).
 struct Geometry {
-  int64_t group, head;
-  int64_t GroupBytes() const { return head + group * 8; }
+  int64_t group, head, bits;
+  int64_t GroupBytes() const { return head + group * 2 * bits; }
 };
 
 Geometry GeometryOf(const FastQuantWeights& w) {
   switch (w.decode) {
     case QuantDecode::kMxfp4:
-      return {32, 16};
+      return {32, 16, 4};
     case QuantDecode::kNvfp4:
-      return {16, 16};
+      return {16, 16, 4};
+    case QuantDecode::kInt8:  // one group per row when scale_k >= k
+      return {std::min(w.scale_k, w.k), 128, 8};
     default:
-      return {w.scale_k, 128};
+      return {w.scale_k, 128, 4};
   }
+}
+
+// Byte codes (INT8, INT3 / INT2 unpacked) are stored minus a centre, 2^(bits − 1) for the bit
+// length of the largest code (INT8: 128), so that they fit a signed byte and the zero-point
+// correction subtracts a small (z − centre) · Σx. INT4's centre is 8 (its code table).
+int ByteCodeCentre(const FastQuantWeights& w) {
+  const uint8_t top = w.n * w.k > 0 ? *std::max_element(w.q, w.q + w.n * w.k) : 0;
+  int bits = 1;
+  while (bits < 8 && (top >> bits) != 0) ++bits;
+  return 1 << (bits - 1);
 }
 
 }  // namespace
 
-bool FourBitPanelAvailable() {
+bool QuantPanelAvailable() {
   static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
   return has;
 }
 
-bool FourBitPanelSupported(const FastQuantWeights& w) {
-  if (!FourBitPanelAvailable() || w.q == nullptr || w.n <= 0 || w.k <= 0 ||
+bool QuantPanelSupported(const FastQuantWeights& w) {
+  if (!QuantPanelAvailable() || w.q == nullptr || w.n <= 0 || w.k <= 0 ||
       w.row_scale != nullptr || w.col_scale != nullptr || w.act_block_scales) {
     return false;
   }
@@ -64,6 +77,11 @@ bool FourBitPanelSupported(const FastQuantWeights& w) {
     case QuantDecode::kInt4:
       return w.scales != nullptr && w.zeros != nullptr && w.scale_k > 0 && w.scale_k % 8 == 0 &&
              w.k % w.scale_k == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / w.scale_k;
+    case QuantDecode::kInt8: {
+      const int64_t group = std::min(w.scale_k, w.k);
+      return w.scales != nullptr && w.zeros != nullptr && group > 0 && group % 4 == 0 &&
+             w.k % group == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / group;
+    }
     case QuantDecode::kMxfp4:
     case QuantDecode::kNvfp4: {
       const bool mx = w.decode == QuantDecode::kMxfp4;
@@ -78,15 +96,17 @@ bool FourBitPanelSupported(const FastQuantWeights& w) {
   }
 }
 
-int64_t FourBitPanelsBytes(const FastQuantWeights& w) {
+int64_t QuantPanelsBytes(const FastQuantWeights& w) {
   const Geometry geo = GeometryOf(w);
   return panels::Count(w.n) * (w.k / geo.group) * geo.GroupBytes();
 }
 
-FastQuantWeights RepackFourBitPanels(const FastQuantWeights& w, uint8_t* dst) {
+FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst) {
   const Geometry geo = GeometryOf(w);
   const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
-  const bool int4 = w.decode == QuantDecode::kInt4;
+  const bool fp4 = w.decode == QuantDecode::kMxfp4 || w.decode == QuantDecode::kNvfp4;
+  const bool bytes = w.decode == QuantDecode::kInt8;
+  const int centre = bytes ? ByteCodeCentre(w) : 8;
   for (int64_t p = 0; p < panels::Count(w.n); ++p) {
     uint8_t* panel = dst + p * groups * gb;
     std::memset(panel, 0, groups * gb);
@@ -94,16 +114,22 @@ FastQuantWeights RepackFourBitPanels(const FastQuantWeights& w, uint8_t* dst) {
       const int64_t col = p * panels::kCols + c;
       for (int64_t g = 0; g < groups; ++g) {
         uint8_t* head = panel + g * gb;
-        if (int4) {
-          const float centred = w.zeros[col * groups + g] - 8.0f;
+        if (fp4) {
+          head[c] = w.block_scales[col * groups + g];
+        } else {
+          const float centred = w.zeros[col * groups + g] - static_cast<float>(centre);
           std::memcpy(head + 4 * c, &centred, 4);
           std::memcpy(head + 64 + 4 * c, &w.scales[col * groups + g], 4);
-        } else {
-          head[c] = w.block_scales[col * groups + g];
         }
-        const uint8_t* codes = w.q + col * (w.k / 2) + g * (geo.group / 2);
-        for (int64_t t = 0; t < geo.group / 8; ++t) {
-          std::memcpy(head + geo.head + t * 64 + 4 * c, codes + 4 * t, 4);
+        // Chunk t's lane c: the row's 4 bytes of codes from k = (32 / bits) · t of the group.
+        const int64_t row_bytes = w.k * geo.bits / 8, group_bytes = geo.group * geo.bits / 8;
+        const uint8_t* codes = w.q + col * row_bytes + g * group_bytes;
+        for (int64_t t = 0; t < group_bytes / 4; ++t) {
+          uint8_t lane[4];
+          for (int b = 0; b < 4; ++b) {
+            lane[b] = bytes ? static_cast<uint8_t>(codes[4 * t + b] - centre) : codes[4 * t + b];
+          }
+          std::memcpy(head + geo.head + t * 64 + 4 * c, lane, 4);
         }
       }
     }
@@ -113,7 +139,7 @@ FastQuantWeights RepackFourBitPanels(const FastQuantWeights& w, uint8_t* dst) {
   return out;
 }
 
-#if defined(TESSERA_FOUR_BIT_PANEL_X86)
+#if defined(TESSERA_QUANT_PANEL_X86)
 
 }  // namespace tessera::kernels::cpu::fast
 
@@ -143,7 +169,7 @@ HWY_INLINE __m512 CodeValues() {
 
 // An FP4 group's 16 scales from its header bytes, exactly: UE4M3 as fast_quant_matmul.cc decodes
 // E4M3 (the byte sign-extended and shifted into an f32's fields, times 2^120; the NaN code is
-// excluded by FourBitPanelSupported), E8M0 as 2^(e − 127) (e = 0 is the subnormal 2^-127).
+// excluded by QuantPanelSupported), E8M0 as 2^(e − 127) (e = 0 is the subnormal 2^-127).
 template <QuantDecode F>
 HWY_INLINE __m512 GroupScales(const uint8_t* head) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(head));
@@ -167,22 +193,36 @@ HWY_INLINE __m512 GroupScales(const uint8_t* head) {
 // more shuffle per 32 (INT4 0-5%, FP4 5-10% slower at batch 1). Neither zero points nor scales
 // apply here: subtracting each column's zero point (INT4) or multiplying by its scale (FP4) per
 // weight cost 13-19% of the batch-1 rate (bench/README.md).
+// Byte codes (kInt8): lane c holds column c's four codes minus the centre as signed bytes; the
+// low byte, sign-extended in place, converts exactly, and each next code is 8 bits further.
+template <QuantDecode F>
+inline constexpr int kCodeBits = F == QuantDecode::kInt8 ? 8 : 4;
+template <QuantDecode F>
+inline constexpr int kCodesPerLane = 32 / kCodeBits<F>;
+inline constexpr bool IsInteger(QuantDecode f) {
+  return f == QuantDecode::kInt4 || f == QuantDecode::kInt8;
+}
+
 template <QuantDecode F>
 HWY_INLINE __m512 DecodeCode(__m512i codes) {
-  return _mm512_permutexvar_ps(codes, CodeValues<F>());
+  if constexpr (F == QuantDecode::kInt8) {
+    return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(codes, 24), 24));
+  } else {
+    return _mm512_permutexvar_ps(codes, CodeValues<F>());
+  }
 }
 
 struct Job {
   const uint8_t* panels;  // the tile's first panel
   int64_t panel_bytes, group_bytes, head_bytes;
-  int64_t chunks;         // 64-byte code chunks per group (G / 8)
+  int64_t chunks;         // 64-byte code chunks per group (G / kCodesPerLane)
   int64_t g0, g1;         // the groups of this block
   const float* dec;       // decoded block: k = 16 · (j · dec_panel + i) for panel j, block k i
   int64_t dec_panel;
   const float* dec_scales;  // FP4: the block's scales, 16 per (panel j, group g): j · (g1 − g0) + g
   const float* x;         // row m0, k = 0
   int64_t x_stride;
-  const float* sums;      // INT4: Σ x over each group, row m0, group 0 (GroupSums)
+  const float* sums;      // integer codes: Σ x over each group, row m0, group 0 (GroupSums)
   int64_t sums_stride;
   float* tot;             // running totals [row][kTileVecs][16]
   bool first, last;       // first / last block of K
@@ -202,7 +242,7 @@ void GroupTile(const Job& job) {
       }
     }
   }
-  const int64_t group = 8 * job.chunks;
+  const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int64_t g = job.g0; g < job.g1; ++g) {
     __m512 acc[MR][NV];
     for (int i = 0; i < MR; ++i) {
@@ -225,8 +265,9 @@ void GroupTile(const Job& job) {
       for (int64_t t = 0; t < job.chunks; ++t) {
         for (int j = 0; j < NV; ++j) {
           __m512i codes = _mm512_loadu_si512(head + j * job.panel_bytes + job.head_bytes + 64 * t);
-          const float* xt = xg + 8 * t;
-          for (int c = 0; c < 8; ++c, codes = _mm512_srli_epi32(codes, 4)) {
+          const float* xt = xg + kCodesPerLane<F> * t;
+          for (int c = 0; c < kCodesPerLane<F>;
+               ++c, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
             const __m512 w = DecodeCode<F>(codes);
             for (int i = 0; i < MR; ++i) {
               acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xt[i * job.x_stride + c]), w, acc[i][j]);
@@ -235,12 +276,12 @@ void GroupTile(const Job& job) {
         }
       }
     }
-    // The group's sum into the totals: FP4 tot += s · a; INT4 tot += s · (a − (z − 8) · Σx),
-    // the group's Σ (q − z) · x.
+    // The group's sum into the totals: FP4 tot += s · a; integer codes tot += s · (a − (z − c) ·
+    // Σx) with c their centre, the group's Σ (q − z) · x.
     for (int j = 0; j < NV; ++j) {
       const float* hj = reinterpret_cast<const float*>(head + j * job.panel_bytes);
       __m512 s, zc = _mm512_setzero_ps();
-      if constexpr (F == QuantDecode::kInt4) {
+      if constexpr (IsInteger(F)) {
         zc = _mm512_loadu_ps(hj);
         s = _mm512_loadu_ps(hj + 16);
       } else if constexpr (kDecoded) {
@@ -250,7 +291,7 @@ void GroupTile(const Job& job) {
       }
       for (int i = 0; i < MR; ++i) {
         __m512 c = acc[i][j];
-        if constexpr (F == QuantDecode::kInt4) {
+        if constexpr (IsInteger(F)) {
           c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(job.sums[i * job.sums_stride + g]), c);
         }
         float* t = job.tot + (i * kTileVecs + j) * 16;
@@ -309,19 +350,19 @@ TileFn PickTile(int mr, int nv) {
 // Panels [0, nv) of the job's tile, groups [g0, g1), decoded to job.dec's layout.
 template <QuantDecode F>
 void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
-  const int64_t group = 8 * job.chunks;
+  const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int j = 0; j < nv; ++j) {
     for (int64_t g = job.g0; g < job.g1; ++g) {
       const uint8_t* head = job.panels + j * job.panel_bytes + g * job.group_bytes;
-      if constexpr (F != QuantDecode::kInt4) {
+      if constexpr (!IsInteger(F)) {
         _mm512_storeu_ps(dec_scales + (j * (job.g1 - job.g0) + (g - job.g0)) * 16,
                          GroupScales<F>(head));
       }
       float* out = dec + (j * job.dec_panel + (g - job.g0) * group) * 16;
       for (int64_t t = 0; t < job.chunks; ++t) {
         __m512i codes = _mm512_loadu_si512(head + job.head_bytes + 64 * t);
-        for (int c = 0; c < 8; ++c, codes = _mm512_srli_epi32(codes, 4)) {
-          _mm512_storeu_ps(out + (8 * t + c) * 16, DecodeCode<F>(codes));
+        for (int c = 0; c < kCodesPerLane<F>; ++c, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
+          _mm512_storeu_ps(out + (kCodesPerLane<F> * t + c) * 16, DecodeCode<F>(codes));
         }
       }
     }
@@ -372,7 +413,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
     tot_capacity = tot_size;
   }
   dec_scales.resize(decoded ? kTileVecs * block_groups * 16 : 0);
-  if constexpr (F == QuantDecode::kInt4) {
+  if constexpr (IsInteger(F)) {
     sums.resize(rows * groups);
     GroupSums(x, rows, w.k, group, sums.data());
   }
@@ -380,7 +421,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
   job.group_bytes = geo.GroupBytes();
   job.head_bytes = geo.head;
   job.panel_bytes = groups * job.group_bytes;
-  job.chunks = group / 8;
+  job.chunks = group / kCodesPerLane<F>;
   job.dec = dec.get();
   job.dec_panel = block_groups * group;
   job.dec_scales = dec_scales.data();
@@ -404,7 +445,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
       for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
         job.x = x + m0 * w.k;
-        job.sums = F == QuantDecode::kInt4 ? sums.data() + m0 * groups : nullptr;
+        job.sums = IsInteger(F) ? sums.data() + m0 * groups : nullptr;
         job.tot = tot.get() + m0 * kTileVecs * 16;
         job.y = y + m0 * w.n + col0;
         (decoded ? PickTile<true, F>(mr, nv) : PickTile<false, F>(mr, nv))(job);
@@ -415,12 +456,14 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
 
 }  // namespace
 
-void FourBitPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
   if (rows <= 0 || n_begin >= n_end) return;
   switch (w.decode) {
     case QuantDecode::kInt4:
       return Run<QuantDecode::kInt4>(w, x, rows, bias, y, n_begin, n_end);
+    case QuantDecode::kInt8:
+      return Run<QuantDecode::kInt8>(w, x, rows, bias, y, n_begin, n_end);
     case QuantDecode::kMxfp4:
       return Run<QuantDecode::kMxfp4>(w, x, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:
@@ -432,9 +475,9 @@ void FourBitPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows,
 
 HWY_POP_ATTRIBUTES
 
-#else  // not x86-64 GCC/Clang: never called (FourBitPanelAvailable() is false), for the link.
+#else  // not x86-64 GCC/Clang: never called (QuantPanelAvailable() is false), for the link.
 
-void FourBitPanelMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*,
+void QuantPanelMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*,
                         int64_t, int64_t) {}
 
 #endif

@@ -1,14 +1,14 @@
-// The 4-bit panel kernel (kernels/cpu/fast/four_bit_panel_matmul.h) on random codes and odd
-// shapes, for INT4 weight-only (fractional and integer zero points, groups of 8 to K), MXFP4 and
-// NVFP4 W4A16:
+// The quantized-weight panel kernel (kernels/cpu/fast/quant_panel_matmul.h) on random codes and
+// odd shapes, for INT4 and INT8 weight-only (fractional and integer zero points, groups of 8 to
+// K), MXFP4 and NVFP4 W4A16:
 //  * each output within the header's bound of the exact sum in double of x times the reference's
-//    dequantized weights: INT4 (float(q) − z) · s as kernels/cpu/quant's IntWeights decode them;
+//    dequantized weights: INT4 / INT8 (float(q) − z) · s as kernels/cpu/quant decodes them;
 //    MXFP4 e2m1 · 2^(e − 127); NVFP4 (e2m1 · sf) · α, with subnormal and negative scale bytes;
 //  * every row bit-identical alone (the register path) and in calls of 2-20 rows (6-row tiles
 //    over decoded K blocks), under column splits at odd places and panel boundaries;
 //  * the repack puts each code, scale and zero point where the header says; NaN scale codes
 //    are refused.
-#include "kernels/cpu/fast/four_bit_panel_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 
 #include <cmath>
 #include <cstring>
@@ -29,7 +29,8 @@ namespace {
 struct Layer {
   QuantDecode format;
   int64_t n, k, group;
-  std::vector<uint8_t> codes, q, block_scales;  // codes one per byte [n, k]; q nibble pairs
+  // codes one per byte [n, k]; q the checkpoint's form (nibble pairs, or codes for kInt8)
+  std::vector<uint8_t> codes, q, block_scales;
   std::vector<float> scales, zeros, bias;
   hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
   FastQuantWeights w;
@@ -40,6 +41,7 @@ struct Layer {
     const uint8_t q = codes[c * k + i];
     switch (format) {
       case QuantDecode::kInt4:
+      case QuantDecode::kInt8:
         return (static_cast<float>(q) - zeros[g]) * scales[g];
       case QuantDecode::kMxfp4:
         return numeric::DecodeE2m1(q) * numeric::DecodeE8m0(block_scales[g]);
@@ -47,11 +49,13 @@ struct Layer {
         return (numeric::DecodeE2m1(q) * numeric::DecodeUe4m3(block_scales[g])) * w.alpha;
     }
   }
+  bool Integer() const { return format == QuantDecode::kInt4 || format == QuantDecode::kInt8; }
   // The header's bound's per-product magnitude: |x| times this.
   double Magnitude(int64_t c, int64_t i) const {
-    if (format != QuantDecode::kInt4) return std::fabs(Weight(c, i));
+    if (!Integer()) return std::fabs(Weight(c, i));
     const int64_t g = c * (k / group) + i / group;
-    return scales[g] * (std::fabs(codes[c * k + i] - 8.0) + std::fabs(zeros[g] - 8.0));
+    const double centre = format == QuantDecode::kInt8 ? 128.0 : 8.0;  // 8-bit codes here
+    return scales[g] * (std::fabs(codes[c * k + i] - centre) + std::fabs(zeros[g] - centre));
   }
 };
 
@@ -60,31 +64,38 @@ void Repack(Layer& l) {
   l.w.scales = l.scales.data();
   l.w.zeros = l.zeros.data();
   l.w.block_scales = l.block_scales.data();
-  l.panels = hwy::AllocateAligned<uint8_t>(FourBitPanelsBytes(l.w));
-  l.w = RepackFourBitPanels(l.w, l.panels.get());
+  l.panels = hwy::AllocateAligned<uint8_t>(QuantPanelsBytes(l.w));
+  l.w = RepackQuantPanels(l.w, l.panels.get());
 }
 
-Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int4_group, uint32_t seed) {
-  const int64_t group = format == QuantDecode::kInt4    ? int4_group
-                        : format == QuantDecode::kMxfp4 ? 32
-                                                        : 16;
+// int_group: the group size of the integer formats (kInt4; kInt8 with 8-bit codes).
+Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, uint32_t seed) {
+  const bool integer = format == QuantDecode::kInt4 || format == QuantDecode::kInt8;
+  const int64_t group = integer ? int_group : format == QuantDecode::kMxfp4 ? 32 : 16;
   Layer l{format, n, k, group, {}, {}, {}, {}, {}, {}, nullptr, {}};
   std::mt19937 rng(seed);
+  const uint32_t levels = format == QuantDecode::kInt8 ? 256 : 16;
   l.codes.resize(n * k);
-  for (auto& c : l.codes) c = static_cast<uint8_t>(rng() % 16);
-  l.q.resize(n * k / 2);
-  for (int64_t r = 0; r < n; ++r) PackU4Pairs(l.codes.data() + r * k, k, l.q.data() + r * k / 2);
-  std::uniform_real_distribution<float> scale(1e-3f, 5e-2f), zero(0.0f, 15.0f);
+  for (auto& c : l.codes) c = static_cast<uint8_t>(rng() % levels);
+  if (format == QuantDecode::kInt8) {
+    l.codes[0] = 255;  // the largest code sets the centre (128)
+    l.q = l.codes;
+  } else {
+    l.q.resize(n * k / 2);
+    for (int64_t r = 0; r < n; ++r) PackU4Pairs(l.codes.data() + r * k, k, l.q.data() + r * k / 2);
+  }
+  const float top = static_cast<float>(levels - 1);
+  std::uniform_real_distribution<float> scale(1e-3f, 5e-2f), zero(0.0f, top);
   FastQuantWeights& w = l.w;
   w.decode = format;
   w.n = n;
   w.k = k;
   const int64_t groups = n * (k / group);
-  if (format == QuantDecode::kInt4) {
+  if (integer) {
     for (int64_t i = 0; i < groups; ++i) {
-      l.scales.push_back(scale(rng));
+      l.scales.push_back(scale(rng) * 16.0f / static_cast<float>(levels));
       // Integer zero points (GPTQ, AWQ) and fractional ones.
-      l.zeros.push_back(i % 3 == 0 ? static_cast<float>(rng() % 16) : zero(rng));
+      l.zeros.push_back(i % 3 == 0 ? static_cast<float>(rng() % levels) : zero(rng));
     }
     w.scale_rows = 1;
     w.scale_row_stride = k / group;
@@ -124,19 +135,28 @@ std::vector<float> RunPanels(const Layer& l, const float* x, int64_t rows, int64
                              bool bias) {
   std::vector<float> y(rows * l.n, -7.0f);
   for (int64_t b = 0; b < l.n; b += step) {
-    FourBitPanelMatmul(l.w, x, rows, bias ? l.bias.data() : nullptr, y.data(), b,
+    QuantPanelMatmul(l.w, x, rows, bias ? l.bias.data() : nullptr, y.data(), b,
                        std::min(l.n, b + step));
   }
   return y;
 }
 
 std::string Name(QuantDecode f) {
-  return f == QuantDecode::kInt4 ? "int4" : f == QuantDecode::kMxfp4 ? "mxfp4" : "nvfp4";
+  switch (f) {
+    case QuantDecode::kInt4:
+      return "int4";
+    case QuantDecode::kInt8:
+      return "int8";
+    case QuantDecode::kMxfp4:
+      return "mxfp4";
+    default:
+      return "nvfp4";
+  }
 }
 
-class FourBitPanelTest : public ::testing::TestWithParam<QuantDecode> {};
+class QuantPanelTest : public ::testing::TestWithParam<QuantDecode> {};
 
-TEST_P(FourBitPanelTest, AccurateAndBatchInvariantOnOddShapes) {
+TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
   const QuantDecode format = GetParam();
   struct Shape {
     int64_t n, k, group;  // group: INT4 only
@@ -149,8 +169,8 @@ TEST_P(FourBitPanelTest, AccurateAndBatchInvariantOnOddShapes) {
     SCOPED_TRACE(Name(format) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k));
     const int64_t rows = 40;
     const Layer l = Make(format, s.n, s.k, s.group, static_cast<uint32_t>(s.n * 131 + s.k));
-    if (!FourBitPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
-    ASSERT_TRUE(FourBitPanelSupported(l.w));
+    if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+    ASSERT_TRUE(QuantPanelSupported(l.w));
     const std::vector<float> x = Activations(rows, s.k, static_cast<uint32_t>(s.k));
     for (const bool bias : {true, false}) {
       const std::vector<float> all = RunPanels(l, x.data(), rows, s.n, bias);
@@ -182,11 +202,11 @@ TEST_P(FourBitPanelTest, AccurateAndBatchInvariantOnOddShapes) {
 }
 
 // A non-finite scale (or INT4 zero point) reaches only its own column, alone and in a batch.
-TEST_P(FourBitPanelTest, NonFiniteScalesStayInTheirColumn) {
+TEST_P(QuantPanelTest, NonFiniteScalesStayInTheirColumn) {
   Layer l = Make(GetParam(), 20, 64, 32, 9);
-  if (!FourBitPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
   const int64_t groups = 64 / l.group;
-  if (GetParam() == QuantDecode::kInt4) {
+  if (l.Integer()) {
     l.scales[3 * groups + 1] = INFINITY;  // column 3, group 1
     l.zeros[17 * groups] = NAN;           // column 17, group 0
   } else {
@@ -215,19 +235,19 @@ TEST_P(FourBitPanelTest, NonFiniteScalesStayInTheirColumn) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, FourBitPanelTest,
-                         ::testing::Values(QuantDecode::kInt4, QuantDecode::kMxfp4,
-                                           QuantDecode::kNvfp4),
+INSTANTIATE_TEST_SUITE_P(Formats, QuantPanelTest,
+                         ::testing::Values(QuantDecode::kInt4, QuantDecode::kInt8,
+                                           QuantDecode::kMxfp4, QuantDecode::kNvfp4),
                          [](const ::testing::TestParamInfo<QuantDecode>& info) {
                            return Name(info.param);
                          });
 
-TEST(FourBitPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
+TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
   // INT4, groups of 8: a 128-byte header, then one 64-byte chunk whose 32-bit lane c holds
   // column c's code i in bits 4i-4i+3.
   const Layer l = Make(QuantDecode::kInt4, 19, 24, 8, 3);
   const int64_t group_bytes = 128 + 64, panel_bytes = 3 * group_bytes;
-  ASSERT_EQ(FourBitPanelsBytes(l.w), 2 * panel_bytes);
+  ASSERT_EQ(QuantPanelsBytes(l.w), 2 * panel_bytes);
   for (int64_t c = 0; c < 32; ++c) {
     for (int64_t g = 0; g < 3; ++g) {
       const uint8_t* head = l.panels.get() + (c / 16) * panel_bytes + g * group_bytes;
@@ -244,10 +264,28 @@ TEST(FourBitPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
       }
     }
   }
+  // Byte codes, groups of 4: the 128-byte header (zero points centred on 128, the largest code
+  // being 255), then one chunk whose lane c holds column c's four codes minus 128.
+  const Layer b8 = Make(QuantDecode::kInt8, 18, 8, 4, 5);
+  const int64_t b8_group = 128 + 64, b8_panel = 2 * b8_group;
+  ASSERT_EQ(QuantPanelsBytes(b8.w), 2 * b8_panel);
+  for (int64_t c = 0; c < 18; ++c) {
+    for (int64_t g = 0; g < 2; ++g) {
+      const uint8_t* head = b8.panels.get() + (c / 16) * b8_panel + g * b8_group;
+      float z;
+      std::memcpy(&z, head + 4 * (c % 16), 4);
+      EXPECT_EQ(z, b8.zeros[c * 2 + g] - 128.0f);
+      for (int64_t i = 0; i < 4; ++i) {
+        const int want = b8.codes[c * 8 + 4 * g + i] - 128;
+        EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + i]), want)
+            << c << " " << i;
+      }
+    }
+  }
   // NVFP4: a 16-byte header of scale bytes per group of 16, then two chunks.
   const Layer nv = Make(QuantDecode::kNvfp4, 17, 32, 0, 4);
   const int64_t nv_group = 16 + 16 * 8, nv_panel = 2 * nv_group;
-  ASSERT_EQ(FourBitPanelsBytes(nv.w), 2 * nv_panel);
+  ASSERT_EQ(QuantPanelsBytes(nv.w), 2 * nv_panel);
   for (int64_t c = 0; c < 17; ++c) {
     for (int64_t g = 0; g < 2; ++g) {
       const uint8_t* head = nv.panels.get() + (c / 16) * nv_panel + g * nv_group;
@@ -262,37 +300,48 @@ TEST(FourBitPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
   }
 }
 
-TEST(FourBitPanelLayoutTest, SupportedChecksTheLayout) {
+TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {
   const Layer l = Make(QuantDecode::kInt4, 16, 64, 32, 1);
   const FastQuantWeights& w = l.w;
-  if (!FourBitPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
-  EXPECT_TRUE(FourBitPanelSupported(w));
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  EXPECT_TRUE(QuantPanelSupported(w));
   FastQuantWeights odd = w;  // groups of 4: consistent but not whole 8-code chunks
   odd.scale_k = 4;
   odd.scale_row_stride = 16;
-  EXPECT_FALSE(FourBitPanelSupported(odd));
+  EXPECT_FALSE(QuantPanelSupported(odd));
   FastQuantWeights ragged = w;  // 48 does not divide K (the stride as if it did)
   ragged.scale_k = 48;
   ragged.scale_row_stride = 1;
-  EXPECT_FALSE(FourBitPanelSupported(ragged));
+  EXPECT_FALSE(QuantPanelSupported(ragged));
   FastQuantWeights fp8 = w;
   fp8.decode = QuantDecode::kFp8;
-  EXPECT_FALSE(FourBitPanelSupported(fp8));
+  EXPECT_FALSE(QuantPanelSupported(fp8));
   FastQuantWeights no_zeros = w;
   no_zeros.zeros = nullptr;
-  EXPECT_FALSE(FourBitPanelSupported(no_zeros));
+  EXPECT_FALSE(QuantPanelSupported(no_zeros));
+  // Byte codes: groups of whole 4-code lanes, or one group per row (scale_k >= k).
+  const Layer b8 = Make(QuantDecode::kInt8, 16, 64, 32, 1);
+  EXPECT_TRUE(QuantPanelSupported(b8.w));
+  FastQuantWeights b8_odd = b8.w;  // groups of 2
+  b8_odd.scale_k = 2;
+  b8_odd.scale_row_stride = 32;
+  EXPECT_FALSE(QuantPanelSupported(b8_odd));
+  FastQuantWeights b8_row = b8.w;  // one group per row
+  b8_row.scale_k = 1 << 20;
+  b8_row.scale_row_stride = 1;
+  EXPECT_TRUE(QuantPanelSupported(b8_row));
   // FP4 with a NaN scale code stays on the table decoder, which propagates it.
   for (const QuantDecode f : {QuantDecode::kMxfp4, QuantDecode::kNvfp4}) {
     Layer fp4 = Make(f, 16, 64, 0, 2);
     FastQuantWeights src = fp4.w;
     src.q = fp4.q.data();
     src.block_scales = fp4.block_scales.data();
-    EXPECT_TRUE(FourBitPanelSupported(src));
+    EXPECT_TRUE(QuantPanelSupported(src));
     FastQuantWeights short_k = src;  // K not whole scale blocks, every scale finite
     short_k.k = f == QuantDecode::kMxfp4 ? 48 : 40;
-    EXPECT_FALSE(FourBitPanelSupported(short_k)) << Name(f);
+    EXPECT_FALSE(QuantPanelSupported(short_k)) << Name(f);
     fp4.block_scales[5] = f == QuantDecode::kMxfp4 ? numeric::kE8m0NanCode : 0xFF;
-    EXPECT_FALSE(FourBitPanelSupported(src)) << Name(f);
+    EXPECT_FALSE(QuantPanelSupported(src)) << Name(f);
   }
 }
 

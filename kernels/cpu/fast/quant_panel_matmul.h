@@ -1,0 +1,81 @@
+// Quantized weights with exact f32 activations on 16-column panels: the kernel QuantizedLinear
+// runs on AVX-512 CPUs for integer weight-only layers (GPTQ, AWQ, compressed-tensors: INT4 as
+// kU4Pairs codes, INT8 / INT3 / INT2 as one code per byte, a scale and zero point per (column,
+// group)), MXFP4 (gpt-oss: E2M1 codes, an E8M0 scale per 32) and NVFP4 W4A16 (E2M1 codes, a
+// UE4M3 scale per 16, a global alpha), decode and prefill alike.
+//
+// Why: FastQuantMatmul's decoders build a value table per (row, block), or decode bytes per
+// weight, and sum each output as a lane-parallel dot product over K; its prefill tiles reload
+// activations for every column and reached 0.33-0.41x of oneDNN's bf16 matmul (M = 128; INT8
+// 0.19-0.35x), and batch 1 streamed 10-23 GB/s. Panels broadcast one activation into 16 columns
+// per FMA, as the f32 panels of float_panel_matmul.h do: 0.41-0.48x and 21-28 GB/s (the f32 FMA
+// peak caps any exact-f32 kernel at 0.52-0.54x of oneDNN bf16 here).
+//
+// Layout (RepackQuantPanels, at load): panel p holds columns [16p, 16p + 16); for each group g
+// (INT4: w.scale_k codes, a multiple of 8; bytes: w.scale_k, or K for one group per row, a
+// multiple of 4; MXFP4: 32; NVFP4: 16) it stores a header, then chunks of 64 bytes, 32-bit lane c
+// of chunk t holding column c's next 32 bits of codes, lowest first: 4-bit codes 8t to 8t + 7
+// (the checkpoint row's bytes 4t to 4t + 3 of the group, as they are), or byte codes 4t to 4t + 3
+// minus the layer's centre c (2^(bits − 1) for the bit length of its largest code: 128 for INT8)
+// as signed bytes. Integer headers are the 16 columns' centred zero points z − c (16 f32; c = 8
+// for INT4) and their scales (16 f32); FP4's are the 16 columns' scale bytes. The scales sit next
+// to their codes, so each panel is one sequential stream. Columns past N are zero bytes (their
+// lanes are never stored).
+//
+// Numerics and batch invariance: output (m, n) is one f32 lane. Per group, a = Σ x · v with FMA
+// in ascending k from +0, v the exact code value (integers q − c, FP4 e2m1); then the group folds
+// into a running total, g ascending from +0, and the end adds the bias:
+//  * FP4: tot = fma(s, a, tot) with s the group's scale (exact), y = α · tot: the reference's
+//    Σ x · ((e2m1 · s) · α) reassociated, within (K + G + 2)·u·Σ|x·w| (u = 2^-24), plus a few
+//    f32 subnormal steps (2^-149) where MXFP4's smallest scales take a group's sum below 2^-126.
+//  * Integers: tot = fma(s, a − (z − c) · Σx, tot) (Σx: the group's activations summed once per
+//    row in a fixed order), i.e. Σ (q − z) · s · x with the zero point out of the per-weight
+//    decode. Its bound is (K + G + 2)·u·Σ s·(|q − c| + |z − c|)·|x| instead of (K + 1)·u·Σ|x·w|;
+//    for symmetric layers (z = c: GPTQ's sym=True, compressed-tensors' symmetric INT8) the two are
+//    the same sum and the fold subtracts 0, and for integer zero points a one-hot x gives the
+//    reference's (float(q) − z) · s bit for bit.
+// Taking scales and zero points out of the per-weight decode raised the batch-1 rate 15-23% and
+// cost FP4 prefill 5-11% (the folds every 32 or 16 k; bench/README.md, twelfth session). The
+// folds need each group whole in one K block, so per-channel layers (G = K) decode K at a time.
+// Up to 6 rows (decode, small batches) decode the codes in registers; more rows decode four
+// panels at a time, a K block of whole groups, to an L2-resident f32 buffer and run 6-row tiles
+// over it — the same values in the same order, so a row's result is bit-identical alone or in
+// any batch, under any column split.
+#ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
+#define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/fast/fast_quant_matmul.h"
+
+namespace tessera::kernels::cpu::fast {
+
+// Whether this CPU runs the panel kernel (AVX-512 F, BW and VL; not under TESSERA_CPU_ISA=avx2).
+bool QuantPanelAvailable();
+
+// Whether the panel kernel takes `w`, on a CPU where QuantPanelAvailable(), with no W8A8
+// epilogue (row_scale / col_scale null): kInt4 codes with per-(column, group) scales and zero
+// points (scale_rows 1, scale_row_stride = k / scale_k, scale_k a multiple of 8 dividing k);
+// kInt8 byte codes the same way with G = min(scale_k, k) a multiple of 4 dividing k;
+// kMxfp4 with k % 32 == 0 and no NaN scale (0xFF); kNvfp4 with k % 16 == 0 and no NaN scale (0x7F /
+// 0xFF; such layers keep FastQuantMatmul's table decode, which propagates them). Reads every
+// FP4 scale byte once.
+bool QuantPanelSupported(const FastQuantWeights& w);
+
+// Bytes of the panels of `w` (its format, n, k and, for kInt4, scale_k).
+int64_t QuantPanelsBytes(const FastQuantWeights& w);
+
+// w (codes [n, k / 2] as nibble pairs, its scales, zero points or block scales) repacked into
+// `dst` (QuantPanelsBytes, 64-byte aligned): the returned weights' q points at the panels
+// (which hold the scales and zero points too); everything else is w's.
+FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst);
+
+// FastQuantMatmul's contract on the panels: y [rows, w.n] for columns [n_begin, n_end), x
+// [rows, w.k] in its natural order (no FastQuantPermuteActivations). Requires
+// QuantPanelSupported(w) and w from RepackQuantPanels.
+void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                        float* y, int64_t n_begin, int64_t n_end);
+
+}  // namespace tessera::kernels::cpu::fast
+
+#endif  // TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
