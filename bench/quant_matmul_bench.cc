@@ -56,9 +56,9 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // panels (quant_panel_matmul.h), as QuantizedLinear runs GPTQ / AWQ / compressed-tensors
   // weight-only, NVFP4 W4A16 and MXFP4 layers with f32 activations; INT4_G128, INT8_G128, NVFP4
   // and MXFP4 are FastQuantMatmul's row kernels.
-  const bool four_bit_panel = fmt == "INT4_G128_PANEL" || fmt == "INT8_G128_PANEL" ||
-                              fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL";
-  if (four_bit_panel) fmt = fmt.substr(0, fmt.size() - 6);
+  const bool quant_panel = fmt == "INT4_G128_PANEL" || fmt == "INT8_G128_PANEL" ||
+                           fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL";
+  if (quant_panel) fmt = fmt.substr(0, fmt.size() - 6);
   // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
   // activation scales, both folded per block (FastQuantWeights::act_block_scales).
   const bool block = fmt == "FP8_BLOCK_W8A8";
@@ -134,7 +134,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       std::vector<uint8_t>().swap(c.q);
     }
   }
-  if (four_bit_panel) {
+  if (quant_panel) {
     for (auto& c : copies) {
       use(c);
       c.panels = kernels::cpu::HugePageBuffer(kf::QuantPanelsBytes(w));
@@ -143,8 +143,8 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     }
   }
   use(copies[0]);
-  if (panel || four_bit_panel) w.q = copies[0].panels.data();
-  if (four_bit_panel && !kf::QuantPanelSupported(w)) {
+  if (panel || quant_panel) w.q = copies[0].panels.data();
+  if (quant_panel && !kf::QuantPanelSupported(w)) {
     state.SkipWithError("no AVX-512 on this CPU");
     return;
   }
@@ -188,7 +188,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       benchmark::DoNotOptimize(y.data());
       continue;
     }
-    if (four_bit_panel) {
+    if (quant_panel) {
       w.q = copies[next].panels.data();
       next = (next + 1) % copies.size();
       Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {

@@ -145,12 +145,15 @@ FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst) {
 
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx2,fma")
 
+#include "kernels/cpu/fast/panel_gemm.h"
+
 namespace tessera::kernels::cpu::fast {
 
 namespace {
 
-constexpr int kTileRows = 6;
-constexpr int kTileVecs = 4;
+// The shared panel tile shape, which ColumnSplitUnit (and so the engine's column split) follows.
+using panels::kTileRows;
+using panels::kTileVecs;
 // More rows than one tile decode this many k of four panels at a time (whole groups, at least
 // one): 128 KiB of f32, which every row tile then reads from L2. A group longer than this
 // (per-channel INT4, G = K) is one block: K · 256 bytes, from L3 beyond K ≈ 4096.
