@@ -56,9 +56,16 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // panels (quant_panel_matmul.h), as QuantizedLinear runs GPTQ / AWQ / compressed-tensors
   // weight-only, NVFP4 W4A16 and MXFP4 layers with f32 activations; INT4_G128, INT8_G128, NVFP4
   // and MXFP4 are FastQuantMatmul's row kernels.
+  // INT4_G128_PAIRS, NVFP4_PAIRS, MXFP4_PAIRS: the bf16-pair form of those panels (AVX-512 BF16),
+  // the engine's default for the 4-bit formats there, with the hi + lo split of exact f32
+  // activations converted inside the timing; *_PAIRS_BF16: bf16 activations (hi alone,
+  // --cpu_bf16_activations; x rounded once outside the timing, as a bf16 model's are).
+  const bool pairs_bf16 = fmt.ends_with("_PAIRS_BF16");
+  const bool pairs = fmt.ends_with("_PAIRS") || pairs_bf16;
+  if (pairs) fmt = fmt.substr(0, fmt.size() - (pairs_bf16 ? 11 : 6));
   const bool quant_panel = fmt == "INT4_G128_PANEL" || fmt == "INT8_G128_PANEL" ||
-                           fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL";
-  if (quant_panel) fmt = fmt.substr(0, fmt.size() - 6);
+                           fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL" || pairs;
+  if (quant_panel && !pairs) fmt = fmt.substr(0, fmt.size() - 6);
   // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
   // activation scales, both folded per block (FastQuantWeights::act_block_scales).
   const bool block = fmt == "FP8_BLOCK_W8A8";
@@ -138,7 +145,9 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     for (auto& c : copies) {
       use(c);
       c.panels = kernels::cpu::HugePageBuffer(kf::QuantPanelsBytes(w));
-      kf::RepackQuantPanels(w, c.panels.data());
+      if (pairs && !kf::QuantPanelPairsSupported(w)) break;
+      kf::RepackQuantPanels(w, c.panels.data(),
+                            pairs ? kf::QuantPanelForm::kBf16Pairs : kf::QuantPanelForm::kF32);
       std::vector<uint8_t>().swap(c.q);
     }
   }
@@ -146,6 +155,10 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   if (panel || quant_panel) w.q = copies[0].panels.data();
   if (quant_panel && !kf::QuantPanelSupported(w)) {
     state.SkipWithError("no AVX-512 on this CPU");
+    return;
+  }
+  if (pairs && !kf::QuantPanelPairsSupported(w)) {
+    state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
   }
   if (panel && !kf::Fp8PanelSupported(w)) {
@@ -165,8 +178,12 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   if (w8a8) {
     for (auto& v : x) v = numeric::DecodeE4m3(numeric::EncodeE4m3(v * 50.0f));
   }
-  std::vector<uint16_t> hi(panel ? m * kf::Bf16DotActStride(k) : 0);
-  std::vector<uint16_t> lo(panel && !w8a8 && !bf16_act ? hi.size() : 0);
+  if (pairs_bf16) {
+    for (auto& v : x) v = numeric::Bf16ToFloat(numeric::FloatToBf16(v));
+  }
+  std::vector<uint16_t> hi(panel || pairs ? m * kf::Bf16DotActStride(k) : 0);
+  std::vector<uint16_t> lo((panel && !w8a8 && !bf16_act) || (pairs && !pairs_bf16) ? hi.size()
+                                                                                   : 0);
   size_t next = 0;
   for (auto _ : state) {
     use(copies[next]);
@@ -191,6 +208,22 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     if (quant_panel) {
       w.q = copies[next].panels.data();
       next = (next + 1) % copies.size();
+      if (pairs) {
+        uint16_t* lp = lo.empty() ? nullptr : lo.data();
+        auto convert = [&](int64_t r0, int64_t r1) {
+          kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lp, nullptr);
+        };
+        if (m > 1) {
+          Pool().ParallelFor(m, 1, convert);
+        } else {
+          convert(0, m);
+        }
+        Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
+          kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b, e);
+        });
+        benchmark::DoNotOptimize(y.data());
+        continue;
+      }
       Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
         kf::QuantPanelMatmul(w, x.data(), m, nullptr, y.data(), b, e);
       });
@@ -216,7 +249,8 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
   for (const char* f :
        {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "FP8_PANEL", "FP8_W8A8_PANEL",
         "INT4_G128", "INT4_G128_PANEL", "INT8_G128", "INT8_G128_PANEL", "NVFP4", "NVFP4_PANEL",
-        "MXFP4", "MXFP4_PANEL"}) {
+        "MXFP4", "MXFP4_PANEL", "INT4_G128_PAIRS", "NVFP4_PAIRS", "MXFP4_PAIRS",
+        "INT4_G128_PAIRS_BF16"}) {
     for (const Shape& s : gemm) {
       // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over
       // to its decode-to-bf16 GEMM (kRegisterRows).

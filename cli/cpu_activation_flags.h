@@ -31,8 +31,10 @@ inline backend::cpu::Int8Activations Int8ActivationsFlag(const Args& args) {
 
 inline const FlagSpec kCpuBf16ActivationsFlag = {
     "cpu_bf16_activations", true,
-    "bf16 weights: bf16 activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run "
-    "bf16 models; 2x prefill GEMM); changes results slightly"};
+    "bf16 weights, FP8 W8A16, INT4 weight-only, NVFP4 W4A16 and MXFP4: bf16 activations (one "
+    "vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models and vLLM's Marlin "
+    "kernels W8A16 / W4A16 layers; up to 2x prefill GEMM, faster 4-bit decode); changes results "
+    "slightly"};
 
 inline const FlagSpec kKvCacheDtypeFlag = {
     "kv_cache_dtype", false,

@@ -78,6 +78,17 @@ std::string Int8TileSuffix() {
   return "portable";
 }
 
+bool CpuKernelSelector::TakeBf16Activations(quant::LinearSpec* spec, const char* kernel) const {
+  // 4-bit weight-only layers (f32 activations) under --cpu_bf16_activations: bf16 activations,
+  // as vLLM's Marlin kernels run W4A16 checkpoints; one vdpbf16ps per weight pair on the
+  // bf16-pair panels (quant_panel_matmul.h), or the f32 panels on the rounded values without
+  // AVX-512 BF16.
+  if (!bf16_activations_ || spec->activation != quant::ActivationFormat::kFloat) return false;
+  spec->activation = quant::ActivationFormat::kBf16;
+  spec->kernel = kernel;
+  return true;
+}
+
 bool CpuKernelSelector::Int8ForFourBit() const {
   return Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks &&
                           !kernels::cpu::fast::FastQuant4BitAvailable() && Int8TilesFast());
@@ -159,8 +170,9 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       }
       // Act-order layers run the same kernels once their channels are sorted by group.
       const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
-      spec->kernel = spec->k % 32 == 0 && group % 32 == 0 && FourBitF32Fast() ? "cpu/int-wo-fast"
-                                                                               : "cpu/int-wo-ref";
+      const bool fast = spec->k % 32 == 0 && group % 32 == 0 && FourBitF32Fast();
+      if (fast && TakeBf16Activations(spec, "cpu/int-wo-bf16-act")) break;
+      spec->kernel = fast ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     }
     case WeightFormat::kInt3:
@@ -179,6 +191,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         NoteFourBitFallback(Int8ForAll(), spec);
         break;
       }
+      if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/nvfp4-w4a16-bf16-act")) break;
       spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int"
                      : FourBitF32Fast()                           ? "cpu/nvfp4-w4a16-fast"
                                                                   : "cpu/nvfp4-w4a16-ref";
@@ -188,6 +201,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         NoteFourBitFallback(Int8ForAll(), spec);
         break;
       }
+      if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/mxfp4-w4a16-bf16-act")) break;
       spec->kernel = FourBitF32Fast() ? "cpu/mxfp4-w4a16-fast" : "cpu/mxfp4-w4a16-ref";
       break;
     case WeightFormat::kGgufQ4_0:

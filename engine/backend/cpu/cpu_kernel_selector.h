@@ -33,8 +33,9 @@ class CpuKernelSelector : public quant::KernelSelector {
  public:
   // int8_activations: which layers run int8 (Q8_0-block) activations and the int8 tiles (a: q8_0
   // act) instead of exact f32 activations.
-  // bf16_activations: bf16 weights multiply bf16-rounded activations (a: bf16) instead of the
-  // exact hi + lo split.
+  // bf16_activations: bf16 weights, FP8 W8A16 and the 4-bit weight-only formats (INT4, NVFP4
+  // W4A16, MXFP4) on their fast kernels multiply bf16-rounded activations (a: bf16) instead of
+  // exact f32 ones (the hi + lo split where the kernel is a bf16 one).
   explicit CpuKernelSelector(Int8Activations int8_activations = Int8Activations::kNone,
                              bool bf16_activations = false)
       : int8_activations_(int8_activations), bf16_activations_(bf16_activations) {}
@@ -48,6 +49,9 @@ class CpuKernelSelector : public quant::KernelSelector {
   // their f32-activation kernel cannot run (it needs AVX-512) but the int8 tiles can (AVX2),
   // instead of the scalar reference.
   bool Int8ForFourBit() const;
+  // Under bf16_activations, a 4-bit weight-only layer with f32 activations takes bf16 ones and
+  // `kernel`; returns whether it did.
+  bool TakeBf16Activations(quant::LinearSpec* spec, const char* kernel) const;
 
   Int8Activations int8_activations_;
   bool bf16_activations_;

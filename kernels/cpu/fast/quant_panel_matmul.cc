@@ -1,7 +1,7 @@
 // AVX-512 kernel of quant_panel_matmul.h: one tile template (up to 6 rows x 4 panels of
 // accumulators, a group at a time, each group's sum folded into running totals with its scales)
 // fed either by an in-register decoder of the code chunks (≤ 6 rows) or by a block of four panels
-// decoded once to f32 code values (more rows).
+// decoded once (more rows), to f32 code values (f32 form, FMA) or to bf16 pairs (`vdpbf16ps`).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
 // _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
@@ -11,12 +11,12 @@
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
-#include "kernels/numeric/e8m0.h"
-#include "kernels/numeric/fp8.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -28,122 +28,11 @@
 
 namespace tessera::kernels::cpu::fast {
 
-namespace {
-
-// The group geometry of a format: G codes per group of `bits` each (4, or 8 for byte codes), a
-// header of `head` bytes before its chunks (integer codes: 16 centred zero points and 16 scales,
-// f32; FP4: the 16 columns' scale bytes).
-struct Geometry {
-  int64_t group, head, bits;
-  int64_t GroupBytes() const { return head + group * 2 * bits; }
-};
-
-Geometry GeometryOf(const FastQuantWeights& w) {
-  switch (w.decode) {
-    case QuantDecode::kMxfp4:
-      return {32, 16, 4};
-    case QuantDecode::kNvfp4:
-      return {16, 16, 4};
-    case QuantDecode::kInt8:  // one group per row when scale_k >= k
-      return {std::min(w.scale_k, w.k), 128, 8};
-    default:
-      return {w.scale_k, 128, 4};
-  }
-}
-
-// Byte codes (INT8, INT3 / INT2 unpacked) are stored minus a centre, 2^(bits − 1) for the bit
-// length of the largest code (INT8: 128), so that they fit a signed byte and the zero-point
-// correction subtracts a small (z − centre) · Σx. INT4's centre is 8 (its code table).
-int ByteCodeCentre(const FastQuantWeights& w) {
-  const uint8_t top = w.n * w.k > 0 ? *std::max_element(w.q, w.q + w.n * w.k) : 0;
-  int bits = 1;
-  while (bits < 8 && (top >> bits) != 0) ++bits;
-  return 1 << (bits - 1);
-}
-
-}  // namespace
-
-bool QuantPanelAvailable() {
-  static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
-  return has;
-}
-
-bool QuantPanelSupported(const FastQuantWeights& w) {
-  if (!QuantPanelAvailable() || w.q == nullptr || w.n <= 0 || w.k <= 0 ||
-      w.row_scale != nullptr || w.col_scale != nullptr || w.act_block_scales) {
-    return false;
-  }
-  switch (w.decode) {
-    case QuantDecode::kInt4:
-      return w.scales != nullptr && w.zeros != nullptr && w.scale_k > 0 && w.scale_k % 8 == 0 &&
-             w.k % w.scale_k == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / w.scale_k;
-    case QuantDecode::kInt8: {
-      const int64_t group = std::min(w.scale_k, w.k);
-      return w.scales != nullptr && w.zeros != nullptr && group > 0 && group % 4 == 0 &&
-             w.k % group == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / group;
-    }
-    case QuantDecode::kMxfp4:
-    case QuantDecode::kNvfp4: {
-      const bool mx = w.decode == QuantDecode::kMxfp4;
-      const int64_t group = mx ? 32 : 16;
-      if (w.block_scales == nullptr || w.k % group != 0) return false;
-      return std::none_of(w.block_scales, w.block_scales + w.n * (w.k / group), [mx](uint8_t b) {
-        return mx ? b == numeric::kE8m0NanCode : (b & 0x7F) == numeric::kE4m3NanCode;
-      });
-    }
-    default:
-      return false;
-  }
-}
-
-int64_t QuantPanelsBytes(const FastQuantWeights& w) {
-  const Geometry geo = GeometryOf(w);
-  return panels::Count(w.n) * (w.k / geo.group) * geo.GroupBytes();
-}
-
-FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst) {
-  const Geometry geo = GeometryOf(w);
-  const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
-  const bool fp4 = w.decode == QuantDecode::kMxfp4 || w.decode == QuantDecode::kNvfp4;
-  const bool bytes = w.decode == QuantDecode::kInt8;
-  const int centre = bytes ? ByteCodeCentre(w) : 8;
-  for (int64_t p = 0; p < panels::Count(w.n); ++p) {
-    uint8_t* panel = dst + p * groups * gb;
-    std::memset(panel, 0, groups * gb);
-    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < w.n; ++c) {
-      const int64_t col = p * panels::kCols + c;
-      for (int64_t g = 0; g < groups; ++g) {
-        uint8_t* head = panel + g * gb;
-        if (fp4) {
-          head[c] = w.block_scales[col * groups + g];
-        } else {
-          const float centred = w.zeros[col * groups + g] - static_cast<float>(centre);
-          std::memcpy(head + 4 * c, &centred, 4);
-          std::memcpy(head + 64 + 4 * c, &w.scales[col * groups + g], 4);
-        }
-        // Chunk t's lane c: the row's 4 bytes of codes from k = (32 / bits) · t of the group.
-        const int64_t row_bytes = w.k * geo.bits / 8, group_bytes = geo.group * geo.bits / 8;
-        const uint8_t* codes = w.q + col * row_bytes + g * group_bytes;
-        for (int64_t t = 0; t < group_bytes / 4; ++t) {
-          uint8_t lane[4];
-          for (int b = 0; b < 4; ++b) {
-            lane[b] = bytes ? static_cast<uint8_t>(codes[4 * t + b] - centre) : codes[4 * t + b];
-          }
-          std::memcpy(head + geo.head + t * 64 + 4 * c, lane, 4);
-        }
-      }
-    }
-  }
-  FastQuantWeights out = w;
-  out.q = dst;
-  return out;
-}
-
 #if defined(TESSERA_QUANT_PANEL_X86)
 
 }  // namespace tessera::kernels::cpu::fast
 
-HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx2,fma")
+HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma")
 
 #include "kernels/cpu/fast/panel_gemm.h"
 
@@ -155,7 +44,7 @@ namespace {
 using panels::kTileRows;
 using panels::kTileVecs;
 // More rows than one tile decode this many k of four panels at a time (whole groups, at least
-// one): 128 KiB of f32, which every row tile then reads from L2. A group longer than this
+// one): 128 KiB of f32 (64 KiB of bf16 pairs), which every row tile then reads from L2. A group longer than this
 // (per-channel INT4, G = K) is one block: K · 256 bytes, from L3 beyond K ≈ 4096.
 constexpr int64_t kBlockK = 512;
 
@@ -173,6 +62,32 @@ HWY_INLINE __m512 CodeValues() {
 // An FP4 group's 16 scales from its header bytes, exactly: UE4M3 as fast_quant_matmul.cc decodes
 // E4M3 (the byte sign-extended and shifted into an f32's fields, times 2^120; the NaN code is
 // excluded by QuantPanelSupported), E8M0 as 2^(e − 127) (e = 0 is the subnormal 2^-127).
+// How a call's activations reach the tiles: f32 x on f32-form panels (FMA), or bf16 pairs
+// (RoundActsToBf16) on bf16-pair panels, split (hi then lo per pair) or hi alone.
+enum class Acts { kF32, kSplit, kBf16 };
+
+constexpr uint16_t Bf16Bits(float f) { return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16); }
+
+// The pair form's `vpermw` table: entry i (of 32) is code value (i mod 16) in bf16, exactly, so
+// that the fifth index bit (the next code's low bit after the shift) selects the same value.
+template <QuantDecode F>
+struct PairTable {
+  static constexpr float kInt4[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
+  static constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+  static constexpr auto Make() {
+    struct Words {
+      alignas(64) uint16_t v[32];
+    } t{};
+    for (int i = 0; i < 32; ++i) {
+      t.v[i] = Bf16Bits(F == QuantDecode::kInt4 ? kInt4[i % 16] : kE2m1[i % 16]);
+    }
+    return t;
+  }
+  static constexpr auto kWords = Make();
+  static HWY_INLINE __m512i Load() { return _mm512_load_si512(kWords.v); }
+};
+
 template <QuantDecode F>
 HWY_INLINE __m512 GroupScales(const uint8_t* head) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(head));
@@ -220,11 +135,14 @@ struct Job {
   int64_t panel_bytes, group_bytes, head_bytes;
   int64_t chunks;         // 64-byte code chunks per group (G / kCodesPerLane)
   int64_t g0, g1;         // the groups of this block
-  const float* dec;       // decoded block: k = 16 · (j · dec_panel + i) for panel j, block k i
-  int64_t dec_panel;
+  const float* dec;       // decoded block: vector j · dec_panel + i (f32 form: block k i; pair
+  int64_t dec_panel;      // form: block pair i, 16 bf16 pairs) of panel j, 16 floats apart
   const float* dec_scales;  // FP4: the block's scales, 16 per (panel j, group g): j · (g1 − g0) + g
-  const float* x;         // row m0, k = 0
+  const float* x;         // row m0, k = 0 (f32 form)
   int64_t x_stride;
+  const int32_t* hi;      // pair form: row m0's bf16 pairs (hi; lo when split), k = 0
+  const int32_t* lo;
+  int64_t pair_stride;    // pairs between rows
   const float* sums;      // integer codes: Σ x over each group, row m0, group 0 (GroupSums)
   int64_t sums_stride;
   float* tot;             // running totals [row][kTileVecs][16]
@@ -236,8 +154,32 @@ struct Job {
   __mmask16 store[kTileVecs];
 };
 
-template <int MR, int NV, bool kDecoded, QuantDecode F>
+// The pair form keeps two partial sums per output, a and b, added at the group's end: split,
+// a takes the hi products and b the lo ones; bf16 activations, a the even pairs and b the odd
+// ones. One chain of `vdpbf16ps` (6 cycles each) per output and panel held batch 1 to the f32
+// form's rate; two chains per output let 4 panels keep 8 in flight. Rows then come in tiles of
+// kPairRows, so that 2 · 3 · 4 accumulators fit the 32 registers.
+constexpr int kPairRows = 3;
+
+// One bf16 pair vector of each of NV panels (pair pp of the group, kOdd its parity) into row i's
+// partial sums a and b.
+template <Acts A, int NV, bool kOdd>
+HWY_INLINE void PairMadd(const int32_t* hg, const int32_t* lg, const __m512i* w, __m512* a,
+                         __m512* b) {
+  const __m512bh xh = (__m512bh)_mm512_set1_epi32(*hg);
+  if constexpr (A == Acts::kSplit) {
+    const __m512bh xl = (__m512bh)_mm512_set1_epi32(*lg);
+    for (int j = 0; j < NV; ++j) a[j] = _mm512_dpbf16_ps(a[j], xh, (__m512bh)w[j]);
+    for (int j = 0; j < NV; ++j) b[j] = _mm512_dpbf16_ps(b[j], xl, (__m512bh)w[j]);
+  } else {
+    __m512* acc = kOdd ? b : a;
+    for (int j = 0; j < NV; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], xh, (__m512bh)w[j]);
+  }
+}
+
+template <int MR, int NV, bool kDecoded, QuantDecode F, Acts A>
 void GroupTile(const Job& job) {
+  constexpr bool kPairs = A != Acts::kF32;
   if (job.first) {
     for (int i = 0; i < MR; ++i) {
       for (int j = 0; j < NV; ++j) {
@@ -247,14 +189,59 @@ void GroupTile(const Job& job) {
   }
   const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int64_t g = job.g0; g < job.g1; ++g) {
-    __m512 acc[MR][NV];
+    __m512 acc[MR][NV], acc2[kPairs ? MR : 1][NV];  // acc2: the pair form's b
     for (int i = 0; i < MR; ++i) {
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
     }
+    if constexpr (kPairs) {
+      for (int i = 0; i < MR; ++i) {
+        for (int j = 0; j < NV; ++j) acc2[i][j] = _mm512_setzero_ps();
+      }
+    }
     const uint8_t* head = job.panels + g * job.group_bytes;
-    const float* xg = job.x + g * group;
-    // Per accumulator: k ascending, in both loop nests.
-    if constexpr (kDecoded) {
+    // Per accumulator: k (or pairs of k) ascending, in both loop nests of each form.
+    if constexpr (kPairs) {
+      const int32_t* hg = job.hi + g * group / 2;
+      const int32_t* lg = A == Acts::kSplit ? job.lo + g * group / 2 : nullptr;
+      const int64_t ps = job.pair_stride;
+      if constexpr (kDecoded) {
+        const float* dg = job.dec + (g - job.g0) * group / 2 * 16;
+        // Pairs two at a time (a group has a multiple of 4), for their parities.
+        for (int64_t pp = 0; pp < group / 2; pp += 2) {
+          __m512i w[NV], w1[NV];
+          for (int j = 0; j < NV; ++j) {
+            w[j] = _mm512_loadu_si512(dg + (j * job.dec_panel + pp) * 16);
+            w1[j] = _mm512_loadu_si512(dg + (j * job.dec_panel + pp + 1) * 16);
+          }
+          for (int i = 0; i < MR; ++i) {
+            const int64_t at = i * ps + pp;
+            PairMadd<A, NV, false>(hg + at, lg ? lg + at : nullptr, w, acc[i], acc2[i]);
+            PairMadd<A, NV, true>(hg + at + 1, lg ? lg + at + 1 : nullptr, w1, acc[i], acc2[i]);
+          }
+        }
+      } else {
+        const __m512i table = PairTable<F>::Load();
+        for (int64_t t = 0; t < job.chunks; ++t) {
+          for (int j = 0; j < NV; ++j) {
+            __m512i codes = _mm512_loadu_si512(head + j * job.panel_bytes + job.head_bytes + 64 * t);
+            for (int p = 0; p < 4; p += 2) {
+              const __m512i w = _mm512_permutexvar_epi16(codes, table);
+              codes = _mm512_srli_epi32(codes, 4);
+              const __m512i w1 = _mm512_permutexvar_epi16(codes, table);
+              codes = _mm512_srli_epi32(codes, 4);
+              for (int i = 0; i < MR; ++i) {
+                const int64_t at = i * ps + 4 * t + p;
+                PairMadd<A, 1, false>(hg + at, lg ? lg + at : nullptr, &w, &acc[i][j],
+                                      &acc2[i][j]);
+                PairMadd<A, 1, true>(hg + at + 1, lg ? lg + at + 1 : nullptr, &w1, &acc[i][j],
+                                     &acc2[i][j]);
+              }
+            }
+          }
+        }
+      }
+    } else if constexpr (kDecoded) {
+      const float* xg = job.x + g * group;
       const float* dg = job.dec + (g - job.g0) * group * 16;
       for (int64_t kk = 0; kk < group; ++kk) {
         __m512 w[NV];
@@ -265,6 +252,7 @@ void GroupTile(const Job& job) {
         }
       }
     } else {
+      const float* xg = job.x + g * group;
       for (int64_t t = 0; t < job.chunks; ++t) {
         for (int j = 0; j < NV; ++j) {
           __m512i codes = _mm512_loadu_si512(head + j * job.panel_bytes + job.head_bytes + 64 * t);
@@ -294,6 +282,7 @@ void GroupTile(const Job& job) {
       }
       for (int i = 0; i < MR; ++i) {
         __m512 c = acc[i][j];
+        if constexpr (kPairs) c = _mm512_add_ps(c, acc2[i][j]);
         if constexpr (IsInteger(F)) {
           c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(job.sums[i * job.sums_stride + g]), c);
         }
@@ -317,41 +306,46 @@ void GroupTile(const Job& job) {
 
 using TileFn = void (*)(const Job&);
 
-template <int MR, bool kDecoded, QuantDecode F>
+template <int MR, bool kDecoded, QuantDecode F, Acts A>
 constexpr TileFn ForVecs(int nv) {
   switch (nv) {
     case 1:
-      return &GroupTile<MR, 1, kDecoded, F>;
+      return &GroupTile<MR, 1, kDecoded, F, A>;
     case 2:
-      return &GroupTile<MR, 2, kDecoded, F>;
+      return &GroupTile<MR, 2, kDecoded, F, A>;
     case 3:
-      return &GroupTile<MR, 3, kDecoded, F>;
+      return &GroupTile<MR, 3, kDecoded, F, A>;
     default:
-      return &GroupTile<MR, 4, kDecoded, F>;
+      return &GroupTile<MR, 4, kDecoded, F, A>;
   }
 }
 
-template <bool kDecoded, QuantDecode F>
+template <bool kDecoded, QuantDecode F, Acts A>
 TileFn PickTile(int mr, int nv) {
-  static_assert(kTileRows == 6 && kTileVecs == 4, "PickTile covers 6 x 4 tiles");
+  static_assert(kTileRows == 6 && kTileVecs == 4 && kPairRows == 3, "PickTile covers 6 x 4 tiles");
+  if constexpr (A != Acts::kF32) {  // tiles of kPairRows rows
+    return mr == 1 ? ForVecs<1, kDecoded, F, A>(nv)
+                   : mr == 2 ? ForVecs<2, kDecoded, F, A>(nv) : ForVecs<3, kDecoded, F, A>(nv);
+  }
   switch (mr) {
     case 1:
-      return ForVecs<1, kDecoded, F>(nv);
+      return ForVecs<1, kDecoded, F, A>(nv);
     case 2:
-      return ForVecs<2, kDecoded, F>(nv);
+      return ForVecs<2, kDecoded, F, A>(nv);
     case 3:
-      return ForVecs<3, kDecoded, F>(nv);
+      return ForVecs<3, kDecoded, F, A>(nv);
     case 4:
-      return ForVecs<4, kDecoded, F>(nv);
+      return ForVecs<4, kDecoded, F, A>(nv);
     case 5:
-      return ForVecs<5, kDecoded, F>(nv);
+      return ForVecs<5, kDecoded, F, A>(nv);
     default:
-      return ForVecs<6, kDecoded, F>(nv);
+      return ForVecs<6, kDecoded, F, A>(nv);
   }
 }
 
-// Panels [0, nv) of the job's tile, groups [g0, g1), decoded to job.dec's layout.
-template <QuantDecode F>
+// Panels [0, nv) of the job's tile, groups [g0, g1), decoded to job.dec's layout: f32 code
+// values, or (pair form) the bf16 pair vectors the register path builds, in the same order.
+template <QuantDecode F, bool kPairs>
 void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
   const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int j = 0; j < nv; ++j) {
@@ -361,11 +355,20 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
         _mm512_storeu_ps(dec_scales + (j * (job.g1 - job.g0) + (g - job.g0)) * 16,
                          GroupScales<F>(head));
       }
-      float* out = dec + (j * job.dec_panel + (g - job.g0) * group) * 16;
+      const int64_t vecs = kPairs ? group / 2 : group;  // vectors per group
+      float* out = dec + (j * job.dec_panel + (g - job.g0) * vecs) * 16;
       for (int64_t t = 0; t < job.chunks; ++t) {
         __m512i codes = _mm512_loadu_si512(head + job.head_bytes + 64 * t);
-        for (int c = 0; c < kCodesPerLane<F>; ++c, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
-          _mm512_storeu_ps(out + (kCodesPerLane<F> * t + c) * 16, DecodeCode<F>(codes));
+        if constexpr (kPairs) {
+          const __m512i table = PairTable<F>::Load();
+          for (int p = 0; p < 4; ++p, codes = _mm512_srli_epi32(codes, 4)) {
+            _mm512_storeu_si512(out + (4 * t + p) * 16, _mm512_permutexvar_epi16(codes, table));
+          }
+        } else {
+          for (int c = 0; c < kCodesPerLane<F>;
+               ++c, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
+            _mm512_storeu_ps(out + (kCodesPerLane<F> * t + c) * 16, DecodeCode<F>(codes));
+          }
         }
       }
     }
@@ -394,18 +397,22 @@ void GroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* su
   }
 }
 
-template <QuantDecode F>
-void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias, float* y,
-         int64_t n_begin, int64_t n_end) {
-  const Geometry geo = GeometryOf(w);
+// Either form: x (f32 form's activations, and the integer formats' group sums in both), hi / lo
+// (pair form: RoundActsToBf16's rows).
+template <QuantDecode F, Acts A>
+void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
+         int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  constexpr bool kPairs = A != Acts::kF32;
+  const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(w);
   const int64_t group = geo.group, groups = w.k / group;
   const bool decoded = rows > kTileRows;
   const int64_t block_groups = decoded ? std::max<int64_t>(1, kBlockK / group) : groups;
+  const int64_t block_vecs = block_groups * (kPairs ? group / 2 : group);  // per panel
   thread_local hwy::AlignedFreeUniquePtr<float[]> dec, tot;
   thread_local std::vector<float> dec_scales;
   thread_local std::vector<float> sums;
   thread_local int64_t dec_capacity = 0, tot_capacity = 0;
-  const int64_t dec_size = decoded ? kTileVecs * block_groups * group * 16 : 0;
+  const int64_t dec_size = decoded ? kTileVecs * block_vecs * 16 : 0;
   const int64_t tot_size = rows * kTileVecs * 16;
   if (dec_capacity < dec_size) {
     dec = hwy::AllocateAligned<float>(dec_size);
@@ -426,9 +433,10 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
   job.panel_bytes = groups * job.group_bytes;
   job.chunks = group / kCodesPerLane<F>;
   job.dec = dec.get();
-  job.dec_panel = block_groups * group;
+  job.dec_panel = block_vecs;
   job.dec_scales = dec_scales.data();
   job.x_stride = w.k;
+  job.pair_stride = kPairs ? Bf16DotActStride(w.k) / 2 : 0;
   job.sums_stride = groups;
   job.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
   job.y_stride = w.n;
@@ -444,36 +452,67 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
       job.g1 = std::min(groups, g0 + block_groups);
       job.first = g0 == 0;
       job.last = job.g1 == groups;
-      if (decoded) DecodeBlock<F>(job, nv, dec.get(), dec_scales.data());
-      for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
-        const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
-        job.x = x + m0 * w.k;
+      if (decoded) DecodeBlock<F, kPairs>(job, nv, dec.get(), dec_scales.data());
+      constexpr int64_t kRows = kPairs ? kPairRows : kTileRows;
+      for (int64_t m0 = 0; m0 < rows; m0 += kRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kRows, rows - m0));
+        if constexpr (kPairs) {
+          job.hi = reinterpret_cast<const int32_t*>(hi) + m0 * job.pair_stride;
+          job.lo = lo != nullptr ? reinterpret_cast<const int32_t*>(lo) + m0 * job.pair_stride
+                                 : nullptr;
+        } else {
+          job.x = x + m0 * w.k;
+        }
         job.sums = IsInteger(F) ? sums.data() + m0 * groups : nullptr;
         job.tot = tot.get() + m0 * kTileVecs * 16;
         job.y = y + m0 * w.n + col0;
-        (decoded ? PickTile<true, F>(mr, nv) : PickTile<false, F>(mr, nv))(job);
+        (decoded ? PickTile<true, F, A>(mr, nv) : PickTile<false, F, A>(mr, nv))(job);
       }
     }
+  }
+}
+
+template <Acts A>
+void RunPairs(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
+              int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  switch (w.decode) {
+    case QuantDecode::kInt4:
+      return Run<QuantDecode::kInt4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+    case QuantDecode::kMxfp4:
+      return Run<QuantDecode::kMxfp4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+    case QuantDecode::kNvfp4:
+      return Run<QuantDecode::kNvfp4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+    default:
+      return;
   }
 }
 
 }  // namespace
 
 void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
-                        float* y, int64_t n_begin, int64_t n_end) {
+                      float* y, int64_t n_begin, int64_t n_end) {
   if (rows <= 0 || n_begin >= n_end) return;
+  constexpr Acts A = Acts::kF32;
   switch (w.decode) {
     case QuantDecode::kInt4:
-      return Run<QuantDecode::kInt4>(w, x, rows, bias, y, n_begin, n_end);
+      return Run<QuantDecode::kInt4, A>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
     case QuantDecode::kInt8:
-      return Run<QuantDecode::kInt8>(w, x, rows, bias, y, n_begin, n_end);
+      return Run<QuantDecode::kInt8, A>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
     case QuantDecode::kMxfp4:
-      return Run<QuantDecode::kMxfp4>(w, x, rows, bias, y, n_begin, n_end);
+      return Run<QuantDecode::kMxfp4, A>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:
-      return Run<QuantDecode::kNvfp4>(w, x, rows, bias, y, n_begin, n_end);
+      return Run<QuantDecode::kNvfp4, A>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
     default:
       return;
   }
+}
+
+void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
+                          const uint16_t* lo, int64_t rows, const float* bias, float* y,
+                          int64_t n_begin, int64_t n_end) {
+  if (rows <= 0 || n_begin >= n_end) return;
+  if (lo != nullptr) return RunPairs<Acts::kSplit>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+  RunPairs<Acts::kBf16>(w, x, hi, nullptr, rows, bias, y, n_begin, n_end);
 }
 
 HWY_POP_ATTRIBUTES
@@ -481,7 +520,9 @@ HWY_POP_ATTRIBUTES
 #else  // not x86-64 GCC/Clang: never called (QuantPanelAvailable() is false), for the link.
 
 void QuantPanelMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*,
-                        int64_t, int64_t) {}
+                      int64_t, int64_t) {}
+void QuantPanelPairMatmul(const FastQuantWeights&, const float*, const uint16_t*,
+                          const uint16_t*, int64_t, const float*, float*, int64_t, int64_t) {}
 
 #endif
 

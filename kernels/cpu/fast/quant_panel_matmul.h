@@ -41,6 +41,23 @@
 // panels at a time, a K block of whole groups, to an L2-resident f32 buffer and run 6-row tiles
 // over it — the same values in the same order, so a row's result is bit-identical alone or in
 // any batch, under any column split.
+//
+// The bf16-pair form (QuantPanelForm::kBf16Pairs; 4-bit codes on CPUs with AVX-512 BF16, the
+// engine's default there): every 4-bit code value is exact in bf16 (INT4 q − 8, E2M1), so a
+// chunk lane stores column c's eight codes as two halves, k = 8t, 8t + 2, 8t + 4, 8t + 6 in bits
+// 0-15 and the odd k in bits 16-31, and one shift and one `vpermw` (a 32-entry table, doubled so
+// that the stray fifth index bit is ignored) give 16 columns' (w[2p], w[2p + 1]) bf16 pairs for
+// `vdpbf16ps`: per 32 weights a shift, a permute and one dot product per activation part, where
+// the f32 form takes two shifts, two permutes and two FMAs. Activations come as RoundActsToBf16
+// (bf16_dot_matmul.h) writes them: the hi + lo split of exact f32 x (two `vdpbf16ps` per pair,
+// hi then lo), or hi alone for bf16 activations (--cpu_bf16_activations). Per group, a = Σ over
+// the pairs in ascending order; the folds, Σx (of x as passed, in f32) and the epilogue are the
+// f32 form's. Bound: the f32 form's with the split's activation error added,
+// (2^-16 + (K + G + 2)·u)·Σ s·(|v| + |z − c|)·|x| (v the code value; FP4: z − c = 0), plus
+// 2^-126-scale terms for `vdpbf16ps` reading bf16 denormals (lo of tiny x) as zero and flushing
+// denormal sums. The register and decoded-block paths take the same pairs in the same order, so
+// batch invariance holds as in the f32 form. Batch 1 (bench/README.md, thirteenth session): see
+// the figures there.
 #ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 
@@ -50,8 +67,15 @@
 
 namespace tessera::kernels::cpu::fast {
 
+// How a layer's panels hold their codes: f32 form (QuantPanelMatmul, any AVX-512 CPU, every
+// supported format) or bf16 pairs (QuantPanelPairMatmul, AVX-512 BF16, 4-bit codes only).
+enum class QuantPanelForm { kF32, kBf16Pairs };
+
 // Whether this CPU runs the panel kernel (AVX-512 F, BW and VL; not under TESSERA_CPU_ISA=avx2).
 bool QuantPanelAvailable();
+
+// Whether it runs the bf16-pair form too (QuantPanelAvailable() and AVX-512 BF16).
+bool QuantPanelPairsAvailable();
 
 // Whether the panel kernel takes `w`, on a CPU where QuantPanelAvailable(), with no W8A8
 // epilogue (row_scale / col_scale null): kInt4 codes with per-(column, group) scales and zero
@@ -62,19 +86,46 @@ bool QuantPanelAvailable();
 // FP4 scale byte once.
 bool QuantPanelSupported(const FastQuantWeights& w);
 
-// Bytes of the panels of `w` (its format, n, k and, for kInt4, scale_k).
+// Whether the bf16-pair form takes `w`: QuantPanelSupported(w), QuantPanelPairsAvailable() and
+// 4-bit codes (kInt4, kMxfp4, kNvfp4).
+bool QuantPanelPairsSupported(const FastQuantWeights& w);
+
+// Bytes of the panels of `w` (its format, n, k and, for kInt4, scale_k); the same for both forms.
 int64_t QuantPanelsBytes(const FastQuantWeights& w);
 
-// w (codes [n, k / 2] as nibble pairs, its scales, zero points or block scales) repacked into
-// `dst` (QuantPanelsBytes, 64-byte aligned): the returned weights' q points at the panels
-// (which hold the scales and zero points too); everything else is w's.
-FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst);
+// w (codes [n, k / 2] as nibble pairs, or [n, k] bytes; its scales, zero points or block scales)
+// repacked into `dst` (QuantPanelsBytes, 64-byte aligned) in `form` (kBf16Pairs requires
+// QuantPanelPairsSupported(w)): the returned weights' q points at the panels (which hold the
+// scales and zero points too); everything else is w's.
+FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst,
+                                   QuantPanelForm form = QuantPanelForm::kF32);
 
-// FastQuantMatmul's contract on the panels: y [rows, w.n] for columns [n_begin, n_end), x
-// [rows, w.k] in its natural order (no FastQuantPermuteActivations). Requires
-// QuantPanelSupported(w) and w from RepackQuantPanels.
+// FastQuantMatmul's contract on the f32-form panels: y [rows, w.n] for columns [n_begin, n_end),
+// x [rows, w.k] in its natural order (no FastQuantPermuteActivations). Requires
+// QuantPanelSupported(w) and w from RepackQuantPanels(·, ·, kF32).
 void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
-                        float* y, int64_t n_begin, int64_t n_end);
+                      float* y, int64_t n_begin, int64_t n_end);
+
+// The same on the bf16-pair panels, with the activations also as RoundActsToBf16 wrote them
+// (hi, and lo for the split form; lo null: hi alone, for bf16 activations, x then holding those
+// bf16 values); x (natural order) gives the integer formats' group sums. Requires QuantPanelPairsSupported(w) and w from
+// RepackQuantPanels(·, ·, kBf16Pairs).
+void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
+                          const uint16_t* lo, int64_t rows, const float* bias, float* y,
+                          int64_t n_begin, int64_t n_end);
+
+namespace internal {
+
+// The group geometry of a format on the panels: G codes per group of `bits` each (4, or 8 for
+// byte codes), a header of `head` bytes before its chunks (integer codes: 16 centred zero points
+// and 16 scales, f32; FP4: the 16 columns' scale bytes).
+struct QuantPanelGeometry {
+  int64_t group, head, bits;
+  int64_t GroupBytes() const { return head + group * 2 * bits; }
+};
+QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w);
+
+}  // namespace internal
 
 }  // namespace tessera::kernels::cpu::fast
 

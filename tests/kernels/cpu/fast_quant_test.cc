@@ -146,6 +146,15 @@ TEST(FastQuantTest, Int4WeightOnly) {
                                 {3, 256, 64}}) {
     const bool fast = Wide() && k % 32 == 0 && (g < 0 || g % 32 == 0);  // group 16: reference
     CheckLayer([&] { return Int4(n, k, g, 3); }, "int4", fast);
+    // --cpu_bf16_activations: bf16 activations (the bf16-pair panels, hi alone), against the
+    // reference on the same rounded activations.
+    CheckLayer(
+        [&] {
+          PackedWeights w = Int4(n, k, g, 3);
+          w.spec.activation = ActivationFormat::kBf16;
+          return w;
+        },
+        "int4 bf16 act", fast);
   }
 }
 

@@ -36,6 +36,7 @@ TEST(IsaLimitTest, Avx2LimitReachesEveryKernel) {
   EXPECT_FALSE(Bf16DotAvailable());
   EXPECT_FALSE(F16PanelAvailable());
   EXPECT_FALSE(QuantPanelAvailable());
+  EXPECT_FALSE(QuantPanelPairsAvailable());
   EXPECT_FALSE(AmxBf16Usable());
   EXPECT_FALSE(AmxInt8Usable());
 }

@@ -1,9 +1,11 @@
 // The quantized-weight panel kernel (kernels/cpu/fast/quant_panel_matmul.h) on random codes and
 // odd shapes, for INT4 and INT8 weight-only (fractional and integer zero points, groups of 8 to
-// K), MXFP4 and NVFP4 W4A16:
-//  * each output within the header's bound of the exact sum in double of x times the reference's
-//    dequantized weights: INT4 / INT8 (float(q) − z) · s as kernels/cpu/quant decodes them;
-//    MXFP4 e2m1 · 2^(e − 127); NVFP4 (e2m1 · sf) · α, with subnormal and negative scale bytes;
+// K), MXFP4 and NVFP4 W4A16, in the f32 form and (4-bit codes) the bf16-pair form with split and
+// with bf16 activations:
+//  * each output within the header's bound of the exact sum in double of x (bf16 activations:
+//    bf16(x)) times the reference's dequantized weights: INT4 / INT8 (float(q) − z) · s as
+//    kernels/cpu/quant decodes them; MXFP4 e2m1 · 2^(e − 127); NVFP4 (e2m1 · sf) · α, with
+//    subnormal and negative scale bytes;
 //  * every row bit-identical alone (the register path) and in calls of 2-20 rows (6-row tiles
 //    over decoded K blocks), under column splits at odd places and panel boundaries;
 //  * the repack puts each code, scale and zero point where the header says; NaN scale codes
@@ -14,20 +16,28 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/quant/int_weight_only_matmul.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
 
+// The kernel form and activations a test runs: f32 panels and x, or bf16 pairs with the split
+// (exact x) or hi alone (bf16 activations).
+enum class Form { kF32, kSplit, kBf16 };
+
 struct Layer {
   QuantDecode format;
+  Form form;
   int64_t n, k, group;
   // codes one per byte [n, k]; q the checkpoint's form (nibble pairs, or codes for kInt8)
   std::vector<uint8_t> codes, q, block_scales;
@@ -65,14 +75,16 @@ void Repack(Layer& l) {
   l.w.zeros = l.zeros.data();
   l.w.block_scales = l.block_scales.data();
   l.panels = hwy::AllocateAligned<uint8_t>(QuantPanelsBytes(l.w));
-  l.w = RepackQuantPanels(l.w, l.panels.get());
+  l.w = RepackQuantPanels(l.w, l.panels.get(),
+                          l.form == Form::kF32 ? QuantPanelForm::kF32 : QuantPanelForm::kBf16Pairs);
 }
 
 // int_group: the group size of the integer formats (kInt4; kInt8 with 8-bit codes).
-Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, uint32_t seed) {
+Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, uint32_t seed,
+           Form form = Form::kF32) {
   const bool integer = format == QuantDecode::kInt4 || format == QuantDecode::kInt8;
   const int64_t group = integer ? int_group : format == QuantDecode::kMxfp4 ? 32 : 16;
-  Layer l{format, n, k, group, {}, {}, {}, {}, {}, {}, nullptr, {}};
+  Layer l{format, form, n, k, group, {}, {}, {}, {}, {}, {}, nullptr, {}};
   std::mt19937 rng(seed);
   const uint32_t levels = format == QuantDecode::kInt8 ? 256 : 16;
   l.codes.resize(n * k);
@@ -130,15 +142,36 @@ std::vector<float> Activations(int64_t rows, int64_t k, uint32_t seed) {
   return x;
 }
 
-// y for rows [0, rows) of x, columns split into [b, e) pieces of `step`.
+// x rounded to bf16, as the engine passes bf16 activations.
+std::vector<float> RoundedToBf16(const std::vector<float>& x) {
+  std::vector<float> r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) r[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+  return r;
+}
+
+// y for rows [0, rows) of x, columns split into [b, e) pieces of `step`; the pair form converts
+// x as the engine does (RoundActsToBf16: hi and lo, or hi alone, x then being bf16 values).
 std::vector<float> RunPanels(const Layer& l, const float* x, int64_t rows, int64_t step,
                              bool bias) {
   std::vector<float> y(rows * l.n, -7.0f);
+  const int64_t stride = Bf16DotActStride(l.k);
+  std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+  if (l.form != Form::kF32) RoundActsToBf16(x, l.k, 0, rows, hi.data(), lo.data(), nullptr);
   for (int64_t b = 0; b < l.n; b += step) {
-    QuantPanelMatmul(l.w, x, rows, bias ? l.bias.data() : nullptr, y.data(), b,
-                       std::min(l.n, b + step));
+    const float* bp = bias ? l.bias.data() : nullptr;
+    const int64_t e = std::min(l.n, b + step);
+    if (l.form == Form::kF32) {
+      QuantPanelMatmul(l.w, x, rows, bp, y.data(), b, e);
+    } else {
+      QuantPanelPairMatmul(l.w, x, hi.data(), l.form == Form::kSplit ? lo.data() : nullptr, rows,
+                           bp, y.data(), b, e);
+    }
   }
   return y;
+}
+
+bool Runs(const Layer& l) {
+  return l.form == Form::kF32 ? QuantPanelAvailable() : QuantPanelPairsAvailable();
 }
 
 std::string Name(QuantDecode f) {
@@ -154,10 +187,26 @@ std::string Name(QuantDecode f) {
   }
 }
 
-class QuantPanelTest : public ::testing::TestWithParam<QuantDecode> {};
+std::string Name(Form f) {
+  switch (f) {
+    case Form::kF32:
+      return "f32";
+    case Form::kSplit:
+      return "split";
+    default:
+      return "bf16";
+  }
+}
+
+class QuantPanelTest : public ::testing::TestWithParam<std::tuple<QuantDecode, Form>> {
+ protected:
+  QuantDecode Format() const { return std::get<0>(GetParam()); }
+  Form KernelForm() const { return std::get<1>(GetParam()); }
+};
 
 TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
-  const QuantDecode format = GetParam();
+  const QuantDecode format = Format();
+  const Form form = KernelForm();
   struct Shape {
     int64_t n, k, group;  // group: INT4 only
   };
@@ -168,22 +217,27 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
                          Shape{67, 160, 16}, Shape{33, 1280, 128}}) {
     SCOPED_TRACE(Name(format) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k));
     const int64_t rows = 40;
-    const Layer l = Make(format, s.n, s.k, s.group, static_cast<uint32_t>(s.n * 131 + s.k));
-    if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
-    ASSERT_TRUE(QuantPanelSupported(l.w));
+    const Layer l = Make(format, s.n, s.k, s.group, static_cast<uint32_t>(s.n * 131 + s.k), form);
+    if (!Runs(l)) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
+    ASSERT_TRUE(form == Form::kF32 ? QuantPanelSupported(l.w) : QuantPanelPairsSupported(l.w));
     const std::vector<float> x = Activations(rows, s.k, static_cast<uint32_t>(s.k));
+    // What the kernel is given and multiplies: x, or bf16(x) for bf16 activations (as the engine
+    // rounds them, so that the integer formats' Σx is of the same values).
+    const std::vector<float> xm = form == Form::kBf16 ? RoundedToBf16(x) : x;
+    // The split's activation error, 2^-16·|x| per product (bf16_dot_matmul.h).
+    const double split = form == Form::kSplit ? std::ldexp(1.0, -16) : 0.0;
     for (const bool bias : {true, false}) {
-      const std::vector<float> all = RunPanels(l, x.data(), rows, s.n, bias);
+      const std::vector<float> all = RunPanels(l, xm.data(), rows, s.n, bias);
       for (int64_t m = 0; m < rows; ++m) {
         for (int64_t c = 0; c < s.n; ++c) {
           double exact = bias ? l.bias[c] : 0.0, mag = 0;
           for (int64_t i = 0; i < s.k; ++i) {
-            const double xv = x[m * s.k + i];
+            const double xv = xm[m * s.k + i];
             exact += xv * l.Weight(c, i);
             mag += std::fabs(xv) * l.Magnitude(c, i);
           }
           // Absolute slack: a few f32 subnormal steps (products of MXFP4's 2^-127 scale).
-          const double tol = (s.k + l.group + 3) * std::ldexp(1.0, -24) * mag +
+          const double tol = ((s.k + l.group + 3) * std::ldexp(1.0, -24) + split) * mag +
                              std::ldexp(1.0, -23) * std::fabs(exact) + std::ldexp(1.0, -140);
           ASSERT_NEAR(all[m * s.n + c], exact, tol) << "m " << m << " c " << c;
         }
@@ -192,7 +246,7 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
       for (int64_t r : {1, 2, 5, 6, 7, 9, 13, 20}) {
         for (int64_t m0 = 0; m0 + r <= rows; m0 += r) {
           const std::vector<float> part =
-              RunPanels(l, x.data() + m0 * s.k, r, r % 2 == 0 ? 16 : 7, bias);
+              RunPanels(l, xm.data() + m0 * s.k, r, r % 2 == 0 ? 16 : 7, bias);
           ASSERT_EQ(std::memcmp(part.data(), all.data() + m0 * s.n, r * s.n * 4), 0)
               << "rows " << r << " from " << m0;
         }
@@ -203,20 +257,21 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
 
 // A non-finite scale (or INT4 zero point) reaches only its own column, alone and in a batch.
 TEST_P(QuantPanelTest, NonFiniteScalesStayInTheirColumn) {
-  Layer l = Make(GetParam(), 20, 64, 32, 9);
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const QuantDecode format = Format();
+  Layer l = Make(format, 20, 64, 32, 9, KernelForm());
+  if (!Runs(l)) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
   const int64_t groups = 64 / l.group;
   if (l.Integer()) {
     l.scales[3 * groups + 1] = INFINITY;  // column 3, group 1
     l.zeros[17 * groups] = NAN;           // column 17, group 0
   } else {
     // The largest finite scales times 6 · |x| overflow: E8M0 2^127, UE4M3 448 with α = 2^127.
-    l.block_scales[3 * groups + 1] = GetParam() == QuantDecode::kMxfp4 ? 254 : 0x7E;
-    l.block_scales[17 * groups] = GetParam() == QuantDecode::kMxfp4 ? 254 : 0x7E;
-    if (GetParam() == QuantDecode::kNvfp4) l.w.alpha = 0x1p127f;
+    l.block_scales[3 * groups + 1] = format == QuantDecode::kMxfp4 ? 254 : 0x7E;
+    l.block_scales[17 * groups] = format == QuantDecode::kMxfp4 ? 254 : 0x7E;
+    if (format == QuantDecode::kNvfp4) l.w.alpha = 0x1p127f;
     for (int64_t c = 0; c < 20; ++c) {
       for (int64_t g = 0; g < groups; ++g) {
-        if (c != 3 && c != 17 && GetParam() == QuantDecode::kNvfp4) {
+        if (c != 3 && c != 17 && format == QuantDecode::kNvfp4) {
           l.block_scales[c * groups + g] = 0;
         }
       }
@@ -235,12 +290,24 @@ TEST_P(QuantPanelTest, NonFiniteScalesStayInTheirColumn) {
   }
 }
 
+std::string ParamName(const ::testing::TestParamInfo<std::tuple<QuantDecode, Form>>& info) {
+  return Name(std::get<0>(info.param)) + "_" + Name(std::get<1>(info.param));
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, QuantPanelTest,
-                         ::testing::Values(QuantDecode::kInt4, QuantDecode::kInt8,
-                                           QuantDecode::kMxfp4, QuantDecode::kNvfp4),
-                         [](const ::testing::TestParamInfo<QuantDecode>& info) {
-                           return Name(info.param);
-                         });
+                         ::testing::Combine(::testing::Values(QuantDecode::kInt4,
+                                                              QuantDecode::kInt8,
+                                                              QuantDecode::kMxfp4,
+                                                              QuantDecode::kNvfp4),
+                                            ::testing::Values(Form::kF32)),
+                         ParamName);
+// The bf16-pair form takes the 4-bit codes only.
+INSTANTIATE_TEST_SUITE_P(PairForm, QuantPanelTest,
+                         ::testing::Combine(::testing::Values(QuantDecode::kInt4,
+                                                              QuantDecode::kMxfp4,
+                                                              QuantDecode::kNvfp4),
+                                            ::testing::Values(Form::kSplit, Form::kBf16)),
+                         ParamName);
 
 TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
   // INT4, groups of 8: a 128-byte header, then one 64-byte chunk whose 32-bit lane c holds
@@ -261,6 +328,23 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
       for (int64_t i = 0; i < 8; ++i) {
         const uint32_t want = c < 19 ? l.codes[c * 24 + 8 * g + i] : 0u;
         EXPECT_EQ((lane >> (4 * i)) & 0xF, want) << c << " " << i;
+      }
+    }
+  }
+  // The bf16-pair form: the same header, and lane c holds column c's even k in bits 0-15 and its
+  // odd k in bits 16-31 (k = 2i at bits 4i, 2i + 1 at bits 16 + 4i).
+  const Layer pairs = Make(QuantDecode::kInt4, 19, 24, 8, 3, Form::kSplit);
+  ASSERT_EQ(QuantPanelsBytes(pairs.w), 2 * panel_bytes);
+  for (int64_t c = 0; c < 32; ++c) {
+    for (int64_t g = 0; g < 3; ++g) {
+      const uint8_t* head = pairs.panels.get() + (c / 16) * panel_bytes + g * group_bytes;
+      EXPECT_EQ(std::memcmp(head, l.panels.get() + (c / 16) * panel_bytes + g * group_bytes, 128),
+                0);
+      uint32_t lane;
+      std::memcpy(&lane, head + 128 + 4 * (c % 16), 4);
+      for (int64_t i = 0; i < 8; ++i) {
+        const uint32_t want = c < 19 ? pairs.codes[c * 24 + 8 * g + i] : 0u;
+        EXPECT_EQ((lane >> (i % 2 == 0 ? 2 * i : 16 + 2 * (i - 1))) & 0xF, want) << c << " " << i;
       }
     }
   }
@@ -330,6 +414,10 @@ TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {
   b8_row.scale_k = 1 << 20;
   b8_row.scale_row_stride = 1;
   EXPECT_TRUE(QuantPanelSupported(b8_row));
+  // The bf16-pair form: 4-bit codes only, where the CPU has AVX-512 BF16.
+  EXPECT_EQ(QuantPanelPairsSupported(w), QuantPanelPairsAvailable());
+  EXPECT_FALSE(QuantPanelPairsSupported(b8.w));
+  EXPECT_FALSE(QuantPanelPairsSupported(odd));
   // FP4 with a NaN scale code stays on the table decoder, which propagates it.
   for (const QuantDecode f : {QuantDecode::kMxfp4, QuantDecode::kNvfp4}) {
     Layer fp4 = Make(f, 16, 64, 0, 2);

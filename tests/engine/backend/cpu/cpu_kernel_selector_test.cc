@@ -239,5 +239,36 @@ TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
   }
 }
 
+// --cpu_bf16_activations on 4-bit weight-only layers: bf16 activations on their fast kernel (the
+// bf16-pair panels); a layer on the reference kernel (INT4 group 16) or with W4A4 keeps its
+// activations.
+TEST(CpuKernelSelectorTest, Bf16ActivationsForFourBitWeightOnly) {
+  const bool fast = kernels::cpu::fast::FastQuant4BitAvailable();
+  for (const auto& [fmt, act, group, label] :
+       {std::tuple{WeightFormat::kInt4, ActivationFormat::kFloat, 128, "cpu/int-wo-bf16-act"},
+        std::tuple{WeightFormat::kInt4Awq, ActivationFormat::kFloat, 64, "cpu/int-wo-bf16-act"},
+        std::tuple{WeightFormat::kInt4, ActivationFormat::kFloat, 16, ""},
+        std::tuple{WeightFormat::kMxfp4, ActivationFormat::kFloat, 32, "cpu/mxfp4-w4a16-bf16-act"},
+        std::tuple{WeightFormat::kNvfp4, ActivationFormat::kFloat, 16, "cpu/nvfp4-w4a16-bf16-act"},
+        std::tuple{WeightFormat::kNvfp4, ActivationFormat::kNvfp4, 16, ""}}) {
+    LinearSpec s;
+    s.module = "model.layers.0.mlp.up_proj";
+    s.n = 64;
+    s.k = 256;
+    s.weight_format = fmt;
+    s.weight_scale = ScaleGranularity::kGroup;
+    s.group_size = group;
+    s.activation = act;
+    LinearSpec exact = s;
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone, true).Select(&s).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone, false).Select(&exact).ok());
+    const bool takes = fast && std::string(label).size() > 0;
+    SCOPED_TRACE(exact.kernel);
+    EXPECT_EQ(s.activation, takes ? ActivationFormat::kBf16 : act);
+    EXPECT_EQ(s.kernel, takes ? std::string(label) : exact.kernel);
+    EXPECT_EQ(exact.activation, act);
+  }
+}
+
 }  // namespace
 }  // namespace tessera::backend::cpu

@@ -1,0 +1,149 @@
+// The host side of quant_panel_matmul.h: which layers and CPUs the panels take, their size, and
+// the repack of a layer's codes, scales and zero points into either form at load.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
+#include "kernels/numeric/e8m0.h"
+#include "kernels/numeric/fp8.h"
+
+namespace tessera::kernels::cpu::fast {
+
+namespace internal {
+
+QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w) {
+  switch (w.decode) {
+    case QuantDecode::kMxfp4:
+      return {32, 16, 4};
+    case QuantDecode::kNvfp4:
+      return {16, 16, 4};
+    case QuantDecode::kInt8:  // one group per row when scale_k >= k
+      return {std::min(w.scale_k, w.k), 128, 8};
+    default:
+      return {w.scale_k, 128, 4};
+  }
+}
+
+}  // namespace internal
+
+namespace {
+
+// Byte codes (INT8, INT3 / INT2 unpacked) are stored minus a centre, 2^(bits − 1) for the bit
+// length of the largest code (INT8: 128), so that they fit a signed byte and the zero-point
+// correction subtracts a small (z − centre) · Σx. INT4's centre is 8 (its code table).
+int ByteCodeCentre(const FastQuantWeights& w) {
+  const uint8_t top = w.n * w.k > 0 ? *std::max_element(w.q, w.q + w.n * w.k) : 0;
+  int bits = 1;
+  while (bits < 8 && (top >> bits) != 0) ++bits;
+  return 1 << (bits - 1);
+}
+
+bool IsFourBit(QuantDecode d) {
+  return d == QuantDecode::kInt4 || d == QuantDecode::kMxfp4 || d == QuantDecode::kNvfp4;
+}
+
+// A chunk lane of the bf16-pair form from the checkpoint's 4 bytes (k = 2i in byte i's low
+// nibble, 2i + 1 in its high one): the even k's nibbles in bits 0-15, the odd k's in bits 16-31.
+uint32_t PairOrderLane(const uint8_t* b) {
+  uint32_t even = 0, odd = 0;
+  for (int i = 0; i < 4; ++i) {
+    even |= static_cast<uint32_t>(b[i] & 0x0F) << (4 * i);
+    odd |= static_cast<uint32_t>(b[i] >> 4) << (4 * i);
+  }
+  return even | odd << 16;
+}
+
+}  // namespace
+
+bool QuantPanelAvailable() {
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
+  return has;
+}
+
+bool QuantPanelPairsAvailable() {
+  static const bool has = QuantPanelAvailable() && TESSERA_HAS_AVX512_WITH("avx512bf16");
+  return has;
+}
+
+bool QuantPanelSupported(const FastQuantWeights& w) {
+  if (!QuantPanelAvailable() || w.q == nullptr || w.n <= 0 || w.k <= 0 ||
+      w.row_scale != nullptr || w.col_scale != nullptr || w.act_block_scales) {
+    return false;
+  }
+  switch (w.decode) {
+    case QuantDecode::kInt4:
+      return w.scales != nullptr && w.zeros != nullptr && w.scale_k > 0 && w.scale_k % 8 == 0 &&
+             w.k % w.scale_k == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / w.scale_k;
+    case QuantDecode::kInt8: {
+      const int64_t group = std::min(w.scale_k, w.k);
+      return w.scales != nullptr && w.zeros != nullptr && group > 0 && group % 4 == 0 &&
+             w.k % group == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / group;
+    }
+    case QuantDecode::kMxfp4:
+    case QuantDecode::kNvfp4: {
+      const bool mx = w.decode == QuantDecode::kMxfp4;
+      const int64_t group = mx ? 32 : 16;
+      if (w.block_scales == nullptr || w.k % group != 0) return false;
+      return std::none_of(w.block_scales, w.block_scales + w.n * (w.k / group), [mx](uint8_t b) {
+        return mx ? b == numeric::kE8m0NanCode : (b & 0x7F) == numeric::kE4m3NanCode;
+      });
+    }
+    default:
+      return false;
+  }
+}
+
+bool QuantPanelPairsSupported(const FastQuantWeights& w) {
+  return QuantPanelPairsAvailable() && IsFourBit(w.decode) && QuantPanelSupported(w);
+}
+
+int64_t QuantPanelsBytes(const FastQuantWeights& w) {
+  const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(w);
+  return panels::Count(w.n) * (w.k / geo.group) * geo.GroupBytes();
+}
+
+FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form) {
+  const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(w);
+  const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
+  const bool fp4 = w.decode == QuantDecode::kMxfp4 || w.decode == QuantDecode::kNvfp4;
+  const bool bytes = w.decode == QuantDecode::kInt8;
+  const bool pairs = form == QuantPanelForm::kBf16Pairs && IsFourBit(w.decode);
+  const int centre = bytes ? ByteCodeCentre(w) : 8;
+  for (int64_t p = 0; p < panels::Count(w.n); ++p) {
+    uint8_t* panel = dst + p * groups * gb;
+    std::memset(panel, 0, groups * gb);
+    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < w.n; ++c) {
+      const int64_t col = p * panels::kCols + c;
+      for (int64_t g = 0; g < groups; ++g) {
+        uint8_t* head = panel + g * gb;
+        if (fp4) {
+          head[c] = w.block_scales[col * groups + g];
+        } else {
+          const float centred = w.zeros[col * groups + g] - static_cast<float>(centre);
+          std::memcpy(head + 4 * c, &centred, 4);
+          std::memcpy(head + 64 + 4 * c, &w.scales[col * groups + g], 4);
+        }
+        // Chunk t's lane c: the row's 4 bytes of codes from k = (32 / bits) · t of the group.
+        const int64_t row_bytes = w.k * geo.bits / 8, group_bytes = geo.group * geo.bits / 8;
+        const uint8_t* codes = w.q + col * row_bytes + g * group_bytes;
+        for (int64_t t = 0; t < group_bytes / 4; ++t) {
+          uint8_t lane[4];
+          for (int b = 0; b < 4; ++b) {
+            lane[b] = bytes ? static_cast<uint8_t>(codes[4 * t + b] - centre) : codes[4 * t + b];
+          }
+          if (pairs) {
+            const uint32_t v = PairOrderLane(lane);
+            std::memcpy(lane, &v, 4);
+          }
+          std::memcpy(head + geo.head + t * 64 + 4 * c, lane, 4);
+        }
+      }
+    }
+  }
+  FastQuantWeights out = w;
+  out.q = dst;
+  return out;
+}
+
+}  // namespace tessera::kernels::cpu::fast
