@@ -16,7 +16,7 @@ namespace {
 
 constexpr const char* kSchemes[] = {"bf16",     "fp8",       "ptpc_fp8",  "fp8_wo",    "int8",
                                     "int4_wo_32", "int4_wo_64", "int4_wo_128",
-                                    "int4_wo_per_channel", "nvfp4", "mxfp4"};
+                                    "int4_wo_per_channel", "nvfp4", "nvfp4_w4a16", "mxfp4"};
 
 std::string Shape(const LinearSpec& s) { return absl::StrFormat("%dx%d", s.n, s.k); }
 
@@ -115,13 +115,16 @@ absl::StatusOr<LinearSpec> OnlineSchemeSpec(const std::string& scheme, const std
       s.group_size = std::stoi(scheme.substr(8));
       TESSERA_RETURN_IF_ERROR(need(s.group_size, scheme.c_str()));
     }
-  } else if (scheme == "nvfp4") {
-    TESSERA_RETURN_IF_ERROR(need(16, "nvfp4"));
+  } else if (scheme == "nvfp4" || scheme == "nvfp4_w4a16") {
+    TESSERA_RETURN_IF_ERROR(need(16, scheme.c_str()));
     s.weight_format = WeightFormat::kNvfp4;
     s.weight_scale = ScaleGranularity::kGroup;
     s.group_size = 16;
     s.weight_scale_dtype = "F8_E4M3";
     s.global_scale = GlobalScaleConvention::kMultiplier;
+    // nvfp4_w4a16: NVFP4 weights with 16-bit activations (compressed-tensors' NVFP4A16, vLLM's
+    // FP4 Marlin form for GPUs without FP4 GEMMs); on the CPU the bf16-pair panels.
+    if (scheme == "nvfp4_w4a16") return s;
     s.activation = ActivationFormat::kNvfp4;
     s.activation_scale = ScaleGranularity::kGroup;
     s.activation_group = 16;

@@ -31,7 +31,7 @@ struct LinearModule {
 struct PlanRule {
   std::string match;                    // fnmatch glob on the module name
   std::string scheme;                   // bf16, fp8, ptpc_fp8, fp8_wo, int8, int4_wo_32/64/128,
-                                        // int4_wo_per_channel, nvfp4, mxfp4
+                                        // int4_wo_per_channel, nvfp4, nvfp4_w4a16, mxfp4
   std::optional<std::string> fallback;  // used where `scheme` cannot cover the layer
 };
 

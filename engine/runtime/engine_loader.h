@@ -41,9 +41,11 @@ struct EngineOptions {
   // rounding. Default: the GGUF block formats, as llama.cpp runs them
   // (backend/cpu/cpu_kernel_selector.h).
   backend::cpu::Int8Activations cpu_int8_activations = backend::cpu::Int8Activations::kGgufBlocks;
-  // bf16 weights multiply bf16-rounded activations (one vdpbf16ps per weight pair, as PyTorch
-  // and llama.cpp run bf16 models): twice the prefill GEMM rate on AVX-512 BF16, but results
-  // differ from f32 activations by the activation rounding. Off: the exact hi + lo split.
+  // bf16 weights, FP8 W8A16 and the 4-bit weight-only formats (INT4, NVFP4 W4A16, MXFP4)
+  // multiply bf16-rounded activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp
+  // run bf16 models and vLLM's Marlin kernels run W8A16 / W4A16): up to twice the prefill GEMM
+  // rate on AVX-512 BF16, but results differ from f32 activations by the activation rounding.
+  // Off: exact f32 activations (the hi + lo split on the bf16 kernels).
   bool cpu_bf16_activations = false;
   std::string device = "cpu";  // "cpu", "cuda" (= cuda:0) or "cuda:N"
   // CUDA only: the device KV pool, in blocks of kv_block_tokens positions (the scheduler's
