@@ -251,12 +251,12 @@ void QuantizedLinear::InitFast() {
     fp8_panels_ok_ = true;
   }
   // Weight-only integer codes (INT4, and INT8 / INT3 / INT2 as bytes), MXFP4 and NVFP4 W4A16
-  // with f32 activations: 16-column panels with the scales beside the codes
+  // with f32 or bf16 activations: 16-column panels with the scales beside the codes
   // (quant_panel_matmul.h), activations in their natural order. FastQuantMatmul's row kernels
   // reached 0.33-0.41x of oneDNN bf16 at M = 128 for the 4-bit formats, the panels 0.41-0.48x,
-  // and batch 1 streams 10-140% faster (bench/README.md, twelfth session). Integer codes take
-  // f32 and --cpu_bf16_activations' rounded values (plain floats to the kernel); a W4A8 spec
-  // (compressed-tensors int8 / fp8 input_activations) stays where it was.
+  // and batch 1 streams 10-140% faster (bench/README.md, twelfth session). The f32 form takes
+  // --cpu_bf16_activations' rounded values as plain floats; a W4A8 spec (compressed-tensors
+  // int8 / fp8 input_activations) stays where it was.
   const bool float_acts =
       s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16;
   const bool integer =

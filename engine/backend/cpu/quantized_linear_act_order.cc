@@ -26,9 +26,12 @@ void QuantizedLinear::SortActOrder() {
   }
   if (!w_.g_idx.empty()) {
     // Groups of unequal size (not GPTQ's): the scalar reference kernel, with f32 activations,
-    // since no int8 kernel would take the layer; the plan says so.
-    w_.spec.activation = ActivationFormat::kFloat;
-    w_.spec.activation_group = 0;
+    // since no int8 kernel would take the layer (bf16 activations, which the reference rounds
+    // alike, stay); the plan says so.
+    if (w_.spec.activation != ActivationFormat::kBf16) {
+      w_.spec.activation = ActivationFormat::kFloat;
+      w_.spec.activation_group = 0;
+    }
     w_.spec.kernel = "cpu/int-wo-ref";
     absl::StrAppend(&w_.spec.reason, "; g_idx groups of unequal size: reference kernel");
   }

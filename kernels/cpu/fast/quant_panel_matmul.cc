@@ -44,8 +44,9 @@ namespace {
 using panels::kTileRows;
 using panels::kTileVecs;
 // More rows than one tile decode this many k of four panels at a time (whole groups, at least
-// one): 128 KiB of f32 (64 KiB of bf16 pairs), which every row tile then reads from L2. A group longer than this
-// (per-channel INT4, G = K) is one block: K · 256 bytes, from L3 beyond K ≈ 4096.
+// one): 128 KiB of f32 (64 KiB of bf16 pairs), which every row tile then reads from L2. A group
+// longer than this (per-channel INT4, G = K) is one block: K · 256 bytes (pairs: K · 128), from
+// L3 beyond K ≈ 4096 (8192).
 constexpr int64_t kBlockK = 512;
 
 // The format's code values, one per 4-bit index: INT4 q − 8, FP4 E2M1 (bit 3 the sign).
@@ -59,14 +60,13 @@ HWY_INLINE __m512 CodeValues() {
   }
 }
 
-// An FP4 group's 16 scales from its header bytes, exactly: UE4M3 as fast_quant_matmul.cc decodes
-// E4M3 (the byte sign-extended and shifted into an f32's fields, times 2^120; the NaN code is
-// excluded by QuantPanelSupported), E8M0 as 2^(e − 127) (e = 0 is the subnormal 2^-127).
 // How a call's activations reach the tiles: f32 x on f32-form panels (FMA), or bf16 pairs
-// (RoundActsToBf16) on bf16-pair panels, split (hi then lo per pair) or hi alone.
+// (RoundActsToBf16) on bf16-pair panels, the hi + lo split or hi alone.
 enum class Acts { kF32, kSplit, kBf16 };
 
-constexpr uint16_t Bf16Bits(float f) { return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16); }
+constexpr uint16_t Bf16Bits(float f) {
+  return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16);
+}
 
 // The pair form's `vpermw` table: entry i (of 32) is code value (i mod 16) in bf16, exactly, so
 // that the fifth index bit (the next code's low bit after the shift) selects the same value.
@@ -88,6 +88,9 @@ struct PairTable {
   static HWY_INLINE __m512i Load() { return _mm512_load_si512(kWords.v); }
 };
 
+// An FP4 group's 16 scales from its header bytes, exactly: UE4M3 as fast_quant_matmul.cc decodes
+// E4M3 (the byte sign-extended and shifted into an f32's fields, times 2^120; the NaN code is
+// excluded by QuantPanelSupported), E8M0 as 2^(e − 127) (e = 0 is the subnormal 2^-127).
 template <QuantDecode F>
 HWY_INLINE __m512 GroupScales(const uint8_t* head) {
   const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(head));
@@ -189,13 +192,13 @@ void GroupTile(const Job& job) {
   }
   const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int64_t g = job.g0; g < job.g1; ++g) {
-    __m512 acc[MR][NV], acc2[kPairs ? MR : 1][NV];  // acc2: the pair form's b
+    __m512 acc[MR][NV], acc_b[kPairs ? MR : 1][NV];  // the pair form's a and b
     for (int i = 0; i < MR; ++i) {
       for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
     }
     if constexpr (kPairs) {
       for (int i = 0; i < MR; ++i) {
-        for (int j = 0; j < NV; ++j) acc2[i][j] = _mm512_setzero_ps();
+        for (int j = 0; j < NV; ++j) acc_b[i][j] = _mm512_setzero_ps();
       }
     }
     const uint8_t* head = job.panels + g * job.group_bytes;
@@ -215,15 +218,16 @@ void GroupTile(const Job& job) {
           }
           for (int i = 0; i < MR; ++i) {
             const int64_t at = i * ps + pp;
-            PairMadd<A, NV, false>(hg + at, lg ? lg + at : nullptr, w, acc[i], acc2[i]);
-            PairMadd<A, NV, true>(hg + at + 1, lg ? lg + at + 1 : nullptr, w1, acc[i], acc2[i]);
+            PairMadd<A, NV, false>(hg + at, lg ? lg + at : nullptr, w, acc[i], acc_b[i]);
+            PairMadd<A, NV, true>(hg + at + 1, lg ? lg + at + 1 : nullptr, w1, acc[i], acc_b[i]);
           }
         }
       } else {
         const __m512i table = PairTable<F>::Load();
         for (int64_t t = 0; t < job.chunks; ++t) {
           for (int j = 0; j < NV; ++j) {
-            __m512i codes = _mm512_loadu_si512(head + j * job.panel_bytes + job.head_bytes + 64 * t);
+            const uint8_t* chunk = head + j * job.panel_bytes + job.head_bytes + 64 * t;
+            __m512i codes = _mm512_loadu_si512(chunk);
             for (int p = 0; p < 4; p += 2) {
               const __m512i w = _mm512_permutexvar_epi16(codes, table);
               codes = _mm512_srli_epi32(codes, 4);
@@ -232,9 +236,9 @@ void GroupTile(const Job& job) {
               for (int i = 0; i < MR; ++i) {
                 const int64_t at = i * ps + 4 * t + p;
                 PairMadd<A, 1, false>(hg + at, lg ? lg + at : nullptr, &w, &acc[i][j],
-                                      &acc2[i][j]);
+                                      &acc_b[i][j]);
                 PairMadd<A, 1, true>(hg + at + 1, lg ? lg + at + 1 : nullptr, &w1, &acc[i][j],
-                                     &acc2[i][j]);
+                                     &acc_b[i][j]);
               }
             }
           }
@@ -282,7 +286,7 @@ void GroupTile(const Job& job) {
       }
       for (int i = 0; i < MR; ++i) {
         __m512 c = acc[i][j];
-        if constexpr (kPairs) c = _mm512_add_ps(c, acc2[i][j]);
+        if constexpr (kPairs) c = _mm512_add_ps(c, acc_b[i][j]);
         if constexpr (IsInteger(F)) {
           c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(job.sums[i * job.sums_stride + g]), c);
         }
@@ -322,24 +326,26 @@ constexpr TileFn ForVecs(int nv) {
 
 template <bool kDecoded, QuantDecode F, Acts A>
 TileFn PickTile(int mr, int nv) {
-  static_assert(kTileRows == 6 && kTileVecs == 4 && kPairRows == 3, "PickTile covers 6 x 4 tiles");
+  static_assert(kTileRows == 6 && kTileVecs == 4 && kPairRows == 3, "PickTile: 6 (3) x 4 tiles");
   if constexpr (A != Acts::kF32) {  // tiles of kPairRows rows
-    return mr == 1 ? ForVecs<1, kDecoded, F, A>(nv)
-                   : mr == 2 ? ForVecs<2, kDecoded, F, A>(nv) : ForVecs<3, kDecoded, F, A>(nv);
-  }
-  switch (mr) {
-    case 1:
-      return ForVecs<1, kDecoded, F, A>(nv);
-    case 2:
-      return ForVecs<2, kDecoded, F, A>(nv);
-    case 3:
-      return ForVecs<3, kDecoded, F, A>(nv);
-    case 4:
-      return ForVecs<4, kDecoded, F, A>(nv);
-    case 5:
-      return ForVecs<5, kDecoded, F, A>(nv);
-    default:
-      return ForVecs<6, kDecoded, F, A>(nv);
+    return mr == 1   ? ForVecs<1, kDecoded, F, A>(nv)
+           : mr == 2 ? ForVecs<2, kDecoded, F, A>(nv)
+                     : ForVecs<3, kDecoded, F, A>(nv);
+  } else {
+    switch (mr) {
+      case 1:
+        return ForVecs<1, kDecoded, F, A>(nv);
+      case 2:
+        return ForVecs<2, kDecoded, F, A>(nv);
+      case 3:
+        return ForVecs<3, kDecoded, F, A>(nv);
+      case 4:
+        return ForVecs<4, kDecoded, F, A>(nv);
+      case 5:
+        return ForVecs<5, kDecoded, F, A>(nv);
+      default:
+        return ForVecs<6, kDecoded, F, A>(nv);
+    }
   }
 }
 

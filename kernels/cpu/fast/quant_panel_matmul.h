@@ -1,4 +1,4 @@
-// Quantized weights with exact f32 activations on 16-column panels: the kernel QuantizedLinear
+// Quantized weights with f32 (or bf16) activations on 16-column panels: the kernel QuantizedLinear
 // runs on AVX-512 CPUs for integer weight-only layers (GPTQ, AWQ, compressed-tensors: INT4 as
 // kU4Pairs codes, INT8 / INT3 / INT2 as one code per byte, a scale and zero point per (column,
 // group)), MXFP4 (gpt-oss: E2M1 codes, an E8M0 scale per 32) and NVFP4 W4A16 (E2M1 codes, a
@@ -38,9 +38,10 @@
 // cost FP4 prefill 5-11% (the folds every 32 or 16 k; bench/README.md, twelfth session). The
 // folds need each group whole in one K block, so per-channel layers (G = K) decode K at a time.
 // Up to 6 rows (decode, small batches) decode the codes in registers; more rows decode four
-// panels at a time, a K block of whole groups, to an L2-resident f32 buffer and run 6-row tiles
-// over it — the same values in the same order, so a row's result is bit-identical alone or in
-// any batch, under any column split.
+// panels at a time, a K block of whole groups, to an L2-resident buffer and run row tiles over it
+// (f32 form: f32 values, 6-row tiles; pair form below: bf16 pairs, 3-row tiles) — the same
+// values in the same order, so a row's result is bit-identical alone or in any batch, under any
+// column split.
 //
 // The bf16-pair form (QuantPanelForm::kBf16Pairs; 4-bit codes on CPUs with AVX-512 BF16, the
 // engine's default there): every 4-bit code value is exact in bf16 (INT4 q − 8, E2M1), so a
@@ -49,15 +50,23 @@
 // that the stray fifth index bit is ignored) give 16 columns' (w[2p], w[2p + 1]) bf16 pairs for
 // `vdpbf16ps`: per 32 weights a shift, a permute and one dot product per activation part, where
 // the f32 form takes two shifts, two permutes and two FMAs. Activations come as RoundActsToBf16
-// (bf16_dot_matmul.h) writes them: the hi + lo split of exact f32 x (two `vdpbf16ps` per pair,
-// hi then lo), or hi alone for bf16 activations (--cpu_bf16_activations). Per group, a = Σ over
-// the pairs in ascending order; the folds, Σx (of x as passed, in f32) and the epilogue are the
-// f32 form's. Bound: the f32 form's with the split's activation error added,
-// (2^-16 + (K + G + 2)·u)·Σ s·(|v| + |z − c|)·|x| (v the code value; FP4: z − c = 0), plus
-// 2^-126-scale terms for `vdpbf16ps` reading bf16 denormals (lo of tiny x) as zero and flushing
-// denormal sums. The register and decoded-block paths take the same pairs in the same order, so
-// batch invariance holds as in the f32 form. Batch 1 (bench/README.md, thirteenth session): see
-// the figures there.
+// (bf16_dot_matmul.h) writes them: the hi + lo split of exact f32 x (two `vdpbf16ps` per pair),
+// or hi alone for bf16 activations (--cpu_bf16_activations, x then holding bf16 values). Each
+// output keeps two partial sums per group, a and b (split: the hi and the lo products; bf16: the
+// even and the odd pairs), pairs ascending in each, and folds a + b as the f32 form folds its
+// sum; Σx (of x as passed, in f32) and the epilogue are the f32 form's. Rows come in tiles of 3
+// (2 · 3 · 4 accumulators), in registers up to 6 rows and over decoded blocks of bf16 pairs
+// beyond, in the same order, so batch invariance holds as in the f32 form. Bound: the f32 form's
+// with the split's activation error added, (2^-16 + (K + G + 2)·u)·Σ s·(|v| + |z − c|)·|x| (v
+// the code value; FP4: z − c = 0), plus 2^-126-scale terms for `vdpbf16ps` reading bf16
+// denormals (lo of tiny x) as zero and flushing denormal sums. As bf16_dot_matmul.h's split,
+// x must be finite and below 2^128·(1 − 2^-9) in magnitude (its bf16 rounding would overflow:
+// an infinite x gives NaN where the f32 form gives ±inf).
+// Why: one thread decoding from L3 at batch 1 ran INT4 g128 at 16 GB/s of weights in the f32
+// form, 26 with the split and 37 with bf16 activations (MXFP4, NVFP4: 14-15 -> 22-23); two
+// threads from DRAM 21-25 -> 26-29 GB/s; M = 128 the same with the split and 1.5x with bf16
+// activations (bench/README.md, thirteenth session). One partial sum per output (a chain of
+// 6-cycle `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
 #ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 
@@ -95,8 +104,9 @@ int64_t QuantPanelsBytes(const FastQuantWeights& w);
 
 // w (codes [n, k / 2] as nibble pairs, or [n, k] bytes; its scales, zero points or block scales)
 // repacked into `dst` (QuantPanelsBytes, 64-byte aligned) in `form` (kBf16Pairs requires
-// QuantPanelPairsSupported(w)): the returned weights' q points at the panels (which hold the
-// scales and zero points too); everything else is w's.
+// QuantPanelPairsSupported(w); byte codes, which have no pair form, are repacked in the f32 form
+// whatever `form` says): the returned weights' q points at the panels (which hold the scales and
+// zero points too); everything else is w's.
 FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst,
                                    QuantPanelForm form = QuantPanelForm::kF32);
 
@@ -108,8 +118,9 @@ void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, c
 
 // The same on the bf16-pair panels, with the activations also as RoundActsToBf16 wrote them
 // (hi, and lo for the split form; lo null: hi alone, for bf16 activations, x then holding those
-// bf16 values); x (natural order) gives the integer formats' group sums. Requires QuantPanelPairsSupported(w) and w from
-// RepackQuantPanels(·, ·, kBf16Pairs).
+// bf16 values); x (natural order) gives the integer formats' group sums. Requires
+// QuantPanelPairsSupported(w) and w from RepackQuantPanels(·, ·, kBf16Pairs) (other formats: y
+// is left as it was).
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
                           int64_t n_begin, int64_t n_end);

@@ -100,7 +100,7 @@ TEST(PrecisionPlanTest, MixedPlanOnF32CheckpointRunsAndGenerates) {
 // The online FP8 weight-only (W8A16), INT8 W8A8 and NVFP4 W4A16 schemes: the plan names them and
 // their fast CPU kernels, and the model's logits stay near the f32 checkpoint's (RTN weights;
 // int8 also quantizes activations).
-TEST(PrecisionPlanTest, OnlineFp8WeightOnlyAndInt8PlansRun) {
+TEST(PrecisionPlanTest, OnlineFp8WeightOnlyInt8AndNvfp4W4A16PlansRun) {
   const std::string model = kSrc + "/tests/data/models/llama";
   auto logits_of = [&](const std::string& plan_path, const char* module, const char* scheme,
                        const char* kernel_prefix) {
@@ -131,7 +131,8 @@ TEST(PrecisionPlanTest, OnlineFp8WeightOnlyAndInt8PlansRun) {
   const auto int8 = logits_of(WriteTemp("int8.json", R"({"rules": [{"match": "*", "scheme": "int8"}]})"),
                               "model.layers.1.self_attn.o_proj", "int8", "cpu/int8-w8a8");
   const auto nvfp4 =
-      logits_of(WriteTemp("nvfp4a16.json", R"({"rules": [{"match": "*", "scheme": "nvfp4_w4a16"}]})"),
+      logits_of(WriteTemp("nvfp4a16.json",
+                          R"({"rules": [{"match": "*", "scheme": "nvfp4_w4a16"}]})"),
                 "model.layers.0.mlp.down_proj", "nvfp4_w4a16", "cpu/nvfp4-w4a16");
   const auto nvfp4_w4a4 =
       logits_of(WriteTemp("nvfp4.json", R"({"rules": [{"match": "*", "scheme": "nvfp4"}]})"),

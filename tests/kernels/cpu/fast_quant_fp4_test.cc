@@ -1,6 +1,7 @@
 // QuantizedLinear's NVFP4 (W4A16 and W4A4, static and dynamic activation global scale) and MXFP4
-// W4A16 paths against its reference path, with f32 activations and with int8 activations (the
-// int8 tiles); tolerance and batch invariance as in fast_quant_test.cc.
+// W4A16 paths against its reference path, with f32 activations, with bf16 activations
+// (--cpu_bf16_activations) and with int8 activations (the int8 tiles); tolerance and batch
+// invariance as in fast_quant_test.cc.
 #include <cmath>
 #include <vector>
 

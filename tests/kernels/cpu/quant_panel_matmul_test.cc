@@ -6,8 +6,10 @@
 //    bf16(x)) times the reference's dequantized weights: INT4 / INT8 (float(q) − z) · s as
 //    kernels/cpu/quant decodes them; MXFP4 e2m1 · 2^(e − 127); NVFP4 (e2m1 · sf) · α, with
 //    subnormal and negative scale bytes;
-//  * every row bit-identical alone (the register path) and in calls of 2-20 rows (6-row tiles
-//    over decoded K blocks), under column splits at odd places and panel boundaries;
+//  * every row bit-identical alone (the register path) and in calls of 2-20 rows (row tiles
+//    over decoded K blocks: 6 rows in the f32 form, 3 in the pair form), under column splits at
+//    odd places and panel boundaries;
+//  * the split really carries each activation's low half (a case where hi alone is far off);
 //  * the repack puts each code, scale and zero point where the header says; NaN scale codes
 //    are refused.
 #include "kernels/cpu/fast/quant_panel_matmul.h"
@@ -250,6 +252,37 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
           ASSERT_EQ(std::memcmp(part.data(), all.data() + m0 * s.n, r * s.n * 4), 0)
               << "rows " << r << " from " << m0;
         }
+      }
+    }
+  }
+}
+
+// Activations 1 + 2^-10 (hi 1, lo 2^-10) against positive weights (codes 9-15, zero point 8): hi
+// alone would miss 2^-10 of every output, over 16x the split's bound here, on both paths (1 and 9
+// rows).
+TEST(QuantPanelPairTest, SplitCarriesTheLowHalfOfEachActivation) {
+  Layer l = Make(QuantDecode::kInt4, 32, 256, 128, 11, Form::kSplit);
+  if (!Runs(l)) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  for (size_t i = 0; i < l.codes.size(); ++i) l.codes[i] = static_cast<uint8_t>(9 + i % 7);
+  for (auto& z : l.zeros) z = 8.0f;
+  for (int64_t r = 0; r < l.n; ++r) {
+    PackU4Pairs(l.codes.data() + r * l.k, l.k, l.q.data() + r * l.k / 2);
+  }
+  Repack(l);
+  for (const int64_t rows : {1, 9}) {
+    const std::vector<float> x(rows * l.k, 1.0f + 0x1p-10f);
+    const std::vector<float> y = RunPanels(l, x.data(), rows, l.n, false);
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t c = 0; c < l.n; ++c) {
+        double exact = 0, mag = 0;
+        for (int64_t i = 0; i < l.k; ++i) {
+          exact += x[i] * l.Weight(c, i);
+          mag += x[i] * l.Magnitude(c, i);
+        }
+        const double u = std::ldexp(1.0, -24);
+        const double tol = ((l.k + l.group + 3) * u + std::ldexp(1.0, -16)) * mag;
+        ASSERT_LT(tol, std::ldexp(1.0, -14) * exact);  // hi alone: 2^-10 · exact off
+        ASSERT_NEAR(y[m * l.n + c], exact, tol) << rows << " rows, m " << m << " c " << c;
       }
     }
   }
