@@ -89,13 +89,15 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     w.scale_rows = 1;
     w.scale_row_stride = 1;
     w.scale_k = k;
-  } else if (fmt == "INT4_G128" || fmt == "INT8_G128") {
+  } else if (fmt == "INT4_G128" || fmt == "INT8_G128" || fmt == "INT4_PC") {
     // INT8_G128: byte codes (GPTQ 8-bit; INT3 / INT2 run the same kernel on unpacked codes).
-    w.decode = fmt == "INT4_G128" ? kf::QuantDecode::kInt4 : kf::QuantDecode::kInt8;
+    // INT4_PC: one group per row (per-channel scales and zero points).
+    w.decode = fmt == "INT8_G128" ? kf::QuantDecode::kInt8 : kf::QuantDecode::kInt4;
     if (fmt == "INT8_G128") q_bytes = n * k;
-    n_scales = n_zeros = n * k / 128;
-    w.scale_row_stride = k / 128;
-    w.scale_k = 128;
+    const int64_t group = fmt == "INT4_PC" ? k : 128;
+    n_scales = n_zeros = n * k / group;
+    w.scale_row_stride = k / group;
+    w.scale_k = group;
   } else {
     w.decode = fmt == "NVFP4" ? kf::QuantDecode::kNvfp4 : kf::QuantDecode::kMxfp4;
     bs_bytes = n * k / (fmt == "NVFP4" ? 16 : 32);
@@ -250,7 +252,7 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
        {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "FP8_PANEL", "FP8_W8A8_PANEL",
         "INT4_G128", "INT4_G128_PANEL", "INT8_G128", "INT8_G128_PANEL", "NVFP4", "NVFP4_PANEL",
         "MXFP4", "MXFP4_PANEL", "INT4_G128_PAIRS", "NVFP4_PAIRS", "MXFP4_PAIRS",
-        "INT4_G128_PAIRS_BF16"}) {
+        "INT4_G128_PAIRS_BF16", "INT4_PC_PAIRS"}) {
     for (const Shape& s : gemm) {
       // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over
       // to its decode-to-bf16 GEMM (kRegisterRows).
