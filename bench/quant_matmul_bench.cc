@@ -186,21 +186,25 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   std::vector<uint16_t> hi(panel || pairs ? m * kf::Bf16DotActStride(k) : 0);
   std::vector<uint16_t> lo((panel && !w8a8 && !bf16_act) || (pairs && !pairs_bf16) ? hi.size()
                                                                                    : 0);
+  uint16_t* lp = lo.empty() ? nullptr : lo.data();
+  // The bf16 kernels' activations, converted once per call as the engine does (rows on the pool).
+  auto convert_acts = [&] {
+    auto convert = [&](int64_t r0, int64_t r1) {
+      kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lp, nullptr);
+    };
+    if (m > 1) {
+      Pool().ParallelFor(m, 1, convert);
+    } else {
+      convert(0, m);
+    }
+  };
   size_t next = 0;
   for (auto _ : state) {
     use(copies[next]);
     if (panel) {
       w.q = copies[next].panels.data();
       next = (next + 1) % copies.size();
-      uint16_t* lp = lo.empty() ? nullptr : lo.data();
-      auto convert = [&](int64_t r0, int64_t r1) {
-        kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lp, nullptr);
-      };
-      if (m > 1) {
-        Pool().ParallelFor(m, 1, convert);
-      } else {
-        convert(0, m);
-      }
+      convert_acts();
       Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
         kf::Fp8PanelMatmul(w, hi.data(), lp, m, nullptr, y.data(), b, e);
       });
@@ -211,15 +215,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       w.q = copies[next].panels.data();
       next = (next + 1) % copies.size();
       if (pairs) {
-        uint16_t* lp = lo.empty() ? nullptr : lo.data();
-        auto convert = [&](int64_t r0, int64_t r1) {
-          kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lp, nullptr);
-        };
-        if (m > 1) {
-          Pool().ParallelFor(m, 1, convert);
-        } else {
-          convert(0, m);
-        }
+        convert_acts();
         Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
           kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b, e);
         });

@@ -478,12 +478,19 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
   }
 }
 
+// Run for w's format (byte codes: the f32 form only).
 template <Acts A>
-void RunPairs(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
+void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
               int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  if (rows <= 0 || n_begin >= n_end) return;
   switch (w.decode) {
     case QuantDecode::kInt4:
       return Run<QuantDecode::kInt4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+    case QuantDecode::kInt8:
+      if constexpr (A == Acts::kF32) {
+        return Run<QuantDecode::kInt8, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      }
+      return;
     case QuantDecode::kMxfp4:
       return Run<QuantDecode::kMxfp4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:
@@ -497,28 +504,14 @@ void RunPairs(const FastQuantWeights& w, const float* x, const uint16_t* hi, con
 
 void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                       float* y, int64_t n_begin, int64_t n_end) {
-  if (rows <= 0 || n_begin >= n_end) return;
-  constexpr Acts A = Acts::kF32;
-  switch (w.decode) {
-    case QuantDecode::kInt4:
-      return Run<QuantDecode::kInt4, A>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
-    case QuantDecode::kInt8:
-      return Run<QuantDecode::kInt8, A>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
-    case QuantDecode::kMxfp4:
-      return Run<QuantDecode::kMxfp4, A>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
-    case QuantDecode::kNvfp4:
-      return Run<QuantDecode::kNvfp4, A>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
-    default:
-      return;
-  }
+  Dispatch<Acts::kF32>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
 }
 
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
                           int64_t n_begin, int64_t n_end) {
-  if (rows <= 0 || n_begin >= n_end) return;
-  if (lo != nullptr) return RunPairs<Acts::kSplit>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
-  RunPairs<Acts::kBf16>(w, x, hi, nullptr, rows, bias, y, n_begin, n_end);
+  if (lo != nullptr) return Dispatch<Acts::kSplit>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+  Dispatch<Acts::kBf16>(w, x, hi, nullptr, rows, bias, y, n_begin, n_end);
 }
 
 HWY_POP_ATTRIBUTES

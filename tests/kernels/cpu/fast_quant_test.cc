@@ -46,17 +46,10 @@ TEST(FastQuantTest, Fp8W8A16) {
     }
   }
   // bf16 activations really are rounded: the two forms differ on the same inputs.
-  const QuantizedLinear f32_acts(
+  ExpectActivationFormsDiffer(
       Fp8(67, 96, ScaleGranularity::kRowwise, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 7),
-      {}, nullptr);
-  const QuantizedLinear bf16_acts(
       Fp8(67, 96, ScaleGranularity::kRowwise, ActivationFormat::kBf16, ScaleOrigin::kDynamic, 7),
-      {}, nullptr);
-  const std::vector<float> x = RandomX(3, 96, 5);
-  std::vector<float> a(3 * 67), b(3 * 67);
-  f32_acts.Forward(x.data(), 3, a.data());
-  bf16_acts.Forward(x.data(), 3, b.data());
-  EXPECT_NE(a, b);
+      5);
 }
 
 TEST(FastQuantTest, Fp8W8A8) {
@@ -151,24 +144,12 @@ TEST(FastQuantTest, Int4WeightOnly) {
     CheckLayer([&] { return Int4(n, k, g, 3); }, "int4", fast);
     // --cpu_bf16_activations: bf16 activations (the bf16-pair panels, hi alone), against the
     // reference on the same rounded activations.
-    CheckLayer(
-        [&] {
-          PackedWeights w = Int4(n, k, g, 3);
-          w.spec.activation = ActivationFormat::kBf16;
-          return w;
-        },
-        "int4 bf16 act", fast);
+    CheckLayer([&] { return WithActivation(Int4(n, k, g, 3), ActivationFormat::kBf16); },
+               "int4 bf16 act", fast);
   }
   // bf16 activations really are rounded (and the split really is not): the forms differ.
-  PackedWeights bf16_w = Int4(37, 128, 128, 3);
-  bf16_w.spec.activation = ActivationFormat::kBf16;
-  const QuantizedLinear f32_acts(Int4(37, 128, 128, 3), {}, nullptr);
-  const QuantizedLinear bf16_acts(std::move(bf16_w), {}, nullptr);
-  const std::vector<float> x = RandomX(3, 128, 5);
-  std::vector<float> a(3 * 37), b(3 * 37);
-  f32_acts.Forward(x.data(), 3, a.data());
-  bf16_acts.Forward(x.data(), 3, b.data());
-  EXPECT_NE(a, b);
+  ExpectActivationFormsDiffer(Int4(37, 128, 128, 3),
+                              WithActivation(Int4(37, 128, 128, 3), ActivationFormat::kBf16), 5);
 }
 
 // --cpu_int8_activations on INT4 weight-only layers: the VNNI int8-activation kernel against the
@@ -180,13 +161,8 @@ TEST(FastQuantTest, Int4Int8Activations) {
                                 {33, 96, -1},
                                 {3, 256, 64},
                                 {20, 2048, 128}}) {
-    CheckLayer(
-        [&] {
-          PackedWeights w = Int4(n, k, g, 5);
-          w.spec.activation = ActivationFormat::kInt8Block32;
-          return w;
-        },
-        "int4 x q8_0 act", true);
+    CheckLayer([&] { return WithActivation(Int4(n, k, g, 5), ActivationFormat::kInt8Block32); },
+               "int4 x q8_0 act", true);
   }
 }
 

@@ -12,6 +12,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/cpu/quantized_linear.h"
@@ -164,6 +165,24 @@ inline std::vector<float> RandomX(int64_t rows, int64_t k, uint32_t seed) {
   for (auto& v : x) v = Uniform(rng, -2.0f, 2.0f);
   if (rows > 1) x[k + 3] = 0.0f;  // a zero activation
   return x;
+}
+
+// w with its spec's activation form replaced (a flag's choice, as the CPU selector makes it).
+inline PackedWeights WithActivation(PackedWeights w, ActivationFormat a) {
+  w.spec.activation = a;
+  return w;
+}
+
+// Two layers on the same weights whose specs differ in their activation form (f32 and bf16)
+// give different outputs on the same inputs: the form really is applied.
+inline void ExpectActivationFormsDiffer(PackedWeights a, PackedWeights b, uint32_t seed) {
+  const QuantizedLinear la(std::move(a), {}, nullptr), lb(std::move(b), {}, nullptr);
+  const int64_t n = la.out_features(), k = la.in_features();
+  const std::vector<float> x = RandomX(3, k, seed);
+  std::vector<float> ya(3 * n), yb(3 * n);
+  la.Forward(x.data(), 3, ya.data());
+  lb.Forward(x.data(), 3, yb.data());
+  EXPECT_NE(ya, yb);
 }
 
 // The checks described at the top, for weights made by `make` (called once per layer built).
