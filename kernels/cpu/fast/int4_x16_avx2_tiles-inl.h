@@ -76,6 +76,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   constexpr bool kIntZero =
       kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kCodes == Codes::kMxfp4;
+  // AVX2 without VNNI multiplies Q8_0's codes as signed bytes (dot_chunks), whose sums need no
+  // zero-point start.
+  constexpr bool kSignedBytes = kCodes == Codes::kQ8_0 && !TESSERA_X16_DPBUSD;
+  constexpr bool kStartsAtZeroPoint = kIntZero && !kSignedBytes;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
@@ -132,7 +136,22 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       }
     }
 #else
-    if constexpr (kBytes) {  // Q8_0 / U8: a byte per code, 8 chunks of 4 K, split into nibbles
+    if constexpr (kSignedBytes) {
+      // Q8_0 as signed codes q = u − 128 (the tiles' u xor 0x80): llama.cpp's sign trick, |q| as
+      // the unsigned operand and x with q's sign as the signed one, so that a vpmaddubsw pair
+      // (≤ 2·128·127) never saturates and each one widens at once; the sums start at 0 instead
+      // of −128·Σx (kStartsAtZeroPoint).
+      const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
+      for (int q = q0; q < q1; ++q) {
+        const __m256i sq = _mm256_xor_si256(LoadHalf(codes + q * 64 + h * 32), flip);
+        const __m256i aq = _mm256_abs_epi8(sq);
+        for (int r = 0; r < MR; ++r) {
+          const __m256i x = _mm256_sign_epi8(Bcast4(xrow[r] + b * 32 + 4 * q), sq);
+          const __m256i pairs = _mm256_maddubs_epi16(aq, x);
+          isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    } else if constexpr (kBytes) {  // U8: a byte per code, 8 chunks of 4 K, split into nibbles
       __m256i lo16[MR], hi16[MR];
       for (int r = 0; r < MR; ++r) lo16[r] = hi16[r] = _mm256_setzero_si256();
       for (int q = q0; q < q1; ++q) {
@@ -243,7 +262,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       }
       __m256i isum[MR];
       for (int r = 0; r < MR; ++r) {
-        isum[r] = kIntZero ? _mm256_set1_epi32(zs[(r0 + r) * blocks + b]) : _mm256_setzero_si256();
+        isum[r] = kStartsAtZeroPoint ? _mm256_set1_epi32(zs[(r0 + r) * blocks + b])
+                                     : _mm256_setzero_si256();
       }
       dot_chunks(codes, b, 0, kBytes ? 8 : 4, h, isum);
       for (int r = 0; r < MR; ++r) {

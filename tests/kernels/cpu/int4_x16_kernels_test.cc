@@ -3,7 +3,9 @@
 // only while 2·127·u_max times that count stays below 2^15. Random weights never come near that
 // bound, so here every code is the format's largest (0xFF bytes: nibble 15, byte 255, Q5_K 31,
 // Q6_K 63; E2M1 nibble 7: table value 24) and every activation code is ±127, the largest sums the
-// quantizer can produce. Each kernel must give the portable loop's bits.
+// quantizer can produce. Q8_0 also runs with every code at its minimum (byte 0: q = −128), the
+// largest magnitude of the AVX2 kernel's signed-byte products (|q| = 128). Each kernel must give
+// the portable loop's bits.
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -22,6 +24,7 @@ struct Case {
   FastFormat format;
   const char* name;
   int64_t group_size;  // kU4x16 / kU8x16
+  int fill = -1;       // the code bytes, or -1: the format's largest codes
 };
 
 // Tiles of `format` with every code at its maximum and every scale byte 0x3C (finite, nonzero
@@ -36,8 +39,8 @@ hwy::AlignedFreeUniquePtr<uint8_t[]> MaxCodeTiles(const Case& c, int64_t n, int6
   const internal::X16Layout layout = internal::X16Layout::Of(c.format, c.group_size);
   for (int64_t g = 0; g < (n + 15) / 16; ++g) {
     for (int64_t b = 0; b < k / 32; ++b) {
-      std::memset(buf.get() + g * fw->row_stride + layout.Codes(b), e2m1 ? 0x77 : 0xFF,
-                  layout.code_bytes);
+      std::memset(buf.get() + g * fw->row_stride + layout.Codes(b),
+                  c.fill >= 0 ? c.fill : e2m1 ? 0x77 : 0xFF, layout.code_bytes);
     }
   }
   return buf;
@@ -48,6 +51,7 @@ TEST(Int4x16KernelsTest, LargestCodesAndActivationsMatchPortable) {
   const int64_t n = 19, k = 512, rows = 9;
   for (const Case& c : {Case{FastFormat::kQ4_0x16, "Q4_0", 0},
                         Case{FastFormat::kQ8_0x16, "Q8_0", 0},
+                        Case{FastFormat::kQ8_0x16, "Q8_0 smallest", 0, 0x00},
                         Case{FastFormat::kU4x16, "U4 g128", 128},
                         Case{FastFormat::kU8x16, "U8 g128", 128},
                         Case{FastFormat::kQ4_Kx16, "Q4_K", 0},
