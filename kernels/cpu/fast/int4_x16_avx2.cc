@@ -10,12 +10,12 @@
 // stage is exact as long as no lane leaves int16: a pair is at most 2·127·u_max (the quantizer
 // clamps activation codes to ±127), so kFlush vpmaddubsw results of one column may be summed in
 // int16 before the vpmaddwd (u_max 15: 8; 24, the E2M1 table: 4 of the 5 that fit; 31, Q5_K: 4;
-// 63, Q6_K: 2). Byte codes (Q8_0 + 128, INT8 / INT3 / INT2, up to 255) would saturate a pair.
-// Q8_0's are multiplied as the signed q = u − 128 with llama.cpp's sign trick, |q| times x with
-// q's sign (a pair ≤ 2·128·127, widened by one vpmaddwd each): 1.25x the single-thread M = 1 rate
-// and 1.15-1.4x at M = 16 and 128 of the nibble split the unsigned INT8 / INT3 / INT2 codes keep,
-// Σu·x = Σlo·x + 16·Σhi·x, each a sum of 8 vpmaddubsw of 4-bit codes (bench/README.md,
-// thirteenth session).
+// 63, Q6_K: 2). Byte codes (Q8_0 + 128, INT8 / INT3 / INT2, up to 255) would saturate a pair, so
+// they are multiplied as the signed q = u − 128 with llama.cpp's sign trick, |q| times x with
+// q's sign (a pair ≤ 2·128·127, widened by one vpmaddwd each), the sums starting at 128·Σx
+// (Q8_0: at 0, its zero point being 128) so that each is still Σu·x: 1.25x the single-thread
+// M = 1 rate and 1.15-1.4x at M = 16 and 128 of the nibble split they took before, Σu·x = Σlo·x
+// + 16·Σhi·x (bench/README.md, thirteenth session).
 //
 // AVX-VNNI (Intel cores from Alder Lake): the 256-bit VEX vpdpbusd, no int16 stage; its EVEX twin
 // (AVX-512 VL + VNNI) is the same instruction, which is how that kernel is tested and measured on

@@ -76,14 +76,15 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   constexpr bool kIntZero =
       kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kCodes == Codes::kMxfp4;
-  // AVX2 without VNNI multiplies Q8_0's codes as signed bytes (dot_chunks), whose sums need no
-  // zero-point start.
-  constexpr bool kSignedBytes = kCodes == Codes::kQ8_0 && !TESSERA_X16_DPBUSD;
+  // AVX2 without VNNI multiplies byte codes u as signed bytes u − 128 (dot_chunks). Q8_0's sums
+  // then need no zero-point start (its z·Σx term is the same −128·Σx); the other byte codes' start
+  // at +128·Σx instead, so that every sum is still Σu·x.
+  constexpr bool kSignedBytes = kBytes && !TESSERA_X16_DPBUSD;
   constexpr bool kStartsAtZeroPoint = kIntZero && !kSignedBytes;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
-  [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1), sixteens = _mm256_set1_epi16(16);
+  [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
   const __m256i lut = _mm256_broadcastsi128_si256(
       _mm_load_si128(reinterpret_cast<const __m128i*>(kTwiceE2m1Plus12)));
   __m256 acc[2 * MR];
@@ -137,10 +138,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
     }
 #else
     if constexpr (kSignedBytes) {
-      // Q8_0 as signed codes q = u − 128 (the tiles' u xor 0x80): llama.cpp's sign trick, |q| as
-      // the unsigned operand and x with q's sign as the signed one, so that a vpmaddubsw pair
-      // (≤ 2·128·127) never saturates and each one widens at once; the sums start at 0 instead
-      // of −128·Σx (kStartsAtZeroPoint).
+      // Byte codes as signed q = u − 128 (u xor 0x80): llama.cpp's sign trick, |q| as the
+      // unsigned operand and x with q's sign as the signed one, so that a vpmaddubsw pair
+      // (≤ 2·128·127) never saturates and each one widens at once (see kSignedBytes for the
+      // sums' start).
       const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
       for (int q = q0; q < q1; ++q) {
         const __m256i sq = _mm256_xor_si256(LoadHalf(codes + q * 64 + h * 32), flip);
@@ -150,23 +151,6 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
           const __m256i pairs = _mm256_maddubs_epi16(aq, x);
           isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(pairs, ones));
         }
-      }
-    } else if constexpr (kBytes) {  // U8: a byte per code, 8 chunks of 4 K, split into nibbles
-      __m256i lo16[MR], hi16[MR];
-      for (int r = 0; r < MR; ++r) lo16[r] = hi16[r] = _mm256_setzero_si256();
-      for (int q = q0; q < q1; ++q) {
-        const __m256i v = LoadHalf(codes + q * 64 + h * 32);
-        const __m256i lo = _mm256_and_si256(v, m4);
-        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-        for (int r = 0; r < MR; ++r) {
-          const __m256i x = Bcast4(xrow[r] + b * 32 + 4 * q);
-          lo16[r] = _mm256_add_epi16(lo16[r], _mm256_maddubs_epi16(lo, x));
-          hi16[r] = _mm256_add_epi16(hi16[r], _mm256_maddubs_epi16(hi, x));
-        }
-      }
-      for (int r = 0; r < MR; ++r) {
-        isum[r] = _mm256_add_epi32(isum[r], _mm256_add_epi32(_mm256_madd_epi16(lo16[r], ones),
-                                                             _mm256_madd_epi16(hi16[r], sixteens)));
       }
     } else {
       __m256i s16[MR];
@@ -264,6 +248,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       for (int r = 0; r < MR; ++r) {
         isum[r] = kStartsAtZeroPoint ? _mm256_set1_epi32(zs[(r0 + r) * blocks + b])
                                      : _mm256_setzero_si256();
+        if constexpr (kSignedBytes && kCodes == Codes::kU8) {  // Σx is an exact integer
+          isum[r] = _mm256_set1_epi32(128 * static_cast<int32_t>(a.s[(r0 + r) * blocks + b]));
+        }
       }
       dot_chunks(codes, b, 0, kBytes ? 8 : 4, h, isum);
       for (int r = 0; r < MR; ++r) {

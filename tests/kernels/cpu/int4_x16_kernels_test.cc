@@ -3,8 +3,8 @@
 // only while 2·127·u_max times that count stays below 2^15. Random weights never come near that
 // bound, so here every code is the format's largest (0xFF bytes: nibble 15, byte 255, Q5_K 31,
 // Q6_K 63; E2M1 nibble 7: table value 24) and every activation code is ±127, the largest sums the
-// quantizer can produce. Q8_0 also runs with every code at its minimum (byte 0: q = −128), the
-// largest magnitude of the AVX2 kernel's signed-byte products (|q| = 128). Each kernel must give
+// quantizer can produce. Byte codes (Q8_0, U8) also run with every code at its minimum (byte 0:
+// q = −128), the largest magnitude of the AVX2 kernel's signed-byte products (|q| = 128). Each kernel must give
 // the portable loop's bits.
 #include <cstdint>
 #include <cstring>
@@ -54,6 +54,7 @@ TEST(Int4x16KernelsTest, LargestCodesAndActivationsMatchPortable) {
                         Case{FastFormat::kQ8_0x16, "Q8_0 smallest", 0, 0x00},
                         Case{FastFormat::kU4x16, "U4 g128", 128},
                         Case{FastFormat::kU8x16, "U8 g128", 128},
+                        Case{FastFormat::kU8x16, "U8 g128 smallest", 128, 0x00},
                         Case{FastFormat::kQ4_Kx16, "Q4_K", 0},
                         Case{FastFormat::kQ5_Kx16, "Q5_K", 0},
                         Case{FastFormat::kQ6_Kx16, "Q6_K", 0},
