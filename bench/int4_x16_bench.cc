@@ -43,19 +43,26 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   if (fmt == "NVFP4") stored += n * k / 16;
   if (fmt == "MXFP4") stored += n * k / 32;
   if (fmt == "Q6_K") stored = n * (k / 256) * 210;
+  if (fmt == "Q4_K") stored = n * (k / 256) * 144;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
-    if (fmt == "Q6_K") {  // random codes and int8 scales, a sane f16 d per super-block
+    if (fmt == "Q6_K" || fmt == "Q4_K") {
+      // Random codes and 6-bit scales, a sane f16 d (and Q4_K's dmin) per super-block: Q6_K's d
+      // after 208 bytes of codes and scales, Q4_K's d and dmin before its 140.
+      const bool q6 = fmt == "Q6_K";
+      const int64_t bb = q6 ? 210 : 144;
       c.src.resize(stored);
-      for (int64_t i = 0; i < stored / 210; ++i) {
-        uint8_t* b = c.src.data() + i * 210;
-        for (int j = 0; j < 208; ++j) b[j] = static_cast<uint8_t>(rng());
+      for (int64_t i = 0; i < stored / bb; ++i) {
+        uint8_t* b = c.src.data() + i * bb;
+        for (int j = 0; j < bb; ++j) b[j] = static_cast<uint8_t>(rng());
         const uint16_t h = numeric::FloatToHalf(1e-5f + 1e-4f * (rng() % 100) / 100.0f);
-        std::memcpy(b + 208, &h, 2);
+        std::memcpy(b + (q6 ? 208 : 0), &h, 2);
+        if (!q6) std::memcpy(b + 2, &h, 2);
       }
-      c.tiles = kernels::cpu::HugePageBuffer(kf::Q6_Kx16Bytes(n, k));
-      c.fw = kf::RepackQ6_Kx16(c.src.data(), n, k, c.tiles.data());
+      c.tiles = kernels::cpu::HugePageBuffer(q6 ? kf::Q6_Kx16Bytes(n, k) : kf::Q4_Kx16Bytes(n, k));
+      c.fw = q6 ? kf::RepackQ6_Kx16(c.src.data(), n, k, c.tiles.data())
+                : kf::RepackQ4_Kx16(c.src.data(), n, k, c.tiles.data());
       c.src.clear();
       c.src.shrink_to_fit();
       continue;
@@ -164,7 +171,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
 }  // namespace
 
 void RegisterInt4x16Benchmarks(std::span<const Shape> gemm) {
-  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K"}) {
+  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K", "Q4_K"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }

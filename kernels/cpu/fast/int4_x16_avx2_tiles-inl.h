@@ -341,10 +341,15 @@ constexpr RowTileFn kRowTiles[kMaxRows] = {Rows<1>, Rows<2>, Rows<3>, Rows<4>};
 
 void MatmulTiles(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero_sums,
                  const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  // Byte codes keep two int16 sums per row (their nibble halves) without vpdpbusd, so 3 rows per
-  // tile spill less there (Q8_0 M = 128 115 -> 131-140 GOP/s); the rest do best with 4.
-  const bool bytes = w.format == FastFormat::kQ8_0x16 || w.format == FastFormat::kU8x16;
-  const int64_t max_rows = bytes && !TESSERA_X16_DPBUSD ? 3 : kMaxRows;
+  // Rows per tile without vpdpbusd: byte codes took 3 when they kept two int16 sums per row
+  // (their nibble halves: Q8_0 M = 128 115 -> 131-140 GOP/s); with the sign trick 3 and 4 measure
+  // the same (Q8_0 and INT8 g128, M = 16 and 128, two alternations), and 3 stayed. Q4_K's affine
+  // epilogue (two scale vectors per half block) spills at 4: 3 rows ran M = 128 218-239 GOP/s
+  // against 155-222 (1.1b shapes, two alternations; Q6_K the other way, 164-189 against
+  // 182-207). The rest do best with 4.
+  const bool three = w.format == FastFormat::kQ8_0x16 || w.format == FastFormat::kU8x16 ||
+                     w.format == FastFormat::kQ4_Kx16;
+  const int64_t max_rows = three && !TESSERA_X16_DPBUSD ? 3 : kMaxRows;
   for (int64_t g = n_begin / kCols; g * kCols < n_end; ++g) {
     const int64_t c0 = std::max<int64_t>(n_begin - g * kCols, 0);
     const int64_t c1 = std::min<int64_t>(n_end - g * kCols, kCols);
