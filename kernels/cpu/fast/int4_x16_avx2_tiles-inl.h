@@ -246,10 +246,12 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       }
       __m256i isum[MR];
       for (int r = 0; r < MR; ++r) {
-        isum[r] = kStartsAtZeroPoint ? _mm256_set1_epi32(zs[(r0 + r) * blocks + b])
-                                     : _mm256_setzero_si256();
-        if constexpr (kSignedBytes && kCodes == Codes::kU8) {  // Σx is an exact integer
+        if constexpr (kStartsAtZeroPoint) {
+          isum[r] = _mm256_set1_epi32(zs[(r0 + r) * blocks + b]);
+        } else if constexpr (kSignedBytes && kCodes == Codes::kU8) {  // Σx is an exact integer
           isum[r] = _mm256_set1_epi32(128 * static_cast<int32_t>(a.s[(r0 + r) * blocks + b]));
+        } else {
+          isum[r] = _mm256_setzero_si256();
         }
       }
       dot_chunks(codes, b, 0, kBytes ? 8 : 4, h, isum);

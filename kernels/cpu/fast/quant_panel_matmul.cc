@@ -49,15 +49,19 @@ using panels::kTileVecs;
 // L3 beyond K ≈ 4096 (8192).
 constexpr int64_t kBlockK = 512;
 
-// The format's code values, one per 4-bit index: INT4 q − 8, FP4 E2M1 (bit 3 the sign).
+// The format's code values, one per 4-bit index: INT4 q − 8, FP4 E2M1 (bit 3 the sign). Both
+// forms decode through these: f32 lanes (vpermps) or their bf16 bits (PairTable, vpermw).
+alignas(64) constexpr float kInt4Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1,
+                                               0,  1,  2,  3,  4,  5,  6,  7};
+alignas(64) constexpr float kE2m1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
+                                               4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
+                                               -2.0f, -3.0f, -4.0f, -6.0f};
+template <QuantDecode F>
+inline constexpr const float* kCodeValues = F == QuantDecode::kInt4 ? kInt4Values : kE2m1Values;
+
 template <QuantDecode F>
 HWY_INLINE __m512 CodeValues() {
-  if constexpr (F == QuantDecode::kInt4) {
-    return _mm512_set_ps(7, 6, 5, 4, 3, 2, 1, 0, -1, -2, -3, -4, -5, -6, -7, -8);
-  } else {
-    return _mm512_set_ps(-6.0f, -4.0f, -3.0f, -2.0f, -1.5f, -1.0f, -0.5f, -0.0f, 6.0f, 4.0f, 3.0f,
-                         2.0f, 1.5f, 1.0f, 0.5f, 0.0f);
-  }
+  return _mm512_load_ps(kCodeValues<F>);
 }
 
 // How a call's activations reach the tiles: f32 x on f32-form panels (FMA), or bf16 pairs
@@ -72,16 +76,11 @@ constexpr uint16_t Bf16Bits(float f) {
 // that the fifth index bit (the next code's low bit after the shift) selects the same value.
 template <QuantDecode F>
 struct PairTable {
-  static constexpr float kInt4[16] = {-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7};
-  static constexpr float kE2m1[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
-                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
   static constexpr auto Make() {
     struct Words {
       alignas(64) uint16_t v[32];
     } t{};
-    for (int i = 0; i < 32; ++i) {
-      t.v[i] = Bf16Bits(F == QuantDecode::kInt4 ? kInt4[i % 16] : kE2m1[i % 16]);
-    }
+    for (int i = 0; i < 32; ++i) t.v[i] = Bf16Bits(kCodeValues<F>[i % 16]);
     return t;
   }
   static constexpr auto kWords = Make();
