@@ -9,6 +9,7 @@
 #include "engine/io/mapped_file.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
+#include "kernels/cpu/fast/ggml_quant_panels.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
@@ -82,6 +83,14 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     fast_ = kf::RepackGgmlX16(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
     return;
   }
+  if (enc_.ggml && activations_ == DenseActivations::kFloat &&
+      kf::GgmlQuantPanelsSupported(*enc_.ggml, weight_.bytes.data(), n, k)) {
+    // Exact activations on AVX-512: the quantized panels, decode and prefill alike.
+    repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlQuantPanelsBytes(*enc_.ggml, n, k));
+    panels_ = kf::RepackGgmlQuantPanels(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
+    ggml_panels_ = true;
+    return;
+  }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
     repacked_ = kernels::cpu::HugePageBuffer(n * kf::RepackedRowStride(*enc_.ggml, k));
     fast_ = kf::RepackGgmlRows(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
@@ -130,7 +139,29 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   kernels::cpu::ScratchFrame scratch;
   ColumnRun run;
   kf::Int4x16Acts acts16;
-  if (activations_ == DenseActivations::kInt8Block32) {
+  if (ggml_panels_) {
+    const int64_t k = in_features();
+    if (kf::GgmlQuantPanelForm(*enc_.ggml) == kf::QuantPanelForm::kBf16Pairs) {
+      // The hi + lo bf16 split of x, once per call (rows over the pool), as QuantizedLinear's
+      // 4-bit layers take it.
+      const int64_t stride = kf::Bf16DotActStride(k);
+      uint16_t* hp = scratch.Alloc<uint16_t>(rows * stride);
+      uint16_t* lp = scratch.Alloc<uint16_t>(rows * stride);
+      auto convert = [&](int64_t r0, int64_t r1) {
+        kf::RoundActsToBf16(x, k, r0, r1, hp, lp, nullptr);
+      };
+      if (pool_ != nullptr && rows > 1) {
+        pool_->ParallelFor(rows, 1, convert);
+      } else {
+        convert(0, rows);
+      }
+      run = [=, this](int64_t b, int64_t e) {
+        kf::QuantPanelPairMatmul(panels_, x, hp, lp, rows, bias, y, b, e);
+      };
+    } else {
+      run = [&](int64_t b, int64_t e) { kf::QuantPanelMatmul(panels_, x, rows, bias, y, b, e); };
+    }
+  } else if (activations_ == DenseActivations::kInt8Block32) {
     const int64_t k = in_features(), blocks = k / 32;
     int8_t* qp = scratch.Alloc<int8_t>(rows * k);
     float* dp = scratch.Alloc<float>(rows * blocks);
@@ -193,6 +224,13 @@ std::string DenseLinear::Describe() const {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "hi+lo bf16",
                         kernels::cpu::fast::AmxBf16Usable() ? " act / cpu-amx-bf16"
                                                             : " act / cpu-avx512-bf16");
+  }
+  if (ggml_panels_) {
+    return absl::StrCat(io::DTypeName(weight_.dtype),
+                        kernels::cpu::fast::GgmlQuantPanelForm(*enc_.ggml) ==
+                                kernels::cpu::fast::QuantPanelForm::kBf16Pairs
+                            ? " x hi+lo bf16 act / cpu-avx512-bf16-quant-panels"
+                            : " / cpu-avx512-quant-panels");
   }
   if (fast_.format == kernels::cpu::fast::FastFormat::kF16Panels) return "f16 / cpu-avx512-panels";
   if (fast_.format == kernels::cpu::fast::FastFormat::kF32Panels) return "f32 / cpu-avx512-panels";

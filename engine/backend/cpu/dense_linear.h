@@ -6,7 +6,9 @@
 // activations every GGUF block type but MXFP4 into the 16-column tiles of
 // kernels/cpu/fast/int4_x16.h, bf16 on CPUs with AVX-512 BF16 into the 16-column K-pair panels of
 // the vdpbf16ps kernel, and f16 and f32 on AVX-512 into the 16-column K panels of
-// float_panel_matmul.h. A repacked tensor's pages of the checkpoint map are given back
+// float_panel_matmul.h, and with f32 activations on AVX-512 every GGUF block type into the
+// quantized panels of kernels/cpu/fast/ggml_quant_panels.h. A repacked tensor's pages of the
+// checkpoint map are given back
 // (io::ReleaseMappedPages), so the weights are resident once.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
@@ -20,6 +22,7 @@
 #include "engine/backend/linear.h"
 #include "engine/io/tensor_view.h"
 #include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/thread_pool.h"
@@ -66,6 +69,10 @@ class DenseLinear : public Linear {
   std::vector<float> bias_;
   kernels::cpu::ThreadPool* pool_;
   kernels::cpu::fast::FastWeights fast_;
+  // GGUF blocks with f32 activations on the quantized panels (ggml_quant_panels.h), when
+  // ggml_panels_; fast_ then unused.
+  bool ggml_panels_ = false;
+  kernels::cpu::fast::FastQuantWeights panels_;
   kernels::cpu::HugePageBuffer repacked_;  // GGUF rows / tiles, bf16 pair, f16 and f32 K panels
   DenseActivations activations_ = DenseActivations::kFloat;
 };

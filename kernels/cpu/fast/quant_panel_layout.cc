@@ -19,25 +19,34 @@ QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w) {
     case QuantDecode::kNvfp4:
       return {16, 16, 4};
     case QuantDecode::kInt8:  // one group per row when scale_k >= k
-      return {std::min(w.scale_k, w.k), 128, 8};
+      return {std::min(w.scale_k, w.k), w.symmetric_panels ? 64 : 128, 8};
     default:
-      return {w.scale_k, 128, 4};
+      return {w.scale_k, w.symmetric_panels ? 64 : 128, 4};
   }
+}
+
+QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w) {
+  QuantPanelCoding coding;
+  if (w.decode == QuantDecode::kInt8) {
+    // Byte codes (INT8, INT3 / INT2 unpacked): 2^(bits − 1) for the bit length of the largest
+    // code (INT8: 128), so that they fit a signed byte and the zero-point correction subtracts a
+    // small (z − centre) · Σx. INT4's centre is 8 (its code table).
+    const uint8_t top = w.n * w.k > 0 ? *std::max_element(w.q, w.q + w.n * w.k) : 0;
+    int bits = 1;
+    while (bits < 8 && (top >> bits) != 0) ++bits;
+    coding.centre = 1 << (bits - 1);
+  }
+  if (w.decode == QuantDecode::kInt4 || w.decode == QuantDecode::kInt8) {
+    const float centre = static_cast<float>(coding.centre);
+    const int64_t groups = w.n * w.scale_row_stride;
+    coding.symmetric = std::all_of(w.zeros, w.zeros + groups, [centre](float z) { return z == centre; });
+  }
+  return coding;
 }
 
 }  // namespace internal
 
 namespace {
-
-// Byte codes (INT8, INT3 / INT2 unpacked) are stored minus a centre, 2^(bits − 1) for the bit
-// length of the largest code (INT8: 128), so that they fit a signed byte and the zero-point
-// correction subtracts a small (z − centre) · Σx. INT4's centre is 8 (its code table).
-int ByteCodeCentre(const FastQuantWeights& w) {
-  const uint8_t top = w.n * w.k > 0 ? *std::max_element(w.q, w.q + w.n * w.k) : 0;
-  int bits = 1;
-  while (bits < 8 && (top >> bits) != 0) ++bits;
-  return 1 << (bits - 1);
-}
 
 bool IsFourBit(QuantDecode d) {
   return d == QuantDecode::kInt4 || d == QuantDecode::kMxfp4 || d == QuantDecode::kNvfp4;
@@ -99,17 +108,29 @@ bool QuantPanelPairsSupported(const FastQuantWeights& w) {
 }
 
 int64_t QuantPanelsBytes(const FastQuantWeights& w) {
-  const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(w);
+  FastQuantWeights as = w;
+  as.symmetric_panels = internal::QuantPanelCodingOf(w).symmetric;
+  const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(as);
   return panels::Count(w.n) * (w.k / geo.group) * geo.GroupBytes();
 }
 
 FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form) {
-  const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(w);
-  const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
+  return internal::RepackQuantPanelsAs(w, dst, form, internal::QuantPanelCodingOf(w));
+}
+
+namespace internal {
+
+FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form,
+                                     QuantPanelCoding coding) {
+  FastQuantWeights out = w;
+  out.q = dst;
   const bool fp4 = w.decode == QuantDecode::kMxfp4 || w.decode == QuantDecode::kNvfp4;
+  out.symmetric_panels = !fp4 && coding.symmetric;
+  const QuantPanelGeometry geo = QuantPanelGeometryOf(out);
+  const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
   const bool bytes = w.decode == QuantDecode::kInt8;
   const bool pairs = form == QuantPanelForm::kBf16Pairs && IsFourBit(w.decode);
-  const int centre = bytes ? ByteCodeCentre(w) : 8;
+  const int centre = coding.centre;
   for (int64_t p = 0; p < panels::Count(w.n); ++p) {
     uint8_t* panel = dst + p * groups * gb;
     std::memset(panel, 0, groups * gb);
@@ -119,6 +140,8 @@ FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst, Quan
         uint8_t* head = panel + g * gb;
         if (fp4) {
           head[c] = w.block_scales[col * groups + g];
+        } else if (out.symmetric_panels) {
+          std::memcpy(head + 4 * c, &w.scales[col * groups + g], 4);
         } else {
           const float centred = w.zeros[col * groups + g] - static_cast<float>(centre);
           std::memcpy(head + 4 * c, &centred, 4);
@@ -141,9 +164,9 @@ FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst, Quan
       }
     }
   }
-  FastQuantWeights out = w;
-  out.q = dst;
   return out;
 }
+
+}  // namespace internal
 
 }  // namespace tessera::kernels::cpu::fast

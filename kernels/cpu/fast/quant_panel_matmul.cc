@@ -149,6 +149,7 @@ struct Job {
   int64_t sums_stride;
   float* tot;             // running totals [row][kTileVecs][16]
   bool first, last;       // first / last block of K
+  bool symmetric;         // integer codes: headers of scales alone, no zero-point fold
   float alpha;            // y = α · tot (NVFP4; 1 otherwise)
   float* y;               // y + m0 · y_stride + col0
   int64_t y_stride;
@@ -276,8 +277,12 @@ void GroupTile(const Job& job) {
       const float* hj = reinterpret_cast<const float*>(head + j * job.panel_bytes);
       __m512 s, zc = _mm512_setzero_ps();
       if constexpr (IsInteger(F)) {
-        zc = _mm512_loadu_ps(hj);
-        s = _mm512_loadu_ps(hj + 16);
+        if (job.symmetric) {
+          s = _mm512_loadu_ps(hj);
+        } else {
+          zc = _mm512_loadu_ps(hj);
+          s = _mm512_loadu_ps(hj + 16);
+        }
       } else if constexpr (kDecoded) {
         s = _mm512_loadu_ps(job.dec_scales + (j * (job.g1 - job.g0) + (g - job.g0)) * 16);
       } else {
@@ -286,7 +291,7 @@ void GroupTile(const Job& job) {
       for (int i = 0; i < MR; ++i) {
         __m512 c = acc[i][j];
         if constexpr (kPairs) c = _mm512_add_ps(c, acc_b[i][j]);
-        if constexpr (IsInteger(F)) {
+        if (IsInteger(F) && !job.symmetric) {
           c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(job.sums[i * job.sums_stride + g]), c);
         }
         float* t = job.tot + (i * kTileVecs + j) * 16;
@@ -428,7 +433,8 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
     tot_capacity = tot_size;
   }
   dec_scales.resize(decoded ? kTileVecs * block_groups * 16 : 0);
-  if constexpr (IsInteger(F)) {
+  const bool zero_folds = IsInteger(F) && !w.symmetric_panels;
+  if (zero_folds) {
     sums.resize(rows * groups);
     GroupSums(x, rows, w.k, group, sums.data());
   }
@@ -443,6 +449,7 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
   job.x_stride = w.k;
   job.pair_stride = kPairs ? Bf16DotActStride(w.k) / 2 : 0;
   job.sums_stride = groups;
+  job.symmetric = !zero_folds;
   job.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
   job.y_stride = w.n;
   const int64_t p_begin = n_begin / panels::kCols, p_end = panels::Count(n_end);
@@ -468,7 +475,7 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
         } else {
           job.x = x + m0 * w.k;
         }
-        job.sums = IsInteger(F) ? sums.data() + m0 * groups : nullptr;
+        job.sums = zero_folds ? sums.data() + m0 * groups : nullptr;
         job.tot = tot.get() + m0 * kTileVecs * 16;
         job.y = y + m0 * w.n + col0;
         (decoded ? PickTile<true, F, A>(mr, nv) : PickTile<false, F, A>(mr, nv))(job);

@@ -18,7 +18,9 @@
 // (the checkpoint row's bytes 4t to 4t + 3 of the group, as they are), or byte codes 4t to 4t + 3
 // minus the layer's centre c (2^(bits − 1) for the bit length of its largest code: 128 for INT8)
 // as signed bytes. Integer headers are the 16 columns' centred zero points z − c (16 f32; c = 8
-// for INT4) and their scales (16 f32); FP4's are the 16 columns' scale bytes. The scales sit next
+// for INT4) and their scales (16 f32), or the scales alone where every zero point of the layer is
+// c (symmetric_panels: GPTQ sym=True, GGUF Q4_0 / Q8_0 / Q6_K; 64 bytes fewer per group of 16
+// columns, 5-12% of the stream at G = 128 to 32); FP4's are the 16 columns' scale bytes. The scales sit next
 // to their codes, so each panel is one sequential stream. Columns past N are zero bytes (their
 // lanes are never stored).
 //
@@ -32,7 +34,7 @@
 //    row in a fixed order), i.e. Σ (q − z) · s · x with the zero point out of the per-weight
 //    decode. Its bound is (K + G + 2)·u·Σ s·(|q − c| + |z − c|)·|x| instead of (K + 1)·u·Σ|x·w|;
 //    for symmetric layers (z = c: GPTQ's sym=True, compressed-tensors' symmetric INT8) the two are
-//    the same sum and the fold subtracts 0, and for integer zero points a one-hot x gives the
+//    the same sum and the fold is tot = fma(s, a, tot) (no Σx), and for integer zero points a one-hot x gives the
 //    reference's (float(q) − z) · s bit for bit.
 // Taking scales and zero points out of the per-weight decode raised the batch-1 rate 15-23% and
 // cost FP4 prefill 5-11% (the folds every 32 or 16 k; bench/README.md, twelfth session). The
@@ -134,7 +136,22 @@ struct QuantPanelGeometry {
   int64_t group, head, bits;
   int64_t GroupBytes() const { return head + group * 2 * bits; }
 };
+// Of panels that hold `w` (its symmetric_panels says which integer header).
 QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w);
+
+// How a layer's integer codes sit in its panels: minus `centre` (INT4: 8; byte codes:
+// 2^(bits − 1) for the bit length of the layer's largest code), and `symmetric` when every zero
+// point equals the centre (headers of 16 scales alone; the folds subtract nothing).
+struct QuantPanelCoding {
+  int centre = 8;
+  bool symmetric = false;
+};
+QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w);
+
+// RepackQuantPanels with the coding given, for a layer repacked in parts of whole panels (every
+// part with the layer's one coding; byte codes minus the centre must fit a signed byte).
+FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form,
+                                     QuantPanelCoding coding);
 
 }  // namespace internal
 

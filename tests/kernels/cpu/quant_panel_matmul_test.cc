@@ -24,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/quant/int_weight_only_matmul.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp4.h"
@@ -415,6 +416,49 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
       }
     }
   }
+}
+
+// Every zero point at the centre (GPTQ sym=True, GGUF Q4_0 / Q8_0): headers of scales alone, 64
+// bytes fewer per group, and outputs bit-identical to the same layer with its zero points stored
+// (whose folds subtract 0 · Σx), alone and in a batch.
+void ExpectSymmetricLayerStoresScalesAlone(QuantDecode format, Form form) {
+  SCOPED_TRACE(Name(format) + " " + Name(form));
+  const float centre = format == QuantDecode::kInt8 ? 128.0f : 8.0f;
+  const int64_t groups = panels::Count(37) * (256 / 64);
+  const int64_t code_bytes = format == QuantDecode::kInt8 ? 1024 : 512;  // 16 columns x 64
+  Layer l = Make(format, 37, 256, 64, 21, form);
+  for (auto& z : l.zeros) z = centre;
+  Repack(l);
+  ASSERT_TRUE(l.w.symmetric_panels);
+  FastQuantWeights src = l.w;
+  src.q = l.q.data();
+  src.symmetric_panels = false;
+  ASSERT_EQ(QuantPanelsBytes(src), groups * (64 + code_bytes));
+  // The same layer with its zero points stored.
+  Layer stored = Make(format, 37, 256, 64, 21, form);
+  for (auto& z : stored.zeros) z = centre;
+  stored.panels = hwy::AllocateAligned<uint8_t>(groups * (128 + code_bytes));
+  stored.w = internal::RepackQuantPanelsAs(
+      src, stored.panels.get(),
+      form == Form::kF32 ? QuantPanelForm::kF32 : QuantPanelForm::kBf16Pairs,
+      internal::QuantPanelCoding{static_cast<int>(centre), false});
+  ASSERT_FALSE(stored.w.symmetric_panels);
+  ASSERT_EQ(internal::QuantPanelGeometryOf(stored.w).head, 128);
+  std::vector<float> x = Activations(9, 256, 5);
+  if (form == Form::kBf16) x = RoundedToBf16(x);
+  for (const int64_t rows : {1, 9}) {
+    EXPECT_EQ(RunPanels(l, x.data(), rows, 37, true), RunPanels(stored, x.data(), rows, 37, true))
+        << rows << " rows";
+  }
+}
+
+TEST(QuantPanelLayoutTest, SymmetricLayersStoreScalesAlone) {
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kF32);
+  ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt8, Form::kF32);
+  if (!QuantPanelPairsAvailable()) return;
+  ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kSplit);
+  ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kBf16);
 }
 
 TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {

@@ -2,7 +2,8 @@
 // load: GGUF Q4_1, Q5_0, Q5_1, Q5_K and Q6_K under int8 activations (the 16-column VNNI tiles)
 // against the same layer with f32 activations (the dequantizing reference path), within the int8
 // activation rounding; f16 weights (the AVX-512 panels) against a double sum of the f16 values.
-// Each is batch-invariant through Forward (a row alone = the same row among 7, bit for bit, on a
+// The same GGUF types with f32 activations on the quantized panels, against a double sum of the
+// reference's weights. Each is batch-invariant through Forward (a row alone = the same row among 7, bit for bit, on a
 // 2-thread pool), and Describe names the kernel.
 #include <cmath>
 #include <cstring>
@@ -14,6 +15,8 @@
 #include "engine/io/tensor_view.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
+#include "kernels/cpu/ggml_dequant.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/numeric/half.h"
 
@@ -89,6 +92,43 @@ TEST_P(DenseLinearKQuantTest, Int8TilesFollowTheReferenceAndAreBatchInvariant) {
   EXPECT_GT(worst, 0.0);           // the activations really were quantized
   EXPECT_LT(worst, 2e-2 * scale);  // int8 blocks of 32: well under 1% of the outputs' range
   ExpectBatchInvariant(**int8, x);
+}
+
+// f32 activations on AVX-512: the quantized panels (ggml_quant_panels.h), within their bound of
+// a double sum of the reference's weights (K + G + 3 roundings of u, no split for byte codes), a
+// row alone equal to the same row in a batch.
+TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
+  if (!kernels::cpu::fast::QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(static_cast<uint32_t>(GetParam()) + 1);
+  kernels::cpu::ThreadPool pool(2);
+  const std::vector<uint8_t> bytes = RandomBlocks(GetParam(), rng);
+  const io::TensorView view{"w", GetParam(), {kN, kK}, absl::MakeConstSpan(bytes)};
+  auto l = DenseLinear::Create(view, {}, &pool, DenseActivations::kFloat);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_NE((*l)->Describe().find("quant-panels"), std::string::npos) << (*l)->Describe();
+  EXPECT_TRUE((*l)->reads_own_copy());
+  const kernels::cpu::GgmlBlockType type = *io::GgmlBlockTypeOf(GetParam());
+  const int64_t block = kernels::cpu::GetGgmlBlockInfo(type).elements;
+  const std::vector<float> x = Normal(kRows * kK, rng);
+  const std::vector<float> y = Forward(**l, x, kRows);
+  std::vector<float> w(kK);
+  for (int64_t n = 0; n < kN; ++n) {
+    kernels::cpu::DequantizeGgmlBlocks(
+        type, bytes.data() + n * (kK / block) * kernels::cpu::GetGgmlBlockInfo(type).bytes,
+        kK / block, w.data());
+    double top = 0;
+    for (const float v : w) top = std::max(top, std::abs(double(v)));
+    for (int64_t m = 0; m < kRows; ++m) {
+      // |s|·(|q − c| + |z − c|) ≤ |w| + 2·max|w| (the weight at the centre code is in range).
+      double sum = 0, mag = 0;
+      for (int64_t i = 0; i < kK; ++i) {
+        sum += double(x[m * kK + i]) * w[i];
+        mag += std::abs(x[m * kK + i]) * (std::abs(w[i]) + 2 * top);
+      }
+      ASSERT_NEAR(y[m * kN + n], sum, (kK + 64 + 3) * 0x1p-24 * mag + 0x1p-16 * mag) << m << " " << n;
+    }
+  }
+  ExpectBatchInvariant(**l, x);
 }
 
 INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,

@@ -1,0 +1,247 @@
+// GGUF blocks to quant_panel_matmul.h's panels, one panel of 16 output columns at a time: each
+// column's codes, scales and zero points are unpacked from its blocks into a small FastQuantWeights
+// of the panel's columns, which the panels' own repack writes in place.
+#include "kernels/cpu/fast/ggml_quant_panels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/fast/column_panels.h"
+#include "kernels/numeric/e8m0.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return numeric::HalfToFloat(h);
+}
+
+// How a type sits on the panels: its code form, values per group, the codes' centre and whether
+// every zero point is that centre.
+struct Mapping {
+  QuantDecode decode;
+  int64_t group;
+  int centre;
+  bool symmetric;
+};
+
+Mapping MappingOf(GgmlBlockType type) {
+  switch (type) {
+    case GgmlBlockType::kQ4_0:
+      return {QuantDecode::kInt4, 32, 8, true};
+    case GgmlBlockType::kQ4_1:
+    case GgmlBlockType::kQ4_K:
+      return {QuantDecode::kInt4, 32, 8, false};
+    case GgmlBlockType::kQ5_0:
+      return {QuantDecode::kInt8, 32, 16, true};
+    case GgmlBlockType::kQ5_1:
+    case GgmlBlockType::kQ5_K:
+      return {QuantDecode::kInt8, 32, 16, false};
+    case GgmlBlockType::kQ6_K:
+      return {QuantDecode::kInt8, 16, 32, true};
+    case GgmlBlockType::kQ8_0:
+      return {QuantDecode::kInt8, 32, 128, true};
+    case GgmlBlockType::kMxfp4:
+      return {QuantDecode::kMxfp4, 32, 0, false};
+  }
+  return {QuantDecode::kInt4, 32, 8, true};
+}
+
+// One block's runs: codes (one per byte, element order), and per group its scale and offset o
+// with w = s·q + o (affine types), or its scale (symmetric: w = s·(q − centre)), or (MXFP4) its
+// E8M0 byte in scale_bytes.
+void UnpackBlock(GgmlBlockType type, const uint8_t* b, uint8_t* codes, float* scales,
+                 float* offsets, uint8_t* scale_bytes) {
+  switch (type) {
+    case GgmlBlockType::kQ4_0:
+    case GgmlBlockType::kQ4_1:
+    case GgmlBlockType::kMxfp4: {
+      const uint8_t* qs = b + (type == GgmlBlockType::kQ4_1 ? 4 : type == GgmlBlockType::kQ4_0 ? 2 : 1);
+      for (int j = 0; j < 16; ++j) {
+        codes[j] = qs[j] & 0xF;
+        codes[j + 16] = qs[j] >> 4;
+      }
+      if (type == GgmlBlockType::kMxfp4) {
+        scale_bytes[0] = b[0];
+      } else {
+        scales[0] = Half(b);
+        offsets[0] = type == GgmlBlockType::kQ4_1 ? Half(b + 2) : 0.0f;
+      }
+      return;
+    }
+    case GgmlBlockType::kQ5_0:
+    case GgmlBlockType::kQ5_1: {
+      const bool one = type == GgmlBlockType::kQ5_1;
+      uint32_t qh;
+      std::memcpy(&qh, b + (one ? 4 : 2), 4);
+      const uint8_t* qs = b + (one ? 8 : 6);
+      for (int j = 0; j < 16; ++j) {
+        codes[j] = static_cast<uint8_t>((qs[j] & 0xF) | (((qh >> j) & 1) << 4));
+        codes[j + 16] = static_cast<uint8_t>((qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4));
+      }
+      scales[0] = Half(b);
+      offsets[0] = one ? Half(b + 2) : 0.0f;
+      return;
+    }
+    case GgmlBlockType::kQ8_0: {
+      for (int j = 0; j < 32; ++j) codes[j] = static_cast<uint8_t>(b[2 + j] ^ 0x80);  // q + 128
+      scales[0] = Half(b);
+      offsets[0] = 0.0f;
+      return;
+    }
+    case GgmlBlockType::kQ4_K:
+    case GgmlBlockType::kQ5_K:
+      for (int j = 0; j < 8; ++j) {
+        float offset;
+        (type == GgmlBlockType::kQ4_K ? Q4KSubBlock : Q5KSubBlock)(b, j, &scales[j], &offset,
+                                                                   codes + 32 * j);
+        offsets[j] = -offset;
+      }
+      return;
+    case GgmlBlockType::kQ6_K:
+      Q6KCodes(b, codes, scales);
+      std::fill(offsets, offsets + 16, 0.0f);
+      return;
+  }
+}
+
+// What FastMatmul must keep: see the header.
+bool Representable(const Mapping& m, float scale, float offset, uint8_t scale_byte) {
+  if (m.decode == QuantDecode::kMxfp4) return scale_byte != numeric::kE8m0NanCode;
+  return m.symmetric || (std::isfinite(scale) && std::isfinite(offset));
+}
+
+// The columns [c0, c0 + cols) of the weight unpacked into a FastQuantWeights of `cols` rows.
+struct PanelColumns {
+  std::vector<uint8_t> codes, q, scale_bytes;
+  std::vector<float> scales, zeros, offsets;
+  FastQuantWeights w;
+
+  PanelColumns(GgmlBlockType type, const Mapping& m, const uint8_t* blocks, int64_t k,
+               int64_t c0, int64_t cols) {
+    const GgmlBlockInfo info = GetGgmlBlockInfo(type);
+    const int64_t nb = k / info.elements, per_block = info.elements / m.group;
+    const int64_t groups = k / m.group;
+    codes.resize(cols * k);
+    scales.resize(cols * groups);
+    offsets.resize(cols * groups);
+    scale_bytes.resize(cols * groups);
+    for (int64_t c = 0; c < cols; ++c) {
+      const uint8_t* row = blocks + (c0 + c) * nb * info.bytes;
+      for (int64_t b = 0; b < nb; ++b) {
+        const int64_t g = c * groups + b * per_block;
+        UnpackBlock(type, row + b * info.bytes, codes.data() + c * k + b * info.elements,
+                    &scales[g], &offsets[g], &scale_bytes[g]);
+      }
+    }
+    w.decode = m.decode;
+    w.n = cols;
+    w.k = k;
+    if (m.decode == QuantDecode::kMxfp4) {
+      w.block_scales = scale_bytes.data();
+    } else {
+      // Offsets to zero points: s·(q − z) = s·q + o for z = −o / s. A zero scale (llama.cpp's
+      // Q4_K quantizer rounds a sub-block's 6-bit scale to 0 where its spread is small beside its
+      // super-block's) makes every weight of the group o: codes c + 1 with s = o and z = c give
+      // exactly that.
+      zeros.resize(cols * groups);
+      for (int64_t i = 0; i < cols * groups; ++i) {
+        const float centre = static_cast<float>(m.centre);
+        if (m.symmetric) {
+          zeros[i] = centre;
+        } else if (scales[i] == 0.0f) {
+          const int64_t first = (i / groups) * k + (i % groups) * m.group;
+          std::fill_n(codes.begin() + first, m.group, static_cast<uint8_t>(m.centre + 1));
+          scales[i] = offsets[i];
+          zeros[i] = centre;
+        } else {
+          zeros[i] = static_cast<float>(-static_cast<double>(offsets[i]) / scales[i]);
+        }
+      }
+      w.scales = scales.data();
+      w.zeros = zeros.data();
+      w.scale_rows = 1;
+      w.scale_row_stride = groups;
+      w.scale_k = m.group;
+    }
+    if (m.decode == QuantDecode::kInt8) {
+      w.q = codes.data();
+    } else {  // nibble pairs: element 2j in byte j's low nibble
+      q.resize(cols * k / 2);
+      for (int64_t i = 0; i < cols * k / 2; ++i) {
+        q[i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
+      }
+      w.q = q.data();
+    }
+  }
+};
+
+FastQuantWeights Described(const Mapping& m, int64_t n, int64_t k) {
+  FastQuantWeights w;
+  w.decode = m.decode;
+  w.n = n;
+  w.k = k;
+  w.scale_rows = 1;
+  w.scale_k = m.group;
+  w.scale_row_stride = k / m.group;
+  w.symmetric_panels = m.decode != QuantDecode::kMxfp4 && m.symmetric;
+  return w;
+}
+
+}  // namespace
+
+bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t n, int64_t k) {
+  const GgmlBlockInfo info = GetGgmlBlockInfo(type);
+  if (!QuantPanelAvailable() || blocks == nullptr || n <= 0 || k <= 0 ||
+      k % info.elements != 0) {
+    return false;
+  }
+  const Mapping m = MappingOf(type);
+  if (m.symmetric) return true;
+  const int64_t per_block = info.elements / m.group;
+  std::vector<uint8_t> codes(info.elements), bytes(per_block);
+  std::vector<float> scales(per_block), offsets(per_block);
+  for (int64_t b = 0; b < n * (k / info.elements); ++b) {
+    UnpackBlock(type, blocks + b * info.bytes, codes.data(), scales.data(), offsets.data(),
+                bytes.data());
+    for (int64_t g = 0; g < per_block; ++g) {
+      if (!Representable(m, scales[g], offsets[g], bytes[g])) return false;
+    }
+  }
+  return true;
+}
+
+QuantPanelForm GgmlQuantPanelForm(GgmlBlockType type) {
+  return MappingOf(type).decode != QuantDecode::kInt8 && QuantPanelPairsAvailable()
+             ? QuantPanelForm::kBf16Pairs
+             : QuantPanelForm::kF32;
+}
+
+int64_t GgmlQuantPanelsBytes(GgmlBlockType type, int64_t n, int64_t k) {
+  const Mapping m = MappingOf(type);
+  const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(Described(m, n, k));
+  return panels::Count(n) * (k / geo.group) * geo.GroupBytes();
+}
+
+FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks, int64_t n,
+                                       int64_t k, uint8_t* dst) {
+  const Mapping m = MappingOf(type);
+  const QuantPanelForm form = GgmlQuantPanelForm(type);
+  const int64_t panel_bytes = GgmlQuantPanelsBytes(type, panels::kCols, k);
+  const internal::QuantPanelCoding coding{m.centre, m.symmetric};
+  for (int64_t p = 0; p < panels::Count(n); ++p) {
+    const int64_t c0 = p * panels::kCols, cols = std::min<int64_t>(panels::kCols, n - c0);
+    const PanelColumns part(type, m, blocks, k, c0, cols);
+    internal::RepackQuantPanelsAs(part.w, dst + p * panel_bytes, form, coding);
+  }
+  FastQuantWeights w = Described(m, n, k);
+  w.q = dst;
+  return w;
+}
+
+}  // namespace tessera::kernels::cpu::fast

@@ -1,0 +1,65 @@
+// GGUF block weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) repacked at load
+// into the quantized-weight panels of quant_panel_matmul.h, which DenseLinear runs for them with
+// exact f32 activations (--cpu_int8_activations=false) on AVX-512 CPUs.
+//
+// Why: those layers ran FastMatmul's per-column row kernels (Q4_0 / Q8_0 repacked rows, the other
+// types decoded to f32 tiles), whose batch-1 decode streamed 27% (Q4_0), 50% (Q8_0) and 18%
+// (Q4_K_M) of the triad on the TinyLlama-1.1B shape, where INT4 group-128 on the panels streams
+// 77-85% (bench/README.md, fourteenth session). Every GGUF type is an integer code per weight
+// times a scale per 32 (Q6_K: 16) values, plus an offset for the affine types, so each block's
+// runs become panel groups:
+//   Q4_0   INT4 codes q, s = d, symmetric (z = 8): w = (q − 8)·d
+//   Q4_1   INT4 codes q, s = d, z = −m / d: w = d·q + m
+//   Q4_K   INT4 codes per sub-block of 32, s = d·sc_j, z = dmin·m_j / s: w = s·q − dmin·m_j
+//   Q5_0   byte codes 0-31 (centre 16), s = d, symmetric
+//   Q5_1   byte codes 0-31, s = d, z = −m / d
+//   Q5_K   byte codes 0-31 per sub-block, as Q4_K
+//   Q6_K   byte codes 0-63 (centre 32) per 16 values, s = d·sc (int8 sc, so s may be negative),
+//          symmetric
+//   Q8_0   byte codes q + 128 (centre 128), s = d, symmetric
+//   MXFP4  E2M1 codes and the block's E8M0 byte (ggml's doubled values times its halved scale are
+//          the same numbers)
+// Symmetric types keep headers of scales alone (quant_panel_matmul.h: 5, 9 and 10 bits per
+// weight for Q4_0, Q8_0 and Q6_K against the file's 4.5, 8.5 and 6.56; the affine ones 6 for Q4_1
+// and Q4_K (5 and 4.5 in the file), 10 for Q5_1 and Q5_K). 4-bit codes take the bf16-pair form
+// where the CPU has AVX-512 BF16; byte codes the f32 form.
+//
+// Numerics: quant_panel_matmul.h's bound with v = q − c and, for the affine types, z = −o / s
+// rounded to f32 (and z − c once more), which its (K + G + 2)·u·|z − c| term covers; the
+// reference (DequantizeGgmlBlocks) rounds each weight once more, u·|w|. Batch invariance as the
+// panels'.
+// An affine group whose scale is 0 (its weights all o) is stored as codes c + 1 with s = o and
+// z = c. Not taken (FastMatmul keeps them): a non-finite scale or offset of an affine type, and
+// an MXFP4 scale byte of 255 (ggml reads it as 2^127, the panels as NaN).
+#ifndef TESSERA_KERNELS_CPU_FAST_GGML_QUANT_PANELS_H_
+#define TESSERA_KERNELS_CPU_FAST_GGML_QUANT_PANELS_H_
+
+#include <cstdint>
+
+#include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
+#include "kernels/cpu/ggml_dequant.h"
+
+namespace tessera::kernels::cpu::fast {
+
+// Whether the panels take the [n, k] weight of `type` at `blocks` (k a multiple of the type's
+// block, QuantPanelAvailable(), every block held: see above). Reads the scales of the affine and
+// MXFP4 types once.
+bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t n, int64_t k);
+
+// The form the weight takes on this CPU: bf16 pairs for 4-bit codes under
+// QuantPanelPairsAvailable(), f32 otherwise.
+QuantPanelForm GgmlQuantPanelForm(GgmlBlockType type);
+
+// Bytes of its panels (64-byte aligned destination).
+int64_t GgmlQuantPanelsBytes(GgmlBlockType type, int64_t n, int64_t k);
+
+// The weight repacked into `dst` in GgmlQuantPanelForm(type); the result holds no pointer into
+// `blocks` (its scale and zero-point pointers are null: the panels carry them). Requires
+// GgmlQuantPanelsSupported. Run it with QuantPanelPairMatmul (pair form) or QuantPanelMatmul.
+FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks, int64_t n,
+                                       int64_t k, uint8_t* dst);
+
+}  // namespace tessera::kernels::cpu::fast
+
+#endif  // TESSERA_KERNELS_CPU_FAST_GGML_QUANT_PANELS_H_

@@ -1,0 +1,221 @@
+// GGUF block weights on the quantized panels (kernels/cpu/fast/ggml_quant_panels.h), every type,
+// on random blocks with an odd column count and K of several blocks:
+//  * each output within the panels' bound of the exact double sum of x times
+//    DequantizeGgmlBlocks's weights (llama.cpp's dequantize_row_*), in the form this CPU runs
+//    (bf16 pairs with the hi + lo split for the 4-bit types where it has AVX-512 BF16);
+//  * a row alone and among 9 rows bit-identical, under a column split at an odd place;
+//  * the panels hold everything: the blocks overwritten after the repack change nothing;
+//  * affine blocks and sub-blocks with a zero scale (weights of their offset alone) included;
+//  * the symmetric types take the short headers (bytes), and the blocks the panels cannot hold
+//    (a non-finite affine scale or offset, MXFP4's 0xFF) are refused.
+#include "kernels/cpu/fast/ggml_quant_panels.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/ggml_dequant.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+using T = GgmlBlockType;
+
+bool IsK(T t) { return t == T::kQ4_K || t == T::kQ5_K || t == T::kQ6_K; }
+bool Affine(T t) { return t == T::kQ4_1 || t == T::kQ5_1 || t == T::kQ4_K || t == T::kQ5_K; }
+
+void PutHalf(uint8_t* p, float v) {
+  const uint16_t h = numeric::FloatToHalf(v);
+  std::memcpy(p, &h, 2);
+}
+
+// Random but valid blocks (every code byte pattern decodes) with sane scales: f16 d (and m /
+// dmin) of either sign, MXFP4 exponents 100-139.
+std::vector<uint8_t> RandomBlocks(T t, int64_t n, int64_t k, std::mt19937& rng) {
+  const GgmlBlockInfo info = GetGgmlBlockInfo(t);
+  std::vector<uint8_t> bytes(n * (k / info.elements) * info.bytes);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> mag(0.5f, 2.0f);
+  auto sign = [&rng] { return rng() % 2 ? 1.0f : -1.0f; };
+  for (int64_t i = 0; i < n * (k / info.elements); ++i) {
+    uint8_t* b = bytes.data() + i * info.bytes;
+    switch (t) {
+      case T::kMxfp4:
+        b[0] = static_cast<uint8_t>(100 + rng() % 40);
+        break;
+      case T::kQ6_K:
+        PutHalf(b + 208, sign() * 2e-4f * mag(rng));
+        break;
+      default:
+        // Every 7th affine block with d = 0: weights of its offset alone (K types: random 6-bit
+        // scales of 0 give such sub-blocks too).
+        PutHalf(b, Affine(t) && i % 7 == 3 ? 0.0f : sign() * (IsK(t) ? 1e-3f : 2e-2f) * mag(rng));
+        if (Affine(t)) PutHalf(b + 2, sign() * (IsK(t) ? 1e-3f : 2e-1f) * mag(rng));
+    }
+  }
+  return bytes;
+}
+
+// Column c's reference weights, and per weight the bound's magnitude |w − a| + |a|, a the
+// weight at the centre code (0 for symmetric types: |w|): |s|·(|q − c| + |z − c|).
+void Reference(T t, const std::vector<uint8_t>& blocks, int64_t c, int64_t k,
+               std::vector<float>* w, std::vector<double>* mag) {
+  const GgmlBlockInfo info = GetGgmlBlockInfo(t);
+  const int64_t nb = k / info.elements;
+  const uint8_t* row = blocks.data() + c * nb * info.bytes;
+  w->resize(k);
+  mag->resize(k);
+  DequantizeGgmlBlocks(t, row, nb, w->data());
+  for (int64_t i = 0; i < k; ++i) {
+    const uint8_t* b = row + (i / info.elements) * info.bytes;
+    double a = 0;
+    if (t == T::kQ4_1 || t == T::kQ5_1) {
+      const double centre = t == T::kQ4_1 ? 8 : 16;
+      uint16_t d, m;
+      std::memcpy(&d, b, 2);
+      std::memcpy(&m, b + 2, 2);
+      a = numeric::HalfToFloat(m) + centre * numeric::HalfToFloat(d);
+    } else if (t == T::kQ4_K || t == T::kQ5_K) {
+      const double centre = t == T::kQ4_K ? 8 : 16;
+      float s, o;
+      KQuantScaleOffset(b, static_cast<int>(i % 256) / 32, &s, &o);
+      a = centre * s - o;
+    }
+    (*mag)[i] = std::fabs((*w)[i] - a) + std::fabs(a);
+  }
+}
+
+struct Panels {
+  hwy::AlignedFreeUniquePtr<uint8_t[]> data;
+  FastQuantWeights w;
+};
+
+Panels Repack(T t, const std::vector<uint8_t>& blocks, int64_t n, int64_t k) {
+  Panels p;
+  p.data = hwy::AllocateAligned<uint8_t>(GgmlQuantPanelsBytes(t, n, k));
+  p.w = RepackGgmlQuantPanels(t, blocks.data(), n, k, p.data.get());
+  return p;
+}
+
+bool Pairs(T t) { return GgmlQuantPanelForm(t) == QuantPanelForm::kBf16Pairs; }
+
+// y [rows, n] in the engine's way: the pair form on RoundActsToBf16's hi + lo split.
+std::vector<float> RunPanels(T t, const Panels& p, const float* x, int64_t rows, int64_t step) {
+  const int64_t n = p.w.n, k = p.w.k, stride = Bf16DotActStride(k);
+  std::vector<float> y(rows * n, -7.0f);
+  std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+  if (Pairs(t)) RoundActsToBf16(x, k, 0, rows, hi.data(), lo.data(), nullptr);
+  for (int64_t b = 0; b < n; b += step) {
+    const int64_t e = std::min(n, b + step);
+    if (Pairs(t)) {
+      QuantPanelPairMatmul(p.w, x, hi.data(), lo.data(), rows, nullptr, y.data(), b, e);
+    } else {
+      QuantPanelMatmul(p.w, x, rows, nullptr, y.data(), b, e);
+    }
+  }
+  return y;
+}
+
+std::string Name(T t) {
+  switch (t) {
+    case T::kQ4_0: return "Q4_0";
+    case T::kQ4_1: return "Q4_1";
+    case T::kQ5_0: return "Q5_0";
+    case T::kQ5_1: return "Q5_1";
+    case T::kQ8_0: return "Q8_0";
+    case T::kQ4_K: return "Q4_K";
+    case T::kQ5_K: return "Q5_K";
+    case T::kQ6_K: return "Q6_K";
+    default: return "MXFP4";
+  }
+}
+
+class GgmlQuantPanelsTest : public ::testing::TestWithParam<T> {};
+
+TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
+  const T t = GetParam();
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(static_cast<uint32_t>(t) + 3);
+  const int64_t n = 37, k = 768, rows = 9;
+  std::vector<uint8_t> blocks = RandomBlocks(t, n, k, rng);
+  ASSERT_TRUE(GgmlQuantPanelsSupported(t, blocks.data(), n, k));
+  const Panels p = Repack(t, blocks, n, k);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  const std::vector<float> all = RunPanels(t, p, x.data(), rows, n);
+  const double u = std::ldexp(1.0, -24), split = Pairs(t) ? std::ldexp(1.0, -16) : 0.0;
+  const int64_t group = t == T::kQ6_K ? 16 : 32;
+  std::vector<float> w;
+  std::vector<double> mag;
+  for (int64_t c = 0; c < n; ++c) {
+    Reference(t, blocks, c, k, &w, &mag);
+    for (int64_t m = 0; m < rows; ++m) {
+      double exact = 0, bound = 0, plain = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double xv = x[m * k + i];
+        exact += xv * w[i];
+        bound += std::fabs(xv) * mag[i];
+        plain += std::fabs(xv * w[i]);
+      }
+      const double tol = ((k + group + 3) * u + split) * bound + u * plain + std::ldexp(1.0, -140);
+      ASSERT_NEAR(all[m * n + c], exact, tol) << Name(t) << " m " << m << " c " << c;
+    }
+  }
+  // Each row alone (registers), and the batch under a split at an odd place, bit for bit.
+  for (int64_t m = 0; m < rows; ++m) {
+    const std::vector<float> one = RunPanels(t, p, x.data() + m * k, 1, 16);
+    ASSERT_EQ(std::memcmp(one.data(), all.data() + m * n, n * 4), 0) << "row " << m;
+  }
+  EXPECT_EQ(RunPanels(t, p, x.data(), rows, 7), all);
+  // The panels hold every scale and code: the blocks can go.
+  std::fill(blocks.begin(), blocks.end(), 0xEE);
+  EXPECT_EQ(RunPanels(t, p, x.data(), rows, n), all);
+}
+
+TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeHeadersOfScalesAlone) {
+  const T t = GetParam();
+  const int64_t n = 20, k = 512, groups = k / (t == T::kQ6_K ? 16 : 32);
+  const bool bytes = t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ5_K || t == T::kQ6_K ||
+                     t == T::kQ8_0;
+  const int64_t group = t == T::kQ6_K ? 16 : 32;
+  const int64_t codes = bytes ? 16 * group : 8 * group;  // per group of 16 columns
+  const int64_t head = t == T::kMxfp4 ? 16 : Affine(t) ? 128 : 64;
+  EXPECT_EQ(GgmlQuantPanelsBytes(t, n, k), 2 * groups * (head + codes)) << Name(t);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, GgmlQuantPanelsTest,
+                         ::testing::Values(T::kQ4_0, T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_0,
+                                           T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kMxfp4),
+                         [](const ::testing::TestParamInfo<T>& info) { return Name(info.param); });
+
+TEST(GgmlQuantPanelsSupportTest, RefusesWhatThePanelsCannotHold) {
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::mt19937 rng(1);
+  std::vector<uint8_t> q41 = RandomBlocks(T::kQ4_1, 3, 64, rng);
+  EXPECT_TRUE(GgmlQuantPanelsSupported(T::kQ4_1, q41.data(), 3, 64));
+  EXPECT_FALSE(GgmlQuantPanelsSupported(T::kQ4_1, q41.data(), 3, 48));  // K not whole blocks
+  PutHalf(q41.data() + 20 * 2, INFINITY);
+  EXPECT_FALSE(GgmlQuantPanelsSupported(T::kQ4_1, q41.data(), 3, 64));
+  std::vector<uint8_t> q4k = RandomBlocks(T::kQ4_K, 1, 256, rng);
+  PutHalf(q4k.data() + 2, NAN);  // dmin
+  EXPECT_FALSE(GgmlQuantPanelsSupported(T::kQ4_K, q4k.data(), 1, 256));
+  std::vector<uint8_t> mx = RandomBlocks(T::kMxfp4, 2, 64, rng);
+  EXPECT_TRUE(GgmlQuantPanelsSupported(T::kMxfp4, mx.data(), 2, 64));
+  mx[17 * 3] = 0xFF;
+  EXPECT_FALSE(GgmlQuantPanelsSupported(T::kMxfp4, mx.data(), 2, 64));
+  // Symmetric types hold any block.
+  std::vector<uint8_t> q40 = RandomBlocks(T::kQ4_0, 2, 64, rng);
+  PutHalf(q40.data(), 0.0f);
+  EXPECT_TRUE(GgmlQuantPanelsSupported(T::kQ4_0, q40.data(), 2, 64));
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
