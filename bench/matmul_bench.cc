@@ -559,6 +559,7 @@ void RegisterAll() {
     }
   }
   RegisterInt4x16Benchmarks(gemm);
+  RegisterGgmlPanelBenchmarks(gemm);
   RegisterAttentionBenchmarks(&Pool());
 #ifdef TESSERA_HAVE_ONEDNN
   RegisterOneDnnBenchmarks(Pool().size());

@@ -87,7 +87,8 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
       kf::GgmlQuantPanelsSupported(*enc_.ggml, weight_.bytes.data(), n, k)) {
     // Exact activations on AVX-512: the quantized panels, decode and prefill alike.
     repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlQuantPanelsBytes(*enc_.ggml, n, k));
-    panels_ = kf::RepackGgmlQuantPanels(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
+    panels_ = kf::RepackGgmlQuantPanels(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data(),
+                                        pool_);
     ggml_panels_ = true;
     return;
   }

@@ -110,10 +110,20 @@ void UnpackBlock(GgmlBlockType type, const uint8_t* b, uint8_t* codes, float* sc
   }
 }
 
-// What FastMatmul must keep: see the header.
-bool Representable(const Mapping& m, float scale, float offset, uint8_t scale_byte) {
-  if (m.decode == QuantDecode::kMxfp4) return scale_byte != numeric::kE8m0NanCode;
-  return m.symmetric || (std::isfinite(scale) && std::isfinite(offset));
+// What FastMatmul must keep (see the header), from the block's own scale fields: an affine
+// scale or offset is finite where its f16 d and m (K types: d and dmin, times 6-bit integers) are.
+bool BlockHeld(GgmlBlockType type, const uint8_t* b) {
+  switch (type) {
+    case GgmlBlockType::kMxfp4:
+      return b[0] != numeric::kE8m0NanCode;
+    case GgmlBlockType::kQ4_1:
+    case GgmlBlockType::kQ5_1:
+    case GgmlBlockType::kQ4_K:
+    case GgmlBlockType::kQ5_K:
+      return std::isfinite(Half(b)) && std::isfinite(Half(b + 2));
+    default:
+      return true;
+  }
 }
 
 // The columns [c0, c0 + cols) of the weight unpacked into a FastQuantWeights of `cols` rows.
@@ -201,17 +211,8 @@ bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t
       k % info.elements != 0) {
     return false;
   }
-  const Mapping m = MappingOf(type);
-  if (m.symmetric) return true;
-  const int64_t per_block = info.elements / m.group;
-  std::vector<uint8_t> codes(info.elements), bytes(per_block);
-  std::vector<float> scales(per_block), offsets(per_block);
   for (int64_t b = 0; b < n * (k / info.elements); ++b) {
-    UnpackBlock(type, blocks + b * info.bytes, codes.data(), scales.data(), offsets.data(),
-                bytes.data());
-    for (int64_t g = 0; g < per_block; ++g) {
-      if (!Representable(m, scales[g], offsets[g], bytes[g])) return false;
-    }
+    if (!BlockHeld(type, blocks + b * info.bytes)) return false;
   }
   return true;
 }
@@ -229,15 +230,22 @@ int64_t GgmlQuantPanelsBytes(GgmlBlockType type, int64_t n, int64_t k) {
 }
 
 FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks, int64_t n,
-                                       int64_t k, uint8_t* dst) {
+                                       int64_t k, uint8_t* dst, ThreadPool* pool) {
   const Mapping m = MappingOf(type);
   const QuantPanelForm form = GgmlQuantPanelForm(type);
   const int64_t panel_bytes = GgmlQuantPanelsBytes(type, panels::kCols, k);
   const internal::QuantPanelCoding coding{m.centre, m.symmetric};
-  for (int64_t p = 0; p < panels::Count(n); ++p) {
-    const int64_t c0 = p * panels::kCols, cols = std::min<int64_t>(panels::kCols, n - c0);
-    const PanelColumns part(type, m, blocks, k, c0, cols);
-    internal::RepackQuantPanelsAs(part.w, dst + p * panel_bytes, form, coding);
+  auto repack = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t c0 = p * panels::kCols, cols = std::min<int64_t>(panels::kCols, n - c0);
+      const PanelColumns part(type, m, blocks, k, c0, cols);
+      internal::RepackQuantPanelsAs(part.w, dst + p * panel_bytes, form, coding);
+    }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(panels::Count(n), 1, repack);
+  } else {
+    repack(0, panels::Count(n));
   }
   FastQuantWeights w = Described(m, n, k);
   w.q = dst;

@@ -39,12 +39,12 @@
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/ggml_dequant.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tessera::kernels::cpu::fast {
 
 // Whether the panels take the [n, k] weight of `type` at `blocks` (k a multiple of the type's
-// block, QuantPanelAvailable(), every block held: see above). Reads the scales of the affine and
-// MXFP4 types once.
+// block, QuantPanelAvailable(), every block held: see above). Reads each block's scale fields.
 bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t n, int64_t k);
 
 // The form the weight takes on this CPU: bf16 pairs for 4-bit codes under
@@ -54,11 +54,12 @@ QuantPanelForm GgmlQuantPanelForm(GgmlBlockType type);
 // Bytes of its panels (64-byte aligned destination).
 int64_t GgmlQuantPanelsBytes(GgmlBlockType type, int64_t n, int64_t k);
 
-// The weight repacked into `dst` in GgmlQuantPanelForm(type); the result holds no pointer into
-// `blocks` (its scale and zero-point pointers are null: the panels carry them). Requires
-// GgmlQuantPanelsSupported. Run it with QuantPanelPairMatmul (pair form) or QuantPanelMatmul.
+// The weight repacked into `dst` in GgmlQuantPanelForm(type), panels split over `pool` when
+// given; the result holds no pointer into `blocks` (its scale and zero-point pointers are null:
+// the panels carry them). Requires GgmlQuantPanelsSupported. Run it with QuantPanelPairMatmul
+// (pair form) or QuantPanelMatmul.
 FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks, int64_t n,
-                                       int64_t k, uint8_t* dst);
+                                       int64_t k, uint8_t* dst, ThreadPool* pool = nullptr);
 
 }  // namespace tessera::kernels::cpu::fast
 
