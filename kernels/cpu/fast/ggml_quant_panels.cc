@@ -218,9 +218,8 @@ bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t
 }
 
 QuantPanelForm GgmlQuantPanelForm(GgmlBlockType type) {
-  return MappingOf(type).decode != QuantDecode::kInt8 && QuantPanelPairsAvailable()
-             ? QuantPanelForm::kBf16Pairs
-             : QuantPanelForm::kF32;
+  return MappingOf(type).centre <= 32 && QuantPanelPairsAvailable() ? QuantPanelForm::kBf16Pairs
+                                                                    : QuantPanelForm::kF32;
 }
 
 int64_t GgmlQuantPanelsBytes(GgmlBlockType type, int64_t n, int64_t k) {

@@ -21,8 +21,9 @@
 //          the same numbers)
 // Symmetric types keep headers of scales alone (quant_panel_matmul.h: 5, 9 and 10 bits per
 // weight for Q4_0, Q8_0 and Q6_K against the file's 4.5, 8.5 and 6.56; the affine ones 6 for Q4_1
-// and Q4_K (5 and 4.5 in the file), 10 for Q5_1 and Q5_K). 4-bit codes take the bf16-pair form
-// where the CPU has AVX-512 BF16; byte codes the f32 form.
+// and Q4_K (5 and 4.5 in the file), 10 for Q5_1 and Q5_K). Where the CPU has AVX-512 BF16 every
+// type but Q8_0 takes the bf16-pair form (4-bit codes, and the 5- and 6-bit byte codes), Q8_0's
+// 8-bit codes the f32 form.
 //
 // Numerics: quant_panel_matmul.h's bound with v = q − c and, for the affine types, z = −o / s
 // rounded to f32 (and z − c once more), which its (K + G + 2)·u·|z − c| term covers; the
@@ -47,7 +48,7 @@ namespace tessera::kernels::cpu::fast {
 // block, QuantPanelAvailable(), every block held: see above). Reads each block's scale fields.
 bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t n, int64_t k);
 
-// The form the weight takes on this CPU: bf16 pairs for 4-bit codes under
+// The form the weight takes on this CPU: bf16 pairs for every type but Q8_0 under
 // QuantPanelPairsAvailable(), f32 otherwise.
 QuantPanelForm GgmlQuantPanelForm(GgmlBlockType type);
 

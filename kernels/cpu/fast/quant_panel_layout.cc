@@ -2,6 +2,7 @@
 // the repack of a layer's codes, scales and zero points into either form at load.
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
@@ -51,6 +52,9 @@ namespace {
 bool IsFourBit(QuantDecode d) {
   return d == QuantDecode::kInt4 || d == QuantDecode::kMxfp4 || d == QuantDecode::kNvfp4;
 }
+
+// Byte codes take the pair form up to 6 bits (`vpermt2w` reads 6 index bits): centre ≤ 32.
+constexpr int kMaxPairByteCentre = 32;
 
 // A chunk lane of the bf16-pair form from the checkpoint's 4 bytes (k = 2i in byte i's low
 // nibble, 2i + 1 in its high one): the even k's nibbles in bits 0-15, the odd k's in bits 16-31.
@@ -104,7 +108,8 @@ bool QuantPanelSupported(const FastQuantWeights& w) {
 }
 
 bool QuantPanelPairsSupported(const FastQuantWeights& w) {
-  return QuantPanelPairsAvailable() && IsFourBit(w.decode) && QuantPanelSupported(w);
+  if (!QuantPanelPairsAvailable() || !QuantPanelSupported(w)) return false;
+  return IsFourBit(w.decode) || internal::QuantPanelCodingOf(w).centre <= kMaxPairByteCentre;
 }
 
 int64_t QuantPanelsBytes(const FastQuantWeights& w) {
@@ -129,8 +134,9 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
   const QuantPanelGeometry geo = QuantPanelGeometryOf(out);
   const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
   const bool bytes = w.decode == QuantDecode::kInt8;
-  const bool pairs = form == QuantPanelForm::kBf16Pairs && IsFourBit(w.decode);
   const int centre = coding.centre;
+  const bool pairs = form == QuantPanelForm::kBf16Pairs &&
+                     (IsFourBit(w.decode) || (bytes && centre <= kMaxPairByteCentre));
   for (int64_t p = 0; p < panels::Count(w.n); ++p) {
     uint8_t* panel = dst + p * groups * gb;
     std::memset(panel, 0, groups * gb);
@@ -155,7 +161,9 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
           for (int b = 0; b < 4; ++b) {
             lane[b] = bytes ? static_cast<uint8_t>(codes[4 * t + b] - centre) : codes[4 * t + b];
           }
-          if (pairs) {
+          if (pairs && bytes) {  // k = 4t, 4t + 2 in the low half, 4t + 1, 4t + 3 in the high
+            std::swap(lane[1], lane[2]);
+          } else if (pairs) {
             const uint32_t v = PairOrderLane(lane);
             std::memcpy(lane, &v, 4);
           }

@@ -72,19 +72,35 @@ constexpr uint16_t Bf16Bits(float f) {
   return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16);
 }
 
-// The pair form's `vpermw` table: entry i (of 32) is code value (i mod 16) in bf16, exactly, so
-// that the fifth index bit (the next code's low bit after the shift) selects the same value.
+// The pair form's lookup of 16 columns' bf16 weight pairs from the index bits of each 16-bit
+// word. 4-bit codes: `vpermw` over 32 entries, entry i the code value of (i mod 16), so that the
+// fifth index bit (the next code's low bit after the shift) selects the same value. Byte codes of
+// at most 6 bits (stored minus their centre, at most 32, so in [−32, 31]): `vpermt2w` over 64
+// entries in two registers, entry i the 6-bit two's complement value of i; the byte's upper bits
+// (its sign extension, the next code) are ignored.
 template <QuantDecode F>
 struct PairTable {
+  static constexpr int kEntries = F == QuantDecode::kInt8 ? 64 : 32;
   static constexpr auto Make() {
     struct Words {
-      alignas(64) uint16_t v[32];
+      alignas(64) uint16_t v[64];
     } t{};
-    for (int i = 0; i < 32; ++i) t.v[i] = Bf16Bits(kCodeValues<F>[i % 16]);
+    for (int i = 0; i < kEntries; ++i) {
+      t.v[i] = F == QuantDecode::kInt8
+                   ? Bf16Bits(static_cast<float>(i < 32 ? i : i - 64))
+                   : Bf16Bits(kCodeValues<F>[i % 16]);
+    }
     return t;
   }
   static constexpr auto kWords = Make();
-  static HWY_INLINE __m512i Load() { return _mm512_load_si512(kWords.v); }
+  __m512i a, b;
+  static HWY_INLINE PairTable Load() {
+    return {_mm512_load_si512(kWords.v), _mm512_load_si512(kWords.v + 32)};
+  }
+  HWY_INLINE __m512i Decode(__m512i codes) const {
+    if constexpr (F == QuantDecode::kInt8) return _mm512_permutex2var_epi16(a, codes, b);
+    return _mm512_permutexvar_epi16(codes, a);
+  }
 };
 
 // An FP4 group's 16 scales from its header bytes, exactly: UE4M3 as fast_quant_matmul.cc decodes
@@ -119,6 +135,10 @@ template <QuantDecode F>
 inline constexpr int kCodeBits = F == QuantDecode::kInt8 ? 8 : 4;
 template <QuantDecode F>
 inline constexpr int kCodesPerLane = 32 / kCodeBits<F>;
+// The pair form's pairs per 64-byte chunk: each 16-bit half of a lane holds kCodesPerLane / 2
+// codes of one parity, kCodeBits apart.
+template <QuantDecode F>
+inline constexpr int kPairsPerChunk = kCodesPerLane<F> / 2;
 inline constexpr bool IsInteger(QuantDecode f) {
   return f == QuantDecode::kInt4 || f == QuantDecode::kInt8;
 }
@@ -223,18 +243,18 @@ void GroupTile(const Job& job) {
           }
         }
       } else {
-        const __m512i table = PairTable<F>::Load();
+        const PairTable<F> table = PairTable<F>::Load();
         for (int64_t t = 0; t < job.chunks; ++t) {
           for (int j = 0; j < NV; ++j) {
             const uint8_t* chunk = head + j * job.panel_bytes + job.head_bytes + 64 * t;
             __m512i codes = _mm512_loadu_si512(chunk);
-            for (int p = 0; p < 4; p += 2) {
-              const __m512i w = _mm512_permutexvar_epi16(codes, table);
-              codes = _mm512_srli_epi32(codes, 4);
-              const __m512i w1 = _mm512_permutexvar_epi16(codes, table);
-              codes = _mm512_srli_epi32(codes, 4);
+            for (int p = 0; p < kPairsPerChunk<F>; p += 2) {
+              const __m512i w = table.Decode(codes);
+              codes = _mm512_srli_epi32(codes, kCodeBits<F>);
+              const __m512i w1 = table.Decode(codes);
+              codes = _mm512_srli_epi32(codes, kCodeBits<F>);
               for (int i = 0; i < MR; ++i) {
-                const int64_t at = i * ps + 4 * t + p;
+                const int64_t at = i * ps + kPairsPerChunk<F> * t + p;
                 PairMadd<A, 1, false>(hg + at, lg ? lg + at : nullptr, &w, &acc[i][j],
                                       &acc_b[i][j]);
                 PairMadd<A, 1, true>(hg + at + 1, lg ? lg + at + 1 : nullptr, &w1, &acc[i][j],
@@ -370,9 +390,10 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
       for (int64_t t = 0; t < job.chunks; ++t) {
         __m512i codes = _mm512_loadu_si512(head + job.head_bytes + 64 * t);
         if constexpr (kPairs) {
-          const __m512i table = PairTable<F>::Load();
-          for (int p = 0; p < 4; ++p, codes = _mm512_srli_epi32(codes, 4)) {
-            _mm512_storeu_si512(out + (4 * t + p) * 16, _mm512_permutexvar_epi16(codes, table));
+          const PairTable<F> table = PairTable<F>::Load();
+          for (int p = 0; p < kPairsPerChunk<F>;
+               ++p, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
+            _mm512_storeu_si512(out + (kPairsPerChunk<F> * t + p) * 16, table.Decode(codes));
           }
         } else {
           for (int c = 0; c < kCodesPerLane<F>;
@@ -484,7 +505,7 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
   }
 }
 
-// Run for w's format (byte codes: the f32 form only).
+// Run for w's format.
 template <Acts A>
 void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
               int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
@@ -493,10 +514,7 @@ void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, con
     case QuantDecode::kInt4:
       return Run<QuantDecode::kInt4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kInt8:
-      if constexpr (A == Acts::kF32) {
-        return Run<QuantDecode::kInt8, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
-      }
-      return;
+      return Run<QuantDecode::kInt8, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kMxfp4:
       return Run<QuantDecode::kMxfp4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:

@@ -45,13 +45,19 @@
 // values in the same order, so a row's result is bit-identical alone or in any batch, under any
 // column split.
 //
-// The bf16-pair form (QuantPanelForm::kBf16Pairs; 4-bit codes on CPUs with AVX-512 BF16, the
+// The bf16-pair form (QuantPanelForm::kBf16Pairs; 4-bit and ≤ 6-bit byte codes on CPUs with AVX-512 BF16, the
 // engine's default there): every 4-bit code value is exact in bf16 (INT4 q − 8, E2M1), so a
 // chunk lane stores column c's eight codes as two halves, k = 8t, 8t + 2, 8t + 4, 8t + 6 in bits
 // 0-15 and the odd k in bits 16-31, and one shift and one `vpermw` (a 32-entry table, doubled so
 // that the stray fifth index bit is ignored) give 16 columns' (w[2p], w[2p + 1]) bf16 pairs for
 // `vdpbf16ps`: per 32 weights a shift, a permute and one dot product per activation part, where
-// the f32 form takes two shifts, two permutes and two FMAs. Activations come as RoundActsToBf16
+// the f32 form takes two shifts, two permutes and two FMAs. Byte codes of at most 6 bits (INT3 /
+// INT2, GGUF Q5 and Q6_K: centre ≤ 32, so each stored code − c is a 6-bit two's complement
+// value) take it too: a lane holds k = 4t, 4t + 2 in its low half's two bytes and 4t + 1, 4t + 3
+// in the high half's, and `vpermt2w` over a 64-entry table (two registers) reads each word's low 6
+// bits, a shift of 8 giving the next pair: per 32 weights half a shift and one permute where the
+// f32 form takes eight shifts, four conversions and two FMAs (one thread from L3 at batch 1, GGUF
+// Q6_K: bench/README.md, fourteenth session). Activations come as RoundActsToBf16
 // (bf16_dot_matmul.h) writes them: the hi + lo split of exact f32 x (two `vdpbf16ps` per pair),
 // or hi alone for bf16 activations (--cpu_bf16_activations, x then holding bf16 values). Each
 // output keeps two partial sums per group, a and b (split: the hi and the lo products; bf16: the
@@ -79,7 +85,8 @@
 namespace tessera::kernels::cpu::fast {
 
 // How a layer's panels hold their codes: f32 form (QuantPanelMatmul, any AVX-512 CPU, every
-// supported format) or bf16 pairs (QuantPanelPairMatmul, AVX-512 BF16, 4-bit codes only).
+// supported format) or bf16 pairs (QuantPanelPairMatmul, AVX-512 BF16, 4-bit codes and byte
+// codes of at most 6 bits).
 enum class QuantPanelForm { kF32, kBf16Pairs };
 
 // Whether this CPU runs the panel kernel (AVX-512 F, BW and VL; not under TESSERA_CPU_ISA=avx2).
@@ -98,7 +105,8 @@ bool QuantPanelPairsAvailable();
 bool QuantPanelSupported(const FastQuantWeights& w);
 
 // Whether the bf16-pair form takes `w`: QuantPanelSupported(w), QuantPanelPairsAvailable() and
-// 4-bit codes (kInt4, kMxfp4, kNvfp4).
+// 4-bit codes (kInt4, kMxfp4, kNvfp4) or byte codes whose largest is below 64 (centre ≤ 32:
+// INT3 / INT2, GGUF Q5 / Q6_K).
 bool QuantPanelPairsSupported(const FastQuantWeights& w);
 
 // Bytes of the panels of `w` (its format, n, k and, for kInt4, scale_k); the same for both forms.
@@ -106,8 +114,8 @@ int64_t QuantPanelsBytes(const FastQuantWeights& w);
 
 // w (codes [n, k / 2] as nibble pairs, or [n, k] bytes; its scales, zero points or block scales)
 // repacked into `dst` (QuantPanelsBytes, 64-byte aligned) in `form` (kBf16Pairs requires
-// QuantPanelPairsSupported(w); byte codes, which have no pair form, are repacked in the f32 form
-// whatever `form` says): the returned weights' q points at the panels (which hold the scales and
+// QuantPanelPairsSupported(w); byte codes above 6 bits, which have no pair form, are repacked in
+// the f32 form whatever `form` says): the returned weights' q points at the panels (which hold the scales and
 // zero points too); everything else is w's.
 FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst,
                                    QuantPanelForm form = QuantPanelForm::kF32);

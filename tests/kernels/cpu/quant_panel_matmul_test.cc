@@ -1,7 +1,7 @@
 // The quantized-weight panel kernel (kernels/cpu/fast/quant_panel_matmul.h) on random codes and
 // odd shapes, for INT4 and INT8 weight-only (fractional and integer zero points, groups of 8 to
-// K), MXFP4 and NVFP4 W4A16, in the f32 form and (4-bit codes) the bf16-pair form with split and
-// with bf16 activations:
+// K), MXFP4 and NVFP4 W4A16, in the f32 form and (4-bit codes, 6-bit byte codes) the bf16-pair
+// form with split and with bf16 activations:
 //  * each output within the header's bound of the exact sum in double of x (bf16 activations:
 //    bf16(x)) times the reference's dequantized weights: INT4 / INT8 (float(q) − z) · s as
 //    kernels/cpu/quant decodes them; MXFP4 e2m1 · 2^(e − 127); NVFP4 (e2m1 · sf) · α, with
@@ -10,8 +10,9 @@
 //    over decoded K blocks: 6 rows in the f32 form, 3 in the pair form), under column splits at
 //    odd places and panel boundaries;
 //  * the split really carries each activation's low half (a case where hi alone is far off);
-//  * the repack puts each code, scale and zero point where the header says; NaN scale codes
-//    are refused.
+//  * the repack puts each code, scale and zero point where the header says (byte codes of up to
+//    6 bits in the pair form too); NaN scale codes are refused;
+//  * layers whose zero points all sit at the centre store scales alone, with the same results.
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 
 #include <cmath>
@@ -67,7 +68,7 @@ struct Layer {
   double Magnitude(int64_t c, int64_t i) const {
     if (!Integer()) return std::fabs(Weight(c, i));
     const int64_t g = c * (k / group) + i / group;
-    const double centre = format == QuantDecode::kInt8 ? 128.0 : 8.0;  // 8-bit codes here
+    const double centre = format != QuantDecode::kInt8 ? 8.0 : form == Form::kF32 ? 128.0 : 32.0;
     return scales[g] * (std::fabs(codes[c * k + i] - centre) + std::fabs(zeros[g] - centre));
   }
 };
@@ -89,11 +90,12 @@ Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, uint32_t
   const int64_t group = integer ? int_group : format == QuantDecode::kMxfp4 ? 32 : 16;
   Layer l{format, form, n, k, group, {}, {}, {}, {}, {}, {}, nullptr, {}};
   std::mt19937 rng(seed);
-  const uint32_t levels = format == QuantDecode::kInt8 ? 256 : 16;
+  // Byte codes: 8-bit in the f32 form, 6-bit (the pair form's largest, centre 32) in the pair form.
+  const uint32_t levels = format != QuantDecode::kInt8 ? 16 : form == Form::kF32 ? 256 : 64;
   l.codes.resize(n * k);
   for (auto& c : l.codes) c = static_cast<uint8_t>(rng() % levels);
   if (format == QuantDecode::kInt8) {
-    l.codes[0] = 255;  // the largest code sets the centre (128)
+    l.codes[0] = static_cast<uint8_t>(levels - 1);  // the largest code sets the centre (128, 32)
     l.q = l.codes;
   } else {
     l.q.resize(n * k / 2);
@@ -222,7 +224,9 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
     const int64_t rows = 40;
     const Layer l = Make(format, s.n, s.k, s.group, static_cast<uint32_t>(s.n * 131 + s.k), form);
     if (!Runs(l)) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
-    ASSERT_TRUE(form == Form::kF32 ? QuantPanelSupported(l.w) : QuantPanelPairsSupported(l.w));
+    FastQuantWeights src = l.w;  // the checkpoint's codes (l.w.q points at the panels)
+    src.q = l.q.data();
+    ASSERT_TRUE(form == Form::kF32 ? QuantPanelSupported(src) : QuantPanelPairsSupported(src));
     const std::vector<float> x = Activations(rows, s.k, static_cast<uint32_t>(s.k));
     // What the kernel is given and multiplies: x, or bf16(x) for bf16 activations (as the engine
     // rounds them, so that the integer formats' Σx is of the same values).
@@ -335,9 +339,10 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantPanelTest,
                                                               QuantDecode::kNvfp4),
                                             ::testing::Values(Form::kF32)),
                          ParamName);
-// The bf16-pair form takes the 4-bit codes only.
+// The bf16-pair form takes the 4-bit codes and byte codes of up to 6 bits.
 INSTANTIATE_TEST_SUITE_P(PairForm, QuantPanelTest,
                          ::testing::Combine(::testing::Values(QuantDecode::kInt4,
+                                                              QuantDecode::kInt8,
                                                               QuantDecode::kMxfp4,
                                                               QuantDecode::kNvfp4),
                                             ::testing::Values(Form::kSplit, Form::kBf16)),
@@ -400,6 +405,23 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
       }
     }
   }
+  // Byte codes of 6 bits in the pair form: the same header (centre 32), and lane c holds column
+  // c's codes k = 0, 2 in its low half's bytes and k = 1, 3 in its high half's, minus 32.
+  const Layer b6 = Make(QuantDecode::kInt8, 18, 8, 4, 5, Form::kSplit);
+  ASSERT_EQ(QuantPanelsBytes(b6.w), 2 * b8_panel);
+  for (int64_t c = 0; c < 18; ++c) {
+    for (int64_t g = 0; g < 2; ++g) {
+      const uint8_t* head = b6.panels.get() + (c / 16) * b8_panel + g * b8_group;
+      float z;
+      std::memcpy(&z, head + 4 * (c % 16), 4);
+      EXPECT_EQ(z, b6.zeros[c * 2 + g] - 32.0f);
+      constexpr int kSlot[4] = {0, 2, 1, 3};  // byte of code i
+      for (int64_t i = 0; i < 4; ++i) {
+        const int want = b6.codes[c * 8 + 4 * g + i] - 32;
+        EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + kSlot[i]]), want) << c << " " << i;
+      }
+    }
+  }
   // NVFP4: a 16-byte header of scale bytes per group of 16, then two chunks.
   const Layer nv = Make(QuantDecode::kNvfp4, 17, 32, 0, 4);
   const int64_t nv_group = 16 + 16 * 8, nv_panel = 2 * nv_group;
@@ -423,7 +445,7 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
 // (whose folds subtract 0 · Σx), alone and in a batch.
 void ExpectSymmetricLayerStoresScalesAlone(QuantDecode format, Form form) {
   SCOPED_TRACE(Name(format) + " " + Name(form));
-  const float centre = format == QuantDecode::kInt8 ? 128.0f : 8.0f;
+  const float centre = format != QuantDecode::kInt8 ? 8.0f : form == Form::kF32 ? 128.0f : 32.0f;
   const int64_t groups = panels::Count(37) * (256 / 64);
   const int64_t code_bytes = format == QuantDecode::kInt8 ? 1024 : 512;  // 16 columns x 64
   Layer l = Make(format, 37, 256, 64, 21, form);
@@ -459,6 +481,7 @@ TEST(QuantPanelLayoutTest, SymmetricLayersStoreScalesAlone) {
   if (!QuantPanelPairsAvailable()) return;
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kSplit);
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kBf16);
+  ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt8, Form::kSplit);
 }
 
 TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {
@@ -491,10 +514,18 @@ TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {
   b8_row.scale_k = 1 << 20;
   b8_row.scale_row_stride = 1;
   EXPECT_TRUE(QuantPanelSupported(b8_row));
-  // The bf16-pair form: 4-bit codes only, where the CPU has AVX-512 BF16.
+  // The bf16-pair form, where the CPU has AVX-512 BF16: 4-bit codes, and byte codes up to 63.
   EXPECT_EQ(QuantPanelPairsSupported(w), QuantPanelPairsAvailable());
-  EXPECT_FALSE(QuantPanelPairsSupported(b8.w));
   EXPECT_FALSE(QuantPanelPairsSupported(odd));
+  FastQuantWeights bytes = b8.w;  // the checkpoint's codes (b8.w.q points at its panels)
+  bytes.q = b8.q.data();
+  EXPECT_FALSE(QuantPanelPairsSupported(bytes));  // a code of 255
+  std::vector<uint8_t> six = b8.q;
+  for (auto& c : six) c &= 63;
+  bytes.q = six.data();
+  EXPECT_EQ(QuantPanelPairsSupported(bytes), QuantPanelPairsAvailable());
+  six[77] = 64;
+  EXPECT_FALSE(QuantPanelPairsSupported(bytes));
   // FP4 with a NaN scale code stays on the table decoder, which propagates it.
   for (const QuantDecode f : {QuantDecode::kMxfp4, QuantDecode::kNvfp4}) {
     Layer fp4 = Make(f, 16, 64, 0, 2);
