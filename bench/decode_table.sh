@@ -35,5 +35,8 @@ run "NVFP4 W4A4 (bench-nvfp4)" --model "$OUT/tl-F16.gguf" --precision_plan confi
 run "NVFP4 W4A16 (bench-nvfp4-a16)" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-nvfp4-a16.json
 run "MXFP4 W4A16 (bench-mxfp4), int8 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-mxfp4.json --cpu_int8_activations
 run "MXFP4 W4A16 (bench-mxfp4), f32 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-mxfp4.json
+run "Q4_0, f32 activations" --model "$OUT/tl-Q4_0.gguf" --cpu_int8_activations=false
 run "Q4_K_M (Q4_K + Q6_K), int8 activations" --model "$OUT/tl-Q4_K_M.gguf" --cpu_int8_activations
+run "Q4_K_M (Q4_K + Q6_K), f32 activations" --model "$OUT/tl-Q4_K_M.gguf" \
+  --cpu_int8_activations=false
 run "F16 (dense)" --model "$OUT/tl-F16.gguf"

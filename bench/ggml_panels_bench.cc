@@ -33,8 +33,9 @@ GgmlBlockType TypeOf(const std::string& fmt) {
 }
 
 // Random codes with sane f16 scales (Q6_K's d at byte 208; the others' d, and m / dmin, at 0-3),
-// repacked per copy (256 MiB of distinct copies); the activations' bf16 split (4-bit types on
-// AVX-512 BF16) inside the timing, rows over the pool, then the column split, as DenseLinear does.
+// repacked per copy (256 MiB of distinct copies); the activations' bf16 split (the pair form:
+// every type but Q8_0 on AVX-512 BF16) inside the timing, rows over the pool, then the column
+// split, as DenseLinear does.
 void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int64_t k,
                         int64_t m) {
   const GgmlBlockType type = TypeOf(fmt);
@@ -63,9 +64,10 @@ void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int
       }
     }
     c = kernels::cpu::HugePageBuffer(kf::GgmlQuantPanelsBytes(type, n, k));
-    views.push_back(kf::RepackGgmlQuantPanels(type, src.data(), n, k, c.data()));
+    views.push_back(kf::RepackGgmlQuantPanels(type, src.data(), n, k, c.data(),
+                                              kf::GgmlQuantPanelForm(type)));
   }
-  const bool pairs = kf::GgmlQuantPanelForm(type) == kf::QuantPanelForm::kBf16Pairs;
+  const bool pairs = views[0].pair_panels;
   std::vector<float> x(m * k), y(m * n);
   for (auto& v : x) v = static_cast<float>(static_cast<int64_t>(Mix(seed) % 2001) - 1000) / 500.0f;
   std::vector<uint16_t> hi(m * kf::Bf16DotActStride(k)), lo(hi.size());
@@ -93,7 +95,8 @@ void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int
     benchmark::DoNotOptimize(y.data());
   }
   const double it = static_cast<double>(state.iterations());
-  state.counters["weight_GB/s"] = benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
+  state.counters["weight_GB/s"] =
+      benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
   // The bytes the kernel streams: the panels (file bytes plus f32 scales, zero points for the
   // affine types).
   state.counters["panel_GB/s"] = benchmark::Counter(

@@ -143,18 +143,21 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       std::vector<uint8_t>().swap(c.q);
     }
   }
+  kf::FastQuantWeights repacked;  // its headers and form (every copy's)
   if (quant_panel) {
     for (auto& c : copies) {
       use(c);
       c.panels = kernels::cpu::HugePageBuffer(kf::QuantPanelsBytes(w));
       if (pairs && !kf::QuantPanelPairsSupported(w)) break;
-      kf::RepackQuantPanels(w, c.panels.data(),
-                            pairs ? kf::QuantPanelForm::kBf16Pairs : kf::QuantPanelForm::kF32);
+      repacked = kf::RepackQuantPanels(
+          w, c.panels.data(), pairs ? kf::QuantPanelForm::kBf16Pairs : kf::QuantPanelForm::kF32);
       std::vector<uint8_t>().swap(c.q);
     }
   }
   use(copies[0]);
   if (panel || quant_panel) w.q = copies[0].panels.data();
+  w.symmetric_panels = repacked.symmetric_panels;
+  w.pair_panels = repacked.pair_panels;
   if (quant_panel && !kf::QuantPanelSupported(w)) {
     state.SkipWithError("no AVX-512 on this CPU");
     return;

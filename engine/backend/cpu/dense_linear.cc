@@ -88,7 +88,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // Exact activations on AVX-512: the quantized panels, decode and prefill alike.
     repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlQuantPanelsBytes(*enc_.ggml, n, k));
     panels_ = kf::RepackGgmlQuantPanels(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data(),
-                                        pool_);
+                                        kf::GgmlQuantPanelForm(*enc_.ggml), pool_);
     ggml_panels_ = true;
     return;
   }
@@ -142,7 +142,7 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   kf::Int4x16Acts acts16;
   if (ggml_panels_) {
     const int64_t k = in_features();
-    if (kf::GgmlQuantPanelForm(*enc_.ggml) == kf::QuantPanelForm::kBf16Pairs) {
+    if (panels_.pair_panels) {
       // The hi + lo bf16 split of x, once per call (rows over the pool), as QuantizedLinear's
       // 4-bit layers take it.
       const int64_t stride = kf::Bf16DotActStride(k);
@@ -228,8 +228,7 @@ std::string DenseLinear::Describe() const {
   }
   if (ggml_panels_) {
     return absl::StrCat(io::DTypeName(weight_.dtype),
-                        kernels::cpu::fast::GgmlQuantPanelForm(*enc_.ggml) ==
-                                kernels::cpu::fast::QuantPanelForm::kBf16Pairs
+                        panels_.pair_panels
                             ? " x hi+lo bf16 act / cpu-avx512-bf16-quant-panels"
                             : " / cpu-avx512-quant-panels");
   }

@@ -73,7 +73,8 @@ class DenseLinear : public Linear {
   // ggml_panels_; fast_ then unused.
   bool ggml_panels_ = false;
   kernels::cpu::fast::FastQuantWeights panels_;
-  kernels::cpu::HugePageBuffer repacked_;  // GGUF rows / tiles, bf16 pair, f16 and f32 K panels
+  // GGUF rows, tiles or quantized panels; bf16 pair, f16 and f32 K panels.
+  kernels::cpu::HugePageBuffer repacked_;
   DenseActivations activations_ = DenseActivations::kFloat;
 };
 

@@ -61,7 +61,8 @@ void UnpackBlock(GgmlBlockType type, const uint8_t* b, uint8_t* codes, float* sc
     case GgmlBlockType::kQ4_0:
     case GgmlBlockType::kQ4_1:
     case GgmlBlockType::kMxfp4: {
-      const uint8_t* qs = b + (type == GgmlBlockType::kQ4_1 ? 4 : type == GgmlBlockType::kQ4_0 ? 2 : 1);
+      const int64_t head = type == GgmlBlockType::kQ4_1 ? 4 : type == GgmlBlockType::kQ4_0 ? 2 : 1;
+      const uint8_t* qs = b + head;
       for (int j = 0; j < 16; ++j) {
         codes[j] = qs[j] & 0xF;
         codes[j + 16] = qs[j] >> 4;
@@ -191,7 +192,7 @@ struct PanelColumns {
   }
 };
 
-FastQuantWeights Described(const Mapping& m, int64_t n, int64_t k) {
+FastQuantWeights Described(const Mapping& m, int64_t n, int64_t k, bool pairs) {
   FastQuantWeights w;
   w.decode = m.decode;
   w.n = n;
@@ -200,6 +201,7 @@ FastQuantWeights Described(const Mapping& m, int64_t n, int64_t k) {
   w.scale_k = m.group;
   w.scale_row_stride = k / m.group;
   w.symmetric_panels = m.decode != QuantDecode::kMxfp4 && m.symmetric;
+  w.pair_panels = pairs;
   return w;
 }
 
@@ -224,14 +226,16 @@ QuantPanelForm GgmlQuantPanelForm(GgmlBlockType type) {
 
 int64_t GgmlQuantPanelsBytes(GgmlBlockType type, int64_t n, int64_t k) {
   const Mapping m = MappingOf(type);
-  const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(Described(m, n, k));
+  const internal::QuantPanelGeometry geo =
+      internal::QuantPanelGeometryOf(Described(m, n, k, false));
   return panels::Count(n) * (k / geo.group) * geo.GroupBytes();
 }
 
 FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks, int64_t n,
-                                       int64_t k, uint8_t* dst, ThreadPool* pool) {
+                                       int64_t k, uint8_t* dst, QuantPanelForm form,
+                                       ThreadPool* pool) {
   const Mapping m = MappingOf(type);
-  const QuantPanelForm form = GgmlQuantPanelForm(type);
+  if (GgmlQuantPanelForm(type) != QuantPanelForm::kBf16Pairs) form = QuantPanelForm::kF32;
   const int64_t panel_bytes = GgmlQuantPanelsBytes(type, panels::kCols, k);
   const internal::QuantPanelCoding coding{m.centre, m.symmetric};
   auto repack = [&](int64_t p0, int64_t p1) {
@@ -246,7 +250,7 @@ FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks
   } else {
     repack(0, panels::Count(n));
   }
-  FastQuantWeights w = Described(m, n, k);
+  FastQuantWeights w = Described(m, n, k, form == QuantPanelForm::kBf16Pairs);
   w.q = dst;
   return w;
 }

@@ -25,10 +25,11 @@
 // type but Q8_0 takes the bf16-pair form (4-bit codes, and the 5- and 6-bit byte codes), Q8_0's
 // 8-bit codes the f32 form.
 //
-// Numerics: quant_panel_matmul.h's bound with v = q − c and, for the affine types, z = −o / s
-// rounded to f32 (and z − c once more), which its (K + G + 2)·u·|z − c| term covers; the
-// reference (DequantizeGgmlBlocks) rounds each weight once more, u·|w|. Batch invariance as the
-// panels'.
+// Numerics: quant_panel_matmul.h's bound with v = q − c (in the pair form the exact f32
+// activations enter as their hi + lo bf16 split, which adds its 2^-16 term and turns an infinite
+// x into NaN, as for FP8 W8A16 and dense bf16) and, for the affine types, z = −o / s rounded to
+// f32 (and z − c once more), which its (K + G + 2)·u·|z − c| term covers; the reference
+// (DequantizeGgmlBlocks) rounds each weight once more, u·|w|. Batch invariance as the panels'.
 // An affine group whose scale is 0 (its weights all o) is stored as codes c + 1 with s = o and
 // z = c. Not taken (FastMatmul keeps them): a non-finite scale or offset of an affine type, and
 // an MXFP4 scale byte of 255 (ggml reads it as 2^127, the panels as NaN).
@@ -55,12 +56,14 @@ QuantPanelForm GgmlQuantPanelForm(GgmlBlockType type);
 // Bytes of its panels (64-byte aligned destination).
 int64_t GgmlQuantPanelsBytes(GgmlBlockType type, int64_t n, int64_t k);
 
-// The weight repacked into `dst` in GgmlQuantPanelForm(type), panels split over `pool` when
-// given; the result holds no pointer into `blocks` (its scale and zero-point pointers are null:
-// the panels carry them). Requires GgmlQuantPanelsSupported. Run it with QuantPanelPairMatmul
-// (pair form) or QuantPanelMatmul.
+// The weight repacked into `dst` in `form` (the pair form only where GgmlQuantPanelForm would
+// give it; the engine passes GgmlQuantPanelForm(type)), panels split over `pool` when given. The
+// result holds no pointer into `blocks` (its scale and zero-point pointers are null: the panels
+// carry them); its pair_panels says the form: run it with QuantPanelPairMatmul or
+// QuantPanelMatmul. Requires GgmlQuantPanelsSupported.
 FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks, int64_t n,
-                                       int64_t k, uint8_t* dst, ThreadPool* pool = nullptr);
+                                       int64_t k, uint8_t* dst, QuantPanelForm form,
+                                       ThreadPool* pool = nullptr);
 
 }  // namespace tessera::kernels::cpu::fast
 

@@ -37,10 +37,11 @@ QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w) {
     while (bits < 8 && (top >> bits) != 0) ++bits;
     coding.centre = 1 << (bits - 1);
   }
-  if (w.decode == QuantDecode::kInt4 || w.decode == QuantDecode::kInt8) {
+  if ((w.decode == QuantDecode::kInt4 || w.decode == QuantDecode::kInt8) && w.zeros != nullptr) {
     const float centre = static_cast<float>(coding.centre);
     const int64_t groups = w.n * w.scale_row_stride;
-    coding.symmetric = std::all_of(w.zeros, w.zeros + groups, [centre](float z) { return z == centre; });
+    coding.symmetric =
+        std::all_of(w.zeros, w.zeros + groups, [centre](float z) { return z == centre; });
   }
   return coding;
 }
@@ -137,6 +138,7 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
   const int centre = coding.centre;
   const bool pairs = form == QuantPanelForm::kBf16Pairs &&
                      (IsFourBit(w.decode) || (bytes && centre <= kMaxPairByteCentre));
+  out.pair_panels = pairs;
   for (int64_t p = 0; p < panels::Count(w.n); ++p) {
     uint8_t* panel = dst + p * groups * gb;
     std::memset(panel, 0, groups * gb);

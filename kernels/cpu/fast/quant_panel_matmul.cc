@@ -528,12 +528,14 @@ void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, con
 
 void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                       float* y, int64_t n_begin, int64_t n_end) {
+  if (w.pair_panels) return;
   Dispatch<Acts::kF32>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
 }
 
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
                           int64_t n_begin, int64_t n_end) {
+  if (!w.pair_panels) return;
   if (lo != nullptr) return Dispatch<Acts::kSplit>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
   Dispatch<Acts::kBf16>(w, x, hi, nullptr, rows, bias, y, n_begin, n_end);
 }

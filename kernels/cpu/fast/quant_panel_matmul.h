@@ -20,8 +20,8 @@
 // as signed bytes. Integer headers are the 16 columns' centred zero points z − c (16 f32; c = 8
 // for INT4) and their scales (16 f32), or the scales alone where every zero point of the layer is
 // c (symmetric_panels: GPTQ sym=True, GGUF Q4_0 / Q8_0 / Q6_K; 64 bytes fewer per group of 16
-// columns, 5-12% of the stream at G = 128 to 32); FP4's are the 16 columns' scale bytes. The scales sit next
-// to their codes, so each panel is one sequential stream. Columns past N are zero bytes (their
+// columns, 5-12% of the stream at G = 128 to 32); FP4's are the 16 columns' scale bytes. The
+// scales sit next to their codes, so each panel is one sequential stream. Columns past N are zero bytes (their
 // lanes are never stored).
 //
 // Numerics and batch invariance: output (m, n) is one f32 lane. Per group, a = Σ x · v with FMA
@@ -34,8 +34,8 @@
 //    row in a fixed order), i.e. Σ (q − z) · s · x with the zero point out of the per-weight
 //    decode. Its bound is (K + G + 2)·u·Σ s·(|q − c| + |z − c|)·|x| instead of (K + 1)·u·Σ|x·w|;
 //    for symmetric layers (z = c: GPTQ's sym=True, compressed-tensors' symmetric INT8) the two are
-//    the same sum and the fold is tot = fma(s, a, tot) (no Σx), and for integer zero points a one-hot x gives the
-//    reference's (float(q) − z) · s bit for bit.
+//    the same sum and the fold is tot = fma(s, a, tot) (no Σx), and for integer zero points a
+//    one-hot x gives the reference's (float(q) − z) · s bit for bit.
 // Taking scales and zero points out of the per-weight decode raised the batch-1 rate 15-23% and
 // cost FP4 prefill 5-11% (the folds every 32 or 16 k; bench/README.md, twelfth session). The
 // folds need each group whole in one K block, so per-channel layers (G = K) decode K at a time.
@@ -45,8 +45,8 @@
 // values in the same order, so a row's result is bit-identical alone or in any batch, under any
 // column split.
 //
-// The bf16-pair form (QuantPanelForm::kBf16Pairs; 4-bit and ≤ 6-bit byte codes on CPUs with AVX-512 BF16, the
-// engine's default there): every 4-bit code value is exact in bf16 (INT4 q − 8, E2M1), so a
+// The bf16-pair form (QuantPanelForm::kBf16Pairs; 4-bit codes and byte codes of up to 6 bits on
+// CPUs with AVX-512 BF16, the engine's default there): every 4-bit code value is exact in bf16 (INT4 q − 8, E2M1), so a
 // chunk lane stores column c's eight codes as two halves, k = 8t, 8t + 2, 8t + 4, 8t + 6 in bits
 // 0-15 and the odd k in bits 16-31, and one shift and one `vpermw` (a 32-entry table, doubled so
 // that the stray fifth index bit is ignored) give 16 columns' (w[2p], w[2p + 1]) bf16 pairs for
@@ -109,28 +109,32 @@ bool QuantPanelSupported(const FastQuantWeights& w);
 // INT3 / INT2, GGUF Q5 / Q6_K).
 bool QuantPanelPairsSupported(const FastQuantWeights& w);
 
-// Bytes of the panels of `w` (its format, n, k and, for kInt4, scale_k); the same for both forms.
+// Bytes of the panels of `w` (its format, n, k, scale_k, and for integer codes whether the layer
+// is symmetric: a read of its zero points, and of byte codes for their centre); the same for both
+// forms.
 int64_t QuantPanelsBytes(const FastQuantWeights& w);
 
 // w (codes [n, k / 2] as nibble pairs, or [n, k] bytes; its scales, zero points or block scales)
 // repacked into `dst` (QuantPanelsBytes, 64-byte aligned) in `form` (kBf16Pairs requires
 // QuantPanelPairsSupported(w); byte codes above 6 bits, which have no pair form, are repacked in
-// the f32 form whatever `form` says): the returned weights' q points at the panels (which hold the scales and
-// zero points too); everything else is w's.
+// the f32 form whatever `form` says): the returned weights' q points at the panels (which hold
+// the scales and zero points too), symmetric_panels and pair_panels say which headers and form
+// they got; everything else is w's.
 FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst,
                                    QuantPanelForm form = QuantPanelForm::kF32);
 
 // FastQuantMatmul's contract on the f32-form panels: y [rows, w.n] for columns [n_begin, n_end),
 // x [rows, w.k] in its natural order (no FastQuantPermuteActivations). Requires
-// QuantPanelSupported(w) and w from RepackQuantPanels(·, ·, kF32).
+// QuantPanelSupported(w) and w from RepackQuantPanels in the f32 form (pair panels: y is left as
+// it was).
 void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                       float* y, int64_t n_begin, int64_t n_end);
 
 // The same on the bf16-pair panels, with the activations also as RoundActsToBf16 wrote them
 // (hi, and lo for the split form; lo null: hi alone, for bf16 activations, x then holding those
 // bf16 values); x (natural order) gives the integer formats' group sums. Requires
-// QuantPanelPairsSupported(w) and w from RepackQuantPanels(·, ·, kBf16Pairs) (other formats: y
-// is left as it was).
+// w from RepackQuantPanels in the pair form (w.pair_panels; f32-form panels: y is left as it
+// was).
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
                           int64_t n_begin, int64_t n_end);

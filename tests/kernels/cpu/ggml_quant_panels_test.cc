@@ -2,7 +2,8 @@
 // on random blocks with an odd column count and K of several blocks:
 //  * each output within the panels' bound of the exact double sum of x times
 //    DequantizeGgmlBlocks's weights (llama.cpp's dequantize_row_*), in the form this CPU runs
-//    (bf16 pairs with the hi + lo split for the 4-bit types where it has AVX-512 BF16);
+//    in the f32 form, and in the bf16-pair form with the hi + lo split where this CPU takes it
+//    (every type but Q8_0, on AVX-512 BF16);
 //  * a row alone and among 9 rows bit-identical, under a column split at an odd place;
 //  * the panels hold everything: the blocks overwritten after the repack change nothing;
 //  * affine blocks and sub-blocks with a zero scale (weights of their offset alone) included;
@@ -97,24 +98,23 @@ struct Panels {
   FastQuantWeights w;
 };
 
-Panels Repack(T t, const std::vector<uint8_t>& blocks, int64_t n, int64_t k) {
+Panels Repack(T t, const std::vector<uint8_t>& blocks, int64_t n, int64_t k,
+              QuantPanelForm form) {
   Panels p;
   p.data = hwy::AllocateAligned<uint8_t>(GgmlQuantPanelsBytes(t, n, k));
-  p.w = RepackGgmlQuantPanels(t, blocks.data(), n, k, p.data.get());
+  p.w = RepackGgmlQuantPanels(t, blocks.data(), n, k, p.data.get(), form);
   return p;
 }
 
-bool Pairs(T t) { return GgmlQuantPanelForm(t) == QuantPanelForm::kBf16Pairs; }
-
 // y [rows, n] in the engine's way: the pair form on RoundActsToBf16's hi + lo split.
-std::vector<float> RunPanels(T t, const Panels& p, const float* x, int64_t rows, int64_t step) {
+std::vector<float> RunPanels(const Panels& p, const float* x, int64_t rows, int64_t step) {
   const int64_t n = p.w.n, k = p.w.k, stride = Bf16DotActStride(k);
   std::vector<float> y(rows * n, -7.0f);
   std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
-  if (Pairs(t)) RoundActsToBf16(x, k, 0, rows, hi.data(), lo.data(), nullptr);
+  if (p.w.pair_panels) RoundActsToBf16(x, k, 0, rows, hi.data(), lo.data(), nullptr);
   for (int64_t b = 0; b < n; b += step) {
     const int64_t e = std::min(n, b + step);
-    if (Pairs(t)) {
+    if (p.w.pair_panels) {
       QuantPanelPairMatmul(p.w, x, hi.data(), lo.data(), rows, nullptr, y.data(), b, e);
     } else {
       QuantPanelMatmul(p.w, x, rows, nullptr, y.data(), b, e);
@@ -146,38 +146,51 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
   const int64_t n = 37, k = 768, rows = 9;
   std::vector<uint8_t> blocks = RandomBlocks(t, n, k, rng);
   ASSERT_TRUE(GgmlQuantPanelsSupported(t, blocks.data(), n, k));
-  const Panels p = Repack(t, blocks, n, k);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(rows * k);
   for (auto& v : x) v = nd(rng);
-  const std::vector<float> all = RunPanels(t, p, x.data(), rows, n);
-  const double u = std::ldexp(1.0, -24), split = Pairs(t) ? std::ldexp(1.0, -16) : 0.0;
-  const int64_t group = t == T::kQ6_K ? 16 : 32;
-  std::vector<float> w;
-  std::vector<double> mag;
-  for (int64_t c = 0; c < n; ++c) {
-    Reference(t, blocks, c, k, &w, &mag);
-    for (int64_t m = 0; m < rows; ++m) {
-      double exact = 0, bound = 0, plain = 0;
-      for (int64_t i = 0; i < k; ++i) {
-        const double xv = x[m * k + i];
-        exact += xv * w[i];
-        bound += std::fabs(xv) * mag[i];
-        plain += std::fabs(xv * w[i]);
+  // The f32 form everywhere; the pair form where this CPU takes it (every type but Q8_0 on
+  // AVX-512 BF16).
+  std::vector<QuantPanelForm> forms = {QuantPanelForm::kF32};
+  if (GgmlQuantPanelForm(t) == QuantPanelForm::kBf16Pairs) {
+    forms.push_back(QuantPanelForm::kBf16Pairs);
+  }
+  for (const QuantPanelForm form : forms) {
+    const bool pairs = form == QuantPanelForm::kBf16Pairs;
+    SCOPED_TRACE(Name(t) + (pairs ? " pairs" : " f32"));
+    std::vector<uint8_t> src = blocks;
+    const Panels p = Repack(t, src, n, k, form);
+    ASSERT_EQ(p.w.pair_panels, pairs);
+    const std::vector<float> all = RunPanels(p, x.data(), rows, n);
+    const double u = std::ldexp(1.0, -24), split = pairs ? std::ldexp(1.0, -16) : 0.0;
+    const int64_t group = t == T::kQ6_K ? 16 : 32;
+    std::vector<float> w;
+    std::vector<double> mag;
+    for (int64_t c = 0; c < n; ++c) {
+      Reference(t, blocks, c, k, &w, &mag);
+      for (int64_t m = 0; m < rows; ++m) {
+        double exact = 0, bound = 0, plain = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const double xv = x[m * k + i];
+          exact += xv * w[i];
+          bound += std::fabs(xv) * mag[i];
+          plain += std::fabs(xv * w[i]);
+        }
+        const double tol =
+            ((k + group + 3) * u + split) * bound + u * plain + std::ldexp(1.0, -140);
+        ASSERT_NEAR(all[m * n + c], exact, tol) << "m " << m << " c " << c;
       }
-      const double tol = ((k + group + 3) * u + split) * bound + u * plain + std::ldexp(1.0, -140);
-      ASSERT_NEAR(all[m * n + c], exact, tol) << Name(t) << " m " << m << " c " << c;
     }
+    // Each row alone (registers), and the batch under a split at an odd place, bit for bit.
+    for (int64_t m = 0; m < rows; ++m) {
+      const std::vector<float> one = RunPanels(p, x.data() + m * k, 1, 16);
+      ASSERT_EQ(std::memcmp(one.data(), all.data() + m * n, n * 4), 0) << "row " << m;
+    }
+    EXPECT_EQ(RunPanels(p, x.data(), rows, 7), all);
+    // The panels hold every scale and code: the blocks can go.
+    std::fill(src.begin(), src.end(), 0xEE);
+    EXPECT_EQ(RunPanels(p, x.data(), rows, n), all);
   }
-  // Each row alone (registers), and the batch under a split at an odd place, bit for bit.
-  for (int64_t m = 0; m < rows; ++m) {
-    const std::vector<float> one = RunPanels(t, p, x.data() + m * k, 1, 16);
-    ASSERT_EQ(std::memcmp(one.data(), all.data() + m * n, n * 4), 0) << "row " << m;
-  }
-  EXPECT_EQ(RunPanels(t, p, x.data(), rows, 7), all);
-  // The panels hold every scale and code: the blocks can go.
-  std::fill(blocks.begin(), blocks.end(), 0xEE);
-  EXPECT_EQ(RunPanels(t, p, x.data(), rows, n), all);
 }
 
 TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeHeadersOfScalesAlone) {

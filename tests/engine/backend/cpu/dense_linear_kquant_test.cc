@@ -1,10 +1,11 @@
 // DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
 // load: GGUF Q4_1, Q5_0, Q5_1, Q5_K and Q6_K under int8 activations (the 16-column VNNI tiles)
-// against the same layer with f32 activations (the dequantizing reference path), within the int8
-// activation rounding; f16 weights (the AVX-512 panels) against a double sum of the f16 values.
-// The same GGUF types with f32 activations on the quantized panels, against a double sum of the
-// reference's weights. Each is batch-invariant through Forward (a row alone = the same row among 7, bit for bit, on a
-// 2-thread pool), and Describe names the kernel.
+// against the same layer with f32 activations (the quantized panels on AVX-512, FastMatmul's
+// decoders elsewhere), within the int8 activation rounding; f16 weights (the AVX-512 panels)
+// against a double sum of the f16 values. The same GGUF types with f32 activations on the
+// quantized panels, against a double sum of the reference's weights. Each is batch-invariant
+// through Forward (a row alone = the same row among 7, bit for bit, on a 2-thread pool), and
+// Describe names the kernel.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -95,8 +96,9 @@ TEST_P(DenseLinearKQuantTest, Int8TilesFollowTheReferenceAndAreBatchInvariant) {
 }
 
 // f32 activations on AVX-512: the quantized panels (ggml_quant_panels.h), within their bound of
-// a double sum of the reference's weights (K + G + 3 roundings of u, no split for byte codes), a
-// row alone equal to the same row in a batch.
+// a double sum of the reference's weights ((K + G + 3)·u with G ≤ 64, and the hi + lo split's
+// 2^-16, per |x|·|s|·(|q − c| + |z − c|); the weight at the centre code lies within its group's
+// codes' weights, so |s|·|z − c| ≤ max|w|), a row alone equal to the same row in a batch.
 TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
   if (!kernels::cpu::fast::QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
   std::mt19937 rng(static_cast<uint32_t>(GetParam()) + 1);
@@ -125,7 +127,8 @@ TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
         sum += double(x[m * kK + i]) * w[i];
         mag += std::abs(x[m * kK + i]) * (std::abs(w[i]) + 2 * top);
       }
-      ASSERT_NEAR(y[m * kN + n], sum, (kK + 64 + 3) * 0x1p-24 * mag + 0x1p-16 * mag) << m << " " << n;
+      ASSERT_NEAR(y[m * kN + n], sum, (kK + 64 + 3) * 0x1p-24 * mag + 0x1p-16 * mag)
+          << m << " " << n;
     }
   }
   ExpectBatchInvariant(**l, x);
