@@ -254,11 +254,14 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
         "INT4_G128_PAIRS_BF16", "INT4_PC_PAIRS"}) {
     for (const Shape& s : gemm) {
       // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over
-      // to its decode-to-bf16 GEMM (kRegisterRows).
+      // to its decode-to-bf16 GEMM (kRegisterRows). The 4-bit pair panels also at 4 and 6 rows
+      // (a few concurrent sequences: the register path's 3-row tiles).
       const bool panels =
           std::string_view(f).starts_with("FP8") && std::string_view(f).ends_with("_PANEL");
-      for (int64_t m : {1, 16, 24, 32, 48, 64, 128}) {
-        if (panels || m == 1 || m == 16 || m == 128) {
+      const bool pairs = std::string_view(f).find("_PAIRS") != std::string_view::npos;
+      for (int64_t m : {1, 4, 6, 16, 24, 32, 48, 64, 128}) {
+        if ((pairs && (m == 4 || m == 6)) || (panels && m > 1 && m != 4 && m != 6) || m == 1 ||
+            m == 16 || m == 128) {
           Register("BM_QuantMatmul", BM_QuantMatmul, f, s, m);
         }
       }
