@@ -21,31 +21,33 @@ float Half(const uint8_t* p) {
   return numeric::HalfToFloat(h);
 }
 
-// How a type sits on the panels: its code form, values per group, the codes' centre and whether
-// every zero point is that centre.
+// How a type sits on the panels: its code form, values per group, the codes' centre, whether
+// every zero point is that centre, and whether its scales are the blocks' f16 d themselves (f16
+// headers; the other types' products d·sc are rarely f16 values, so they keep f32 headers).
 struct Mapping {
   QuantDecode decode;
   int64_t group;
   int centre;
   bool symmetric;
+  bool half = false;
 };
 
 Mapping MappingOf(GgmlBlockType type) {
   switch (type) {
     case GgmlBlockType::kQ4_0:
-      return {QuantDecode::kInt4, 32, 8, true};
+      return {QuantDecode::kInt4, 32, 8, true, true};
     case GgmlBlockType::kQ4_1:
     case GgmlBlockType::kQ4_K:
       return {QuantDecode::kInt4, 32, 8, false};
     case GgmlBlockType::kQ5_0:
-      return {QuantDecode::kInt8, 32, 16, true};
+      return {QuantDecode::kInt8, 32, 16, true, true};
     case GgmlBlockType::kQ5_1:
     case GgmlBlockType::kQ5_K:
       return {QuantDecode::kInt8, 32, 16, false};
     case GgmlBlockType::kQ6_K:
       return {QuantDecode::kInt8, 16, 32, true};
     case GgmlBlockType::kQ8_0:
-      return {QuantDecode::kInt8, 32, 128, true};
+      return {QuantDecode::kInt8, 32, 128, true, true};
     case GgmlBlockType::kMxfp4:
       return {QuantDecode::kMxfp4, 32, 0, false};
   }
@@ -201,6 +203,7 @@ FastQuantWeights Described(const Mapping& m, int64_t n, int64_t k, bool pairs) {
   w.scale_k = m.group;
   w.scale_row_stride = k / m.group;
   w.symmetric_panels = m.decode != QuantDecode::kMxfp4 && m.symmetric;
+  w.half_panel_headers = m.half;
   w.pair_panels = pairs;
   return w;
 }
@@ -237,7 +240,7 @@ FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks
   const Mapping m = MappingOf(type);
   if (GgmlQuantPanelForm(type) != QuantPanelForm::kBf16Pairs) form = QuantPanelForm::kF32;
   const int64_t panel_bytes = GgmlQuantPanelsBytes(type, panels::kCols, k);
-  const internal::QuantPanelCoding coding{m.centre, m.symmetric};
+  const internal::QuantPanelCoding coding{m.centre, m.symmetric, m.half};
   auto repack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       const int64_t c0 = p * panels::kCols, cols = std::min<int64_t>(panels::kCols, n - c0);

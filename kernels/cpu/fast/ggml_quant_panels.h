@@ -19,9 +19,10 @@
 //   Q8_0   byte codes q + 128 (centre 128), s = d, symmetric
 //   MXFP4  E2M1 codes and the block's E8M0 byte (ggml's doubled values times its halved scale are
 //          the same numbers)
-// Symmetric types keep headers of scales alone (quant_panel_matmul.h: 5, 9 and 10 bits per
-// weight for Q4_0, Q8_0 and Q6_K against the file's 4.5, 8.5 and 6.56; the affine ones 6 for Q4_1
-// and Q4_K (5 and 4.5 in the file), 10 for Q5_1 and Q5_K). Where the CPU has AVX-512 BF16 every
+// Symmetric types keep headers of scales alone, as f16 where the scale is the block's d
+// (quant_panel_matmul.h): Q4_0 and Q8_0 stream exactly the file's 4.5 and 8.5 bits per weight,
+// Q5_0 8.5 (5.5 in the file), Q6_K 10 (6.56); the affine types 6 for Q4_1 and Q4_K (5 and 4.5 in
+// the file), 10 for Q5_1 and Q5_K. Where the CPU has AVX-512 BF16 every
 // type but Q8_0 takes the bf16-pair form (4-bit codes, and the 5- and 6-bit byte codes), Q8_0's
 // 8-bit codes the f32 form.
 //

@@ -8,10 +8,22 @@
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
 
 namespace internal {
+
+namespace {
+
+// 16 scales, and 16 centred zero points unless symmetric, as f32 or f16.
+int64_t IntegerHeadBytes(const FastQuantWeights& w) {
+  return (w.symmetric_panels ? 16 : 32) * (w.half_panel_headers ? 2 : 4);
+}
+
+bool ExactInHalf(float v) { return numeric::HalfToFloat(numeric::FloatToHalf(v)) == v; }
+
+}  // namespace
 
 QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w) {
   switch (w.decode) {
@@ -20,9 +32,9 @@ QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w) {
     case QuantDecode::kNvfp4:
       return {16, 16, 4};
     case QuantDecode::kInt8:  // one group per row when scale_k >= k
-      return {std::min(w.scale_k, w.k), w.symmetric_panels ? 64 : 128, 8};
+      return {std::min(w.scale_k, w.k), IntegerHeadBytes(w), 8};
     default:
-      return {w.scale_k, w.symmetric_panels ? 64 : 128, 4};
+      return {w.scale_k, IntegerHeadBytes(w), 4};
   }
 }
 
@@ -42,6 +54,10 @@ QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w) {
     const int64_t groups = w.n * w.scale_row_stride;
     coding.symmetric =
         std::all_of(w.zeros, w.zeros + groups, [centre](float z) { return z == centre; });
+    coding.half = std::all_of(w.scales, w.scales + groups, ExactInHalf) &&
+                  (coding.symmetric ||
+                   std::all_of(w.zeros, w.zeros + groups,
+                               [centre](float z) { return ExactInHalf(z - centre); }));
   }
   return coding;
 }
@@ -115,7 +131,9 @@ bool QuantPanelPairsSupported(const FastQuantWeights& w) {
 
 int64_t QuantPanelsBytes(const FastQuantWeights& w) {
   FastQuantWeights as = w;
-  as.symmetric_panels = internal::QuantPanelCodingOf(w).symmetric;
+  const internal::QuantPanelCoding coding = internal::QuantPanelCodingOf(w);
+  as.symmetric_panels = coding.symmetric;
+  as.half_panel_headers = coding.half;
   const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(as);
   return panels::Count(w.n) * (w.k / geo.group) * geo.GroupBytes();
 }
@@ -132,6 +150,7 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
   out.q = dst;
   const bool fp4 = w.decode == QuantDecode::kMxfp4 || w.decode == QuantDecode::kNvfp4;
   out.symmetric_panels = !fp4 && coding.symmetric;
+  out.half_panel_headers = !fp4 && coding.half;
   const QuantPanelGeometry geo = QuantPanelGeometryOf(out);
   const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
   const bool bytes = w.decode == QuantDecode::kInt8;
@@ -148,12 +167,24 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
         uint8_t* head = panel + g * gb;
         if (fp4) {
           head[c] = w.block_scales[col * groups + g];
-        } else if (out.symmetric_panels) {
-          std::memcpy(head + 4 * c, &w.scales[col * groups + g], 4);
         } else {
-          const float centred = w.zeros[col * groups + g] - static_cast<float>(centre);
-          std::memcpy(head + 4 * c, &centred, 4);
-          std::memcpy(head + 64 + 4 * c, &w.scales[col * groups + g], 4);
+          // [centred zero points,] scales: 16 of each, f32 or (exactly) f16.
+          const float scale = w.scales[col * groups + g];
+          const int width = out.half_panel_headers ? 2 : 4;
+          auto put = [&](uint8_t* at, float v) {
+            if (out.half_panel_headers) {
+              const uint16_t h = numeric::FloatToHalf(v);
+              std::memcpy(at, &h, 2);
+            } else {
+              std::memcpy(at, &v, 4);
+            }
+          };
+          if (out.symmetric_panels) {
+            put(head + width * c, scale);
+          } else {
+            put(head + width * c, w.zeros[col * groups + g] - static_cast<float>(centre));
+            put(head + 16 * width + width * c, scale);
+          }
         }
         // Chunk t's lane c: the row's 4 bytes of codes from k = (32 / bits) · t of the group.
         const int64_t row_bytes = w.k * geo.bits / 8, group_bytes = geo.group * geo.bits / 8;

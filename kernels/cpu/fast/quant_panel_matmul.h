@@ -20,7 +20,10 @@
 // as signed bytes. Integer headers are the 16 columns' centred zero points z − c (16 f32; c = 8
 // for INT4) and their scales (16 f32), or the scales alone where every zero point of the layer is
 // c (symmetric_panels: GPTQ sym=True, GGUF Q4_0 / Q8_0 / Q6_K; 64 bytes fewer per group of 16
-// columns, 5-12% of the stream at G = 128 to 32); FP4's are the 16 columns' scale bytes. The
+// columns, 5-12% of the stream at G = 128 to 32), each value as f16 where every one of the
+// layer's is exactly an f16 (half_panel_headers: GPTQ / AWQ f16 scales and integer zero points,
+// compressed-tensors' bf16 scales in f16's range, GGUF Q4_0 / Q5_0 / Q8_0's d; half the header
+// bytes, and the same values); FP4's are the 16 columns' scale bytes. The
 // scales sit next to their codes, so each panel is one sequential stream. Columns past N are zero bytes (their
 // lanes are never stored).
 //
@@ -148,15 +151,18 @@ struct QuantPanelGeometry {
   int64_t group, head, bits;
   int64_t GroupBytes() const { return head + group * 2 * bits; }
 };
-// Of panels that hold `w` (its symmetric_panels says which integer header).
+// Of panels that hold `w` (its symmetric_panels and half_panel_headers say which integer
+// header).
 QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w);
 
 // How a layer's integer codes sit in its panels: minus `centre` (INT4: 8; byte codes:
 // 2^(bits − 1) for the bit length of the layer's largest code), and `symmetric` when every zero
-// point equals the centre (headers of 16 scales alone; the folds subtract nothing).
+// point equals the centre (headers of 16 scales alone; the folds subtract nothing), and `half`
+// when every scale and centred zero point is exactly an f16 (headers of f16 values).
 struct QuantPanelCoding {
   int centre = 8;
   bool symmetric = false;
+  bool half = false;
 };
 QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w);
 

@@ -7,7 +7,8 @@
 //  * a row alone and among 9 rows bit-identical, under a column split at an odd place;
 //  * the panels hold everything: the blocks overwritten after the repack change nothing;
 //  * affine blocks and sub-blocks with a zero scale (weights of their offset alone) included;
-//  * the symmetric types take the short headers (bytes), and the blocks the panels cannot hold
+//  * the symmetric types take headers of scales alone (f16 where they are the blocks' d: Q4_0 and
+//    Q8_0 panels are the file's size), and the blocks the panels cannot hold
 //    (a non-finite affine scale or offset, MXFP4's 0xFF) are refused.
 #include "kernels/cpu/fast/ggml_quant_panels.h"
 
@@ -193,14 +194,17 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
   }
 }
 
-TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeHeadersOfScalesAlone) {
+TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
   const T t = GetParam();
   const int64_t n = 20, k = 512, groups = k / (t == T::kQ6_K ? 16 : 32);
   const bool bytes = t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ5_K || t == T::kQ6_K ||
                      t == T::kQ8_0;
   const int64_t group = t == T::kQ6_K ? 16 : 32;
   const int64_t codes = bytes ? 16 * group : 8 * group;  // per group of 16 columns
-  const int64_t head = t == T::kMxfp4 ? 16 : Affine(t) ? 128 : 64;
+  // Q4_0 / Q5_0 / Q8_0: 16 f16 scales (the blocks' d); Q6_K: 16 f32 scales (d·sc); affine: 16
+  // f32 zero points and scales; MXFP4: 16 scale bytes.
+  const bool half = t == T::kQ4_0 || t == T::kQ5_0 || t == T::kQ8_0;
+  const int64_t head = t == T::kMxfp4 ? 16 : Affine(t) ? 128 : half ? 32 : 64;
   EXPECT_EQ(GgmlQuantPanelsBytes(t, n, k), 2 * groups * (head + codes)) << Name(t);
 }
 

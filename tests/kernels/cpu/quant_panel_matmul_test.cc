@@ -12,7 +12,8 @@
 //  * the split really carries each activation's low half (a case where hi alone is far off);
 //  * the repack puts each code, scale and zero point where the header says (byte codes of up to
 //    6 bits in the pair form too); NaN scale codes are refused;
-//  * layers whose zero points all sit at the centre store scales alone, with the same results.
+//  * layers whose zero points all sit at the centre store scales alone, and layers whose values
+//    are all f16 store f16 headers, with the same results.
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 
 #include <cmath>
@@ -482,6 +483,57 @@ TEST(QuantPanelLayoutTest, SymmetricLayersStoreScalesAlone) {
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kSplit);
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kBf16);
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt8, Form::kSplit);
+}
+
+// Scales and centred zero points that are all exactly f16 values (GPTQ / AWQ f16 scales, integer
+// zero points): headers of f16 values, half the header bytes, outputs bit-identical to the same
+// layer with f32 headers; symmetric too. One scale off the f16 grid keeps f32 headers.
+TEST(QuantPanelLayoutTest, HalfHeadersWhereEveryValueIsAnF16) {
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  const int64_t n = 37, k = 256, group = 64, groups = panels::Count(n) * (k / group);
+  std::vector<Form> forms = {Form::kF32};
+  if (QuantPanelPairsAvailable()) forms.push_back(Form::kSplit);
+  for (const Form form : forms) {
+    for (const bool symmetric : {false, true}) {
+      SCOPED_TRACE(Name(form) + (symmetric ? " symmetric" : ""));
+      Layer l = Make(QuantDecode::kInt4, n, k, group, 23, form);
+      for (auto& v : l.scales) v = numeric::HalfToFloat(numeric::FloatToHalf(v));
+      for (auto& z : l.zeros) z = symmetric ? 8.0f : std::round(z);
+      Repack(l);
+      ASSERT_TRUE(l.w.half_panel_headers);
+      ASSERT_EQ(l.w.symmetric_panels, symmetric);
+      const int64_t head = symmetric ? 32 : 64;
+      FastQuantWeights src = l.w;
+      src.q = l.q.data();
+      ASSERT_EQ(QuantPanelsBytes(src), groups * (head + 512));
+      // Lane c of the first group's header: column c's centred zero point, then its scale.
+      uint16_t h;
+      std::memcpy(&h, l.panels.get() + 2 * 5, 2);
+      EXPECT_EQ(numeric::HalfToFloat(h), symmetric ? l.scales[5 * (k / group)]
+                                                   : l.zeros[5 * (k / group)] - 8.0f);
+      Layer f32 = Make(QuantDecode::kInt4, n, k, group, 23, form);
+      f32.scales = l.scales;
+      f32.zeros = l.zeros;
+      f32.panels = hwy::AllocateAligned<uint8_t>(groups * (2 * head + 512));
+      FastQuantWeights f32_src = src;
+      f32_src.scales = f32.scales.data();
+      f32_src.zeros = f32.zeros.data();
+      f32.w = internal::RepackQuantPanelsAs(
+          f32_src, f32.panels.get(),
+          form == Form::kF32 ? QuantPanelForm::kF32 : QuantPanelForm::kBf16Pairs,
+          internal::QuantPanelCoding{8, symmetric, false});
+      ASSERT_FALSE(f32.w.half_panel_headers);
+      const std::vector<float> x = Activations(9, k, 6);
+      for (const int64_t rows : {1, 9}) {
+        EXPECT_EQ(RunPanels(l, x.data(), rows, n, true), RunPanels(f32, x.data(), rows, n, true))
+            << rows << " rows";
+      }
+      // One scale off the f16 grid: f32 headers.
+      l.scales[3] = std::nextafter(l.scales[3], 1.0f);
+      Repack(l);
+      EXPECT_FALSE(l.w.half_panel_headers);
+    }
+  }
 }
 
 TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {
