@@ -67,6 +67,11 @@ struct FastQuantWeights {
   bool symmetric_panels = false;
   bool half_panel_headers = false;
   bool pair_panels = false;
+  // K-quant panels (ggml_quant_panels.h, GGUF Q4_K / Q5_K): groups of 32 with the block's 6-bit
+  // scale and min bytes, and the super-block's f16 d and dmin before every 8 groups; codes stored
+  // minus panel_centre.
+  bool kquant_panel_headers = false;
+  int panel_centre = 8;
   // Epilogue (W8A8 / W4A4): y = row_scale[m * row_scale_stride] ·
   // (col_scale[n * col_scale_stride] · acc); col_scale may be null, row_scale null means none.
   const float* row_scale = nullptr;

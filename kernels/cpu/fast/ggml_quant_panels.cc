@@ -30,6 +30,7 @@ struct Mapping {
   int centre;
   bool symmetric;
   bool half = false;
+  bool kquant = false;  // K-quant panels: the blocks' own 6-bit scales and mins, f16 d and dmin
 };
 
 Mapping MappingOf(GgmlBlockType type) {
@@ -37,13 +38,15 @@ Mapping MappingOf(GgmlBlockType type) {
     case GgmlBlockType::kQ4_0:
       return {QuantDecode::kInt4, 32, 8, true, true};
     case GgmlBlockType::kQ4_1:
-    case GgmlBlockType::kQ4_K:
       return {QuantDecode::kInt4, 32, 8, false};
+    case GgmlBlockType::kQ4_K:
+      return {QuantDecode::kInt4, 32, 8, false, false, true};
     case GgmlBlockType::kQ5_0:
       return {QuantDecode::kInt8, 32, 16, true, true};
     case GgmlBlockType::kQ5_1:
-    case GgmlBlockType::kQ5_K:
       return {QuantDecode::kInt8, 32, 16, false};
+    case GgmlBlockType::kQ5_K:
+      return {QuantDecode::kInt8, 32, 16, false, false, true};
     case GgmlBlockType::kQ6_K:
       return {QuantDecode::kInt8, 16, 32, true};
     case GgmlBlockType::kQ8_0:
@@ -204,8 +207,44 @@ FastQuantWeights Described(const Mapping& m, int64_t n, int64_t k, bool pairs) {
   w.scale_row_stride = k / m.group;
   w.symmetric_panels = m.decode != QuantDecode::kMxfp4 && m.symmetric;
   w.half_panel_headers = m.half;
+  w.kquant_panel_headers = m.kquant;
+  w.panel_centre = m.centre;
   w.pair_panels = pairs;
   return w;
+}
+
+// Panel p of a Q4_K / Q5_K weight in the K-quant header form: per super-block its columns' f16 d
+// and dmin as the file has them, per group of 32 their 6-bit scale and min bytes and codes.
+void RepackKQuantPanel(GgmlBlockType type, const Mapping& m, const uint8_t* blocks, int64_t n,
+                       int64_t k, bool pairs, int64_t p, uint8_t* panel) {
+  const GgmlBlockInfo info = GetGgmlBlockInfo(type);
+  const int64_t nb = k / info.elements;
+  const internal::QuantPanelGeometry geo =
+      internal::QuantPanelGeometryOf(Described(m, n, k, pairs));
+  std::memset(panel, 0, geo.PanelBytes(k / m.group));
+  const bool bytes = m.decode == QuantDecode::kInt8;
+  for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < n; ++c) {
+    const uint8_t* row = blocks + (p * panels::kCols + c) * nb * info.bytes;
+    for (int64_t b = 0; b < nb; ++b) {
+      const uint8_t* block = row + b * info.bytes;
+      uint8_t* super = panel + b * geo.SuperBytes();
+      std::memcpy(super + 2 * c, block, 2);           // d
+      std::memcpy(super + 32 + 2 * c, block + 2, 2);  // dmin
+      for (int j = 0; j < 8; ++j) {
+        uint8_t* head = panel + geo.GroupOffset(b * 8 + j);
+        KQuantScaleMin(block + 4, j, &head[c], &head[16 + c]);
+        uint8_t codes[32], packed[16];
+        float scale, offset;
+        (type == GgmlBlockType::kQ4_K ? Q4KSubBlock : Q5KSubBlock)(block, j, &scale, &offset,
+                                                                   codes);
+        for (int i = 0; i < 16; ++i) {
+          packed[i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
+        }
+        internal::WriteCodeLanes(bytes ? codes : packed, bytes ? 32 : 16, bytes, pairs, m.centre,
+                                 c, head + geo.head);
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -231,7 +270,7 @@ int64_t GgmlQuantPanelsBytes(GgmlBlockType type, int64_t n, int64_t k) {
   const Mapping m = MappingOf(type);
   const internal::QuantPanelGeometry geo =
       internal::QuantPanelGeometryOf(Described(m, n, k, false));
-  return panels::Count(n) * (k / geo.group) * geo.GroupBytes();
+  return panels::Count(n) * geo.PanelBytes(k / geo.group);
 }
 
 FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks, int64_t n,
@@ -243,6 +282,11 @@ FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks
   const internal::QuantPanelCoding coding{m.centre, m.symmetric, m.half};
   auto repack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
+      if (m.kquant) {
+        RepackKQuantPanel(type, m, blocks, n, k, form == QuantPanelForm::kBf16Pairs, p,
+                          dst + p * panel_bytes);
+        continue;
+      }
       const int64_t c0 = p * panels::kCols, cols = std::min<int64_t>(panels::kCols, n - c0);
       const PanelColumns part(type, m, blocks, k, c0, cols);
       internal::RepackQuantPanelsAs(part.w, dst + p * panel_bytes, form, coding);

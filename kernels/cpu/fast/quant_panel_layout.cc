@@ -18,6 +18,7 @@ namespace {
 
 // 16 scales, and 16 centred zero points unless symmetric, as f32 or f16.
 int64_t IntegerHeadBytes(const FastQuantWeights& w) {
+  if (w.kquant_panel_headers) return 32;  // 16 scale bytes, 16 min bytes
   return (w.symmetric_panels ? 16 : 32) * (w.half_panel_headers ? 2 : 4);
 }
 
@@ -32,9 +33,10 @@ QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w) {
     case QuantDecode::kNvfp4:
       return {16, 16, 4};
     case QuantDecode::kInt8:  // one group per row when scale_k >= k
-      return {std::min(w.scale_k, w.k), IntegerHeadBytes(w), 8};
+      return {std::min(w.scale_k, w.k), IntegerHeadBytes(w), 8,
+              w.kquant_panel_headers ? 64 : 0};
     default:
-      return {w.scale_k, IntegerHeadBytes(w), 4};
+      return {w.scale_k, IntegerHeadBytes(w), 4, w.kquant_panel_headers ? 64 : 0};
   }
 }
 
@@ -135,7 +137,7 @@ int64_t QuantPanelsBytes(const FastQuantWeights& w) {
   as.symmetric_panels = coding.symmetric;
   as.half_panel_headers = coding.half;
   const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(as);
-  return panels::Count(w.n) * (w.k / geo.group) * geo.GroupBytes();
+  return panels::Count(w.n) * geo.PanelBytes(w.k / geo.group);
 }
 
 FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form) {
@@ -151,6 +153,8 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
   const bool fp4 = w.decode == QuantDecode::kMxfp4 || w.decode == QuantDecode::kNvfp4;
   out.symmetric_panels = !fp4 && coding.symmetric;
   out.half_panel_headers = !fp4 && coding.half;
+  out.kquant_panel_headers = false;
+  out.panel_centre = coding.centre;
   const QuantPanelGeometry geo = QuantPanelGeometryOf(out);
   const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
   const bool bytes = w.decode == QuantDecode::kInt8;
@@ -186,26 +190,31 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
             put(head + 16 * width + width * c, scale);
           }
         }
-        // Chunk t's lane c: the row's 4 bytes of codes from k = (32 / bits) · t of the group.
         const int64_t row_bytes = w.k * geo.bits / 8, group_bytes = geo.group * geo.bits / 8;
-        const uint8_t* codes = w.q + col * row_bytes + g * group_bytes;
-        for (int64_t t = 0; t < group_bytes / 4; ++t) {
-          uint8_t lane[4];
-          for (int b = 0; b < 4; ++b) {
-            lane[b] = bytes ? static_cast<uint8_t>(codes[4 * t + b] - centre) : codes[4 * t + b];
-          }
-          if (pairs && bytes) {  // k = 4t, 4t + 2 in the low half, 4t + 1, 4t + 3 in the high
-            std::swap(lane[1], lane[2]);
-          } else if (pairs) {
-            const uint32_t v = PairOrderLane(lane);
-            std::memcpy(lane, &v, 4);
-          }
-          std::memcpy(head + geo.head + t * 64 + 4 * c, lane, 4);
-        }
+        WriteCodeLanes(w.q + col * row_bytes + g * group_bytes, group_bytes, bytes, pairs, centre,
+                       c, head + geo.head);
       }
     }
   }
   return out;
+}
+
+void WriteCodeLanes(const uint8_t* row_codes, int64_t count, bool bytes, bool pairs, int centre,
+                    int64_t c, uint8_t* chunks) {
+  // Chunk t's lane c: the row's 4 bytes of codes from k = (32 / bits) · t of the group.
+  for (int64_t t = 0; t < count / 4; ++t) {
+    uint8_t lane[4];
+    for (int b = 0; b < 4; ++b) {
+      lane[b] = bytes ? static_cast<uint8_t>(row_codes[4 * t + b] - centre) : row_codes[4 * t + b];
+    }
+    if (pairs && bytes) {  // k = 4t, 4t + 2 in the low half, 4t + 1, 4t + 3 in the high
+      std::swap(lane[1], lane[2]);
+    } else if (pairs) {
+      const uint32_t v = PairOrderLane(lane);
+      std::memcpy(lane, &v, 4);
+    }
+    std::memcpy(chunks + t * 64 + 4 * c, lane, 4);
+  }
 }
 
 }  // namespace internal

@@ -156,6 +156,10 @@ HWY_INLINE __m512 DecodeCode(__m512i codes) {
 // exactly. A template parameter of the tiles: a branch on it (or a blend of both loads) changed
 // their register allocation, spilling an accumulator inside the K loop or leaving the group's
 // folds in memory (GGUF Q4_0 at M = 128 -13-20%).
+// Integer groups' header: f32 or f16 (centred zero points and) scales, or K-quant scale and min
+// bytes under super-block f16 d and dmin.
+enum class Header { kF32, kF16, kKQuant };
+
 template <bool kHalf>
 HWY_INLINE __m512 HeaderValues(const uint8_t* p) {
   if constexpr (kHalf) {
@@ -165,9 +169,17 @@ HWY_INLINE __m512 HeaderValues(const uint8_t* p) {
   }
 }
 
+// 16 unsigned header bytes (K-quant 6-bit scales or mins) as f32.
+HWY_INLINE __m512 ByteValues(const uint8_t* p) {
+  return _mm512_cvtepi32_ps(
+      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+}
+
 struct Job {
   const uint8_t* panels;  // the tile's first panel
   int64_t panel_bytes, group_bytes, head_bytes;
+  int64_t super_bytes, super_head;  // K-quant panels: a super-block, and its header
+  float centre;                     // K-quant panels: the codes' centre
   int64_t chunks;         // 64-byte code chunks per group (G / kCodesPerLane)
   int64_t g0, g1;         // the groups of this block
   const float* dec;       // decoded block: vector j · dec_panel + i (f32 form: block k i; pair
@@ -213,8 +225,14 @@ HWY_INLINE void PairMadd(const int32_t* hg, const int32_t* lg, const __m512i* w,
   }
 }
 
-// kHalf: integer codes' f16 headers (half_panel_headers).
-template <int MR, int NV, bool kDecoded, QuantDecode F, Acts A, bool kHalf>
+// Group g's offset in a panel (QuantPanelGeometry::GroupOffset).
+HWY_INLINE int64_t GroupAt(const Job& job, int64_t g) {
+  return job.super_head != 0 ? g / 8 * job.super_bytes + job.super_head + g % 8 * job.group_bytes
+                             : g * job.group_bytes;
+}
+
+// H: integer codes' header (the f32 header for FP4).
+template <int MR, int NV, bool kDecoded, QuantDecode F, Acts A, Header H>
 void GroupTile(const Job& job) {
   constexpr bool kPairs = A != Acts::kF32;
   if (job.first) {
@@ -235,7 +253,8 @@ void GroupTile(const Job& job) {
         for (int j = 0; j < NV; ++j) acc_b[i][j] = _mm512_setzero_ps();
       }
     }
-    const uint8_t* head = job.panels + g * job.group_bytes;
+    const uint8_t* head =
+        job.panels + (H == Header::kKQuant ? GroupAt(job, g) : g * job.group_bytes);
     // Per accumulator: k (or pairs of k) ascending, in both loop nests of each form.
     if constexpr (kPairs) {
       const int32_t* hg = job.hi + g * group / 2;
@@ -319,7 +338,15 @@ void GroupTile(const Job& job) {
     for (int j = 0; j < NV; ++j) {
       const uint8_t* hj = head + j * job.panel_bytes;
       __m512 s, zc = _mm512_setzero_ps();
-      if constexpr (IsInteger(F)) {
+      if constexpr (IsInteger(F) && H == Header::kKQuant) {
+        // s = d·sc and o = dmin·m exactly (11-bit by 6-bit products); zc here is the weight at
+        // the centre code, s·c − o, so that w = s·(q − c) + zc.
+        const uint8_t* sb = job.panels + j * job.panel_bytes + g / 8 * job.super_bytes;
+        s = _mm512_mul_ps(HeaderValues<true>(sb), ByteValues(hj));
+        const __m512 o = _mm512_mul_ps(HeaderValues<true>(sb + 32), ByteValues(hj + 16));
+        zc = _mm512_fmsub_ps(_mm512_set1_ps(job.centre), s, o);
+      } else if constexpr (IsInteger(F)) {
+        constexpr bool kHalf = H == Header::kF16;
         if (job.symmetric) {
           s = HeaderValues<kHalf>(hj);
         } else {
@@ -334,10 +361,15 @@ void GroupTile(const Job& job) {
       for (int i = 0; i < MR; ++i) {
         __m512 c = acc[i][j];
         if constexpr (kPairs) c = _mm512_add_ps(c, acc_b[i][j]);
+        float* t = job.tot + (i * kTileVecs + j) * 16;
+        if constexpr (H == Header::kKQuant) {
+          const __m512 sum = _mm512_set1_ps(job.sums[i * job.sums_stride + g]);
+          _mm512_storeu_ps(t, _mm512_fmadd_ps(zc, sum, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t))));
+          continue;
+        }
         if (IsInteger(F) && !job.symmetric) {
           c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(job.sums[i * job.sums_stride + g]), c);
         }
-        float* t = job.tot + (i * kTileVecs + j) * 16;
         _mm512_storeu_ps(t, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t)));
       }
     }
@@ -357,41 +389,41 @@ void GroupTile(const Job& job) {
 
 using TileFn = void (*)(const Job&);
 
-template <int MR, bool kDecoded, QuantDecode F, Acts A, bool kHalf>
+template <int MR, bool kDecoded, QuantDecode F, Acts A, Header H>
 constexpr TileFn ForVecs(int nv) {
   switch (nv) {
     case 1:
-      return &GroupTile<MR, 1, kDecoded, F, A, kHalf>;
+      return &GroupTile<MR, 1, kDecoded, F, A, H>;
     case 2:
-      return &GroupTile<MR, 2, kDecoded, F, A, kHalf>;
+      return &GroupTile<MR, 2, kDecoded, F, A, H>;
     case 3:
-      return &GroupTile<MR, 3, kDecoded, F, A, kHalf>;
+      return &GroupTile<MR, 3, kDecoded, F, A, H>;
     default:
-      return &GroupTile<MR, 4, kDecoded, F, A, kHalf>;
+      return &GroupTile<MR, 4, kDecoded, F, A, H>;
   }
 }
 
-template <bool kDecoded, QuantDecode F, Acts A, bool kHalf>
+template <bool kDecoded, QuantDecode F, Acts A, Header H>
 TileFn PickTile(int mr, int nv) {
   static_assert(kTileRows == 6 && kTileVecs == 4 && kPairRows == 3, "PickTile: 6 (3) x 4 tiles");
   if constexpr (A != Acts::kF32) {  // tiles of kPairRows rows
-    return mr == 1   ? ForVecs<1, kDecoded, F, A, kHalf>(nv)
-           : mr == 2 ? ForVecs<2, kDecoded, F, A, kHalf>(nv)
-                     : ForVecs<3, kDecoded, F, A, kHalf>(nv);
+    return mr == 1   ? ForVecs<1, kDecoded, F, A, H>(nv)
+           : mr == 2 ? ForVecs<2, kDecoded, F, A, H>(nv)
+                     : ForVecs<3, kDecoded, F, A, H>(nv);
   } else {
     switch (mr) {
       case 1:
-        return ForVecs<1, kDecoded, F, A, kHalf>(nv);
+        return ForVecs<1, kDecoded, F, A, H>(nv);
       case 2:
-        return ForVecs<2, kDecoded, F, A, kHalf>(nv);
+        return ForVecs<2, kDecoded, F, A, H>(nv);
       case 3:
-        return ForVecs<3, kDecoded, F, A, kHalf>(nv);
+        return ForVecs<3, kDecoded, F, A, H>(nv);
       case 4:
-        return ForVecs<4, kDecoded, F, A, kHalf>(nv);
+        return ForVecs<4, kDecoded, F, A, H>(nv);
       case 5:
-        return ForVecs<5, kDecoded, F, A, kHalf>(nv);
+        return ForVecs<5, kDecoded, F, A, H>(nv);
       default:
-        return ForVecs<6, kDecoded, F, A, kHalf>(nv);
+        return ForVecs<6, kDecoded, F, A, H>(nv);
     }
   }
 }
@@ -403,7 +435,7 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
   const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int j = 0; j < nv; ++j) {
     for (int64_t g = job.g0; g < job.g1; ++g) {
-      const uint8_t* head = job.panels + j * job.panel_bytes + g * job.group_bytes;
+      const uint8_t* head = job.panels + j * job.panel_bytes + GroupAt(job, g);
       if constexpr (!IsInteger(F)) {
         _mm512_storeu_ps(dec_scales + (j * (job.g1 - job.g0) + (g - job.g0)) * 16,
                          GroupScales<F>(head));
@@ -453,7 +485,7 @@ void GroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* su
 
 // Either form: x (f32 form's activations, and the integer formats' group sums in both), hi / lo
 // (pair form: RoundActsToBf16's rows).
-template <QuantDecode F, Acts A, bool kHalf>
+template <QuantDecode F, Acts A, Header H>
 void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
          int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   constexpr bool kPairs = A != Acts::kF32;
@@ -485,7 +517,10 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
   Job job;
   job.group_bytes = geo.GroupBytes();
   job.head_bytes = geo.head;
-  job.panel_bytes = groups * job.group_bytes;
+  job.panel_bytes = geo.PanelBytes(groups);
+  job.super_bytes = geo.SuperBytes();
+  job.super_head = geo.super_head;
+  job.centre = static_cast<float>(w.panel_centre);
   job.chunks = group / kCodesPerLane<F>;
   job.dec = dec.get();
   job.dec_panel = block_vecs;
@@ -523,7 +558,7 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
         job.tot = tot.get() + m0 * kTileVecs * 16;
         job.y = y + m0 * w.n + col0;
         const TileFn tile =
-            decoded ? PickTile<true, F, A, kHalf>(mr, nv) : PickTile<false, F, A, kHalf>(mr, nv);
+            decoded ? PickTile<true, F, A, H>(mr, nv) : PickTile<false, F, A, H>(mr, nv);
         tile(job);
       }
     }
@@ -537,17 +572,25 @@ void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, con
   if (rows <= 0 || n_begin >= n_end) return;
   switch (w.decode) {
     case QuantDecode::kInt4:
+      if (w.kquant_panel_headers) {
+        return Run<QuantDecode::kInt4, A, Header::kKQuant>(w, x, hi, lo, rows, bias, y, n_begin,
+                                                          n_end);
+      }
       return w.half_panel_headers
-                 ? Run<QuantDecode::kInt4, A, true>(w, x, hi, lo, rows, bias, y, n_begin, n_end)
-                 : Run<QuantDecode::kInt4, A, false>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+                 ? Run<QuantDecode::kInt4, A, Header::kF16>(w, x, hi, lo, rows, bias, y, n_begin, n_end)
+                 : Run<QuantDecode::kInt4, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kInt8:
+      if (w.kquant_panel_headers) {
+        return Run<QuantDecode::kInt8, A, Header::kKQuant>(w, x, hi, lo, rows, bias, y, n_begin,
+                                                          n_end);
+      }
       return w.half_panel_headers
-                 ? Run<QuantDecode::kInt8, A, true>(w, x, hi, lo, rows, bias, y, n_begin, n_end)
-                 : Run<QuantDecode::kInt8, A, false>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+                 ? Run<QuantDecode::kInt8, A, Header::kF16>(w, x, hi, lo, rows, bias, y, n_begin, n_end)
+                 : Run<QuantDecode::kInt8, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kMxfp4:
-      return Run<QuantDecode::kMxfp4, A, false>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      return Run<QuantDecode::kMxfp4, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:
-      return Run<QuantDecode::kNvfp4, A, false>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      return Run<QuantDecode::kNvfp4, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     default:
       return;
   }

@@ -149,7 +149,21 @@ namespace internal {
 // and 16 scales, f32; FP4: the 16 columns' scale bytes).
 struct QuantPanelGeometry {
   int64_t group, head, bits;
+  // K-quant panels: the super-block header (16 f16 d, then 16 f16 dmin) before every
+  // kSuperGroups groups; 0 otherwise.
+  int64_t super_head = 0;
+  static constexpr int64_t kSuperGroups = 8;
   int64_t GroupBytes() const { return head + group * 2 * bits; }
+  int64_t SuperBytes() const { return super_head + kSuperGroups * GroupBytes(); }
+  // A panel of `groups` groups (K-quant: whole super-blocks), and group g's offset in it.
+  int64_t PanelBytes(int64_t groups) const {
+    return super_head != 0 ? groups / kSuperGroups * SuperBytes() : groups * GroupBytes();
+  }
+  int64_t GroupOffset(int64_t g) const {
+    return super_head != 0
+               ? g / kSuperGroups * SuperBytes() + super_head + g % kSuperGroups * GroupBytes()
+               : g * GroupBytes();
+  }
 };
 // Of panels that hold `w` (its symmetric_panels and half_panel_headers say which integer
 // header).
@@ -170,6 +184,12 @@ QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w);
 // part with the layer's one coding; byte codes minus the centre must fit a signed byte).
 FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form,
                                      QuantPanelCoding coding);
+
+// Lane c of a group's code chunks (`chunks`, 64 bytes apart) from the column's `count` bytes of
+// codes as the checkpoint row holds them (nibble pairs, or one code per byte), in the form's lane
+// order (byte codes minus `centre`).
+void WriteCodeLanes(const uint8_t* row_codes, int64_t count, bool bytes, bool pairs, int centre,
+                    int64_t c, uint8_t* chunks);
 
 }  // namespace internal
 

@@ -8,7 +8,8 @@
 //  * the panels hold everything: the blocks overwritten after the repack change nothing;
 //  * affine blocks and sub-blocks with a zero scale (weights of their offset alone) included;
 //  * the symmetric types take headers of scales alone (f16 where they are the blocks' d: Q4_0 and
-//    Q8_0 panels are the file's size), and the blocks the panels cannot hold
+//    Q8_0 panels are the file's size), Q4_K / Q5_K the blocks' own scale bytes (bytes per panel),
+//    and the blocks the panels cannot hold
 //    (a non-finite affine scale or offset, MXFP4's 0xFF) are refused.
 #include "kernels/cpu/fast/ggml_quant_panels.h"
 
@@ -201,10 +202,12 @@ TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
                      t == T::kQ8_0;
   const int64_t group = t == T::kQ6_K ? 16 : 32;
   const int64_t codes = bytes ? 16 * group : 8 * group;  // per group of 16 columns
-  // Q4_0 / Q5_0 / Q8_0: 16 f16 scales (the blocks' d); Q6_K: 16 f32 scales (d·sc); affine: 16
-  // f32 zero points and scales; MXFP4: 16 scale bytes.
+  // Q4_0 / Q5_0 / Q8_0: 16 f16 scales (the blocks' d); Q6_K: 16 f32 scales (d·sc); Q4_1 / Q5_1:
+  // 16 f32 zero points and scales; Q4_K / Q5_K: 16 scale and 16 min bytes, and per super-block
+  // (8 groups) 16 f16 d and 16 f16 dmin; MXFP4: 16 scale bytes.
   const bool half = t == T::kQ4_0 || t == T::kQ5_0 || t == T::kQ8_0;
-  const int64_t head = t == T::kMxfp4 ? 16 : Affine(t) ? 128 : half ? 32 : 64;
+  const bool kquant = t == T::kQ4_K || t == T::kQ5_K;
+  const int64_t head = t == T::kMxfp4 ? 16 : kquant ? 32 + 64 / 8 : Affine(t) ? 128 : half ? 32 : 64;
   EXPECT_EQ(GgmlQuantPanelsBytes(t, n, k), 2 * groups * (head + codes)) << Name(t);
 }
 
