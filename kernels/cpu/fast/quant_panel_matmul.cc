@@ -565,6 +565,19 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
   }
 }
 
+// Run for integer codes with w's header.
+template <QuantDecode F, Acts A>
+void RunInteger(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
+                int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  if (w.kquant_panel_headers) {
+    return Run<F, A, Header::kKQuant>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+  }
+  if (w.half_panel_headers) {
+    return Run<F, A, Header::kF16>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+  }
+  Run<F, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+}
+
 // Run for w's format.
 template <Acts A>
 void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
@@ -572,21 +585,9 @@ void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, con
   if (rows <= 0 || n_begin >= n_end) return;
   switch (w.decode) {
     case QuantDecode::kInt4:
-      if (w.kquant_panel_headers) {
-        return Run<QuantDecode::kInt4, A, Header::kKQuant>(w, x, hi, lo, rows, bias, y, n_begin,
-                                                          n_end);
-      }
-      return w.half_panel_headers
-                 ? Run<QuantDecode::kInt4, A, Header::kF16>(w, x, hi, lo, rows, bias, y, n_begin, n_end)
-                 : Run<QuantDecode::kInt4, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      return RunInteger<QuantDecode::kInt4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kInt8:
-      if (w.kquant_panel_headers) {
-        return Run<QuantDecode::kInt8, A, Header::kKQuant>(w, x, hi, lo, rows, bias, y, n_begin,
-                                                          n_end);
-      }
-      return w.half_panel_headers
-                 ? Run<QuantDecode::kInt8, A, Header::kF16>(w, x, hi, lo, rows, bias, y, n_begin, n_end)
-                 : Run<QuantDecode::kInt8, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      return RunInteger<QuantDecode::kInt8, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kMxfp4:
       return Run<QuantDecode::kMxfp4, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:

@@ -12,20 +12,22 @@
 // peak caps any exact-f32 kernel at 0.52-0.54x of oneDNN bf16 here).
 //
 // Layout (RepackQuantPanels, at load): panel p holds columns [16p, 16p + 16); for each group g
-// (INT4: w.scale_k codes, a multiple of 8; bytes: w.scale_k, or K for one group per row, a
-// multiple of 4; MXFP4: 32; NVFP4: 16) it stores a header, then chunks of 64 bytes, 32-bit lane c
-// of chunk t holding column c's next 32 bits of codes, lowest first: 4-bit codes 8t to 8t + 7
-// (the checkpoint row's bytes 4t to 4t + 3 of the group, as they are), or byte codes 4t to 4t + 3
-// minus the layer's centre c (2^(bits − 1) for the bit length of its largest code: 128 for INT8)
-// as signed bytes. Integer headers are the 16 columns' centred zero points z − c (16 f32; c = 8
-// for INT4) and their scales (16 f32), or the scales alone where every zero point of the layer is
-// c (symmetric_panels: GPTQ sym=True, GGUF Q4_0 / Q8_0 / Q6_K; 64 bytes fewer per group of 16
-// columns, 5-12% of the stream at G = 128 to 32), each value as f16 where every one of the
-// layer's is exactly an f16 (half_panel_headers: GPTQ / AWQ f16 scales and integer zero points,
-// compressed-tensors' bf16 scales in f16's range, GGUF Q4_0 / Q5_0 / Q8_0's d; half the header
-// bytes, and the same values); FP4's are the 16 columns' scale bytes. The
-// scales sit next to their codes, so each panel is one sequential stream. Columns past N are zero bytes (their
-// lanes are never stored).
+// (INT4: w.scale_k codes, a multiple of 8; bytes: w.scale_k, or K for one group per row, a multiple
+// of 4; MXFP4: 32; NVFP4: 16) it stores a header, then chunks of 64 bytes, 32-bit lane c of chunk t
+// holding column c's next 32 bits of codes, lowest first: 4-bit codes 8t to 8t + 7 (the checkpoint
+// row's bytes 4t to 4t + 3 of the group, as they are), or byte codes 4t to 4t + 3 minus the layer's
+// centre c (2^(bits − 1) for the bit length of its largest code: 128 for INT8) as signed bytes.
+// Integer headers are the 16 columns' centred zero points z − c (16 f32; c = 8 for INT4) and their
+// scales (16 f32), or the scales alone where every zero point of the layer is c (symmetric_panels:
+// GPTQ sym=True, GGUF Q4_0 / Q8_0 / Q6_K; 64 bytes fewer per group of 16 columns, 5-12% of the
+// stream at G = 128 to 32), each value as f16 where every one of the layer's is exactly an f16
+// (half_panel_headers: GPTQ / AWQ f16 scales and integer zero points, compressed-tensors' bf16
+// scales in f16's range, GGUF Q4_0 / Q5_0 / Q8_0's d; half the header bytes, and the same values),
+// or for GGUF Q4_K / Q5_K (kquant_panel_headers) the 16 columns' 6-bit scale and min bytes with
+// each super-block's f16 d and dmin ahead of its 8 groups (the fold forms s = d·sc and the centre
+// weight s·c − dmin·m: tot += s·a + (s·c − o)·Σx); FP4's are the 16 columns' scale bytes. The
+// scales sit next to their codes, so each panel is one sequential stream. Columns past N are zero
+// bytes (their lanes are never stored).
 //
 // Numerics and batch invariance: output (m, n) is one f32 lane. Per group, a = Σ x · v with FMA
 // in ascending k from +0, v the exact code value (integers q − c, FP4 e2m1); then the group folds
@@ -49,35 +51,34 @@
 // column split.
 //
 // The bf16-pair form (QuantPanelForm::kBf16Pairs; 4-bit codes and byte codes of up to 6 bits on
-// CPUs with AVX-512 BF16, the engine's default there): every 4-bit code value is exact in bf16 (INT4 q − 8, E2M1), so a
-// chunk lane stores column c's eight codes as two halves, k = 8t, 8t + 2, 8t + 4, 8t + 6 in bits
-// 0-15 and the odd k in bits 16-31, and one shift and one `vpermw` (a 32-entry table, doubled so
-// that the stray fifth index bit is ignored) give 16 columns' (w[2p], w[2p + 1]) bf16 pairs for
-// `vdpbf16ps`: per 32 weights a shift, a permute and one dot product per activation part, where
-// the f32 form takes two shifts, two permutes and two FMAs. Byte codes of at most 6 bits (INT3 /
-// INT2, GGUF Q5 and Q6_K: centre ≤ 32, so each stored code − c is a 6-bit two's complement
-// value) take it too: a lane holds k = 4t, 4t + 2 in its low half's two bytes and 4t + 1, 4t + 3
-// in the high half's, and `vpermt2w` over a 64-entry table (two registers) reads each word's low 6
-// bits, a shift of 8 giving the next pair: per 32 weights half a shift and one permute where the
-// f32 form takes eight shifts, four conversions and two FMAs (one thread from L3 at batch 1, GGUF
-// Q6_K: bench/README.md, fourteenth session). Activations come as RoundActsToBf16
-// (bf16_dot_matmul.h) writes them: the hi + lo split of exact f32 x (two `vdpbf16ps` per pair),
-// or hi alone for bf16 activations (--cpu_bf16_activations, x then holding bf16 values). Each
-// output keeps two partial sums per group, a and b (split: the hi and the lo products; bf16: the
-// even and the odd pairs), pairs ascending in each, and folds a + b as the f32 form folds its
-// sum; Σx (of x as passed, in f32) and the epilogue are the f32 form's. Rows come in tiles of 3
-// (2 · 3 · 4 accumulators), in registers up to 6 rows and over decoded blocks of bf16 pairs
-// beyond, in the same order, so batch invariance holds as in the f32 form. Bound: the f32 form's
-// with the split's activation error added, (2^-16 + (K + G + 2)·u)·Σ s·(|v| + |z − c|)·|x| (v
-// the code value; FP4: z − c = 0), plus 2^-126-scale terms for `vdpbf16ps` reading bf16
-// denormals (lo of tiny x) as zero and flushing denormal sums. As bf16_dot_matmul.h's split,
-// x must be finite and below 2^128·(1 − 2^-9) in magnitude (its bf16 rounding would overflow:
-// an infinite x gives NaN where the f32 form gives ±inf).
-// Why: one thread decoding from L3 at batch 1 ran INT4 g128 at 16 GB/s of weights in the f32
-// form, 26 with the split and 37 with bf16 activations (MXFP4, NVFP4: 14-15 -> 22-23); two
+// CPUs with AVX-512 BF16, the engine's default there): every 4-bit code value is exact in bf16
+// (INT4 q − 8, E2M1), so a chunk lane stores column c's eight codes as two halves, k = 8t, 8t + 2,
+// 8t + 4, 8t + 6 in bits 0-15 and the odd k in bits 16-31, and one shift and one `vpermw` (a
+// 32-entry table, doubled so that the stray fifth index bit is ignored) give 16 columns' (w[2p],
+// w[2p + 1]) bf16 pairs for `vdpbf16ps`: per 32 weights a shift, a permute and one dot product per
+// activation part, where the f32 form takes two shifts, two permutes and two FMAs. Byte codes of at
+// most 6 bits (INT3 / INT2, GGUF Q5 and Q6_K: centre ≤ 32, so each stored code − c is a 6-bit two's
+// complement value) take it too: a lane holds k = 4t, 4t + 2 in its low half's two bytes and 4t +
+// 1, 4t + 3 in the high half's, and `vpermt2w` over a 64-entry table (two registers) reads each
+// word's low 6 bits, a shift of 8 giving the next pair: per 32 weights half a shift and one permute
+// where the f32 form takes eight shifts, four conversions and two FMAs (one thread from L3 at batch
+// 1, GGUF Q6_K: bench/README.md, fourteenth session). Activations come as RoundActsToBf16
+// (bf16_dot_matmul.h) writes them: the hi + lo split of exact f32 x (two `vdpbf16ps` per pair), or
+// hi alone for bf16 activations (--cpu_bf16_activations, x then holding bf16 values). Each output
+// keeps two partial sums per group, a and b (split: the hi and the lo products; bf16: the even and
+// the odd pairs), pairs ascending in each, and folds a + b as the f32 form folds its sum; Σx (of x
+// as passed, in f32) and the epilogue are the f32 form's. Rows come in tiles of 3 (2 · 3 · 4
+// accumulators), in registers up to 6 rows and over decoded blocks of bf16 pairs beyond, in the
+// same order, so batch invariance holds as in the f32 form. Bound: the f32 form's with the split's
+// activation error added, (2^-16 + (K + G + 2)·u)·Σ s·(|v| + |z − c|)·|x| (v the code value; FP4: z
+// − c = 0), plus 2^-126-scale terms for `vdpbf16ps` reading bf16 denormals (lo of tiny x) as zero
+// and flushing denormal sums. As bf16_dot_matmul.h's split, x must be finite and below
+// 2^128·(1 − 2^-9) in magnitude (its bf16 rounding would overflow: an infinite x gives NaN where
+// the f32 form gives ±inf). Why: one thread decoding from L3 at batch 1 ran INT4 g128 at 16 GB/s of weights in
+// the f32 form, 26 with the split and 37 with bf16 activations (MXFP4, NVFP4: 14-15 -> 22-23); two
 // threads from DRAM 21-25 -> 26-29 GB/s; M = 128 the same with the split and 1.5x with bf16
-// activations (bench/README.md, thirteenth session). One partial sum per output (a chain of
-// 6-cycle `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
+// activations (bench/README.md, thirteenth session). One partial sum per output (a chain of 6-cycle
+// `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
 #ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 

@@ -207,7 +207,11 @@ TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
   // (8 groups) 16 f16 d and 16 f16 dmin; MXFP4: 16 scale bytes.
   const bool half = t == T::kQ4_0 || t == T::kQ5_0 || t == T::kQ8_0;
   const bool kquant = t == T::kQ4_K || t == T::kQ5_K;
-  const int64_t head = t == T::kMxfp4 ? 16 : kquant ? 32 + 64 / 8 : Affine(t) ? 128 : half ? 32 : 64;
+  const int64_t head = t == T::kMxfp4  ? 16
+                       : kquant        ? 32 + 64 / 8
+                       : Affine(t)     ? 128
+                       : half          ? 32
+                                       : 64;
   EXPECT_EQ(GgmlQuantPanelsBytes(t, n, k), 2 * groups * (head + codes)) << Name(t);
 }
 
