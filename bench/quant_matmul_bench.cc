@@ -155,9 +155,12 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     }
   }
   use(copies[0]);
-  if (panel || quant_panel) w.q = copies[0].panels.data();
-  w.symmetric_panels = repacked.symmetric_panels;
-  w.pair_panels = repacked.pair_panels;
+  if (quant_panel) {
+    repacked.q = copies[0].panels.data();
+    w = repacked;  // its header kind, centre and form
+  } else if (panel) {
+    w.q = copies[0].panels.data();
+  }
   if (quant_panel && !kf::QuantPanelSupported(w)) {
     state.SkipWithError("no AVX-512 on this CPU");
     return;

@@ -60,10 +60,11 @@ struct FastQuantWeights {
   int64_t scale_k = 0;
   const uint8_t* block_scales = nullptr;  // kNvfp4 / kMxfp4
   float alpha = 1.0f;                     // kNvfp4 global multiplier (1 for W4A4)
-  // Quant panels only (quant_panel_matmul.h; RepackQuantPanels sets these): every zero point sits
-  // at the codes' centre, so the panel headers hold the scales alone; the headers hold f16 values
-  // (every scale and centred zero point is one exactly); the panels are in the bf16-pair form
-  // (QuantPanelPairMatmul), not the f32 one (QuantPanelMatmul).
+  // Quant panels only (quant_panel_matmul.h; RepackQuantPanels sets these). symmetric_panels:
+  // every zero point sits at the codes' centre, so the headers hold the scales alone.
+  // half_panel_headers: every scale and centred zero point is exactly an f16, so the headers hold
+  // f16 values. pair_panels: the panels are in the bf16-pair form (QuantPanelPairMatmul), not the
+  // f32 one (QuantPanelMatmul).
   bool symmetric_panels = false;
   bool half_panel_headers = false;
   bool pair_panels = false;

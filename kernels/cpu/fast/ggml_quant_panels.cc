@@ -1,6 +1,7 @@
-// GGUF blocks to quant_panel_matmul.h's panels, one panel of 16 output columns at a time: each
-// column's codes, scales and zero points are unpacked from its blocks into a small FastQuantWeights
-// of the panel's columns, which the panels' own repack writes in place.
+// GGUF blocks to quant_panel_matmul.h's panels, one panel of 16 output columns at a time: Q4_K /
+// Q5_K written directly in the K-quant header form; every other type's codes, scales and zero
+// points unpacked from its blocks into a small FastQuantWeights of the panel's columns, which the
+// panels' own repack writes in place.
 #include "kernels/cpu/fast/ggml_quant_panels.h"
 
 #include <algorithm>
@@ -102,13 +103,7 @@ void UnpackBlock(GgmlBlockType type, const uint8_t* b, uint8_t* codes, float* sc
     }
     case GgmlBlockType::kQ4_K:
     case GgmlBlockType::kQ5_K:
-      for (int j = 0; j < 8; ++j) {
-        float offset;
-        (type == GgmlBlockType::kQ4_K ? Q4KSubBlock : Q5KSubBlock)(b, j, &scales[j], &offset,
-                                                                   codes + 32 * j);
-        offsets[j] = -offset;
-      }
-      return;
+      return;  // RepackKQuantPanel reads them
     case GgmlBlockType::kQ6_K:
       Q6KCodes(b, codes, scales);
       std::fill(offsets, offsets + 16, 0.0f);
@@ -161,10 +156,9 @@ struct PanelColumns {
     if (m.decode == QuantDecode::kMxfp4) {
       w.block_scales = scale_bytes.data();
     } else {
-      // Offsets to zero points: s·(q − z) = s·q + o for z = −o / s. A zero scale (llama.cpp's
-      // Q4_K quantizer rounds a sub-block's 6-bit scale to 0 where its spread is small beside its
-      // super-block's) makes every weight of the group o: codes c + 1 with s = o and z = c give
-      // exactly that.
+      // Offsets to zero points: s·(q − z) = s·q + o for z = −o / s. A zero scale (a Q4_1 / Q5_1
+      // block whose values are all equal) makes every weight of the group o: codes c + 1 with
+      // s = o and z = c give exactly that.
       zeros.resize(cols * groups);
       for (int64_t i = 0; i < cols * groups; ++i) {
         const float centre = static_cast<float>(m.centre);

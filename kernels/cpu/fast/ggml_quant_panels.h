@@ -12,10 +12,10 @@
 //   Q4_1   INT4 codes q, s = d, z = −m / d: w = d·q + m
 //   Q4_K   INT4 codes per sub-block of 32 under the K-quant header (kquant_panel_headers): the
 //          sub-block's 6-bit sc_j and m_j bytes, and per super-block its f16 d and dmin, so the
-//          kernel forms s = d·sc_j and o = dmin·m_j exactly: w = s·(q − 8) + (8s − o)
+//          kernel forms s = d·sc_j and o = dmin·m_j exactly: w = s·(q − c) + (c·s − o), c = 8
 //   Q5_0   byte codes 0-31 (centre 16), s = d, symmetric
 //   Q5_1   byte codes 0-31, s = d, z = −m / d
-//   Q5_K   byte codes 0-31 (centre 16) per sub-block, as Q4_K
+//   Q5_K   byte codes 0-31 per sub-block, as Q4_K with c = 16
 //   Q6_K   byte codes 0-63 (centre 32) per 16 values, s = d·sc (int8 sc, so s may be negative),
 //          symmetric
 //   Q8_0   byte codes q + 128 (centre 128), s = d, symmetric
@@ -23,9 +23,9 @@
 //          the same numbers)
 // Symmetric types keep headers of scales alone, as f16 where the scale is the block's d
 // (quant_panel_matmul.h): Q4_0 and Q8_0 stream exactly the file's 4.5 and 8.5 bits per weight,
-// Q5_0 8.5 (5.5 in the file), Q6_K 10 (6.56); Q4_K 4.75 (4.5), Q5_K 8.75 (5.5); Q4_1 6 (5), Q5_1
+// Q5_0 8.5 (5.5 in the file), Q6_K 10 (6.56); Q4_K 4.625 (4.5), Q5_K 8.625 (5.5); Q4_1 6 (5), Q5_1
 // 10 (6), with f32 zero points and scales. The K-quant header took Q4_K from 6 bits per weight
-// (f32 s and z per group) to 4.75: TinyLlama Q4_K_M batch-1 decode with exact activations
+// (f32 s and z per group) to 4.625: TinyLlama Q4_K_M batch-1 decode with exact activations
 // +6-22%, peak RSS 1059 -> 920 MiB (bench/README.md, fourteenth session). Where the CPU has
 // AVX-512 BF16 every
 // type but Q8_0 takes the bf16-pair form (4-bit codes, and the 5- and 6-bit byte codes), Q8_0's
@@ -34,7 +34,7 @@
 // Numerics: quant_panel_matmul.h's bound with v = q − c (in the pair form the exact f32
 // activations enter as their hi + lo bf16 split, which adds its 2^-16 term and turns an infinite
 // x into NaN, as for FP8 W8A16 and dense bf16) and, for Q4_1 / Q5_1, z = −o / s rounded to f32
-// (and z − c once more), for the K-quants 8s − o rounded once, which its (K + G + 2)·u·|z − c|
+// (and z − c once more), for the K-quants c·s − o rounded once, which its (K + G + 2)·u·|z − c|
 // term covers; the reference (DequantizeGgmlBlocks) rounds each weight once more, u·|w|. Batch
 // invariance as the panels'. A Q4_1 / Q5_1 block whose d is 0 (its weights all m) is stored as
 // codes c + 1 with s = m and z = c (K-quant sub-blocks with a zero scale need nothing: w = −o).

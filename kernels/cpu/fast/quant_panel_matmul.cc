@@ -152,14 +152,14 @@ HWY_INLINE __m512 DecodeCode(__m512i codes) {
   }
 }
 
-// 16 header values (an integer group's scales or centred zero points): f32, or f16 converted
-// exactly. A template parameter of the tiles: a branch on it (or a blend of both loads) changed
-// their register allocation, spilling an accumulator inside the K loop or leaving the group's
-// folds in memory (GGUF Q4_0 at M = 128 -13-20%).
 // Integer groups' header: f32 or f16 (centred zero points and) scales, or K-quant scale and min
-// bytes under super-block f16 d and dmin.
+// bytes under super-block f16 d and dmin. A template parameter of the tiles: a branch on it (or a
+// blend of both loads) changed their register allocation, spilling an accumulator inside the K
+// loop or leaving the group's folds in memory (GGUF Q4_0 at M = 128 -13-20%).
 enum class Header { kF32, kF16, kKQuant };
 
+// 16 header values (an integer group's scales or centred zero points): f32, or f16 converted
+// exactly.
 template <bool kHalf>
 HWY_INLINE __m512 HeaderValues(const uint8_t* p) {
   if constexpr (kHalf) {

@@ -113,17 +113,16 @@ bool QuantPanelSupported(const FastQuantWeights& w);
 // INT3 / INT2, GGUF Q5 / Q6_K).
 bool QuantPanelPairsSupported(const FastQuantWeights& w);
 
-// Bytes of the panels of `w` (its format, n, k, scale_k, and for integer codes whether the layer
-// is symmetric: a read of its zero points, and of byte codes for their centre); the same for both
-// forms.
+// Bytes of the panels of `w` (its format, n, k, scale_k, and for integer codes its coding: a read
+// of its zero points and scales, and of byte codes for their centre); the same for both forms.
 int64_t QuantPanelsBytes(const FastQuantWeights& w);
 
 // w (codes [n, k / 2] as nibble pairs, or [n, k] bytes; its scales, zero points or block scales)
 // repacked into `dst` (QuantPanelsBytes, 64-byte aligned) in `form` (kBf16Pairs requires
 // QuantPanelPairsSupported(w); byte codes above 6 bits, which have no pair form, are repacked in
 // the f32 form whatever `form` says): the returned weights' q points at the panels (which hold
-// the scales and zero points too), symmetric_panels and pair_panels say which headers and form
-// they got; everything else is w's.
+// the scales and zero points too), symmetric_panels, half_panel_headers, panel_centre and
+// pair_panels say which headers, centre and form they got; everything else is w's.
 FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst,
                                    QuantPanelForm form = QuantPanelForm::kF32);
 
@@ -146,8 +145,9 @@ void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint1
 namespace internal {
 
 // The group geometry of a format on the panels: G codes per group of `bits` each (4, or 8 for
-// byte codes), a header of `head` bytes before its chunks (integer codes: 16 centred zero points
-// and 16 scales, f32; FP4: the 16 columns' scale bytes).
+// byte codes), a header of `head` bytes before its chunks (integer codes: 16 centred zero points,
+// unless symmetric, and 16 scales, f32 or f16, or K-quant's 16 scale and 16 min bytes; FP4: the
+// 16 columns' scale bytes).
 struct QuantPanelGeometry {
   int64_t group, head, bits;
   // K-quant panels: the super-block header (16 f16 d, then 16 f16 dmin) before every

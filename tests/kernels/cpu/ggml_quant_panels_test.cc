@@ -189,6 +189,11 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
       ASSERT_EQ(std::memcmp(one.data(), all.data() + m * n, n * 4), 0) << "row " << m;
     }
     EXPECT_EQ(RunPanels(p, x.data(), rows, 7), all);
+    // 4 and 6 rows: the register path's 3-row tiles.
+    for (const int64_t r : {4, 6}) {
+      const std::vector<float> part = RunPanels(p, x.data(), r, 16);
+      ASSERT_EQ(std::memcmp(part.data(), all.data(), r * n * 4), 0) << r << " rows";
+    }
     // The panels hold every scale and code: the blocks can go.
     std::fill(src.begin(), src.end(), 0xEE);
     EXPECT_EQ(RunPanels(p, x.data(), rows, n), all);
