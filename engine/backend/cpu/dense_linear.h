@@ -8,8 +8,7 @@
 // the vdpbf16ps kernel, and f16 and f32 on AVX-512 into the 16-column K panels of
 // float_panel_matmul.h, and with f32 activations on AVX-512 every GGUF block type into the
 // quantized panels of kernels/cpu/fast/ggml_quant_panels.h. A repacked tensor's pages of the
-// checkpoint map are given back
-// (io::ReleaseMappedPages), so the weights are resident once.
+// checkpoint map are given back (io::ReleaseMappedPages), so the weights are resident once.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 #define TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
 

@@ -264,10 +264,10 @@ void QuantizedLinear::InitFast() {
   const bool fp4 = float_acts &&
                    (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4);
   // On AVX-512 BF16 the 4-bit codes (and byte codes of up to 6 bits: INT3 / INT2) take the
-  // panels' bf16-pair form: exact f32 activations as
-  // the hi + lo split (FP8 W8A16's and dense BF16's form), bf16 ones as hi alone; one thread
-  // decoding from L3 ran INT4 g128 at batch 1 1.6x the f32 form's rate with the split, 2.3x
-  // with bf16 activations (bench/README.md, thirteenth session).
+  // panels' bf16-pair form: exact f32 activations as the hi + lo split (FP8 W8A16's and dense
+  // BF16's form), bf16 ones as hi alone; one thread decoding from L3 ran INT4 g128 at batch 1
+  // 1.6x the f32 form's rate with the split, 2.3x with bf16 activations (bench/README.md,
+  // thirteenth session).
   if (fast_ok_ && (integer || fp4) && kf::QuantPanelSupported(fast_)) {
     quant_pairs_ = kf::QuantPanelPairsSupported(fast_);
     x16_ = kc::HugePageBuffer(kf::QuantPanelsBytes(fast_));

@@ -11,7 +11,7 @@
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 
 #include <algorithm>
-#include <bit>
+#include <bit>  // quant_panel_decode-inl.h: outside the AVX-512 region
 #include <cstring>
 #include <vector>
 
@@ -35,10 +35,22 @@ namespace tessera::kernels::cpu::fast {
 HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma")
 
 #include "kernels/cpu/fast/panel_gemm.h"
+#include "kernels/cpu/fast/quant_panel_decode-inl.h"
 
 namespace tessera::kernels::cpu::fast {
 
 namespace {
+
+using panel_decode::ByteValues;
+using panel_decode::DecodeCode;
+using panel_decode::GroupScales;
+using panel_decode::Header;
+using panel_decode::HeaderValues;
+using panel_decode::IsInteger;
+using panel_decode::kCodeBits;
+using panel_decode::kCodesPerLane;
+using panel_decode::kPairsPerChunk;
+using panel_decode::PairTable;
 
 // The shared panel tile shape, which ColumnSplitUnit (and so the engine's column split) follows.
 using panels::kTileRows;
@@ -49,131 +61,9 @@ using panels::kTileVecs;
 // L3 beyond K ≈ 4096 (8192).
 constexpr int64_t kBlockK = 512;
 
-// The format's code values, one per 4-bit index: INT4 q − 8, FP4 E2M1 (bit 3 the sign). Both
-// forms decode through these: f32 lanes (vpermps) or their bf16 bits (PairTable, vpermw).
-alignas(64) constexpr float kInt4Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1,
-                                               0,  1,  2,  3,  4,  5,  6,  7};
-alignas(64) constexpr float kE2m1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
-                                               4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
-                                               -2.0f, -3.0f, -4.0f, -6.0f};
-template <QuantDecode F>
-inline constexpr const float* kCodeValues = F == QuantDecode::kInt4 ? kInt4Values : kE2m1Values;
-
-template <QuantDecode F>
-HWY_INLINE __m512 CodeValues() {
-  return _mm512_load_ps(kCodeValues<F>);
-}
-
 // How a call's activations reach the tiles: f32 x on f32-form panels (FMA), or bf16 pairs
 // (RoundActsToBf16) on bf16-pair panels, the hi + lo split or hi alone.
 enum class Acts { kF32, kSplit, kBf16 };
-
-constexpr uint16_t Bf16Bits(float f) {
-  return static_cast<uint16_t>(std::bit_cast<uint32_t>(f) >> 16);
-}
-
-// The pair form's lookup of 16 columns' bf16 weight pairs from the index bits of each 16-bit
-// word. 4-bit codes: `vpermw` over 32 entries, entry i the code value of (i mod 16), so that the
-// fifth index bit (the next code's low bit after the shift) selects the same value. Byte codes of
-// at most 6 bits (stored minus their centre, at most 32, so in [−32, 31]): `vpermt2w` over 64
-// entries in two registers, entry i the 6-bit two's complement value of i; the byte's upper bits
-// (its sign extension, the next code) are ignored.
-template <QuantDecode F>
-struct PairTable {
-  static constexpr int kEntries = F == QuantDecode::kInt8 ? 64 : 32;
-  static constexpr auto Make() {
-    struct Words {
-      alignas(64) uint16_t v[64];
-    } t{};
-    for (int i = 0; i < kEntries; ++i) {
-      t.v[i] = F == QuantDecode::kInt8
-                   ? Bf16Bits(static_cast<float>(i < 32 ? i : i - 64))
-                   : Bf16Bits(kCodeValues<F>[i % 16]);
-    }
-    return t;
-  }
-  static constexpr auto kWords = Make();
-  __m512i a, b;
-  static HWY_INLINE PairTable Load() {
-    return {_mm512_load_si512(kWords.v), _mm512_load_si512(kWords.v + 32)};
-  }
-  HWY_INLINE __m512i Decode(__m512i codes) const {
-    if constexpr (F == QuantDecode::kInt8) return _mm512_permutex2var_epi16(a, codes, b);
-    return _mm512_permutexvar_epi16(codes, a);
-  }
-};
-
-// An FP4 group's 16 scales from its header bytes, exactly: UE4M3 as fast_quant_matmul.cc decodes
-// E4M3 (the byte sign-extended and shifted into an f32's fields, times 2^120; the NaN code is
-// excluded by QuantPanelSupported), E8M0 as 2^(e − 127) (e = 0 is the subnormal 2^-127).
-template <QuantDecode F>
-HWY_INLINE __m512 GroupScales(const uint8_t* head) {
-  const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(head));
-  if constexpr (F == QuantDecode::kNvfp4) {
-    const __m512i v = _mm512_slli_epi32(_mm512_cvtepi8_epi32(bytes), 20);
-    const __m512i bits = _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int32_t>(0x87F00000u)));
-    return _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(1.329227995784916e36f));
-  } else {
-    const __m512i e = _mm512_cvtepu8_epi32(bytes);
-    const __m512i bits = _mm512_mask_mov_epi32(_mm512_slli_epi32(e, 23),
-                                               _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
-                                               _mm512_set1_epi32(0x00400000));
-    return _mm512_castsi512_ps(bits);
-  }
-}
-
-// The code in bits 0-3 of each lane of `codes` (16 columns) as the format's code value:
-// `vpermps` reads only the low 4 bits of each index. Lane c of a chunk holds column c's eight
-// codes (k = 8t + i in bits 4i to 4i + 3), so shifting the chunk right by 4 after each code walks
-// k: one load and shifts per 128 weights, where 16-byte lines widened by `vpmovzxbd` took one
-// more shuffle per 32 (INT4 0-5%, FP4 5-10% slower at batch 1). Neither zero points nor scales
-// apply here: subtracting each column's zero point (INT4) or multiplying by its scale (FP4) per
-// weight cost 13-19% of the batch-1 rate (bench/README.md).
-// Byte codes (kInt8): lane c holds column c's four codes minus the centre as signed bytes; the
-// low byte, sign-extended in place, converts exactly, and each next code is 8 bits further.
-template <QuantDecode F>
-inline constexpr int kCodeBits = F == QuantDecode::kInt8 ? 8 : 4;
-template <QuantDecode F>
-inline constexpr int kCodesPerLane = 32 / kCodeBits<F>;
-// The pair form's pairs per 64-byte chunk: each 16-bit half of a lane holds kCodesPerLane / 2
-// codes of one parity, kCodeBits apart.
-template <QuantDecode F>
-inline constexpr int kPairsPerChunk = kCodesPerLane<F> / 2;
-inline constexpr bool IsInteger(QuantDecode f) {
-  return f == QuantDecode::kInt4 || f == QuantDecode::kInt8;
-}
-
-template <QuantDecode F>
-HWY_INLINE __m512 DecodeCode(__m512i codes) {
-  if constexpr (F == QuantDecode::kInt8) {
-    return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(codes, 24), 24));
-  } else {
-    return _mm512_permutexvar_ps(codes, CodeValues<F>());
-  }
-}
-
-// Integer groups' header: f32 or f16 (centred zero points and) scales, or K-quant scale and min
-// bytes under super-block f16 d and dmin. A template parameter of the tiles: a branch on it (or a
-// blend of both loads) changed their register allocation, spilling an accumulator inside the K
-// loop or leaving the group's folds in memory (GGUF Q4_0 at M = 128 -13-20%).
-enum class Header { kF32, kF16, kKQuant };
-
-// 16 header values (an integer group's scales or centred zero points): f32, or f16 converted
-// exactly.
-template <bool kHalf>
-HWY_INLINE __m512 HeaderValues(const uint8_t* p) {
-  if constexpr (kHalf) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  } else {
-    return _mm512_loadu_ps(reinterpret_cast<const float*>(p));
-  }
-}
-
-// 16 unsigned header bytes (K-quant 6-bit scales or mins) as f32.
-HWY_INLINE __m512 ByteValues(const uint8_t* p) {
-  return _mm512_cvtepi32_ps(
-      _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-}
 
 struct Job {
   const uint8_t* panels;  // the tile's first panel
