@@ -132,6 +132,21 @@ void DenseLinear::Forward(const float* x, int64_t rows, float* y) const {
   });
 }
 
+namespace {
+
+// fn(r0, r1) over [0, rows), split over the pool for batches: the per-row activation conversions
+// before a call's column split (each row's result depends on that row only).
+void ForRows(kernels::cpu::ThreadPool* pool, int64_t rows,
+             const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool != nullptr && rows > 1) {
+    pool->ParallelFor(rows, 1, fn);
+  } else {
+    fn(0, rows);
+  }
+}
+
+}  // namespace
+
 void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnSplit split) const {
   const int64_t n = out_features();
   const float* bias = bias_.empty() ? nullptr : bias_.data();
@@ -148,14 +163,9 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
       const int64_t stride = kf::Bf16DotActStride(k);
       uint16_t* hp = scratch.Alloc<uint16_t>(rows * stride);
       uint16_t* lp = scratch.Alloc<uint16_t>(rows * stride);
-      auto convert = [&](int64_t r0, int64_t r1) {
+      ForRows(pool_, rows, [&](int64_t r0, int64_t r1) {
         kf::RoundActsToBf16(x, k, r0, r1, hp, lp, nullptr);
-      };
-      if (pool_ != nullptr && rows > 1) {
-        pool_->ParallelFor(rows, 1, convert);
-      } else {
-        convert(0, rows);
-      }
+      });
       run = [=, this](int64_t b, int64_t e) {
         kf::QuantPanelPairMatmul(panels_, x, hp, lp, rows, bias, y, b, e);
       };
@@ -169,15 +179,9 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     float* sp = scratch.Alloc<float>(rows * blocks);
     // Q6_K scales half blocks: code sums per half (s2 the second halves').
     float* sp2 = kf::X16NeedsHalfSums(fast_.format) ? scratch.Alloc<float>(rows * blocks) : nullptr;
-    // Per-row quantization split over the pool: each row's codes depend on that row only.
-    auto quantize = [&](int64_t r0, int64_t r1) {
+    ForRows(pool_, rows, [&](int64_t r0, int64_t r1) {
       kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp, sp2);
-    };
-    if (pool_ != nullptr && rows > 1) {
-      pool_->ParallelFor(rows, 1, quantize);
-    } else {
-      quantize(0, rows);
-    }
+    });
     acts16 = {rows, qp, dp, sp};
     acts16.s2 = sp2;
     run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(fast_, acts16, bias, y, b, e); };
@@ -191,12 +195,8 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     uint16_t* hp = scratch.Alloc<uint16_t>(rows * stride);
     uint16_t* lp = split_acts ? scratch.Alloc<uint16_t>(rows * stride) : nullptr;
     float* rp = dot ? nullptr : scratch.Alloc<float>(rows * k);
-    auto convert = [&](int64_t r0, int64_t r1) { kf::RoundActsToBf16(x, k, r0, r1, hp, lp, rp); };
-    if (pool_ != nullptr && rows > 1) {
-      pool_->ParallelFor(rows, 1, convert);
-    } else {
-      convert(0, rows);
-    }
+    ForRows(pool_, rows,
+            [&](int64_t r0, int64_t r1) { kf::RoundActsToBf16(x, k, r0, r1, hp, lp, rp); });
     // By value: hp, lp and rp go out of scope before split runs.
     if (dot) {
       run = [=, this](int64_t b, int64_t e) {

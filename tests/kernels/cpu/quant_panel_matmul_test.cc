@@ -388,41 +388,31 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
       }
     }
   }
-  // Byte codes, groups of 4: the 128-byte header (zero points centred on 128, the largest code
-  // being 255), then one chunk whose lane c holds column c's four codes minus 128.
-  const Layer b8 = Make(QuantDecode::kInt8, 18, 8, 4, 5);
+  // Byte codes, groups of 4: the 128-byte header (zero points centred on the layer's centre),
+  // then one chunk whose lane c holds column c's four codes minus the centre, code i in byte
+  // slot[i].
   const int64_t b8_group = 128 + 64, b8_panel = 2 * b8_group;
-  ASSERT_EQ(QuantPanelsBytes(b8.w), 2 * b8_panel);
-  for (int64_t c = 0; c < 18; ++c) {
-    for (int64_t g = 0; g < 2; ++g) {
-      const uint8_t* head = b8.panels.get() + (c / 16) * b8_panel + g * b8_group;
-      float z;
-      std::memcpy(&z, head + 4 * (c % 16), 4);
-      EXPECT_EQ(z, b8.zeros[c * 2 + g] - 128.0f);
-      for (int64_t i = 0; i < 4; ++i) {
-        const int want = b8.codes[c * 8 + 4 * g + i] - 128;
-        EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + i]), want)
-            << c << " " << i;
+  auto expect_byte_layout = [&](const Layer& b, float centre, const int (&slot)[4]) {
+    ASSERT_EQ(QuantPanelsBytes(b.w), 2 * b8_panel);
+    for (int64_t c = 0; c < 18; ++c) {
+      for (int64_t g = 0; g < 2; ++g) {
+        const uint8_t* head = b.panels.get() + (c / 16) * b8_panel + g * b8_group;
+        float z;
+        std::memcpy(&z, head + 4 * (c % 16), 4);
+        EXPECT_EQ(z, b.zeros[c * 2 + g] - centre);
+        for (int64_t i = 0; i < 4; ++i) {
+          const int want = b.codes[c * 8 + 4 * g + i] - static_cast<int>(centre);
+          EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + slot[i]]), want)
+              << c << " " << i;
+        }
       }
     }
-  }
-  // Byte codes of 6 bits in the pair form: the same header (centre 32), and lane c holds column
-  // c's codes k = 0, 2 in its low half's bytes and k = 1, 3 in its high half's, minus 32.
-  const Layer b6 = Make(QuantDecode::kInt8, 18, 8, 4, 5, Form::kSplit);
-  ASSERT_EQ(QuantPanelsBytes(b6.w), 2 * b8_panel);
-  for (int64_t c = 0; c < 18; ++c) {
-    for (int64_t g = 0; g < 2; ++g) {
-      const uint8_t* head = b6.panels.get() + (c / 16) * b8_panel + g * b8_group;
-      float z;
-      std::memcpy(&z, head + 4 * (c % 16), 4);
-      EXPECT_EQ(z, b6.zeros[c * 2 + g] - 32.0f);
-      constexpr int kSlot[4] = {0, 2, 1, 3};  // byte of code i
-      for (int64_t i = 0; i < 4; ++i) {
-        const int want = b6.codes[c * 8 + 4 * g + i] - 32;
-        EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + kSlot[i]]), want) << c << " " << i;
-      }
-    }
-  }
+  };
+  // 8-bit codes (the largest 255: centre 128) in the f32 form, in order.
+  expect_byte_layout(Make(QuantDecode::kInt8, 18, 8, 4, 5), 128.0f, {0, 1, 2, 3});
+  // 6-bit codes (centre 32) in the pair form: k = 0, 2 in the low half's bytes, k = 1, 3 in the
+  // high half's.
+  expect_byte_layout(Make(QuantDecode::kInt8, 18, 8, 4, 5, Form::kSplit), 32.0f, {0, 2, 1, 3});
   // NVFP4: a 16-byte header of scale bytes per group of 16, then two chunks.
   const Layer nv = Make(QuantDecode::kNvfp4, 17, 32, 0, 4);
   const int64_t nv_group = 16 + 16 * 8, nv_panel = 2 * nv_group;
