@@ -224,8 +224,8 @@ void RepackKQuantPanel(GgmlBlockType type, const Mapping& m, const uint8_t* bloc
       uint8_t* super = panel + b * geo.SuperBytes();
       std::memcpy(super + 2 * c, block, 2);           // d
       std::memcpy(super + 32 + 2 * c, block + 2, 2);  // dmin
-      for (int j = 0; j < geo.kSuperGroups; ++j) {
-        uint8_t* head = panel + geo.GroupOffset(b * geo.kSuperGroups + j);
+      for (int j = 0; j < 8; ++j) {
+        uint8_t* head = panel + geo.GroupOffset(b * 8 + j);
         KQuantScaleMin(block + 4, j, &head[c], &head[16 + c]);
         uint8_t codes[32], packed[16];
         float scale, offset;

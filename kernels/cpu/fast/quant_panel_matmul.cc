@@ -68,7 +68,7 @@ enum class Acts { kF32, kSplit, kBf16 };
 struct Job {
   const uint8_t* panels;  // the tile's first panel
   int64_t panel_bytes, group_bytes, head_bytes;
-  internal::QuantPanelGeometry geo;  // the panels' groups (K-quant: and super-blocks)
+  int64_t super_bytes, super_head;  // K-quant panels: a super-block, and its header
   float centre;                     // K-quant panels: the codes' centre
   int64_t chunks;         // 64-byte code chunks per group (G / kCodesPerLane)
   int64_t g0, g1;         // the groups of this block
@@ -115,6 +115,14 @@ HWY_INLINE void PairMadd(const int32_t* hg, const int32_t* lg, const __m512i* w,
   }
 }
 
+// Group g's offset in a panel: QuantPanelGeometry::GroupOffset from the job's own fields (a
+// geometry held in the job, read through it, cost the K-quant tiles 15-20% at M = 128: their
+// register allocation moved again).
+HWY_INLINE int64_t GroupAt(const Job& job, int64_t g) {
+  return job.super_head != 0 ? g / 8 * job.super_bytes + job.super_head + g % 8 * job.group_bytes
+                             : g * job.group_bytes;
+}
+
 // H: integer codes' header (the f32 header for FP4).
 template <int MR, int NV, bool kDecoded, QuantDecode F, Acts A, Header H>
 void GroupTile(const Job& job) {
@@ -138,7 +146,7 @@ void GroupTile(const Job& job) {
       }
     }
     const uint8_t* head =
-        job.panels + (H == Header::kKQuant ? job.geo.GroupOffset(g) : g * job.group_bytes);
+        job.panels + (H == Header::kKQuant ? GroupAt(job, g) : g * job.group_bytes);
     // Per accumulator: k (or pairs of k) ascending, in both loop nests of each form.
     if constexpr (kPairs) {
       const int32_t* hg = job.hi + g * group / 2;
@@ -225,8 +233,7 @@ void GroupTile(const Job& job) {
       if constexpr (IsInteger(F) && H == Header::kKQuant) {
         // s = d·sc and o = dmin·m exactly (11-bit by 6-bit products); zc here is the weight at
         // the centre code, s·c − o, so that w = s·(q − c) + zc.
-        const uint8_t* sb =
-            job.panels + j * job.panel_bytes + g / job.geo.kSuperGroups * job.geo.SuperBytes();
+        const uint8_t* sb = job.panels + j * job.panel_bytes + g / 8 * job.super_bytes;
         s = _mm512_mul_ps(HeaderValues<true>(sb), ByteValues(hj));
         const __m512 o = _mm512_mul_ps(HeaderValues<true>(sb + 32), ByteValues(hj + 16));
         zc = _mm512_fmsub_ps(_mm512_set1_ps(job.centre), s, o);
@@ -320,7 +327,7 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
   const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int j = 0; j < nv; ++j) {
     for (int64_t g = job.g0; g < job.g1; ++g) {
-      const uint8_t* head = job.panels + j * job.panel_bytes + job.geo.GroupOffset(g);
+      const uint8_t* head = job.panels + j * job.panel_bytes + GroupAt(job, g);
       if constexpr (!IsInteger(F)) {
         _mm512_storeu_ps(dec_scales + (j * (job.g1 - job.g0) + (g - job.g0)) * 16,
                          GroupScales<F>(head));
@@ -403,7 +410,8 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
   job.group_bytes = geo.GroupBytes();
   job.head_bytes = geo.head;
   job.panel_bytes = geo.PanelBytes(groups);
-  job.geo = geo;
+  job.super_bytes = geo.SuperBytes();
+  job.super_head = geo.super_head;
   job.centre = static_cast<float>(w.panel_centre);
   job.chunks = group / kCodesPerLane<F>;
   job.dec = dec.get();
