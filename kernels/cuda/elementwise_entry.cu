@@ -2,6 +2,7 @@
 // generic (no arch cascade): they are memory-bound, and the sm_80 code is what every later arch
 // runs. Contraction into FMA is disabled where the CPU reference's rounding order matters
 // (__fmul_rn / __fadd_rn), so the residual stream does not drift from the CPU path.
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -38,10 +39,11 @@ __global__ void EmbeddingKernel(const void* __restrict__ table, bool bf16, int64
 // One row per block, kPer elements per thread held in registers between the two passes. With
 // `delta`, the row is x + delta (the residual add, rounded once as AddInPlace does), also stored
 // to `sum_out`: the decoder saves the add's launch per norm. The squares are summed in the loop
-// version's order: thread i adds elements i, i + 256, ... in double. Not faster by itself: ncu
-// on an H200 timed a 2048-wide row at 8.4 us in the loop version and 8.9 us here with the add,
-// so a one-row norm's time is not its loads' latency (unexplained; the FP64 reduction is the
-// next suspect).
+// version's order: thread i adds elements i, i + 256, ... in double.
+// Every load (x, delta, weight) is issued before the first store: `sum_out` is `x` itself in
+// AddRmsNorm, so neither the compiler nor ptxas may move a load of x or delta past a store, and
+// loads interleaved with the stores made one round trip to memory per element (ncu on an H100:
+// 9.3 us for a 2048-wide row, most of a decode step's non-GEMM time).
 template <int kPer>
 __global__ void __launch_bounds__(kThreads)
     RmsNormRegsKernel(const float* x, const float* delta, float* sum_out,
@@ -49,19 +51,25 @@ __global__ void __launch_bounds__(kThreads)
                       uint16_t* __restrict__ out_bf16) {
   const int64_t base = static_cast<int64_t>(blockIdx.x) * n;
   float v[kPer];
+  float w[kPer];
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
     v[j] = i < n ? x[base + i] : 0.0f;
+    w[j] = i < n ? weight[i] : 0.0f;
   }
   if (delta != nullptr) {
+    float d[kPer];
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
-      if (i < n) {
-        v[j] = __fadd_rn(v[j], delta[base + i]);
-        sum_out[base + i] = v[j];
-      }
+      d[j] = i < n ? delta[base + i] : 0.0f;
+    }
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
+      v[j] = __fadd_rn(v[j], d[j]);
+      if (i < n) sum_out[base + i] = v[j];
     }
   }
   double ss = 0;  // double, like the CPU reference, so the order of the sum does not matter
@@ -74,7 +82,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int j = 0; j < kPer; ++j) {
     const int64_t i = threadIdx.x + static_cast<int64_t>(j) * kThreads;
     if (i < n) {
-      const float o = __fmul_rn(weight[i], __fmul_rn(v[j], inv));
+      const float o = __fmul_rn(w[j], __fmul_rn(v[j], inv));
       out[base + i] = o;
       if (out_bf16 != nullptr) out_bf16[base + i] = numeric::FloatToBf16(o);
     }
@@ -101,7 +109,8 @@ __global__ void RmsNormKernel(const float* x, const float* __restrict__ weight, 
 }
 
 // blockIdx.y picks the tensor: 0 is x (x_heads), 1 is x2 (x2_heads), so the decoder rotates q and
-// k in one launch.
+// k in one launch. blockIdx.z splits a token's pairs over blocks: with one block per token a
+// decode step's 1024 q pairs took four dependent load/store rounds in a single block.
 __global__ void RopeKernel(float* __restrict__ x, int64_t x_heads, float* __restrict__ x2,
                            int64_t x2_heads, int64_t head_dim, int64_t rope_dim,
                            const int32_t* __restrict__ positions,
@@ -111,7 +120,8 @@ __global__ void RopeKernel(float* __restrict__ x, int64_t x_heads, float* __rest
   float* const base = blockIdx.y == 0 ? x : x2;
   const int64_t half = rope_dim / 2;
   const float pos = static_cast<float>(positions[t]);
-  for (int64_t j = threadIdx.x; j < heads * half; j += blockDim.x) {
+  for (int64_t j = static_cast<int64_t>(blockIdx.z) * blockDim.x + threadIdx.x; j < heads * half;
+       j += static_cast<int64_t>(gridDim.z) * blockDim.x) {
     const int64_t h = j / half;
     const int64_t i = j % half;
     const float angle = __fmul_rn(pos, inv_freq[i]);
@@ -240,7 +250,11 @@ absl::Status RopeQk(float* q, int64_t q_heads, float* k, int64_t k_heads, int64_
                                                    k_heads, k == nullptr ? ", no k" : "", ")"));
   }
   if (tokens == 0) return absl::OkStatus();
-  const dim3 grid(static_cast<unsigned>(tokens), k == nullptr ? 1u : 2u);
+  constexpr int64_t kMaxPairBlocks = 64;
+  const int64_t pairs = std::max(q_heads, k_heads) * (rope_dim / 2);
+  const int64_t pair_blocks = std::min(kMaxPairBlocks, (pairs + kThreads - 1) / kThreads);
+  const dim3 grid(static_cast<unsigned>(tokens), k == nullptr ? 1u : 2u,
+                  static_cast<unsigned>(pair_blocks));
   RopeKernel<<<grid, kThreads, 0, stream>>>(q, q_heads, k, k_heads, head_dim, rope_dim, positions,
                                             inv_freq, pairing == RopePairing::kInterleaved);
   RETURN_IF_LAUNCH_ERROR();

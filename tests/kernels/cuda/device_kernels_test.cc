@@ -225,6 +225,34 @@ TEST(ElementwiseDeviceTest, RopeQkMatchesTwoRopes) {
                    .ok());
 }
 
+// TinyLlama's decode shape (q 1024 pairs over 4 blocks, k 128 in the first) and a q wide enough
+// that its pairs outnumber the 64-block cap and each thread strides over several.
+TEST(ElementwiseDeviceTest, RopeQkSplitsPairsOverBlocks) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  struct Shape {
+    int64_t q_heads, k_heads, d;
+  };
+  for (const Shape& s : {Shape{32, 4, 64}, Shape{160, 4, 256}}) {
+    const int64_t tokens = 2;
+    std::vector<float> q = RandomFloats(tokens * s.q_heads * s.d, 1.0f, 35),
+                       k = RandomFloats(tokens * s.k_heads * s.d, 1.0f, 36), q_ref = q, k_ref = k;
+    std::vector<float> inv_freq(s.d / 2);
+    for (int64_t i = 0; i < s.d / 2; ++i) inv_freq[i] = std::pow(10000.0f, -2.0f * i / s.d);
+    const std::vector<int32_t> pos = {5, 3000};
+    for (int t = 0; t < tokens; ++t) {
+      cpu::ApplyRope(q_ref.data() + t * s.q_heads * s.d, s.q_heads, s.d, s.d, pos[t],
+                     inv_freq.data(), cpu::RopePairing::kRotateHalf);
+      cpu::ApplyRope(k_ref.data() + t * s.k_heads * s.d, s.k_heads, s.d, s.d, pos[t],
+                     inv_freq.data(), cpu::RopePairing::kRotateHalf);
+    }
+    DeviceBuffer dq = Upload(q), dk = Upload(k), dpos = Upload(pos), dfreq = Upload(inv_freq);
+    ASSERT_OK(RopeQk(dq.as<float>(), s.q_heads, dk.as<float>(), s.k_heads, tokens, s.d, s.d,
+                     dpos.as<int32_t>(), dfreq.as<float>(), RopePairing::kRotateHalf, nullptr));
+    EXPECT_LT(Nmse(Download<float>(dq, q.size()), q_ref), 1e-10) << s.q_heads;
+    EXPECT_LT(Nmse(Download<float>(dk, k.size()), k_ref), 1e-10) << s.q_heads;
+  }
+}
+
 TEST(AttentionDeviceTest, PagedDecodeAndPrefillMatchCpu) {
   TESSERA_REQUIRE_CUDA_DEVICE();
   const int64_t layers = 2, kv_heads = 2, heads = 8, d = 128, block_tokens = 16, blocks = 12;
