@@ -47,10 +47,11 @@ absl::Status AppendKv(const float* k, const float* v, int64_t tokens, const Devi
 
 // out[t, h, :] = softmax(scale * q[t, h, :] · K[0..len)ᵀ) · V[0..len) for q, out
 // [tokens, heads, head_dim]. head_dim must be at most 256 (any value: lanes past it idle); heads
-// a multiple of kv_heads. A token with context length 0 gets zeros.
+// a multiple of kv_heads. A token with context length 0 gets zeros. With `out_bf16`, the output
+// is also stored rounded to bf16 there (the input of a bf16 output projection: one launch less).
 absl::Status PagedAttention(const float* q, int64_t tokens, int64_t heads,
                             const DevicePagedKv& kv, const AttentionBatch& batch, float scale,
-                            float* out, cudaStream_t stream);
+                            float* out, uint16_t* out_bf16, cudaStream_t stream);
 
 }  // namespace tessera::kernels::cuda
 

@@ -7,6 +7,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/reduce.cuh"
+#include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cuda {
 namespace {
@@ -39,7 +40,8 @@ __global__ void AppendKvKernel(const float* __restrict__ k, const float* __restr
 // the output; with head_dim < 32 (small test models) some lanes hold nothing and add 0.
 __global__ void __launch_bounds__(kWarps * kWarpSize)
     PagedAttentionKernel(const float* __restrict__ q, int64_t heads, DevicePagedKv kv,
-                         AttentionBatch batch, float scale, float* __restrict__ out) {
+                         AttentionBatch batch, float scale, float* __restrict__ out,
+                         uint16_t* __restrict__ out_bf16) {
   __shared__ float warp_max[kWarps];
   __shared__ float warp_sum[kWarps];
   __shared__ float warp_acc[kWarps][kMaxAttentionHeadDim];
@@ -103,7 +105,9 @@ __global__ void __launch_bounds__(kWarps * kWarpSize)
     for (int w = 0; w < kWarps; ++w) {
       if (warp_sum[w] > 0.0f) num += warp_acc[w][i] * expf(warp_max[w] - global_max);
     }
-    oh[i] = denom > 0.0f ? num / denom : 0.0f;
+    const float o = denom > 0.0f ? num / denom : 0.0f;
+    oh[i] = o;
+    if (out_bf16 != nullptr) out_bf16[(t * heads + h) * d + i] = numeric::FloatToBf16(o);
   }
 }
 
@@ -134,7 +138,7 @@ absl::Status AppendKv(const float* k, const float* v, int64_t tokens, const Devi
 
 absl::Status PagedAttention(const float* q, int64_t tokens, int64_t heads,
                             const DevicePagedKv& kv, const AttentionBatch& batch, float scale,
-                            float* out, cudaStream_t stream) {
+                            float* out, uint16_t* out_bf16, cudaStream_t stream) {
   TESSERA_RETURN_IF_ERROR(CheckKv(kv, batch, tokens));
   if (batch.context_lens == nullptr) {
     return absl::InvalidArgumentError("PagedAttention needs context_lens");
@@ -149,7 +153,8 @@ absl::Status PagedAttention(const float* q, int64_t tokens, int64_t heads,
   }
   if (tokens == 0) return absl::OkStatus();
   const dim3 grid(static_cast<unsigned>(heads), static_cast<unsigned>(tokens));
-  PagedAttentionKernel<<<grid, kWarps * kWarpSize, 0, stream>>>(q, heads, kv, batch, scale, out);
+  PagedAttentionKernel<<<grid, kWarps * kWarpSize, 0, stream>>>(q, heads, kv, batch, scale, out,
+                                                                   out_bf16);
   RETURN_IF_LAUNCH_ERROR();
   return absl::OkStatus();
 }

@@ -221,7 +221,7 @@ int main() {
                                    dl->as<int32_t>()};
     Row("paged decode attn 32 seq x 4096 ctx", TimeMs([&] {
           return kc::PagedAttention(q.as<float>(), seqs, heads, kv, batch, 0.088f, o.as<float>(),
-                                    nullptr);
+                                    nullptr, nullptr);
         }), 4.0 * seqs * heads * ctx * d, 2.0 * seqs * ctx * kv_heads * d * 4, 0, bw);
   }
   return 0;

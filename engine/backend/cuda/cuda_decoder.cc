@@ -233,9 +233,10 @@ absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batc
     kv.kv_heads = c.num_kv_heads;
     kv.head_dim = c.head_dim;
     TESSERA_RETURN_IF_ERROR(kc::AppendKv(s_.k, s_.v, rows, kv, batch, stream));
+    TESSERA_RETURN_IF_ERROR(kc::PagedAttention(s_.q, rows, c.num_heads, kv, batch, scale, s_.attn,
+                                               s_.act_bf16, stream));
     TESSERA_RETURN_IF_ERROR(
-        kc::PagedAttention(s_.q, rows, c.num_heads, kv, batch, scale, s_.attn, stream));
-    TESSERA_RETURN_IF_ERROR(RunLinear(L.o, s_.attn, nullptr, rows, s_.tmp, s_.linear, lt, stream));
+        RunLinear(L.o, s_.attn, s_.act_bf16, rows, s_.tmp, s_.linear, lt, stream));
     TESSERA_RETURN_IF_ERROR(
         kc::AddRmsNorm(s_.h, s_.tmp, L.ffn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
     TESSERA_RETURN_IF_ERROR(

@@ -298,14 +298,18 @@ TEST(AttentionDeviceTest, PagedDecodeAndPrefillMatchCpu) {
                         scratch.data(), ref.data() + t * heads * d);
   }
   DeviceBuffer dpool = Upload(pool), dtables = Upload(tables), dseq = Upload(token_seq),
-               dlens = Upload(lens), dq = Upload(q), dout = Alloc(q.size() * 4);
+               dlens = Upload(lens), dq = Upload(q), dout = Alloc(q.size() * 4),
+               dbf = Alloc(q.size() * 2);
   DevicePagedKv kv{dpool.as<float>(), layers * 2 * block_floats, layer * 2 * block_floats,
                    block_floats, block_tokens, kv_heads, d};
   AttentionBatch batch{dtables.as<int32_t>(), max_blocks, dseq.as<int32_t>(), nullptr,
                        dlens.as<int32_t>()};
   ASSERT_OK(PagedAttention(dq.as<float>(), 4, heads, kv, batch, scale, dout.as<float>(),
-                             nullptr));
-  EXPECT_LT(Nmse(Download<float>(dout, q.size()), ref), 1e-10);
+                           dbf.as<uint16_t>(), nullptr));
+  const std::vector<float> got = Download<float>(dout, q.size());
+  EXPECT_LT(Nmse(got, ref), 1e-10);
+  const std::vector<uint16_t> bf = Download<uint16_t>(dbf, q.size());
+  for (size_t i = 0; i < q.size(); ++i) ASSERT_EQ(bf[i], numeric::FloatToBf16(got[i])) << i;
 }
 
 // x rounded to bf16 is what the kernel sees; the reference gets the same values.
