@@ -7,7 +7,8 @@
 # Every log goes to LOG_DIR (default $OUT/logs when $OUT is set, else a temp dir), tarred into
 # $OUT/logs.tgz when $OUT is set (the device tool returns at most 8 files).
 # Usage, from the repository root: tests/gpu/device_session.sh PACK.tar.xz [BASE_PACK.tar.xz]
-# Make PACK here with tests/gpu/pack_prebuilt.sh BUILD_DIR DIR (about 20 MB); PLANS, BATCHES and
+# Make PACK here with tests/gpu/pack_prebuilt.sh BUILD_DIR DIR (about 20 MB; .gpupack*/ is
+# git-ignored, so name DIR in the device tool's `carry`); PLANS, BATCHES and
 # ROUNDS override the decoder benchmark's plans (default: none bench-int4-g128 bench-fp8
 # bench-nvfp4 bench-mxfp4), batches (1,16) and A/B rounds (2; 1 without BASE_PACK).
 set -u
