@@ -30,7 +30,7 @@ absl::string_view FormatName(W4Format f) {
 // a driver query, made by a pass that runs eagerly before any graph capture (CudaDecoder
 // captures a shape's second pass). A failed query's error is cleared so that the launch check
 // after it does not report it; an error already pending is left alone (and not queried over).
-template <typename Dequant>
+template <typename Dequant, bool kGroup = false>
 int64_t NarrowResidentBlocks() {
   constexpr int kMaxDevices = 64;
   static std::array<std::atomic<int64_t>, kMaxDevices> cache{};  // 0: not queried yet
@@ -43,9 +43,17 @@ int64_t NarrowResidentBlocks() {
   if (blocks != 0) return blocks;
   if (cudaPeekAtLastError() != cudaSuccess) return -1;
   int per_sm = 0, sms = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, w4a16::W4A16Kernel<Dequant, w4a16::kNarrowTiles>, w4a16::kWarpsPerBlock * 32,
-          0) != cudaSuccess ||
+  cudaError_t occupancy;
+  if constexpr (kGroup) {
+    occupancy = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, w4a16::W4A16GroupKernel<Dequant, w4a16::kNarrowTiles>,
+        w4a16::kWarpsPerBlock * 32, 0);
+  } else {
+    occupancy = cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, w4a16::W4A16Kernel<Dequant, w4a16::kNarrowTiles>, w4a16::kWarpsPerBlock * 32,
+        0);
+  }
+  if (occupancy != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
       per_sm <= 0 || sms <= 0) {
     (void)cudaGetLastError();
@@ -92,6 +100,72 @@ absl::Status Launch(const uint8_t* packed, const Dequant& dequant, float alpha, 
     LaunchTiles<Dequant, w4a16::kWideTiles>(packed, dequant, alpha, n, k, x, m, bias, y, stream);
   }
   RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
+
+// The kernel's dequantization functor and epilogue α for `w` (its pointers checked by the caller).
+template <typename Dequant>
+Dequant DequantFor(const W4A16Weights& w, int64_t k);
+template <>
+w4a16::Nvfp4Dequant DequantFor(const W4A16Weights& w, int64_t k) {
+  return {w.block_scales, k};
+}
+template <>
+w4a16::Mxfp4Dequant DequantFor(const W4A16Weights& w, int64_t k) {
+  return {w.block_scales, k};
+}
+template <>
+w4a16::Int4Dequant DequantFor(const W4A16Weights& w, int64_t k) {
+  return {w.scales, w.zeros, k / w.group_size, w.group_size};
+}
+float AlphaFor(const W4A16Weights& w) {
+  return w.format == W4Format::kNvfp4 ? w.global_scale : 1.0f;
+}
+
+template <typename Dequant, int kTiles>
+void LaunchGroupTiles(absl::Span<const W4A16GroupMember> members, int64_t k, const uint16_t* x,
+                      int64_t m, cudaStream_t stream) {
+  constexpr int64_t kCols = 8 * kTiles;
+  w4a16::Group<Dequant> group{};
+  int64_t end = 0;
+  for (int i = 0; i < w4a16::kMaxGroupMembers; ++i) {
+    if (i < static_cast<int>(members.size())) {
+      const W4A16GroupMember& mem = members[i];
+      group.member[i] = {mem.weights->packed, DequantFor<Dequant>(*mem.weights, k),
+                         AlphaFor(*mem.weights), mem.n, mem.bias, mem.y};
+      end += (mem.n + kCols - 1) / kCols;
+    } else {
+      group.member[i] = group.member[i - 1];
+    }
+    group.block_end[i] = end;
+  }
+  const dim3 grid(static_cast<unsigned>(end),
+                  static_cast<unsigned>((m + w4a16::kBlockM - 1) / w4a16::kBlockM));
+  w4a16::W4A16GroupKernel<Dequant, kTiles><<<grid, w4a16::kWarpsPerBlock * 32, 0, stream>>>(
+      group, k, x, m);
+}
+
+// One launch of narrow tiles when all members' blocks are resident at once; otherwise the members
+// already fill the GPU by themselves, and each gets its own launch (and its own tile width).
+template <typename Dequant>
+absl::Status LaunchGroup(absl::Span<const W4A16GroupMember> members, int64_t k,
+                         const uint16_t* x, int64_t m, cudaStream_t stream) {
+  constexpr int64_t kNarrowCols = 8 * w4a16::kNarrowTiles;
+  const int64_t row_blocks = (m + w4a16::kBlockM - 1) / w4a16::kBlockM;
+  int64_t narrow_blocks = 0;
+  for (const W4A16GroupMember& mem : members) {
+    narrow_blocks += (mem.n + kNarrowCols - 1) / kNarrowCols * row_blocks;
+  }
+  if (members.size() > 1 && narrow_blocks <= NarrowResidentBlocks<Dequant, true>()) {
+    LaunchGroupTiles<Dequant, w4a16::kNarrowTiles>(members, k, x, m, stream);
+    RETURN_IF_LAUNCH_ERROR();
+    return absl::OkStatus();
+  }
+  for (const W4A16GroupMember& mem : members) {
+    TESSERA_RETURN_IF_ERROR(Launch(mem.weights->packed, DequantFor<Dequant>(*mem.weights, k),
+                                   AlphaFor(*mem.weights), mem.n, k, x, m, mem.bias, mem.y,
+                                   stream));
+  }
   return absl::OkStatus();
 }
 
@@ -144,36 +218,93 @@ int W4A16BlockColumns(W4Format format, int64_t n, int64_t m) {
   return 8 * w4a16::kWideTiles;
 }
 
-absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,
-                       const float* bias, float* y, cudaStream_t stream) {
+namespace {
+
+// W4A16Gemm's argument rules for one layer's weights.
+absl::Status CheckW4A16Weights(const W4A16Weights& w, int64_t n, int64_t k) {
   // The shape rules only: the arch was checked by the selector, and a launch on an arch this
   // build has no code for fails with a CUDA error rather than running wrong code.
   TESSERA_RETURN_IF_ERROR(CheckW4A16Shape({w.format, n, k, w.group_size, false}));
-  if (m < 0 || (m + w4a16::kBlockM - 1) / w4a16::kBlockM > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("w4a16: bad row count ", m));
+  if (w.packed == nullptr) return absl::InvalidArgumentError("w4a16: null weight pointer");
+  if (reinterpret_cast<uintptr_t>(w.packed) % 8 != 0) {
+    return absl::InvalidArgumentError("w4a16: weights must be 8-byte aligned");
   }
-  if (w.packed == nullptr || x == nullptr || y == nullptr) {
-    return absl::InvalidArgumentError("w4a16: null weight, activation or output pointer");
-  }
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w.packed) % 8 != 0) {
-    return absl::InvalidArgumentError("w4a16: x must be 16-byte and weights 8-byte aligned");
-  }
-  if (m == 0) return absl::OkStatus();
   switch (w.format) {
     case W4Format::kNvfp4:
       if (w.block_scales == nullptr) return absl::InvalidArgumentError("nvfp4: no block scales");
-      return Launch(w.packed, w4a16::Nvfp4Dequant{w.block_scales, k}, w.global_scale, n, k, x, m,
-                    bias, y, stream);
+      return absl::OkStatus();
     case W4Format::kMxfp4:
       if (w.block_scales == nullptr) return absl::InvalidArgumentError("mxfp4: no scales");
-      return Launch(w.packed, w4a16::Mxfp4Dequant{w.block_scales, k}, 1.0f, n, k, x, m, bias, y,
-                    stream);
+      return absl::OkStatus();
     case W4Format::kInt4:
       if (w.scales == nullptr || w.zeros == nullptr) {
         return absl::InvalidArgumentError("int4: no scales or zero points");
       }
-      return Launch(w.packed, w4a16::Int4Dequant{w.scales, w.zeros, k / w.group_size, w.group_size},
-                    1.0f, n, k, x, m, bias, y, stream);
+      return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError("w4a16: unknown format");
+}
+
+absl::Status CheckW4A16Rows(const uint16_t* x, int64_t m) {
+  if (m < 0 || (m + w4a16::kBlockM - 1) / w4a16::kBlockM > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("w4a16: bad row count ", m));
+  }
+  if (x == nullptr) return absl::InvalidArgumentError("w4a16: null activation pointer");
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0) {
+    return absl::InvalidArgumentError("w4a16: x must be 16-byte aligned");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,
+                       const float* bias, float* y, cudaStream_t stream) {
+  TESSERA_RETURN_IF_ERROR(CheckW4A16Weights(w, n, k));
+  TESSERA_RETURN_IF_ERROR(CheckW4A16Rows(x, m));
+  if (y == nullptr) return absl::InvalidArgumentError("w4a16: null output pointer");
+  if (m == 0) return absl::OkStatus();
+  const float alpha = AlphaFor(w);
+  switch (w.format) {
+    case W4Format::kNvfp4:
+      return Launch(w.packed, DequantFor<w4a16::Nvfp4Dequant>(w, k), alpha, n, k, x, m, bias, y,
+                    stream);
+    case W4Format::kMxfp4:
+      return Launch(w.packed, DequantFor<w4a16::Mxfp4Dequant>(w, k), alpha, n, k, x, m, bias, y,
+                    stream);
+    case W4Format::kInt4:
+      return Launch(w.packed, DequantFor<w4a16::Int4Dequant>(w, k), alpha, n, k, x, m, bias, y,
+                    stream);
+  }
+  return absl::InvalidArgumentError("w4a16: unknown format");
+}
+
+absl::Status W4A16GemmGroup(absl::Span<const W4A16GroupMember> members, int64_t k,
+                            const uint16_t* x, int64_t m, cudaStream_t stream) {
+  if (members.empty() || members.size() > static_cast<size_t>(kW4A16MaxGroup)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("w4a16 group: ", members.size(), " layers (1 to ", kW4A16MaxGroup, ")"));
+  }
+  for (const W4A16GroupMember& mem : members) {
+    if (mem.weights == nullptr || mem.y == nullptr) {
+      return absl::InvalidArgumentError("w4a16 group: null weights or output");
+    }
+    TESSERA_RETURN_IF_ERROR(CheckW4A16Weights(*mem.weights, mem.n, k));
+    const W4A16Weights& first = *members[0].weights;
+    if (mem.weights->format != first.format ||
+        (first.format == W4Format::kInt4 && mem.weights->group_size != first.group_size)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "w4a16 group: layers of different formats or group sizes (", FormatName(first.format),
+          " g", first.group_size, " and ", FormatName(mem.weights->format), " g",
+          mem.weights->group_size, ")"));
+    }
+  }
+  TESSERA_RETURN_IF_ERROR(CheckW4A16Rows(x, m));
+  if (m == 0) return absl::OkStatus();
+  switch (members[0].weights->format) {
+    case W4Format::kNvfp4: return LaunchGroup<w4a16::Nvfp4Dequant>(members, k, x, m, stream);
+    case W4Format::kMxfp4: return LaunchGroup<w4a16::Mxfp4Dequant>(members, k, x, m, stream);
+    case W4Format::kInt4: return LaunchGroup<w4a16::Int4Dequant>(members, k, x, m, stream);
   }
   return absl::InvalidArgumentError("w4a16: unknown format");
 }

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 
 namespace tessera::kernels::cuda {
 
@@ -54,6 +55,24 @@ absl::Status SupportsW4A16(const W4A16Problem& problem, int sm);
 // rows), y f32 [m, n].
 absl::Status W4A16Gemm(const W4A16Weights& w, int64_t n, int64_t k, const uint16_t* x, int64_t m,
                        const float* bias, float* y, cudaStream_t stream);
+
+// One layer of a W4A16GemmGroup: its weights, N, bias (or null) and output y f32 [m, n].
+struct W4A16GroupMember {
+  const W4A16Weights* weights = nullptr;
+  int64_t n = 0;
+  const float* bias = nullptr;
+  float* y = nullptr;
+};
+
+// The most layers one W4A16GemmGroup runs (q, k and v).
+inline constexpr int kW4A16MaxGroup = 3;
+
+// W4A16Gemm for 1 .. kW4A16MaxGroup layers that share x (and so K and m) and one format (INT4:
+// one group size): every y gets the bits W4A16Gemm would give it. One launch where the layers'
+// 16-column blocks are resident on the GPU at once (a decode step's q / k / v: small-N GEMVs
+// whose separate launches each left most of the SMs idle), else one launch per layer.
+absl::Status W4A16GemmGroup(absl::Span<const W4A16GroupMember> members, int64_t k,
+                            const uint16_t* x, int64_t m, cudaStream_t stream);
 
 // The block width, 16 or 32 columns, that W4A16Gemm uses for an [m, n] result on the current
 // device: 16 when that grid is resident at once, else 32 (the same bits either way; exposed so

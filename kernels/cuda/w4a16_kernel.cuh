@@ -170,18 +170,20 @@ __device__ __forceinline__ void LoadChunk(const uint8_t* __restrict__ packed,
   LoadActivations(x, m, k, row0 + g + 8, k0, c.x_hi);
 }
 
+// One block's tile: columns [col_block · 8 · kTiles, +8 · kTiles) of rows [blockIdx.y · 16, +16).
 template <typename Dequant, int kTiles>
-__global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    W4A16Kernel(const uint8_t* __restrict__ packed, Dequant dequant, float alpha, int64_t n,
-                int64_t k, const uint16_t* __restrict__ x, int64_t m,
-                const float* __restrict__ bias, float* __restrict__ y) {
+__device__ __forceinline__ void W4A16Tile(const uint8_t* __restrict__ packed,
+                                          const Dequant& dequant, float alpha, int64_t n,
+                                          int64_t k, const uint16_t* __restrict__ x, int64_t m,
+                                          const float* __restrict__ bias, float* __restrict__ y,
+                                          int64_t col_block) {
   using Scale = decltype(dequant.Scale(0, 0));
   const int lane = threadIdx.x % 32;
   const int warp = threadIdx.x / 32;
   const int g = lane / 4;
   const int t = lane % 4;
   const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kBlockM;
-  const int64_t col0 = static_cast<int64_t>(blockIdx.x) * (8 * kTiles);
+  const int64_t col0 = col_block * (8 * kTiles);
   __shared__ uint32_t e2m1_pairs[kE2m1PairTableSize];
   FillE2m1PairTable(e2m1_pairs);
   __syncthreads();
@@ -240,6 +242,59 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
       }
     }
   }
+}
+
+template <typename Dequant, int kTiles>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    W4A16Kernel(const uint8_t* __restrict__ packed, Dequant dequant, float alpha, int64_t n,
+                int64_t k, const uint16_t* __restrict__ x, int64_t m,
+                const float* __restrict__ bias, float* __restrict__ y) {
+  W4A16Tile<Dequant, kTiles>(packed, dequant, alpha, n, k, x, m, bias, y, blockIdx.x);
+}
+
+// Up to kMaxGroupMembers layers that read the same activations (q, k and v; gate and up) in one
+// launch: their column blocks laid end to end along blockIdx.x, member i's ending at
+// block_end[i]. Each column is computed as W4A16Kernel computes it (same bits); one launch
+// instead of three puts a decode step's small-N layers on the GPU together.
+inline constexpr int kMaxGroupMembers = 3;
+
+template <typename Dequant>
+struct GroupMember {
+  const uint8_t* packed;
+  Dequant dequant;
+  float alpha;
+  int64_t n;
+  const float* bias;
+  float* y;
+};
+
+template <typename Dequant>
+struct Group {
+  GroupMember<Dequant> member[kMaxGroupMembers];
+  int64_t block_end[kMaxGroupMembers];  // unused entries hold the last one's end
+};
+
+// W4A16GemmGroup launches it with narrow tiles, and only where the whole grid is resident at once
+// (by this kernel's own occupancy: ~92 registers, two blocks per SM; held to W4A16Kernel's 80,
+// three blocks, it spilled on sm_80 / sm_89).
+template <typename Dequant, int kTiles>
+__global__ void __launch_bounds__(kWarpsPerBlock * 32)
+    W4A16GroupKernel(const Group<Dequant> group, int64_t k, const uint16_t* __restrict__ x,
+                     int64_t m) {
+  static_assert(kMaxGroupMembers == 3);
+  const int64_t block = blockIdx.x;
+  // Constant indices only, so that the members stay in the parameter space.
+  const int i = block < group.block_end[0] ? 0 : block < group.block_end[1] ? 1 : 2;
+  const auto pick = [i](const auto& a, const auto& b, const auto& c) {
+    return i == 0 ? a : i == 1 ? b : c;
+  };
+  const GroupMember<Dequant>&g0 = group.member[0], &g1 = group.member[1], &g2 = group.member[2];
+  const int64_t first = pick(int64_t{0}, group.block_end[0], group.block_end[1]);
+  W4A16Tile<Dequant, kTiles>(pick(g0.packed, g1.packed, g2.packed),
+                             pick(g0.dequant, g1.dequant, g2.dequant),
+                             pick(g0.alpha, g1.alpha, g2.alpha), pick(g0.n, g1.n, g2.n), k, x, m,
+                             pick(g0.bias, g1.bias, g2.bias), pick(g0.y, g1.y, g2.y),
+                             block - first);
 }
 
 // out[n, k] bf16 = the MMA operand values of W4A16Kernel: one thread per weight byte (two

@@ -213,9 +213,8 @@ absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batc
       TESSERA_RETURN_IF_ERROR(
           kc::AddRmsNorm(s_.h, s_.tmp, L.attn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
     }
-    TESSERA_RETURN_IF_ERROR(RunLinear(L.q, s_.xn, s_.act_bf16, rows, s_.q, s_.linear, lt, stream));
-    TESSERA_RETURN_IF_ERROR(RunLinear(L.k, s_.xn, s_.act_bf16, rows, s_.k, s_.linear, lt, stream));
-    TESSERA_RETURN_IF_ERROR(RunLinear(L.v, s_.xn, s_.act_bf16, rows, s_.v, s_.linear, lt, stream));
+    TESSERA_RETURN_IF_ERROR(RunLinears({&L.q, &L.k, &L.v}, s_.xn, s_.act_bf16, rows,
+                                       {s_.q, s_.k, s_.v}, s_.linear, lt, stream));
     if (c.qk_norm) {
       TESSERA_RETURN_IF_ERROR(kc::RmsNorm(s_.q, L.q_norm, rows * c.num_heads, c.head_dim, eps,
                                           s_.q, nullptr, stream));
@@ -239,9 +238,8 @@ absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batc
         RunLinear(L.o, s_.attn, s_.act_bf16, rows, s_.tmp, s_.linear, lt, stream));
     TESSERA_RETURN_IF_ERROR(
         kc::AddRmsNorm(s_.h, s_.tmp, L.ffn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
-    TESSERA_RETURN_IF_ERROR(
-        RunLinear(L.gate, s_.xn, s_.act_bf16, rows, s_.gate, s_.linear, lt, stream));
-    TESSERA_RETURN_IF_ERROR(RunLinear(L.up, s_.xn, s_.act_bf16, rows, s_.up, s_.linear, lt, stream));
+    TESSERA_RETURN_IF_ERROR(RunLinears({&L.gate, &L.up}, s_.xn, s_.act_bf16, rows,
+                                       {s_.gate, s_.up}, s_.linear, lt, stream));
     TESSERA_RETURN_IF_ERROR(kc::SwiGlu(s_.gate, s_.up, rows * F, s_.gate, s_.act_bf16, stream));
     TESSERA_RETURN_IF_ERROR(
         RunLinear(L.down, s_.gate, s_.act_bf16, rows, s_.tmp, s_.linear, lt, stream));

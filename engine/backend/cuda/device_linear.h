@@ -15,6 +15,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 #include "engine/backend/cuda/device_arena.h"
 #include "engine/backend/cuda/weight_upload.h"
 #include "kernels/cuda/cublaslt_gemm.h"
@@ -48,6 +49,14 @@ struct LinearScratch {
 absl::Status RunLinear(const DeviceLinear& layer, const float* x, const uint16_t* x_bf16,
                        int64_t rows, float* y, const LinearScratch& scratch,
                        kernels::cuda::CublasLtGemm& lt, cudaStream_t stream);
+
+// RunLinear for layers[i] -> ys[i], layers that read the same x (q / k / v, gate / up): one
+// W4A16GemmGroup where all are W4A16 layers of one format below the dequantization threshold and
+// x_bf16 is given (the same bits as RunLinear gives each), else RunLinear for each.
+absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const float* x,
+                        const uint16_t* x_bf16, int64_t rows, absl::Span<float* const> ys,
+                        const LinearScratch& scratch, kernels::cuda::CublasLtGemm& lt,
+                        cudaStream_t stream);
 
 }  // namespace tessera::backend::cuda
 

@@ -404,6 +404,76 @@ TEST_P(W4A16DeviceTest, MatchesCpuReference) {
   EXPECT_EQ(widths, (std::set<int>{16, 32})) << "both block widths ran";
 }
 
+// Random device weights of one format for W4A16GemmGroup's test (INT4 with group `group`).
+struct DeviceW4 {
+  W4A16Weights w;
+  DeviceBuffer packed, scales, zeros, block_scales;
+};
+DeviceW4 RandomDeviceW4(W4Format format, int64_t n, int64_t k, int64_t group, uint32_t seed) {
+  DeviceW4 d;
+  d.w.format = format;
+  d.packed = Upload(RandomBytes(n * k / 2, seed));
+  d.w.packed = d.packed.as<uint8_t>();
+  if (format == W4Format::kInt4) {
+    d.scales = Upload(RandomFloats(n * k / group, 0.01f, seed + 1));
+    d.zeros = Upload(std::vector<float>(n * k / group, 7.0f));
+    d.w.scales = d.scales.as<float>();
+    d.w.zeros = d.zeros.as<float>();
+    d.w.group_size = group;
+  } else {
+    const bool nvfp4 = format == W4Format::kNvfp4;
+    d.block_scales = Upload(nvfp4 ? RandomBytes(n * k / 16, seed + 2, 0x20, 0x50)
+                                  : RandomBytes(n * k / 32, seed + 2, 120, 130));
+    d.w.block_scales = d.block_scales.as<uint8_t>();
+    d.w.global_scale = nvfp4 ? 0.37f : 1.0f;
+  }
+  return d;
+}
+
+// The decoder's q / k / v and gate / up: one grouped launch (or, past the resident grid, one per
+// layer) stores the same bits as W4A16Gemm run on each layer alone.
+TEST_P(W4A16DeviceTest, GroupMatchesSeparateLaunches) {
+  TESSERA_REQUIRE_CUDA_DEVICE();
+  const W4Format format = GetParam();
+  struct Case {
+    int64_t m, k;
+    std::vector<int64_t> n;
+  };
+  for (const Case& c : {Case{1, 2048, {2048, 256, 256}}, Case{5, 512, {200, 36}},
+                        Case{17, 1024, {64, 384, 8}}, Case{1, 2048, {5632, 5632}},
+                        Case{3, 512, {12296, 4096, 96}}, Case{2, 640, {77}}}) {
+    const std::vector<uint16_t> xb = [&] {
+      std::vector<float> x = RandomFloats(c.m * c.k, 1.0f, 40);
+      return ToBf16(x);
+    }();
+    DeviceBuffer dx = Upload(xb);
+    std::vector<DeviceW4> weights;
+    std::vector<DeviceBuffer> biases, alone, grouped;
+    std::vector<W4A16GroupMember> members;
+    for (size_t i = 0; i < c.n.size(); ++i) {
+      const int64_t n = c.n[i];
+      weights.push_back(RandomDeviceW4(format, n, c.k, 128, 41 + 7 * static_cast<uint32_t>(i)));
+      biases.push_back(i % 2 == 0 ? Upload(RandomFloats(n, 1.0f, 60 + i)) : DeviceBuffer());
+      alone.push_back(Alloc(c.m * n * 4));
+      // NaN until written, so that a column the group skips cannot match.
+      grouped.push_back(Upload(std::vector<float>(c.m * n, std::nanf(""))));
+    }
+    for (size_t i = 0; i < c.n.size(); ++i) {
+      const float* bias = i % 2 == 0 ? biases[i].as<float>() : nullptr;
+      ASSERT_OK(W4A16Gemm(weights[i].w, c.n[i], c.k, dx.as<uint16_t>(), c.m, bias,
+                          alone[i].as<float>(), nullptr));
+      members.push_back({&weights[i].w, c.n[i], bias, grouped[i].as<float>()});
+    }
+    ASSERT_OK(W4A16GemmGroup(members, c.k, dx.as<uint16_t>(), c.m, nullptr));
+    for (size_t i = 0; i < c.n.size(); ++i) {
+      const std::vector<float> a = Download<float>(alone[i], c.m * c.n[i]),
+                               g = Download<float>(grouped[i], c.m * c.n[i]);
+      EXPECT_EQ(std::memcmp(a.data(), g.data(), a.size() * 4), 0)
+          << "member " << i << " of " << c.n.size() << ", m " << c.m << ", n " << c.n[i];
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Formats, W4A16DeviceTest,
                          ::testing::Values(W4Format::kNvfp4, W4Format::kMxfp4, W4Format::kInt4));
 

@@ -2,6 +2,7 @@
 // capability queries of each kernel family, cuBLASLt descriptor/layout/scale-mode setup, and
 // the NVFP4 scale swizzle layout.
 #include <set>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -140,6 +141,43 @@ TEST(W4A16Test, CapabilityQuery) {
   q.act_order = false;
   q.group_size = 24;
   EXPECT_EQ(SupportsW4A16(q, 90).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// W4A16GemmGroup checks its arguments before any CUDA call (these pointers are never read).
+TEST(W4A16Test, GroupRejectsBadMembersWithoutLaunching) {
+  alignas(16) static uint8_t bytes[64];
+  alignas(16) static float floats[4];
+  W4A16Weights nvfp4;
+  nvfp4.format = W4Format::kNvfp4;
+  nvfp4.packed = bytes;
+  nvfp4.block_scales = bytes;
+  W4A16Weights int4;
+  int4.format = W4Format::kInt4;
+  int4.packed = bytes;
+  int4.scales = floats;
+  int4.zeros = floats;
+  int4.group_size = 128;
+  W4A16Weights int4_g64 = int4;
+  int4_g64.group_size = 64;
+  const auto* x = reinterpret_cast<const uint16_t*>(bytes);
+  const W4A16GroupMember a{&nvfp4, 256, nullptr, floats}, b{&int4, 256, nullptr, floats},
+      c{&int4_g64, 256, nullptr, floats}, d{&int4, 256, nullptr, floats};
+  auto code = [&](std::vector<W4A16GroupMember> members) {
+    return W4A16GemmGroup(members, 512, x, 1, nullptr).code();
+  };
+  EXPECT_EQ(code({}), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({b, d, b, d}), absl::StatusCode::kInvalidArgument);  // more than three
+  EXPECT_EQ(code({a, b}), absl::StatusCode::kInvalidArgument);        // formats differ
+  EXPECT_EQ(code({b, c}), absl::StatusCode::kInvalidArgument);        // group sizes differ
+  W4A16GroupMember no_y = b;
+  no_y.y = nullptr;
+  EXPECT_EQ(code({b, no_y}), absl::StatusCode::kInvalidArgument);
+  W4A16GroupMember bad_k = b;
+  EXPECT_EQ(W4A16GemmGroup({b, bad_k}, 500, x, 1, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);  // K not a multiple of 64
+  EXPECT_EQ(W4A16GemmGroup({b, d}, 512, x + 1, 1, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);  // x misaligned
+  EXPECT_TRUE(W4A16GemmGroup({b, d}, 512, x, 0, nullptr).ok());  // no rows: nothing to launch
 }
 
 }  // namespace
