@@ -250,6 +250,8 @@ absl::Status RopeQk(float* q, int64_t q_heads, float* k, int64_t k_heads, int64_
                                                    k_heads, k == nullptr ? ", no k" : "", ")"));
   }
   if (tokens == 0) return absl::OkStatus();
+  // Enough blocks for any real model's decode (Llama-3-70B's q: 64 heads x 64 pairs = 16 blocks)
+  // while a long prefill's grid stays tokens x 2 x at most 64; past that threads stride.
   constexpr int64_t kMaxPairBlocks = 64;
   const int64_t pairs = std::max(q_heads, k_heads) * (rope_dim / 2);
   const int64_t pair_blocks = std::min(kMaxPairBlocks, (pairs + kThreads - 1) / kThreads);

@@ -25,8 +25,9 @@ absl::string_view FormatName(W4Format f) {
   return "?";
 }
 
-// Blocks of the narrow-tile kernel that the current device holds at once (all SMs), or -1 when
-// that cannot be queried (then launches use the wide tiles). Cached per device: the first call is
+// Blocks of the narrow-tile kernel (W4A16GroupKernel's with kGroup, which has its own registers
+// and its own cache) that the current device holds at once (all SMs), or -1 when that cannot be
+// queried (then launches use the wide tiles and groups are not launched as one). Cached per device: the first call is
 // a driver query, made by a pass that runs eagerly before any graph capture (CudaDecoder
 // captures a shape's second pass). A failed query's error is cleared so that the launch check
 // after it does not report it; an error already pending is left alone (and not queried over).
@@ -122,6 +123,9 @@ float AlphaFor(const W4A16Weights& w) {
   return w.format == W4Format::kNvfp4 ? w.global_scale : 1.0f;
 }
 
+static_assert(kW4A16MaxGroup == w4a16::kMaxGroupMembers,
+              "LaunchGroupTiles fills the kernel's member slots from W4A16GemmGroup's members");
+
 template <typename Dequant, int kTiles>
 void LaunchGroupTiles(absl::Span<const W4A16GroupMember> members, int64_t k, const uint16_t* x,
                       int64_t m, cudaStream_t stream) {
@@ -145,28 +149,60 @@ void LaunchGroupTiles(absl::Span<const W4A16GroupMember> members, int64_t k, con
       group, k, x, m);
 }
 
-// One launch of narrow tiles when all members' blocks are resident at once; otherwise the members
-// already fill the GPU by themselves, and each gets its own launch (and its own tile width).
+// Which members share a launch. All of them (two or more) when their narrow blocks are resident
+// on the GPU at once: -1. Otherwise the widest member launches alone, with W4A16Gemm's own tile
+// choice, and the rest go by the same rule: its index. So a GQA model's q / k / v that overflow
+// the resident grid still run k and v together (Llama-3-8B on an H100: 256 + 64 + 64 narrow
+// blocks against 264 resident). A single member is always alone: 0.
 template <typename Dequant>
-absl::Status LaunchGroup(absl::Span<const W4A16GroupMember> members, int64_t k,
-                         const uint16_t* x, int64_t m, cudaStream_t stream) {
+int LoneMember(absl::Span<const int64_t> ns, int64_t m) {
   constexpr int64_t kNarrowCols = 8 * w4a16::kNarrowTiles;
   const int64_t row_blocks = (m + w4a16::kBlockM - 1) / w4a16::kBlockM;
   int64_t narrow_blocks = 0;
-  for (const W4A16GroupMember& mem : members) {
-    narrow_blocks += (mem.n + kNarrowCols - 1) / kNarrowCols * row_blocks;
+  int widest = 0;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    narrow_blocks += (ns[i] + kNarrowCols - 1) / kNarrowCols * row_blocks;
+    if (ns[i] > ns[widest]) widest = static_cast<int>(i);
   }
-  if (members.size() > 1 && narrow_blocks <= NarrowResidentBlocks<Dequant, true>()) {
+  if (ns.size() > 1 && narrow_blocks <= NarrowResidentBlocks<Dequant, true>()) return -1;
+  return widest;
+}
+
+template <typename Dequant>
+absl::Status LaunchGroup(absl::Span<const W4A16GroupMember> members, int64_t k,
+                         const uint16_t* x, int64_t m, cudaStream_t stream) {
+  if (members.empty()) return absl::OkStatus();
+  std::array<int64_t, kW4A16MaxGroup> ns{};
+  for (size_t i = 0; i < members.size(); ++i) ns[i] = members[i].n;
+  const int lone = LoneMember<Dequant>(absl::MakeConstSpan(ns.data(), members.size()), m);
+  if (lone < 0) {
     LaunchGroupTiles<Dequant, w4a16::kNarrowTiles>(members, k, x, m, stream);
     RETURN_IF_LAUNCH_ERROR();
     return absl::OkStatus();
   }
-  for (const W4A16GroupMember& mem : members) {
-    TESSERA_RETURN_IF_ERROR(Launch(mem.weights->packed, DequantFor<Dequant>(*mem.weights, k),
-                                   AlphaFor(*mem.weights), mem.n, k, x, m, mem.bias, mem.y,
-                                   stream));
+  const W4A16GroupMember& alone = members[lone];
+  TESSERA_RETURN_IF_ERROR(Launch(alone.weights->packed, DequantFor<Dequant>(*alone.weights, k),
+                                 AlphaFor(*alone.weights), alone.n, k, x, m, alone.bias, alone.y,
+                                 stream));
+  std::array<W4A16GroupMember, kW4A16MaxGroup> rest;
+  size_t count = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (static_cast<int>(i) != lone) rest[count++] = members[i];
   }
-  return absl::OkStatus();
+  return LaunchGroup<Dequant>(absl::MakeConstSpan(rest.data(), count), k, x, m, stream);
+}
+
+template <typename Dequant>
+int GroupLaunches(absl::Span<const int64_t> ns, int64_t m) {
+  if (ns.empty()) return 0;
+  const int lone = LoneMember<Dequant>(ns, m);
+  if (lone < 0) return 1;
+  std::array<int64_t, kW4A16MaxGroup> rest{};
+  size_t count = 0;
+  for (size_t i = 0; i < ns.size(); ++i) {
+    if (static_cast<int>(i) != lone) rest[count++] = ns[i];
+  }
+  return 1 + GroupLaunches<Dequant>(absl::MakeConstSpan(rest.data(), count), m);
 }
 
 std::string ProblemName(const W4A16Problem& p) {
@@ -285,18 +321,22 @@ absl::Status W4A16GemmGroup(absl::Span<const W4A16GroupMember> members, int64_t 
     return absl::InvalidArgumentError(
         absl::StrCat("w4a16 group: ", members.size(), " layers (1 to ", kW4A16MaxGroup, ")"));
   }
-  for (const W4A16GroupMember& mem : members) {
+  for (size_t i = 0; i < members.size(); ++i) {
+    const W4A16GroupMember& mem = members[i];
     if (mem.weights == nullptr || mem.y == nullptr) {
-      return absl::InvalidArgumentError("w4a16 group: null weights or output");
+      return absl::InvalidArgumentError(
+          absl::StrCat("w4a16 group member ", i, ": null weights or output"));
     }
-    TESSERA_RETURN_IF_ERROR(CheckW4A16Weights(*mem.weights, mem.n, k));
+    if (absl::Status s = CheckW4A16Weights(*mem.weights, mem.n, k); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("w4a16 group member ", i, ": ", s.message()));
+    }
     const W4A16Weights& first = *members[0].weights;
     if (mem.weights->format != first.format ||
         (first.format == W4Format::kInt4 && mem.weights->group_size != first.group_size)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "w4a16 group: layers of different formats or group sizes (", FormatName(first.format),
-          " g", first.group_size, " and ", FormatName(mem.weights->format), " g",
-          mem.weights->group_size, ")"));
+          "w4a16 group member ", i, ": different format or group size from member 0 (",
+          FormatName(mem.weights->format), " g", mem.weights->group_size, " against ",
+          FormatName(first.format), " g", first.group_size, ")"));
     }
   }
   TESSERA_RETURN_IF_ERROR(CheckW4A16Rows(x, m));
@@ -307,6 +347,16 @@ absl::Status W4A16GemmGroup(absl::Span<const W4A16GroupMember> members, int64_t 
     case W4Format::kInt4: return LaunchGroup<w4a16::Int4Dequant>(members, k, x, m, stream);
   }
   return absl::InvalidArgumentError("w4a16: unknown format");
+}
+
+int W4A16GroupLaunches(W4Format format, absl::Span<const int64_t> ns, int64_t m) {
+  if (ns.size() > static_cast<size_t>(kW4A16MaxGroup)) return -1;
+  switch (format) {
+    case W4Format::kNvfp4: return GroupLaunches<w4a16::Nvfp4Dequant>(ns, m);
+    case W4Format::kMxfp4: return GroupLaunches<w4a16::Mxfp4Dequant>(ns, m);
+    case W4Format::kInt4: return GroupLaunches<w4a16::Int4Dequant>(ns, m);
+  }
+  return -1;
 }
 
 absl::Status DequantizeW4ToBf16(const W4A16Weights& w, int64_t n, int64_t k, uint16_t* out,

@@ -70,9 +70,14 @@ inline constexpr int kW4A16MaxGroup = 3;
 // W4A16Gemm for 1 .. kW4A16MaxGroup layers that share x (and so K and m) and one format (INT4:
 // one group size): every y gets the bits W4A16Gemm would give it. One launch where the layers'
 // 16-column blocks are resident on the GPU at once (a decode step's q / k / v: small-N GEMVs
-// whose separate launches each left most of the SMs idle), else one launch per layer.
+// whose separate launches each left most of the SMs idle); past that the widest layer launches
+// alone and the rest by the same rule.
 absl::Status W4A16GemmGroup(absl::Span<const W4A16GroupMember> members, int64_t k,
                             const uint16_t* x, int64_t m, cudaStream_t stream);
+
+// The launches W4A16GemmGroup makes for layers of these N and `m` rows on the current device
+// (1 .. ns.size(); exposed so that tests can check the grouped launch ran).
+int W4A16GroupLaunches(W4Format format, absl::Span<const int64_t> ns, int64_t m);
 
 // The block width, 16 or 32 columns, that W4A16Gemm uses for an [m, n] result on the current
 // device: 16 when that grid is resident at once, else 32 (the same bits either way; exposed so

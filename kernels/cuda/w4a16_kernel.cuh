@@ -279,7 +279,7 @@ struct Group {
 // three blocks, it spilled on sm_80 / sm_89).
 template <typename Dequant, int kTiles>
 __global__ void __launch_bounds__(kWarpsPerBlock * 32)
-    W4A16GroupKernel(const Group<Dequant> group, int64_t k, const uint16_t* __restrict__ x,
+    W4A16GroupKernel(Group<Dequant> group, int64_t k, const uint16_t* __restrict__ x,
                      int64_t m) {
   static_assert(kMaxGroupMembers == 3);
   const int64_t block = blockIdx.x;
@@ -288,7 +288,9 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const auto pick = [i](const auto& a, const auto& b, const auto& c) {
     return i == 0 ? a : i == 1 ? b : c;
   };
-  const GroupMember<Dequant>&g0 = group.member[0], &g1 = group.member[1], &g2 = group.member[2];
+  const GroupMember<Dequant>& g0 = group.member[0];
+  const GroupMember<Dequant>& g1 = group.member[1];
+  const GroupMember<Dequant>& g2 = group.member[2];
   const int64_t first = pick(int64_t{0}, group.block_end[0], group.block_end[1]);
   W4A16Tile<Dequant, kTiles>(pick(g0.packed, g1.packed, g2.packed),
                              pick(g0.dequant, g1.dequant, g2.dequant),

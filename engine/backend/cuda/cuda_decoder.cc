@@ -232,10 +232,15 @@ absl::Status CudaDecoder::RunLayers(int64_t rows, const kc::AttentionBatch& batc
     kv.kv_heads = c.num_kv_heads;
     kv.head_dim = c.head_dim;
     TESSERA_RETURN_IF_ERROR(kc::AppendKv(s_.k, s_.v, rows, kv, batch, stream));
+    // The bf16 copy only for an output projection that reads one (FP8 and NVFP4 W4A4 quantize
+    // the f32 output themselves).
+    const bool o_reads_bf16 =
+        L.o.kind == DeviceLinearKind::kBf16 || L.o.kind == DeviceLinearKind::kW4A16;
+    uint16_t* attn_bf16 = o_reads_bf16 ? s_.act_bf16 : nullptr;
     TESSERA_RETURN_IF_ERROR(kc::PagedAttention(s_.q, rows, c.num_heads, kv, batch, scale, s_.attn,
-                                               s_.act_bf16, stream));
+                                               attn_bf16, stream));
     TESSERA_RETURN_IF_ERROR(
-        RunLinear(L.o, s_.attn, s_.act_bf16, rows, s_.tmp, s_.linear, lt, stream));
+        RunLinear(L.o, s_.attn, attn_bf16, rows, s_.tmp, s_.linear, lt, stream));
     TESSERA_RETURN_IF_ERROR(
         kc::AddRmsNorm(s_.h, s_.tmp, L.ffn_norm, rows, H, eps, s_.xn, s_.act_bf16, stream));
     TESSERA_RETURN_IF_ERROR(RunLinears({&L.gate, &L.up}, s_.xn, s_.act_bf16, rows,

@@ -1,6 +1,7 @@
 #include "engine/backend/cuda/device_linear.h"
 
 #include <array>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
@@ -158,13 +159,14 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
 absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const float* x,
                         const uint16_t* x_bf16, int64_t rows, absl::Span<float* const> ys,
                         const LinearScratch& scratch, kc::CublasLtGemm& lt, cudaStream_t stream) {
-  if (layers.size() != ys.size() || layers.empty()) {
-    return absl::InternalError("RunLinears: layers and outputs differ in number");
+  if (layers.empty() || layers.size() != ys.size()) {
+    return absl::InternalError(absl::StrCat("RunLinears: ", layers.size(), " layers, ",
+                                            ys.size(), " outputs"));
   }
+  const DeviceLinear& first = *layers[0];
   bool group = x_bf16 != nullptr && rows < kc::kW4A16DequantMinRows && rows <= scratch.rows &&
                layers.size() <= static_cast<size_t>(kc::kW4A16MaxGroup);
   for (const DeviceLinear* l : layers) {
-    const DeviceLinear& first = *layers[0];
     group = group && l->kind == DeviceLinearKind::kW4A16 && l->k == first.k &&
             l->w4.format == first.w4.format && l->w4.group_size == first.w4.group_size;
   }
@@ -179,11 +181,13 @@ absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const floa
     members[i] = {&layers[i]->w4, layers[i]->n, layers[i]->bias, ys[i]};
   }
   absl::Status status = kc::W4A16GemmGroup(absl::MakeConstSpan(members.data(), layers.size()),
-                                           layers[0]->k, x_bf16, rows, stream);
+                                           first.k, x_bf16, rows, stream);
   if (!status.ok()) {
-    return absl::Status(status.code(), absl::StrCat(layers[0]->module, " (with ",
-                                                    layers.size() - 1, " more): ",
-                                                    status.message()));
+    std::string modules;
+    for (const DeviceLinear* l : layers) {
+      absl::StrAppend(&modules, modules.empty() ? "" : ", ", l->module);
+    }
+    return absl::Status(status.code(), absl::StrCat(modules, ": ", status.message()));
   }
   return absl::OkStatus();
 }

@@ -425,13 +425,15 @@ DeviceW4 RandomDeviceW4(W4Format format, int64_t n, int64_t k, int64_t group, ui
     d.block_scales = Upload(nvfp4 ? RandomBytes(n * k / 16, seed + 2, 0x20, 0x50)
                                   : RandomBytes(n * k / 32, seed + 2, 120, 130));
     d.w.block_scales = d.block_scales.as<uint8_t>();
-    d.w.global_scale = nvfp4 ? 0.37f : 1.0f;
+    // Each NVFP4 layer its own α, so that a group taking another member's α cannot pass.
+    d.w.global_scale = nvfp4 ? 0.37f + 0.11f * static_cast<float>(seed % 3) : 1.0f;
   }
   return d;
 }
 
-// The decoder's q / k / v and gate / up: one grouped launch (or, past the resident grid, one per
-// layer) stores the same bits as W4A16Gemm run on each layer alone.
+// The decoder's q / k / v and gate / up: one grouped launch (or, past the resident grid, the
+// widest alone and the rest by the same rule) stores the same bits as W4A16Gemm run on each layer
+// alone. Both a single grouped launch and a split one must have run.
 TEST_P(W4A16DeviceTest, GroupMatchesSeparateLaunches) {
   TESSERA_REQUIRE_CUDA_DEVICE();
   const W4Format format = GetParam();
@@ -439,9 +441,12 @@ TEST_P(W4A16DeviceTest, GroupMatchesSeparateLaunches) {
     int64_t m, k;
     std::vector<int64_t> n;
   };
+  std::set<int> launches;
   for (const Case& c : {Case{1, 2048, {2048, 256, 256}}, Case{5, 512, {200, 36}},
                         Case{17, 1024, {64, 384, 8}}, Case{1, 2048, {5632, 5632}},
-                        Case{3, 512, {12296, 4096, 96}}, Case{2, 640, {77}}}) {
+                        Case{3, 512, {12296, 4096, 96}}, Case{1, 1024, {4096, 1024, 1024}},
+                        Case{2, 640, {77}}}) {
+    launches.insert(W4A16GroupLaunches(format, c.n, c.m));
     const std::vector<uint16_t> xb = [&] {
       std::vector<float> x = RandomFloats(c.m * c.k, 1.0f, 40);
       return ToBf16(x);
@@ -472,6 +477,7 @@ TEST_P(W4A16DeviceTest, GroupMatchesSeparateLaunches) {
           << "member " << i << " of " << c.n.size() << ", m " << c.m << ", n " << c.n[i];
     }
   }
+  EXPECT_TRUE(launches.count(1) == 1 && launches.count(2) == 1) << "grouped and split launches";
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, W4A16DeviceTest,

@@ -2,6 +2,7 @@
 // capability queries of each kernel family, cuBLASLt descriptor/layout/scale-mode setup, and
 // the NVFP4 scale swizzle layout.
 #include <set>
+#include <string>
 #include <vector>
 
 #include <gmock/gmock.h>
@@ -162,22 +163,31 @@ TEST(W4A16Test, GroupRejectsBadMembersWithoutLaunching) {
   const auto* x = reinterpret_cast<const uint16_t*>(bytes);
   const W4A16GroupMember a{&nvfp4, 256, nullptr, floats}, b{&int4, 256, nullptr, floats},
       c{&int4_g64, 256, nullptr, floats}, d{&int4, 256, nullptr, floats};
-  auto code = [&](std::vector<W4A16GroupMember> members) {
-    return W4A16GemmGroup(members, 512, x, 1, nullptr).code();
+  // The message says why, so that each case fails for its own reason.
+  auto message = [&](std::vector<W4A16GroupMember> members, int64_t k = 512,
+                     const uint16_t* xs = nullptr) {
+    const absl::Status s = W4A16GemmGroup(members, k, xs == nullptr ? x : xs, 1, nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    return std::string(s.message());
   };
-  EXPECT_EQ(code({}), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(code({b, d, b, d}), absl::StatusCode::kInvalidArgument);  // more than three
-  EXPECT_EQ(code({a, b}), absl::StatusCode::kInvalidArgument);        // formats differ
-  EXPECT_EQ(code({b, c}), absl::StatusCode::kInvalidArgument);        // group sizes differ
+  using ::testing::HasSubstr;
+  EXPECT_THAT(message({}), HasSubstr("0 layers"));
+  EXPECT_THAT(message({b, d, b, d}), HasSubstr("4 layers"));
+  EXPECT_THAT(message({b, a}), HasSubstr("member 1: different format"));
+  EXPECT_THAT(message({b, c}), HasSubstr("member 1: different format or group size"));
   W4A16GroupMember no_y = b;
   no_y.y = nullptr;
-  EXPECT_EQ(code({b, no_y}), absl::StatusCode::kInvalidArgument);
-  W4A16GroupMember bad_k = b;
-  EXPECT_EQ(W4A16GemmGroup({b, bad_k}, 500, x, 1, nullptr).code(),
-            absl::StatusCode::kInvalidArgument);  // K not a multiple of 64
-  EXPECT_EQ(W4A16GemmGroup({b, d}, 512, x + 1, 1, nullptr).code(),
-            absl::StatusCode::kInvalidArgument);  // x misaligned
-  EXPECT_TRUE(W4A16GemmGroup({b, d}, 512, x, 0, nullptr).ok());  // no rows: nothing to launch
+  EXPECT_THAT(message({b, no_y}), HasSubstr("member 1: null weights or output"));
+  W4A16Weights no_scales = int4;
+  no_scales.scales = nullptr;
+  const W4A16GroupMember e{&no_scales, 256, nullptr, floats};
+  EXPECT_THAT(message({b, d, e}), HasSubstr("member 2: int4: no scales"));
+  EXPECT_THAT(message({b, d}, 500), HasSubstr("K must be a positive multiple of 64"));
+  EXPECT_THAT(message({b, d}, 512, x + 1), HasSubstr("16-byte"));
+  // Each member valid alone, and no rows: nothing to launch.
+  for (const auto& members : std::vector<std::vector<W4A16GroupMember>>{{a}, {b}, {c}, {b, d}}) {
+    EXPECT_TRUE(W4A16GemmGroup(members, 512, x, 0, nullptr).ok());
+  }
 }
 
 }  // namespace

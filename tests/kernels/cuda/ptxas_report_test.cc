@@ -86,8 +86,9 @@ TEST(PtxasReportTest, KeyKernelsAreReported) {
   for (const CompiledArch& a : CompiledArchs()) {
     expected.insert("sm_" + std::to_string(a.sm) + (a.arch_specific ? "a" : ""));
   }
-  // The NVFP4 quantizers (the swizzled one feeds cuBLASLt's W4A4 GEMM) and the W4A16 GEMM.
-  for (const char* kernel : {"Nvfp4SwizzledKernel", "Nvfp4Kernel", "W4A16Kernel"}) {
+  // The NVFP4 quantizers (the swizzled one feeds cuBLASLt's W4A4 GEMM) and the W4A16 GEMMs.
+  for (const char* kernel : {"Nvfp4SwizzledKernel", "Nvfp4Kernel", "W4A16Kernel",
+                             "W4A16GroupKernel"}) {
     std::set<std::string> archs;
     for (const KernelReport& r : reports) {
       if (r.name.find(kernel) != std::string::npos) archs.insert(r.arch);
