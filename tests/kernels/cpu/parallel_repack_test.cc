@@ -1,0 +1,113 @@
+// RepackColumnGroups (kernels/cpu/fast/parallel_repack.h): the load-time repacks DenseLinear
+// splits over the pool write the same bytes, and describe the same matrix, as one call over all
+// columns: every GGUF type with int8 tiles and the f16 / f32 / bf16 panels, column counts that
+// end in a partial group, ranges of several groups on several threads, and the inline path.
+#include "kernels/cpu/fast/parallel_repack.h"
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
+#include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/ggml_dequant.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+using T = GgmlBlockType;
+
+std::vector<uint8_t> RandomBytes(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> v(n);
+  for (auto& b : v) b = static_cast<uint8_t>(rng());
+  return v;
+}
+
+void ExpectSameWeights(const FastWeights& a, const FastWeights& b) {
+  EXPECT_EQ(a.format, b.format);
+  EXPECT_EQ(a.n, b.n);
+  EXPECT_EQ(a.k, b.k);
+  EXPECT_EQ(a.row_stride, b.row_stride);
+  EXPECT_EQ(a.quant_offset, b.quant_offset);
+  EXPECT_EQ(a.group_size, b.group_size);
+  EXPECT_EQ(a.alpha, b.alpha);
+}
+
+// Runs `whole` once over all n columns and RepackColumnGroups with `part` over the pool (and
+// without one), and compares the bytes and the descriptions.
+template <class Whole, class Part>
+void ExpectSplitMatchesWhole(int64_t n, int64_t bytes, int64_t group_bytes, Whole whole,
+                             Part part) {
+  auto one = hwy::AllocateAligned<uint8_t>(bytes);
+  std::memset(one.get(), 0xCD, bytes);
+  const FastWeights want = whole(one.get());
+  ThreadPool pool(3);
+  for (ThreadPool* p : {&pool, static_cast<ThreadPool*>(nullptr)}) {
+    auto split = hwy::AllocateAligned<uint8_t>(bytes);
+    std::memset(split.get(), 0x5A, bytes);  // other than `one`'s fill: every byte must be written
+    const FastWeights got = RepackColumnGroups(p, n, group_bytes, split.get(), part);
+    EXPECT_EQ(std::memcmp(one.get(), split.get(), bytes), 0) << (p ? "pool" : "inline");
+    EXPECT_EQ(got.data, split.get());
+    ExpectSameWeights(got, want);
+  }
+}
+
+TEST(ParallelRepackTest, GgmlTilesMatchOneCall) {
+  const int64_t k = 512;
+  for (T t : {T::kQ4_0, T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_0, T::kQ4_K, T::kQ5_K, T::kQ6_K}) {
+    ASSERT_TRUE(HasGgmlX16(t));
+    const GgmlBlockInfo info = GetGgmlBlockInfo(t);
+    const int64_t row_bytes = k / info.elements * info.bytes;
+    for (int64_t n : {int64_t{7}, int64_t{16 * 9 + 5}, int64_t{16 * 37}}) {
+      SCOPED_TRACE(testing::Message() << "type " << static_cast<int>(t) << ", n " << n);
+      const std::vector<uint8_t> rows = RandomBytes(n * row_bytes, 7 + static_cast<uint32_t>(n));
+      ExpectSplitMatchesWhole(
+          n, GgmlX16Bytes(t, n, k), GgmlX16Bytes(t, kRepackGroupColumns, k),
+          [&](uint8_t* dst) { return RepackGgmlX16(t, rows.data(), n, k, dst); },
+          [&](int64_t c0, int64_t c1, uint8_t* dst) {
+            return RepackGgmlX16(t, rows.data() + c0 * row_bytes, c1 - c0, k, dst);
+          });
+    }
+  }
+}
+
+TEST(ParallelRepackTest, DensePanelsMatchOneCall) {
+  struct Dense {
+    FastFormat format;
+    int64_t elem_bytes;
+    int64_t (*bytes)(int64_t, int64_t);
+    FastWeights (*repack)(const FastWeights&, uint8_t*);
+  };
+  const int64_t k = 96;
+  // Random bits are fine for a repack (it moves or splits values, it does not compute with them).
+  for (const Dense& d : {Dense{FastFormat::kF16, 2, F16PanelsBytes, RepackF16Panels},
+                         Dense{FastFormat::kF32, 4, F32PanelsBytes, RepackF32Panels},
+                         Dense{FastFormat::kBF16, 2, Bf16PairsBytes, RepackBf16Pairs}}) {
+    for (int64_t n : {int64_t{9}, int64_t{16 * 11 + 3}, int64_t{16 * 20}}) {
+      SCOPED_TRACE(testing::Message() << "format " << static_cast<int>(d.format) << ", n " << n);
+      const std::vector<uint8_t> rows = RandomBytes(n * k * d.elem_bytes, 11);
+      FastWeights src;
+      src.format = d.format;
+      src.data = rows.data();
+      src.n = n;
+      src.k = k;
+      src.row_stride = k * d.elem_bytes;
+      ExpectSplitMatchesWhole(
+          n, d.bytes(n, k), d.bytes(kRepackGroupColumns, k),
+          [&](uint8_t* dst) { return d.repack(src, dst); },
+          [&](int64_t c0, int64_t c1, uint8_t* dst) {
+            FastWeights part = src;
+            part.data = src.data + c0 * src.row_stride;
+            part.n = c1 - c0;
+            return d.repack(part, dst);
+          });
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
