@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
+#include "kernels/cpu/fast/fp8_act_quant.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
@@ -348,7 +350,8 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
   }
 }
 
-absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::vector<float>& wt) {
+absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::vector<float>& wt,
+                                             kernels::cpu::ThreadPool* pool) {
   PackedWeights w;
   w.spec = spec;
   const int64_t n = spec.n, k = spec.k;
@@ -356,6 +359,17 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
     float m = 0;
     for (int64_t i = begin; i < begin + count; ++i) m = std::max(m, std::abs(wt[i]));
     return m;
+  };
+  // quantize_row(r) writes row r's codes and scales only.
+  auto for_rows = [&](const std::function<void(int64_t)>& quantize_row) {
+    auto run = [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) quantize_row(r);
+    };
+    if (pool != nullptr) {
+      pool->ParallelFor(n, 1, run);
+    } else {
+      run(0, n);
+    }
   };
   switch (spec.weight_format) {
     case WeightFormat::kFp8E4m3: {
@@ -366,20 +380,21 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
         const float a = amax(0, n * k);
         w.scales[0] = a > 0 ? a / 448.0f : 1.0f;
       }
-      for (int64_t r = 0; r < n; ++r) {
+      for_rows([&](int64_t r) {
         if (per_row) {
           const float a = amax(r * k, k);
           w.scales[r] = a > 0 ? a / 448.0f : 1.0f;
         }
-        const float s = w.scales[per_row ? r : 0];
-        for (int64_t i = 0; i < k; ++i) w.bytes[r * k + i] = numeric::EncodeE4m3(wt[r * k + i] / s);
-      }
+        // EncodeE4m3(w / s) for each element, vectorized (the same bytes).
+        kernels::cpu::fast::FastEncodeE4m3Divide(wt.data() + r * k, k, w.scales[per_row ? r : 0],
+                                                 w.bytes.data() + r * k);
+      });
       break;
     }
     case WeightFormat::kInt8: {  // symmetric per-row, activations int8 per token
       w.bytes.resize(n * k);
       w.scales.resize(n);
-      for (int64_t r = 0; r < n; ++r) {
+      for_rows([&](int64_t r) {
         const float a = amax(r * k, k);
         const float s = a > 0 ? a / 127.0f : 1.0f;
         w.scales[r] = s;
@@ -387,7 +402,7 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
           const float q = std::nearbyint(wt[r * k + i] / s);
           w.bytes[r * k + i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
         }
-      }
+      });
       break;
     }
     case WeightFormat::kInt4: {  // symmetric: code = rne(w / s) + 8 in [1, 15], s = amax / 7
@@ -395,7 +410,7 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
       w.bytes.resize(n * k);
       w.scales.resize(n * groups);
       w.zeros.assign(n * groups, 8.0f);
-      for (int64_t r = 0; r < n; ++r) {
+      for_rows([&](int64_t r) {
         for (int64_t g = 0; g < groups; ++g) {
           const float a = amax(r * k + g * gs, gs);
           const float s = a > 0 ? a / 7.0f : 1.0f;
@@ -405,7 +420,7 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
             w.bytes[r * k + i] = static_cast<uint8_t>(q + 8);
           }
         }
-      }
+      });
       break;
     }
     case WeightFormat::kNvfp4: {  // ModelOpt's recipe: α = amax / (6 * 448), sf = e4m3(amax_b / (6 α))
@@ -413,7 +428,7 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
       w.global_scale = a > 0 ? a / (6.0f * 448.0f) : 1.0f;
       w.bytes.assign(n * k / 2, 0);
       w.scale_bytes.resize(n * k / 16);
-      for (int64_t r = 0; r < n; ++r) {
+      for_rows([&](int64_t r) {
         for (int64_t b = 0; b < k / 16; ++b) {
           const float ab = amax(r * k + b * 16, 16);
           uint8_t sf = numeric::EncodeUe4m3(ab / (6.0f * w.global_scale));
@@ -425,14 +440,14 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
             numeric::SetE2m1Nibble(w.bytes.data() + r * (k / 2), kk, numeric::EncodeE2m1(wt[r * k + kk] / denom));
           }
         }
-      }
+      });
       w.block_scales = w.scale_bytes.data();
       break;
     }
     case WeightFormat::kMxfp4: {  // OCP MX FLOOR rule: e = floor(log2 amax) - 2
       w.bytes.assign(n * k / 2, 0);
       w.scale_bytes.resize(n * k / 32);
-      for (int64_t r = 0; r < n; ++r) {
+      for_rows([&](int64_t r) {
         for (int64_t b = 0; b < k / 32; ++b) {
           const uint8_t e = numeric::EncodeE8m0Floor(amax(r * k + b * 32, 32), numeric::kE2m1EmaxPow2);
           w.scale_bytes[r * (k / 32) + b] = e;
@@ -442,7 +457,7 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
             numeric::SetE2m1Nibble(w.bytes.data() + r * (k / 2), kk, numeric::EncodeE2m1(wt[r * k + kk] / x));
           }
         }
-      }
+      });
       w.block_scales = w.scale_bytes.data();
       break;
     }

@@ -1,0 +1,57 @@
+// QuantizeOnline (engine/quant/packed_weights.h) split over a thread pool writes the same codes
+// and scales as on one thread, for every online scheme: the rows are independent once the
+// per-tensor scales (FP8 per tensor, NVFP4's global scale) are known.
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "engine/quant/packed_weights.h"
+#include "engine/quant/precision_plan.h"
+#include "kernels/cpu/thread_pool.h"
+#include "kernels/numeric/fp8.h"
+
+namespace tessera::quant {
+namespace {
+
+TEST(QuantizeOnlineTest, PoolGivesTheSameBytes) {
+  const int64_t n = 37, k = 256;
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 0.05f);
+  std::vector<float> w(n * k);
+  for (float& v : w) v = dist(rng);
+  for (int64_t i = 0; i < k; ++i) w[3 * k + i] = 0.0f;  // an all-zero row (scale fallbacks)
+  w[11 * k + 7] = 4.0f;                                   // an outlier (per-tensor scales)
+  kernels::cpu::ThreadPool pool(3);
+  for (const std::string scheme :
+       {"fp8", "ptpc_fp8", "fp8_wo", "int8", "int4_wo_per_channel", "int4_wo_64", "nvfp4",
+        "nvfp4_w4a16", "mxfp4"}) {
+    SCOPED_TRACE(scheme);
+    absl::StatusOr<LinearSpec> spec = OnlineSchemeSpec(scheme, "layer", n, k);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    absl::StatusOr<PackedWeights> one = QuantizeOnline(*spec, w);
+    absl::StatusOr<PackedWeights> split = QuantizeOnline(*spec, w, &pool);
+    ASSERT_TRUE(one.ok()) << one.status();
+    ASSERT_TRUE(split.ok()) << split.status();
+    EXPECT_EQ(one->bytes, split->bytes);
+    EXPECT_EQ(one->scales, split->scales);
+    EXPECT_EQ(one->zeros, split->zeros);
+    EXPECT_EQ(one->scale_bytes, split->scale_bytes);
+    EXPECT_EQ(one->global_scale, split->global_scale);
+    EXPECT_EQ(split->q, split->bytes.data());
+    // Something was quantized: the rows are not all one code.
+    bool varied = false;
+    for (uint8_t b : split->bytes) varied = varied || b != split->bytes[0];
+    EXPECT_TRUE(varied);
+    if (spec->weight_format == WeightFormat::kFp8E4m3) {  // the vectorized encoder's contract
+      const bool per_row = split->scales.size() == static_cast<size_t>(n);
+      for (int64_t i = 0; i < n * k; ++i) {
+        const float s = split->scales[per_row ? i / k : 0];
+        ASSERT_EQ(split->bytes[i], numeric::EncodeE4m3(w[i] / s)) << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::quant
