@@ -350,6 +350,19 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
   }
 }
 
+namespace {
+
+// std::nearbyint(v) for |v| <= 2^22 (and NaN) in the default rounding mode: adding and
+// subtracting 1.5 · 2^23 rounds to an integer, ties to even. The online quantizers' v = w / s is
+// at most 127 in magnitude (s = amax / 127 or / 7), and the libm call, which the baseline x86-64
+// build cannot inline, was most of an online INT4 load.
+inline float RoundHalfEven(float v) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 · 2^23
+  return (v + kMagic) - kMagic;
+}
+
+}  // namespace
+
 absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::vector<float>& wt,
                                              kernels::cpu::ThreadPool* pool) {
   PackedWeights w;
@@ -399,7 +412,7 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
         const float s = a > 0 ? a / 127.0f : 1.0f;
         w.scales[r] = s;
         for (int64_t i = 0; i < k; ++i) {
-          const float q = std::nearbyint(wt[r * k + i] / s);
+          const float q = RoundHalfEven(wt[r * k + i] / s);
           w.bytes[r * k + i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
         }
       });
@@ -416,7 +429,7 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
           const float s = a > 0 ? a / 7.0f : 1.0f;
           w.scales[r * groups + g] = s;
           for (int64_t i = g * gs; i < (g + 1) * gs; ++i) {
-            const float q = std::clamp(std::nearbyint(wt[r * k + i] / s), -8.0f, 7.0f);
+            const float q = std::clamp(RoundHalfEven(wt[r * k + i] / s), -8.0f, 7.0f);
             w.bytes[r * k + i] = static_cast<uint8_t>(q + 8);
           }
         }

@@ -1,6 +1,8 @@
 // QuantizeOnline (engine/quant/packed_weights.h) split over a thread pool writes the same codes
 // and scales as on one thread, for every online scheme: the rows are independent once the
 // per-tensor scales (FP8 per tensor, NVFP4's global scale) are known.
+#include <algorithm>
+#include <cmath>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,6 +45,20 @@ TEST(QuantizeOnlineTest, PoolGivesTheSameBytes) {
     bool varied = false;
     for (uint8_t b : split->bytes) varied = varied || b != split->bytes[0];
     EXPECT_TRUE(varied);
+    if (spec->weight_format == WeightFormat::kInt8 || spec->weight_format == WeightFormat::kInt4) {
+      // The codes are std::nearbyint(w / s), clamped (and for INT4 offset by 8).
+      const bool int4 = spec->weight_format == WeightFormat::kInt4;
+      const int64_t groups = static_cast<int64_t>(split->scales.size()) / n;
+      for (int64_t i = 0; i < n * k; ++i) {
+        const float s = split->scales[i / k * groups + (i % k) / (k / groups)];
+        const float q = std::nearbyint(w[i] / s);
+        const int want = int4 ? static_cast<int>(std::clamp(q, -8.0f, 7.0f)) + 8
+                              : static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+        ASSERT_EQ(int4 ? static_cast<int>(split->bytes[i]) : static_cast<int8_t>(split->bytes[i]),
+                  want)
+            << i;
+      }
+    }
     if (spec->weight_format == WeightFormat::kFp8E4m3) {  // the vectorized encoder's contract
       const bool per_row = split->scales.size() == static_cast<size_t>(n);
       for (int64_t i = 0; i < n * k; ++i) {
