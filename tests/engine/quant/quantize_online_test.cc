@@ -24,6 +24,15 @@ TEST(QuantizeOnlineTest, PoolGivesTheSameBytes) {
   for (float& v : w) v = dist(rng);
   for (int64_t i = 0; i < k; ++i) w[3 * k + i] = 0.0f;  // an all-zero row (scale fallbacks)
   w[11 * k + 7] = 4.0f;                                   // an outlier (per-tensor scales)
+  // Exact ties, which round-half-even and round-half-away disagree on: row 20 with amax 127
+  // (INT8's s = 1), row 21's first group with amax 7 (INT4's s = 1, per channel and per 64).
+  const std::vector<float> ties = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 6.5f, -6.5f};
+  w[20 * k] = 127.0f;
+  w[21 * k] = 7.0f;
+  for (size_t i = 0; i < ties.size(); ++i) {
+    w[20 * k + 1 + i] = ties[i];
+    w[21 * k + 1 + i] = ties[i];
+  }
   kernels::cpu::ThreadPool pool(3);
   for (const std::string scheme :
        {"fp8", "ptpc_fp8", "fp8_wo", "int8", "int4_wo_per_channel", "int4_wo_64", "nvfp4",

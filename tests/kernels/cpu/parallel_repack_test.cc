@@ -4,6 +4,7 @@
 // end in a partial group, ranges of several groups on several threads, and the inline path.
 #include "kernels/cpu/fast/parallel_repack.h"
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -53,6 +54,21 @@ void ExpectSplitMatchesWhole(int64_t n, int64_t bytes, int64_t group_bytes, Whol
     EXPECT_EQ(std::memcmp(one.get(), split.get(), bytes), 0) << (p ? "pool" : "inline");
     EXPECT_EQ(got.data, split.get());
     ExpectSameWeights(got, want);
+  }
+  // One group per call, in descending and in ascending order: a call that wrote past its own
+  // record would leave its mark on a group written before it (descending: the one after it;
+  // ascending: the one before it), which no later call rewrites.
+  const int64_t groups = (n + kRepackGroupColumns - 1) / kRepackGroupColumns;
+  for (bool descending : {true, false}) {
+    auto each = hwy::AllocateAligned<uint8_t>(bytes);
+    std::memset(each.get(), 0x5A, bytes);
+    for (int64_t i = 0; i < groups; ++i) {
+      const int64_t g = descending ? groups - 1 - i : i;
+      part(g * kRepackGroupColumns, std::min(n, (g + 1) * kRepackGroupColumns),
+           each.get() + g * group_bytes);
+    }
+    EXPECT_EQ(std::memcmp(one.get(), each.get(), bytes), 0)
+        << (descending ? "descending" : "ascending") << " groups";
   }
 }
 
