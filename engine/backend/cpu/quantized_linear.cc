@@ -273,7 +273,7 @@ void QuantizedLinear::InitFast() {
     x16_ = kc::HugePageBuffer(kf::QuantPanelsBytes(fast_));
     fast_ = kf::RepackQuantPanels(
         fast_, x16_.data(),
-        quant_pairs_ ? kf::QuantPanelForm::kBf16Pairs : kf::QuantPanelForm::kF32);
+        quant_pairs_ ? kf::QuantPanelForm::kBf16Pairs : kf::QuantPanelForm::kF32, pool_);
     fast_permute_ = false;
     quant_panels_ok_ = true;
   }

@@ -140,14 +140,15 @@ int64_t QuantPanelsBytes(const FastQuantWeights& w) {
   return panels::Count(w.n) * geo.PanelBytes(w.k / geo.group);
 }
 
-FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form) {
-  return internal::RepackQuantPanelsAs(w, dst, form, internal::QuantPanelCodingOf(w));
+FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form,
+                                   ThreadPool* pool) {
+  return internal::RepackQuantPanelsAs(w, dst, form, internal::QuantPanelCodingOf(w), pool);
 }
 
 namespace internal {
 
 FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form,
-                                     QuantPanelCoding coding) {
+                                     QuantPanelCoding coding, ThreadPool* pool) {
   FastQuantWeights out = w;
   out.q = dst;
   const bool fp4 = w.decode == QuantDecode::kMxfp4 || w.decode == QuantDecode::kNvfp4;
@@ -162,39 +163,47 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
   const bool pairs = form == QuantPanelForm::kBf16Pairs &&
                      (IsFourBit(w.decode) || (bytes && centre <= kMaxPairByteCentre));
   out.pair_panels = pairs;
-  for (int64_t p = 0; p < panels::Count(w.n); ++p) {
-    uint8_t* panel = dst + p * groups * gb;
-    std::memset(panel, 0, groups * gb);
-    for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < w.n; ++c) {
-      const int64_t col = p * panels::kCols + c;
-      for (int64_t g = 0; g < groups; ++g) {
-        uint8_t* head = panel + g * gb;
-        if (fp4) {
-          head[c] = w.block_scales[col * groups + g];
-        } else {
-          // [centred zero points,] scales: 16 of each, f32 or (exactly) f16.
-          const float scale = w.scales[col * groups + g];
-          const int width = out.half_panel_headers ? 2 : 4;
-          auto put = [&](uint8_t* at, float v) {
-            if (out.half_panel_headers) {
-              const uint16_t h = numeric::FloatToHalf(v);
-              std::memcpy(at, &h, 2);
-            } else {
-              std::memcpy(at, &v, 4);
-            }
-          };
-          if (out.symmetric_panels) {
-            put(head + width * c, scale);
+  // Each panel from its own columns: ranges of panels on different threads write the same bytes.
+  auto repack = [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      uint8_t* panel = dst + p * groups * gb;
+      std::memset(panel, 0, groups * gb);
+      for (int64_t c = 0; c < panels::kCols && p * panels::kCols + c < w.n; ++c) {
+        const int64_t col = p * panels::kCols + c;
+        for (int64_t g = 0; g < groups; ++g) {
+          uint8_t* head = panel + g * gb;
+          if (fp4) {
+            head[c] = w.block_scales[col * groups + g];
           } else {
-            put(head + width * c, w.zeros[col * groups + g] - static_cast<float>(centre));
-            put(head + 16 * width + width * c, scale);
+            // [centred zero points,] scales: 16 of each, f32 or (exactly) f16.
+            const float scale = w.scales[col * groups + g];
+            const int width = out.half_panel_headers ? 2 : 4;
+            auto put = [&](uint8_t* at, float v) {
+              if (out.half_panel_headers) {
+                const uint16_t h = numeric::FloatToHalf(v);
+                std::memcpy(at, &h, 2);
+              } else {
+                std::memcpy(at, &v, 4);
+              }
+            };
+            if (out.symmetric_panels) {
+              put(head + width * c, scale);
+            } else {
+              put(head + width * c, w.zeros[col * groups + g] - static_cast<float>(centre));
+              put(head + 16 * width + width * c, scale);
+            }
           }
+          const int64_t row_bytes = w.k * geo.bits / 8, group_bytes = geo.group * geo.bits / 8;
+          WriteCodeLanes(w.q + col * row_bytes + g * group_bytes, group_bytes, bytes, pairs, centre,
+                         c, head + geo.head);
         }
-        const int64_t row_bytes = w.k * geo.bits / 8, group_bytes = geo.group * geo.bits / 8;
-        WriteCodeLanes(w.q + col * row_bytes + g * group_bytes, group_bytes, bytes, pairs, centre,
-                       c, head + geo.head);
       }
     }
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(panels::Count(w.n), 1, repack);
+  } else {
+    repack(0, panels::Count(w.n));
   }
   return out;
 }

@@ -85,6 +85,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tessera::kernels::cpu::fast {
 
@@ -122,9 +123,11 @@ int64_t QuantPanelsBytes(const FastQuantWeights& w);
 // QuantPanelPairsSupported(w); byte codes above 6 bits, which have no pair form, are repacked in
 // the f32 form whatever `form` says): the returned weights' q points at the panels (which hold
 // the scales and zero points too), symmetric_panels, half_panel_headers, panel_centre and
-// pair_panels say which headers, centre and form they got; everything else is w's.
+// pair_panels say which headers, centre and form they got; everything else is w's. Panels are
+// written independently, split over `pool` when given (the same bytes).
 FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst,
-                                   QuantPanelForm form = QuantPanelForm::kF32);
+                                   QuantPanelForm form = QuantPanelForm::kF32,
+                                   ThreadPool* pool = nullptr);
 
 // FastQuantMatmul's contract on the f32-form panels: y [rows, w.n] for columns [n_begin, n_end),
 // x [rows, w.k] in its natural order (no FastQuantPermuteActivations). Requires
@@ -184,7 +187,7 @@ QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w);
 // RepackQuantPanels with the coding given, for a layer repacked in parts of whole panels (every
 // part with the layer's one coding; byte codes minus the centre must fit a signed byte).
 FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form,
-                                     QuantPanelCoding coding);
+                                     QuantPanelCoding coding, ThreadPool* pool = nullptr);
 
 // Lane c of a group's code chunks (`chunks`, 64 bytes apart) from the column's `count` bytes of
 // codes as the checkpoint row holds them (nibble pairs, or one code per byte), in the form's lane

@@ -1,7 +1,8 @@
 // RepackColumnGroups (kernels/cpu/fast/parallel_repack.h): the load-time repacks DenseLinear
 // splits over the pool write the same bytes, and describe the same matrix, as one call over all
 // columns: every GGUF type with int8 tiles and the f16 / f32 / bf16 panels, column counts that
-// end in a partial group, ranges of several groups on several threads, and the inline path.
+// end in a partial group, ranges of several groups on several threads, and the inline path; and
+// RepackQuantPanels on a pool against one thread.
 #include "kernels/cpu/fast/parallel_repack.h"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/ggml_dequant.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -121,6 +123,65 @@ TEST(ParallelRepackTest, DensePanelsMatchOneCall) {
             part.n = c1 - c0;
             return d.repack(part, dst);
           });
+    }
+  }
+}
+
+// RepackQuantPanels (quant_panel_matmul.h) splits its panels over a pool itself: the same bytes
+// and description as on one thread, for INT4 (integer and fractional zero points), INT8 bytes,
+// MXFP4 and NVFP4, in both forms.
+TEST(ParallelRepackTest, QuantPanelsOnAPoolMatchOneThread) {
+  const int64_t n = 16 * 11 + 5, k = 256, group = 64;
+  std::mt19937 rng(3);
+  ThreadPool pool(3);
+  for (QuantDecode decode :
+       {QuantDecode::kInt4, QuantDecode::kInt8, QuantDecode::kMxfp4, QuantDecode::kNvfp4}) {
+    for (QuantPanelForm form : {QuantPanelForm::kF32, QuantPanelForm::kBf16Pairs}) {
+      SCOPED_TRACE(testing::Message() << "decode " << static_cast<int>(decode) << ", form "
+                                      << static_cast<int>(form));
+      const bool integer = decode == QuantDecode::kInt4 || decode == QuantDecode::kInt8;
+      const int64_t g = integer ? group : decode == QuantDecode::kMxfp4 ? 32 : 16;
+      // Codes (nibble pairs, or bytes of up to 6 bits so that the pair form applies), scales,
+      // zero points and block scales: random, the repack only moves and converts them.
+      std::vector<uint8_t> codes = RandomBytes(decode == QuantDecode::kInt8 ? n * k : n * k / 2, 5);
+      if (decode == QuantDecode::kInt8) {
+        for (auto& c : codes) c &= 0x3F;
+      }
+      std::vector<float> scales(n * (k / g)), zeros(n * (k / g));
+      for (size_t i = 0; i < scales.size(); ++i) {
+        scales[i] = 1e-3f * static_cast<float>(1 + rng() % 50);
+        zeros[i] = i % 3 == 0 ? static_cast<float>(rng() % 16) : 0.37f * static_cast<float>(i % 7);
+      }
+      std::vector<uint8_t> block_scales = RandomBytes(n * (k / g), 6);
+      for (auto& b : block_scales) b = static_cast<uint8_t>(100 + b % 40);
+      FastQuantWeights w;
+      w.decode = decode;
+      w.n = n;
+      w.k = k;
+      w.q = codes.data();
+      if (integer) {
+        w.scales = scales.data();
+        w.zeros = zeros.data();
+        w.scale_rows = 1;
+        w.scale_row_stride = k / g;
+        w.scale_k = g;
+      } else {
+        w.block_scales = block_scales.data();
+        w.alpha = decode == QuantDecode::kNvfp4 ? 3.7e-3f : 1.0f;
+      }
+      const int64_t bytes = QuantPanelsBytes(w);
+      auto one = hwy::AllocateAligned<uint8_t>(bytes);
+      auto split = hwy::AllocateAligned<uint8_t>(bytes);
+      std::memset(one.get(), 0xCD, bytes);
+      std::memset(split.get(), 0x5A, bytes);
+      const FastQuantWeights a = RepackQuantPanels(w, one.get(), form);
+      const FastQuantWeights b = RepackQuantPanels(w, split.get(), form, &pool);
+      EXPECT_EQ(std::memcmp(one.get(), split.get(), bytes), 0);
+      EXPECT_EQ(b.q, split.get());
+      EXPECT_EQ(a.pair_panels, b.pair_panels);
+      EXPECT_EQ(a.symmetric_panels, b.symmetric_panels);
+      EXPECT_EQ(a.half_panel_headers, b.half_panel_headers);
+      EXPECT_EQ(a.panel_centre, b.panel_centre);
     }
   }
 }
