@@ -80,14 +80,9 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // Int8 activations (Create checked the type has tiles): the 16-column tiles of int4_x16.h, one
     // layout for decode and batches, each type in its own form (Q4_K / Q5_K / Q6_K in the file's
     // numbers, 4.625 / 5.625 / 6.625 bits per weight).
-    const kernels::cpu::GgmlBlockType type = *enc_.ggml;
-    const int64_t row_bytes = kernels::cpu::WeightRowBytes(enc_, k);
-    repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(type, n, k));
-    fast_ = kf::RepackColumnGroups(
-        pool_, n, kf::GgmlX16Bytes(type, kf::kRepackGroupColumns, k), repacked_.data(),
-        [&](int64_t c0, int64_t c1, uint8_t* dst) {
-          return kf::RepackGgmlX16(type, weight_.bytes.data() + c0 * row_bytes, c1 - c0, k, dst);
-        });
+    repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(*enc_.ggml, n, k));
+    fast_ = kf::RepackGgmlX16OverPool(pool_, *enc_.ggml, weight_.bytes.data(), n, k,
+                                      repacked_.data());
     return;
   }
   if (enc_.ggml && activations_ == DenseActivations::kFloat &&
@@ -116,19 +111,11 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
                    : *enc_.dense == kernels::cpu::DenseType::kBF16 ? kf::FastFormat::kBF16
                                                                    : kf::FastFormat::kF16;
   }
-  // The dense panels below, each 16-column record written from its columns' rows alone, so the
-  // repack is split over the pool (parallel_repack.h).
+  // The dense panels below, repacked on the pool (parallel_repack.h).
   auto repack_panels = [&](int64_t (*bytes)(int64_t, int64_t),
                            kf::FastWeights (*repack)(const kf::FastWeights&, uint8_t*)) {
     repacked_ = kernels::cpu::HugePageBuffer(bytes(n, k));
-    const kf::FastWeights src = fast_;
-    fast_ = kf::RepackColumnGroups(pool_, n, bytes(kf::kRepackGroupColumns, k), repacked_.data(),
-                                   [&](int64_t c0, int64_t c1, uint8_t* dst) {
-                                     kf::FastWeights part = src;
-                                     part.data = src.data + c0 * src.row_stride;
-                                     part.n = c1 - c0;
-                                     return repack(part, dst);
-                                   });
+    fast_ = kf::RepackPanelsOverPool(pool_, fast_, bytes, repack, repacked_.data());
   };
   if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16DotAvailable()) {
     // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels.

@@ -14,6 +14,7 @@
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/parallel_repack.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/e8m0.h"
@@ -76,7 +77,7 @@ void QuantizedLinear::InitFast() {
       q8_.block_scales = nw.block_scales;
       q8_.alpha = s.activation == ActivationFormat::kNvfp4 ? 1.0f : nw.global_scale;
       x16_ = kc::HugePageBuffer(kf::Nvfp4x16Bytes(s.n, s.k));
-      q8_ = kf::RepackNvfp4x16(q8_, x16_.data());
+      q8_ = kf::RepackNvfp4x16OverPool(pool_, q8_, x16_.data());
       q8_ok_ = true;
       return;
     }
@@ -91,7 +92,7 @@ void QuantizedLinear::InitFast() {
         std::none_of(mw.scales, mw.scales + s.n * s.k / kc::kMxfp4BlockSize,
                      [](uint8_t e) { return e == numeric::kE8m0NanCode; })) {
       x16_ = kc::HugePageBuffer(kf::Mxfp4x16Bytes(s.n, s.k));
-      q8_ = kf::RepackMxfp4x16(mw.packed, mw.scales, s.n, s.k, x16_.data());
+      q8_ = kf::RepackMxfp4x16OverPool(pool_, mw.packed, mw.scales, s.n, s.k, x16_.data());
       q8_ok_ = true;
       return;
     }
@@ -122,7 +123,9 @@ void QuantizedLinear::InitFast() {
     // 16-column tiles (int4_x16.h): reduction-free VNNI for one row and for batches. They copy
     // the codes; the nibble pairs stay for the reference path (ForwardReference, the tests).
     x16_ = kc::HugePageBuffer(kf::U4x16Bytes(s.n, s.k, iw.group_size));
-    q8_ = kf::RepackU4x16(q8_, x16_.data());
+    q8_ = kf::RepackGroupedOverPool(pool_, q8_,
+                                    kf::U4x16Bytes(kf::kRepackGroupColumns, s.k, iw.group_size),
+                                    x16_.data(), kf::RepackU4x16);
     q8_ok_ = true;
     return;
   }
@@ -247,7 +250,7 @@ void QuantizedLinear::InitFast() {
                           s.activation == ActivationFormat::kFloat;
   if (fast_ok_ && panel_acts && kf::Fp8PanelSupported(fast_) && kf::FastQuantUsesBf16(fast_)) {
     x16_ = kc::HugePageBuffer(kf::Fp8PairsBytes(s.n, s.k));
-    fast_ = kf::RepackFp8Pairs(fast_, x16_.data());
+    fast_ = kf::RepackFp8Pairs(fast_, x16_.data(), pool_);
     fp8_panels_ok_ = true;
   }
   // Weight-only integer codes (INT4, and INT8 / INT3 / INT2 as bytes), MXFP4 and NVFP4 W4A16

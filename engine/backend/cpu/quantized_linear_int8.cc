@@ -8,6 +8,7 @@
 
 #include "engine/backend/cpu/quantized_linear.h"
 #include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/parallel_repack.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
 
@@ -41,7 +42,9 @@ void QuantizedLinear::InitIntBytesX16() {
   // The tiles copy the codes; the checkpoint-layout codes stay for the reference path and
   // DequantizeRow (as for the INT4 tiles).
   x16_ = kc::HugePageBuffer(kf::U8x16Bytes(s.n, s.k, iw.group_size));
-  q8_ = kf::RepackU8x16(src, x16_.data());
+  q8_ = kf::RepackGroupedOverPool(pool_, src,
+                                  kf::U8x16Bytes(kf::kRepackGroupColumns, s.k, iw.group_size),
+                                  x16_.data(), kf::RepackU8x16);
   q8_ok_ = true;
 }
 

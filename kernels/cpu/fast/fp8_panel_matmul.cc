@@ -46,11 +46,19 @@ bool Fp8PanelSupported(const FastQuantWeights& w) {
 
 int64_t Fp8PairsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }
 
-FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst) {
+FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst, ThreadPool* pool) {
   // Pair t of column c at byte 32t + 2c (E4M3 0x00, the padding, is +0).
-  panels::RepackPanels<1>(w.q, w.k, w.n, w.k, PanelBytes(w.k), dst, [](int64_t i, int64_t c) {
-    return (i / 2) * 32 + c * 2 + (i % 2);
-  });
+  const int64_t bytes = PanelBytes(w.k);
+  auto repack = [&](int64_t p0, int64_t p1) {
+    const int64_t c0 = p0 * panels::kCols, c1 = std::min(w.n, p1 * panels::kCols);
+    panels::RepackPanels<1>(w.q + c0 * w.k, w.k, c1 - c0, w.k, bytes, dst + p0 * bytes,
+                            [](int64_t i, int64_t c) { return (i / 2) * 32 + c * 2 + (i % 2); });
+  };
+  if (pool != nullptr) {
+    pool->ParallelFor(panels::Count(w.n), 1, repack);
+  } else {
+    repack(0, panels::Count(w.n));
+  }
   FastQuantWeights out = w;
   out.q = dst;
   return out;

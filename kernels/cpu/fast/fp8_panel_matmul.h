@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tessera::kernels::cpu::fast {
 
@@ -41,8 +42,10 @@ bool Fp8PanelSupported(const FastQuantWeights& w);
 int64_t Fp8PairsBytes(int64_t n, int64_t k);
 
 // w with its codes (w.q, [n, k] row-major) repacked into `dst` (Fp8PairsBytes, 64-byte aligned):
-// the returned weights' q points at the panels; everything else is w's.
-FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst);
+// the returned weights' q points at the panels; everything else is w's. Panels are written
+// independently, split over `pool` when given (the same bytes).
+FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst,
+                                ThreadPool* pool = nullptr);
 
 // FastQuantMatmul's contract on the panels, y [rows, w.n] for columns [n_begin, n_end), with the
 // activations converted once per call by RoundActsToBf16 (bf16_dot_matmul.h): hi, and lo for the
