@@ -57,12 +57,21 @@ absl::Status TensorView::ExpectShape(absl::Span<const int64_t> expected) const {
                                                     ShapeString(), ShapeToString(expected)));
 }
 
-absl::StatusOr<std::vector<float>> ToFloat32(const TensorView& view) {
+absl::StatusOr<std::vector<float>> ToFloat32(const TensorView& view,
+                                             kernels::cpu::ThreadPool* pool) {
   const int64_t n = view.numel();
   std::vector<float> out(static_cast<size_t>(n));
   const uint8_t* p = view.bytes.data();
   auto each = [&](int stride, auto fn) {
-    for (int64_t i = 0; i < n; ++i) out[i] = fn(p + i * stride);
+    auto range = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) out[i] = fn(p + i * stride);
+    };
+    constexpr int64_t kGrain = int64_t{1} << 16;  // 64 Ki elements per range at least
+    if (pool != nullptr && n > kGrain) {
+      pool->ParallelFor(n, kGrain, range);
+    } else {
+      range(0, n);
+    }
   };
   switch (view.dtype) {
     case DType::kF32: each(4, [](const uint8_t* q) { return Load<float>(q); }); break;

@@ -91,7 +91,7 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
   quant::PackedWeights packed;
   if (spec->source == "online RTN") {
     TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store.Get(weight_name));
-    TESSERA_ASSIGN_OR_RETURN(std::vector<float> w, io::ToFloat32(view));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<float> w, io::ToFloat32(view, pool_));
     TESSERA_ASSIGN_OR_RETURN(packed, quant::QuantizeOnline(*spec, w, pool_));
     io::ReleaseMappedPages(view.bytes);  // the layer keeps its own quantized copy
   } else {
