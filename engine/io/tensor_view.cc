@@ -67,11 +67,7 @@ absl::StatusOr<std::vector<float>> ToFloat32(const TensorView& view,
       for (int64_t i = begin; i < end; ++i) out[i] = fn(p + i * stride);
     };
     constexpr int64_t kGrain = int64_t{1} << 16;  // 64 Ki elements per range at least
-    if (pool != nullptr && n > kGrain) {
-      pool->ParallelFor(n, kGrain, range);
-    } else {
-      range(0, n);
-    }
+    kernels::cpu::ParallelForOrInline(pool, n, kGrain, range);
   };
   switch (view.dtype) {
     case DType::kF32: each(4, [](const uint8_t* q) { return Load<float>(q); }); break;

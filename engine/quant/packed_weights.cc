@@ -375,14 +375,9 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
   };
   // quantize_row(r) writes row r's codes and scales only.
   auto for_rows = [&](const std::function<void(int64_t)>& quantize_row) {
-    auto run = [&](int64_t r0, int64_t r1) {
+    kernels::cpu::ParallelForOrInline(pool, n, 1, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) quantize_row(r);
-    };
-    if (pool != nullptr) {
-      pool->ParallelFor(n, 1, run);
-    } else {
-      run(0, n);
-    }
+    });
   };
   switch (spec.weight_format) {
     case WeightFormat::kFp8E4m3: {

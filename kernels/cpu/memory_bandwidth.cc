@@ -14,11 +14,7 @@ double Seconds(std::chrono::steady_clock::time_point t0) {
 }
 
 void Run(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool != nullptr) {
-    pool->ParallelFor(n, 4096, fn);
-  } else {
-    fn(0, n);
-  }
+  ParallelForOrInline(pool, n, 4096, fn);
 }
 
 }  // namespace

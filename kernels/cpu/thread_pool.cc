@@ -109,4 +109,13 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
+void ParallelForOrInline(ThreadPool* pool, int64_t n, int64_t grain,
+                         const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool != nullptr) {
+    pool->ParallelFor(n, grain, fn);
+  } else {
+    fn(0, n);
+  }
+}
+
 }  // namespace tessera::kernels::cpu

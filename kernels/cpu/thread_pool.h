@@ -59,6 +59,11 @@ class ThreadPool {
   bool stop_ = false;             // guarded by mu_
 };
 
+// pool->ParallelFor(n, grain, fn), or fn(0, n) on the calling thread when there is no pool (the
+// callers that take an optional pool: load-time repacks, tests and tools without one).
+void ParallelForOrInline(ThreadPool* pool, int64_t n, int64_t grain,
+                         const std::function<void(int64_t, int64_t)>& fn);
+
 }  // namespace tessera::kernels::cpu
 
 #endif  // TESSERA_KERNELS_CPU_THREAD_POOL_H_

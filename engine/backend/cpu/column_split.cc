@@ -33,11 +33,7 @@ void RunParts(const std::vector<Part>& parts, int64_t rows, kernels::cpu::Thread
       (*parts[i].run)((b - first[i]) * unit, std::min(parts[i].n, (e - first[i]) * unit));
     }
   };
-  if (pool != nullptr) {
-    pool->ParallelFor(first.back(), 1, run);
-  } else {
-    run(0, first.back());
-  }
+  kernels::cpu::ParallelForOrInline(pool, first.back(), 1, run);
 }
 
 }  // namespace

@@ -54,11 +54,7 @@ FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst, ThreadP
     panels::RepackPanels<1>(w.q + c0 * w.k, w.k, c1 - c0, w.k, bytes, dst + p0 * bytes,
                             [](int64_t i, int64_t c) { return (i / 2) * 32 + c * 2 + (i % 2); });
   };
-  if (pool != nullptr) {
-    pool->ParallelFor(panels::Count(w.n), 1, repack);
-  } else {
-    repack(0, panels::Count(w.n));
-  }
+  ParallelForOrInline(pool, panels::Count(w.n), 1, repack);
   FastQuantWeights out = w;
   out.q = dst;
   return out;

@@ -286,11 +286,7 @@ FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks
       internal::RepackQuantPanelsAs(part.w, dst + p * panel_bytes, form, coding);
     }
   };
-  if (pool != nullptr) {
-    pool->ParallelFor(panels::Count(n), 1, repack);
-  } else {
-    repack(0, panels::Count(n));
-  }
+  ParallelForOrInline(pool, panels::Count(n), 1, repack);
   FastQuantWeights w = Described(m, n, k, form == QuantPanelForm::kBf16Pairs);
   w.q = dst;
   return w;

@@ -21,11 +21,7 @@ FastWeights RepackColumnGroups(
   // Ranges of 8 groups (128 columns): a few hundred KiB to a few MiB of output each, so the
   // pool's split costs nothing against the copying.
   constexpr int64_t kGrain = 8;
-  if (pool != nullptr && groups > kGrain) {
-    pool->ParallelFor(groups, kGrain, run);
-  } else {
-    run(0, groups);
-  }
+  ParallelForOrInline(pool, groups, kGrain, run);
   first.data = dst;
   first.n = n;
   return first;

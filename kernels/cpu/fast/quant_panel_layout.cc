@@ -200,11 +200,7 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
       }
     }
   };
-  if (pool != nullptr) {
-    pool->ParallelFor(panels::Count(w.n), 1, repack);
-  } else {
-    repack(0, panels::Count(w.n));
-  }
+  ParallelForOrInline(pool, panels::Count(w.n), 1, repack);
   return out;
 }
 
