@@ -7,8 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
+#include "kernels/cpu/fast/fp4_weight_quant.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
-#include "kernels/numeric/e8m0.h"
+#include "kernels/cpu/fast/half_convert.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
 
@@ -369,9 +370,7 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
   w.spec = spec;
   const int64_t n = spec.n, k = spec.k;
   auto amax = [&](int64_t begin, int64_t count) {
-    float m = 0;
-    for (int64_t i = begin; i < begin + count; ++i) m = std::max(m, std::abs(wt[i]));
-    return m;
+    return kernels::cpu::fast::AbsMaxSkippingNanF32(wt.data() + begin, count);
   };
   // quantize_row(r) writes row r's codes and scales only.
   auto for_rows = [&](const std::function<void(int64_t)>& quantize_row) {
@@ -436,18 +435,10 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
       w.global_scale = a > 0 ? a / (6.0f * 448.0f) : 1.0f;
       w.bytes.assign(n * k / 2, 0);
       w.scale_bytes.resize(n * k / 16);
-      for_rows([&](int64_t r) {
-        for (int64_t b = 0; b < k / 16; ++b) {
-          const float ab = amax(r * k + b * 16, 16);
-          uint8_t sf = numeric::EncodeUe4m3(ab / (6.0f * w.global_scale));
-          if (numeric::DecodeE4m3(sf) == 0) sf = numeric::EncodeUe4m3(1.0f);  // all-zero block
-          w.scale_bytes[r * (k / 16) + b] = sf;
-          const float denom = numeric::DecodeE4m3(sf) * w.global_scale;
-          for (int64_t i = 0; i < 16; ++i) {
-            const int64_t kk = b * 16 + i;
-            numeric::SetE2m1Nibble(w.bytes.data() + r * (k / 2), kk, numeric::EncodeE2m1(wt[r * k + kk] / denom));
-          }
-        }
+      kernels::cpu::ParallelForOrInline(pool, n, 1, [&](int64_t r0, int64_t r1) {
+        kernels::cpu::fast::FastQuantizeNvfp4Weights(wt.data() + r0 * k, r1 - r0, k, w.global_scale,
+                                                     w.bytes.data() + r0 * (k / 2),
+                                                     w.scale_bytes.data() + r0 * (k / 16));
       });
       w.block_scales = w.scale_bytes.data();
       break;
@@ -455,16 +446,10 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
     case WeightFormat::kMxfp4: {  // OCP MX FLOOR rule: e = floor(log2 amax) - 2
       w.bytes.assign(n * k / 2, 0);
       w.scale_bytes.resize(n * k / 32);
-      for_rows([&](int64_t r) {
-        for (int64_t b = 0; b < k / 32; ++b) {
-          const uint8_t e = numeric::EncodeE8m0Floor(amax(r * k + b * 32, 32), numeric::kE2m1EmaxPow2);
-          w.scale_bytes[r * (k / 32) + b] = e;
-          const float x = numeric::DecodeE8m0(e);
-          for (int64_t i = 0; i < 32; ++i) {
-            const int64_t kk = b * 32 + i;
-            numeric::SetE2m1Nibble(w.bytes.data() + r * (k / 2), kk, numeric::EncodeE2m1(wt[r * k + kk] / x));
-          }
-        }
+      kernels::cpu::ParallelForOrInline(pool, n, 1, [&](int64_t r0, int64_t r1) {
+        kernels::cpu::fast::FastQuantizeMxfp4Weights(wt.data() + r0 * k, r1 - r0, k,
+                                                     w.bytes.data() + r0 * (k / 2),
+                                                     w.scale_bytes.data() + r0 * (k / 32));
       });
       w.block_scales = w.scale_bytes.data();
       break;

@@ -9,6 +9,7 @@
 #define HWY_TARGET_INCLUDE "kernels/cpu/fast/fp8_act_quant.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/cpu/fast/abs_max-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace tessera::kernels::cpu::fast {
@@ -80,21 +81,6 @@ HWY_INLINE void EncodeDivide(const float* x, int64_t n, float scale, uint8_t* q,
   }
 }
 
-// max |x| skipping NaN (the reference's std::max(amax, fabs(x)) keeps amax when x is NaN); max is
-// exact, so the lane order does not matter.
-HWY_INLINE float AbsMax(const float* x, int64_t n) {
-  const DF d;
-  VF m = hn::Zero(d);
-  int64_t i = 0;
-  for (; i + kN <= n; i += kN) {
-    const VF v = hn::LoadU(d, x + i);
-    m = hn::Max(m, hn::IfThenZeroElse(hn::IsNaN(v), hn::Abs(v)));
-  }
-  float amax = hn::GetLane(hn::MaxOfLanes(d, m));
-  for (; i < n; ++i) amax = std::max(amax, std::fabs(x[i]));
-  return amax;
-}
-
 }  // namespace
 
 void FastEncodeE4m3DivideImpl(const float* x, int64_t n, float scale, uint8_t* q, float* decoded) {
@@ -104,7 +90,7 @@ void FastEncodeE4m3DivideImpl(const float* x, int64_t n, float scale, uint8_t* q
 void FastQuantizeFp8PerTokenImpl(const float* x, int64_t rows, int64_t k, const float* scale_ub,
                                  float min_scale, uint8_t* q, float* scales, float* decoded) {
   for (int64_t m = 0; m < rows; ++m) {
-    float a = AbsMax(x + m * k, k);
+    float a = AbsMaxSkippingNan(x + m * k, k);
     if (scale_ub != nullptr) a = std::min(a, *scale_ub);
     float s = std::max(a / 448.0f, min_scale);
     if (s == 0.0f) s = 1.0f;
@@ -120,7 +106,7 @@ void FastQuantizeFp8PerTokenGroupImpl(const float* x, int64_t rows, int64_t k, i
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t begin = g * group_size, len = std::min(group_size, k - begin);
       const float* xg = x + m * k + begin;
-      float s = std::max(AbsMax(xg, len), eps) / 448.0f;
+      float s = std::max(AbsMaxSkippingNan(xg, len), eps) / 448.0f;
       if (s == 0.0f) s = 1.0f;
       scales[m * groups + g] = s;
       EncodeDivide(xg, len, s, q + m * k + begin,
