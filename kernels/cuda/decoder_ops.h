@@ -3,8 +3,10 @@
 // bf16 -> f32 widening of a GEMM result (with the bias fused), static per-tensor FP8 activation
 // quantization (kernels/cpu/quant/activation_quant.h QuantizeFp8Static with kDivide, through the
 // same kernels/numeric encoder, so codes match the CPU bit for bit) and the row gather that picks
-// the positions whose logits were asked for. Pointers are device pointers; work is queued on
-// `stream`; arguments are validated first (INVALID_ARGUMENT naming the problem).
+// the positions whose logits were asked for, and the column split that hands a fused GEMM's
+// output (q / k / v or gate / up from one weight matrix) to the buffers the decoder reads. Pointers
+// are device pointers; work is queued on `stream`; arguments are validated first (INVALID_ARGUMENT
+// naming the problem).
 #ifndef TESSERA_KERNELS_CUDA_DECODER_OPS_H_
 #define TESSERA_KERNELS_CUDA_DECODER_OPS_H_
 
@@ -13,6 +15,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "absl/types/span.h"
 
 namespace tessera::kernels::cuda {
 
@@ -33,6 +36,20 @@ absl::Status QuantizeFp8StaticDivide(const float* x, int64_t count, const float*
 // [*, n].
 absl::Status GatherRows(const float* src, const int32_t* rows, int64_t count, int64_t n,
                         float* dst, cudaStream_t stream);
+
+// One output of SplitColumns: the next `width` columns of the source, into dst [rows, width],
+// plus bias[j] (added after the product, as AddBiasRows does) when bias is non-null.
+struct ColumnSlice {
+  float* dst = nullptr;
+  const float* bias = nullptr;
+  int64_t width = 0;
+};
+inline constexpr int kMaxColumnSlices = 4;
+
+// Hands src [rows, Σ width] to the slices in order, in one launch: the output of one GEMM over
+// weights stacked by rows (q / k / v) to the per-projection buffers.
+absl::Status SplitColumns(const float* src, int64_t rows, absl::Span<const ColumnSlice> slices,
+                          cudaStream_t stream);
 
 }  // namespace tessera::kernels::cuda
 

@@ -58,6 +58,26 @@ __global__ void GatherRowsKernel(const float* __restrict__ src, const int32_t* _
   for (int64_t j = threadIdx.x; j < n; j += blockDim.x) dst[i * n + j] = s[j];
 }
 
+// SplitColumns' slices by value (the kernel parameter space holds them).
+struct Slices {
+  ColumnSlice part[kMaxColumnSlices];
+  int64_t begin[kMaxColumnSlices + 1];  // first source column of each slice, then the total
+  int count;
+};
+
+__global__ void SplitColumnsKernel(const float* __restrict__ src, int64_t total, Slices s) {
+  const int64_t cols = s.begin[s.count];
+  for (int64_t i = GlobalIndex(); i < total; i += GlobalStride()) {
+    const int64_t r = i / cols, c = i - r * cols;
+    int p = 0;
+    while (c >= s.begin[p + 1]) ++p;
+    const int64_t j = c - s.begin[p];
+    const float v = src[i];
+    s.part[p].dst[r * s.part[p].width + j] =
+        s.part[p].bias != nullptr ? __fadd_rn(v, s.part[p].bias[j]) : v;
+  }
+}
+
 absl::Status CheckShape(const char* what, int64_t rows, int64_t n) {
   if (rows < 0 || n <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": bad shape [", rows, ", ", n, "]"));
@@ -66,6 +86,33 @@ absl::Status CheckShape(const char* what, int64_t rows, int64_t n) {
 }
 
 }  // namespace
+
+absl::Status SplitColumns(const float* src, int64_t rows, absl::Span<const ColumnSlice> slices,
+                          cudaStream_t stream) {
+  if (slices.empty() || slices.size() > static_cast<size_t>(kMaxColumnSlices)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("SplitColumns: ", slices.size(), " slices (1 to ", kMaxColumnSlices, ")"));
+  }
+  Slices s{};
+  s.count = static_cast<int>(slices.size());
+  for (int p = 0; p < s.count; ++p) {
+    const ColumnSlice& slice = slices[p];
+    if (slice.dst == nullptr || slice.width <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("SplitColumns: slice ", p, " has ", slice.width, " columns and ",
+                       slice.dst == nullptr ? "no" : "an", " output"));
+    }
+    s.part[p] = slice;
+    s.begin[p + 1] = s.begin[p] + slice.width;
+  }
+  TESSERA_RETURN_IF_ERROR(CheckShape("SplitColumns", rows, s.begin[s.count]));
+  if (src == nullptr) return absl::InvalidArgumentError("SplitColumns: null source");
+  if (rows == 0) return absl::OkStatus();
+  const int64_t total = rows * s.begin[s.count];
+  SplitColumnsKernel<<<GridFor(total), kThreads, 0, stream>>>(src, total, s);
+  RETURN_IF_LAUNCH_ERROR();
+  return absl::OkStatus();
+}
 
 absl::Status AddBiasRows(float* y, const float* bias, int64_t rows, int64_t n,
                          cudaStream_t stream) {

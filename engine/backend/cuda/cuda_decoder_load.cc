@@ -299,6 +299,8 @@ absl::Status CudaDecoder::CarveScratch(ArenaRegion& r) {
   const int64_t x_elems = std::max(T4 * widest, R4 * H);
   int64_t y_elems = bf16_gemm_out_ ? T4 * std::max({Q, KV, H, F}) : 0;
   if (bf16_gemm_out_lm_head_) y_elems = std::max(y_elems, R4 * V);
+  // RunLinears' stacked bf16 q / k / v and gate / up GEMMs at decode.
+  y_elems = std::max(y_elems, std::min(T, kStackedBf16MaxRows) * std::max(Q + 2 * KV, 2 * F));
   // NVFP4 W4A4 activation scales, swizzled: rows padded to 128, K/16 columns padded to 4.
   const int64_t fp4_scale_bytes =
       nvfp4_max_k_ > 0 ? kernels::cuda::SwizzledScaleBytes(std::max(T, R), nvfp4_max_k_ / 16) : 0;

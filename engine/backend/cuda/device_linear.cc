@@ -24,6 +24,30 @@ constexpr int64_t kGroup = 128;
 // ceil(K / 128) per row <= K / 128 + 1 per row.
 int64_t ScaleSlots(int64_t rows, int64_t x_elems) { return x_elems / kGroup + rows; }
 
+// Σ n of `layers` when they are bf16 layers of one K whose weights lie back to back (one
+// [Σ n, K] row-major matrix from the first one's pointer), else 0.
+int64_t StackedBf16Width(absl::Span<const DeviceLinear* const> layers) {
+  if (layers.size() < 2 || layers.size() > static_cast<size_t>(kc::kMaxColumnSlices)) return 0;
+  int64_t width = 0;
+  for (const DeviceLinear* l : layers) {
+    if (l->kind != DeviceLinearKind::kBf16 || l->k != layers[0]->k ||
+        l->bf16 != layers[0]->bf16 + width * l->k) {
+      return 0;
+    }
+    width += l->n;
+  }
+  return width;
+}
+
+// Prefixes a status from a kernel that served several layers with their module names.
+absl::Status NameModules(absl::Span<const DeviceLinear* const> layers, absl::Status status) {
+  if (status.ok()) return status;
+  std::string modules;
+  for (const DeviceLinear* l : layers)
+    absl::StrAppend(&modules, modules.empty() ? "" : ", ", l->module);
+  return absl::Status(status.code(), absl::StrCat(modules, ": ", status.message()));
+}
+
 }  // namespace
 
 absl::StatusOr<LinearScratch> LinearScratch::Carve(int64_t rows, int64_t x_elems, int64_t y_elems,
@@ -164,6 +188,31 @@ absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const floa
                                             ys.size(), " outputs"));
   }
   const DeviceLinear& first = *layers[0];
+  const int64_t stacked = StackedBf16Width(layers);
+  if (stacked > 0 && rows <= kStackedBf16MaxRows && rows <= scratch.rows &&
+      rows * stacked <= scratch.y_elems && rows * first.k <= scratch.x_elems) {
+    if (rows == 0) return absl::OkStatus();
+    if (x_bf16 == nullptr) {
+      TESSERA_RETURN_IF_ERROR(kc::F32ToBf16(x, rows * first.k, scratch.x_bf16, stream));
+      x_bf16 = scratch.x_bf16;
+    }
+    kc::LtGemmConfig config;
+    config.kind = kc::LtGemmKind::kBf16;
+    config.m = rows;
+    config.n = stacked;
+    config.k = first.k;
+    config.f32_output = true;
+    kc::LtGemmArgs args;
+    args.weights = first.bf16;
+    args.activations = x_bf16;
+    args.out = scratch.y_f32;
+    std::array<kc::ColumnSlice, kc::kMaxColumnSlices> slices;
+    for (size_t i = 0; i < layers.size(); ++i) slices[i] = {ys[i], layers[i]->bias, layers[i]->n};
+    TESSERA_RETURN_IF_ERROR(NameModules(layers, lt.Run(config, args, stream)));
+    return NameModules(layers,
+                       kc::SplitColumns(scratch.y_f32, rows,
+                                        absl::MakeConstSpan(slices.data(), layers.size()), stream));
+  }
   bool group = x_bf16 != nullptr && rows < kc::kW4A16DequantMinRows && rows <= scratch.rows &&
                layers.size() <= static_cast<size_t>(kc::kW4A16MaxGroup);
   for (const DeviceLinear* l : layers) {
@@ -180,16 +229,8 @@ absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const floa
   for (size_t i = 0; i < layers.size(); ++i) {
     members[i] = {&layers[i]->w4, layers[i]->n, layers[i]->bias, ys[i]};
   }
-  absl::Status status = kc::W4A16GemmGroup(absl::MakeConstSpan(members.data(), layers.size()),
-                                           first.k, x_bf16, rows, stream);
-  if (!status.ok()) {
-    std::string modules;
-    for (const DeviceLinear* l : layers) {
-      absl::StrAppend(&modules, modules.empty() ? "" : ", ", l->module);
-    }
-    return absl::Status(status.code(), absl::StrCat(modules, ": ", status.message()));
-  }
-  return absl::OkStatus();
+  return NameModules(layers, kc::W4A16GemmGroup(absl::MakeConstSpan(members.data(), layers.size()),
+                                                first.k, x_bf16, rows, stream));
 }
 
 }  // namespace tessera::backend::cuda

@@ -50,9 +50,19 @@ absl::Status RunLinear(const DeviceLinear& layer, const float* x, const uint16_t
                        int64_t rows, float* y, const LinearScratch& scratch,
                        kernels::cuda::CublasLtGemm& lt, cudaStream_t stream);
 
-// RunLinear for layers[i] -> ys[i], layers that read the same x (q / k / v, gate / up): one
-// W4A16GemmGroup where all are W4A16 layers of one format below the dequantization threshold and
-// x_bf16 is given (the same bits as RunLinear gives each), else RunLinear for each.
+// Passes of at most this many rows run a group of bf16 layers whose weights lie back to back as
+// one GEMM (RunLinears); LinearScratch::y_f32 must then hold rows x (Σ n) floats.
+inline constexpr int64_t kStackedBf16MaxRows = 64;
+
+// RunLinear for layers[i] -> ys[i], layers that read the same x (q / k / v, gate / up):
+//  * bf16 layers of one K whose weights lie back to back in the arena (the loader uploads q, k, v
+//    and gate, up in that order; a bias in between breaks the run) are one [Σ n, K] matrix: for
+//    up to kStackedBf16MaxRows rows, one cuBLASLt GEMM into the scratch, then SplitColumns (with
+//    the biases) into each output. At decode the narrow k / v projections each sat at cuBLASLt's
+//    latency floor, as long as the 4x wider q;
+//  * W4A16 layers of one format below the dequantization threshold, with x_bf16 given: one
+//    W4A16GemmGroup (the same bits as RunLinear gives each);
+//  * else RunLinear for each.
 absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const float* x,
                         const uint16_t* x_bf16, int64_t rows, absl::Span<float* const> ys,
                         const LinearScratch& scratch, kernels::cuda::CublasLtGemm& lt,

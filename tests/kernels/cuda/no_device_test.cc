@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cuda/cublaslt_gemm.h"
+#include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/fp8_gemm.h"
 #include "kernels/cuda/w4a16_gemm.h"
@@ -188,6 +189,25 @@ TEST(W4A16Test, GroupRejectsBadMembersWithoutLaunching) {
   for (const auto& members : std::vector<std::vector<W4A16GroupMember>>{{a}, {b}, {c}, {b, d}}) {
     EXPECT_TRUE(W4A16GemmGroup(members, 512, x, 0, nullptr).ok());
   }
+}
+
+TEST(SplitColumnsTest, RejectsBadSlicesWithoutLaunching) {
+  static float dst[8];
+  const ColumnSlice ok{dst, nullptr, 4};
+  auto message = [&](std::vector<ColumnSlice> slices, bool null_source = false) {
+    const absl::Status s = SplitColumns(null_source ? nullptr : dst, 1, slices, nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    return std::string(s.message());
+  };
+  using ::testing::HasSubstr;
+  EXPECT_THAT(message({}), HasSubstr("0 slices"));
+  EXPECT_THAT(message({ok, ok, ok, ok, ok}), HasSubstr("5 slices"));
+  EXPECT_THAT(message({ok, {nullptr, nullptr, 4}}),
+              HasSubstr("slice 1 has 4 columns and no output"));
+  EXPECT_THAT(message({ok, {dst, nullptr, 0}}), HasSubstr("slice 1 has 0 columns"));
+  EXPECT_THAT(message({ok}, /*null_source=*/true), HasSubstr("null source"));
+  // Valid slices and no rows: nothing to launch.
+  EXPECT_TRUE(SplitColumns(dst, 0, std::vector<ColumnSlice>{ok, ok}, nullptr).ok());
 }
 
 }  // namespace
