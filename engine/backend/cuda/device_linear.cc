@@ -24,6 +24,74 @@ constexpr int64_t kGroup = 128;
 // ceil(K / 128) per row <= K / 128 + 1 per row.
 int64_t ScaleSlots(int64_t rows, int64_t x_elems) { return x_elems / kGroup + rows; }
 
+// INTERNAL naming the layer when `rows` (run as `gemm_rows`) of it do not fit the scratch.
+absl::Status CheckScratch(const DeviceLinear& l, int64_t rows, int64_t gemm_rows,
+                          const LinearScratch& s) {
+  const bool fp8 = l.kind == DeviceLinearKind::kFp8W8A8;
+  const bool fp4 = l.kind == DeviceLinearKind::kNvfp4W4A4;
+  if (gemm_rows > s.rows || gemm_rows * l.k > s.x_elems ||
+      ((fp8 || fp4) && gemm_rows * l.n > s.y_elems) ||
+      (fp4 && kc::SwizzledScaleBytes(rows, l.k / 16) > s.fp4_scale_bytes)) {
+    return absl::InternalError(absl::StrCat(l.module, ": ", rows, " rows of [", l.n, " x ", l.k,
+                                            "] exceed the linear scratch (", s.rows, " rows, ",
+                                            s.x_elems, " / ", s.y_elems, " elements, ",
+                                            s.fp4_scale_bytes, " NVFP4 scale bytes)"));
+  }
+  return absl::OkStatus();
+}
+
+// An FP8 W8A8 layer's activation quantization into scratch.x_fp8 (and scratch.x_scales): static
+// per-tensor, per-token-group (group-major [K/128, gemm_rows], padded with zero rows to the
+// GEMM's row count, the order cuBLASLt's VEC128_32F mode reads) or dynamic per-token. Returns
+// the activation scales the GEMM reads.
+absl::StatusOr<const float*> QuantizeFp8Activations(const DeviceLinear& l, const float* x,
+                                                    int64_t rows, int64_t gemm_rows,
+                                                    const LinearScratch& s, cudaStream_t stream) {
+  if (l.static_input_scale != nullptr) {
+    TESSERA_RETURN_IF_ERROR(
+        kc::QuantizeFp8StaticDivide(x, rows * l.k, l.static_input_scale, s.x_fp8, stream));
+    return l.static_input_scale;
+  }
+  if (l.activation_group > 0) {
+    TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerTokenGroupPadded(
+        x, rows, gemm_rows, l.k, l.activation_group, kernels::cpu::kFp8PerTokenGroupEps, s.x_fp8,
+        s.x_scales, stream));
+  } else {
+    TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerToken(
+        x, rows, l.k, l.scale_ub, kernels::cpu::kFp8PerTokenMinScale, s.x_fp8, s.x_scales, stream));
+  }
+  return static_cast<const float*>(s.x_scales);
+}
+
+// The FP8 GEMM on the quantized activations in scratch.x_fp8, then bf16 -> f32 with the bias.
+absl::Status RunFp8Gemm(const DeviceLinear& l, const float* x_scales, int64_t rows,
+                        int64_t gemm_rows, float* y, const LinearScratch& s, kc::CublasLtGemm& lt,
+                        cudaStream_t stream) {
+  kc::Fp8GemmArgs args;
+  args.w = l.fp8;
+  args.w_scales = l.fp8_scales;
+  args.x = s.x_fp8;
+  args.x_scales = x_scales;
+  args.m = gemm_rows;
+  args.y = s.y_bf16;
+  args.f32_scratch = s.y_f32;
+  TESSERA_RETURN_IF_ERROR(kc::Fp8Gemm(lt, l.fp8_problem, l.fp8_path, args, stream));
+  return kc::Bf16RowsToF32(s.y_bf16, rows, l.n, l.bias, y, stream);
+}
+
+// Whether FP8 W8A8 `layers` quantize x identically (dynamic per-token activations with the same
+// upper bound, one K), so that one quantization serves them all.
+bool SharedFp8Activations(absl::Span<const DeviceLinear* const> layers) {
+  for (const DeviceLinear* l : layers) {
+    if (l->kind != DeviceLinearKind::kFp8W8A8 || l->static_input_scale != nullptr ||
+        l->activation_group > 0 || l->k != layers[0]->k || l->scale_ub != layers[0]->scale_ub ||
+        kc::Fp8GemmRows(l->fp8_problem, 1) != 1) {
+      return false;
+    }
+  }
+  return layers.size() >= 2;
+}
+
 // Σ n of `layers` when they are bf16 layers of one K whose weights lie back to back (one
 // [Σ n, K] row-major matrix from the first one's pointer), else 0.
 int64_t StackedBf16Width(absl::Span<const DeviceLinear* const> layers) {
@@ -82,14 +150,7 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
   const bool fp4 = l.kind == DeviceLinearKind::kNvfp4W4A4;
   // The FP8 GEMM may run on more rows than `rows` (block scaling pads M to a multiple of 4).
   const int64_t gemm_rows = fp8 ? kc::Fp8GemmRows(l.fp8_problem, rows) : rows;
-  if (gemm_rows > s.rows || gemm_rows * l.k > s.x_elems ||
-      ((fp8 || fp4) && gemm_rows * l.n > s.y_elems) ||
-      (fp4 && kc::SwizzledScaleBytes(rows, l.k / 16) > s.fp4_scale_bytes)) {
-    return absl::InternalError(absl::StrCat(l.module, ": ", rows, " rows of [", l.n, " x ", l.k,
-                                            "] exceed the linear scratch (", s.rows, " rows, ",
-                                            s.x_elems, " / ", s.y_elems, " elements, ",
-                                            s.fp4_scale_bytes, " NVFP4 scale bytes)"));
-  }
+  TESSERA_RETURN_IF_ERROR(CheckScratch(l, rows, gemm_rows, s));
   if (rows == 0) return absl::OkStatus();
   if (!fp8 && !fp4 && x_bf16 == nullptr) {
     TESSERA_RETURN_IF_ERROR(kc::F32ToBf16(x, rows * l.k, s.x_bf16, stream));
@@ -133,32 +194,9 @@ absl::Status RunLinear(const DeviceLinear& l, const float* x, const uint16_t* x_
       return absl::OkStatus();
     }
     case DeviceLinearKind::kFp8W8A8: {
-      const float* x_scales = s.x_scales;
-      if (l.static_input_scale != nullptr) {
-        TESSERA_RETURN_IF_ERROR(
-            kc::QuantizeFp8StaticDivide(x, rows * l.k, l.static_input_scale, s.x_fp8, stream));
-        x_scales = l.static_input_scale;
-      } else if (l.activation_group > 0) {
-        // Group-major [K/128, gemm_rows]: the order cuBLASLt's VEC128_32F mode reads, padded
-        // with zero rows to the GEMM's row count.
-        TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerTokenGroupPadded(
-            x, rows, gemm_rows, l.k, l.activation_group, kernels::cpu::kFp8PerTokenGroupEps,
-            s.x_fp8, s.x_scales, stream));
-      } else {
-        TESSERA_RETURN_IF_ERROR(kc::QuantizeFp8PerToken(x, rows, l.k, l.scale_ub,
-                                                        kernels::cpu::kFp8PerTokenMinScale,
-                                                        s.x_fp8, s.x_scales, stream));
-      }
-      kc::Fp8GemmArgs args;
-      args.w = l.fp8;
-      args.w_scales = l.fp8_scales;
-      args.x = s.x_fp8;
-      args.x_scales = x_scales;
-      args.m = gemm_rows;
-      args.y = s.y_bf16;
-      args.f32_scratch = s.y_f32;
-      TESSERA_RETURN_IF_ERROR(kc::Fp8Gemm(lt, l.fp8_problem, l.fp8_path, args, stream));
-      return kc::Bf16RowsToF32(s.y_bf16, rows, l.n, l.bias, y, stream);
+      TESSERA_ASSIGN_OR_RETURN(const float* x_scales,
+                               QuantizeFp8Activations(l, x, rows, gemm_rows, s, stream));
+      return RunFp8Gemm(l, x_scales, rows, gemm_rows, y, s, lt, stream);
     }
     case DeviceLinearKind::kNvfp4W4A4: {
       // The static global scale for every row (stride 0), as the CPU's static W4A4 path does.
@@ -212,6 +250,19 @@ absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const floa
     return NameModules(layers,
                        kc::SplitColumns(scratch.y_f32, rows,
                                         absl::MakeConstSpan(slices.data(), layers.size()), stream));
+  }
+  if (SharedFp8Activations(layers)) {
+    for (const DeviceLinear* l : layers) {
+      TESSERA_RETURN_IF_ERROR(CheckScratch(*l, rows, rows, scratch));
+    }
+    if (rows == 0) return absl::OkStatus();
+    TESSERA_ASSIGN_OR_RETURN(const float* x_scales,
+                             QuantizeFp8Activations(first, x, rows, rows, scratch, stream));
+    for (size_t i = 0; i < layers.size(); ++i) {
+      TESSERA_RETURN_IF_ERROR(
+          RunFp8Gemm(*layers[i], x_scales, rows, rows, ys[i], scratch, lt, stream));
+    }
+    return absl::OkStatus();
   }
   bool group = x_bf16 != nullptr && rows < kc::kW4A16DequantMinRows && rows <= scratch.rows &&
                layers.size() <= static_cast<size_t>(kc::kW4A16MaxGroup);

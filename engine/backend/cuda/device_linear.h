@@ -60,6 +60,8 @@ inline constexpr int64_t kStackedBf16MaxRows = 64;
 //    up to kStackedBf16MaxRows rows, one cuBLASLt GEMM into the scratch, then SplitColumns (with
 //    the biases) into each output. At decode the narrow k / v projections each sat at cuBLASLt's
 //    latency floor, as long as the 4x wider q;
+//  * FP8 W8A8 layers with dynamic per-token activations (one K, one upper bound): x quantized
+//    once for all of them, then each one's GEMM (the same bits as RunLinear gives each);
 //  * W4A16 layers of one format below the dequantization threshold, with x_bf16 given: one
 //    W4A16GemmGroup (the same bits as RunLinear gives each);
 //  * else RunLinear for each.
