@@ -164,6 +164,16 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::GetPlan(const LtGemmConfig& co
   absl::MutexLock lock(&mu_);
   auto it = plans_.find(config);
   if (it != plans_.end()) return it->second.get();
+  // A configuration cuBLASLt refused once is refused again without asking: callers that fall
+  // back to another configuration (an f32-output FP8 GEMM) would otherwise pay the heuristic
+  // query on every eager pass.
+  if (auto refused = refused_.find(config); refused != refused_.end()) return refused->second;
+  absl::StatusOr<Plan*> plan = BuildPlan(config);
+  if (!plan.ok()) refused_.emplace(config, plan.status());
+  return plan;
+}
+
+absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::BuildPlan(const LtGemmConfig& config) {
   TESSERA_ASSIGN_OR_RETURN(LtDescriptors descriptors, LtDescriptors::Create(config));
   // With a scale mode set, cuBLASLt 13.1 answers the heuristic query with INVALID_VALUE while the
   // matching scale pointer is null (seen on an H100). The real pointers change per call and are

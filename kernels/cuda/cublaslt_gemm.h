@@ -113,11 +113,13 @@ class CublasLtGemm {
     cublasLtMatmulAlgo_t algo;
   };
   absl::StatusOr<Plan*> GetPlan(const LtGemmConfig& config);
+  absl::StatusOr<Plan*> BuildPlan(const LtGemmConfig& config) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   cublasLtHandle_t handle_ = nullptr;
   DeviceBuffer workspace_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<LtGemmConfig, std::unique_ptr<Plan>> plans_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<LtGemmConfig, absl::Status> refused_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace tessera::kernels::cuda

@@ -54,6 +54,13 @@ struct Fp8GemmArgs {
   int64_t m = 0;
   uint16_t* y = nullptr;              // [M, N] bf16
   float* f32_scratch = nullptr;       // [M, N] f32, needed by the epilogue path only
+  // Optional [M, N] f32 result (+ bias[n] when bias is set). The scaled path then asks cuBLASLt
+  // for f32 output straight into it (the bias added after, as the CPU adds it), which saves the
+  // bf16 -> f32 launch and the bf16 rounding the CPU reference does not have; where cuBLASLt has
+  // no algorithm for that (UNIMPLEMENTED from its heuristic, before any launch) and on the
+  // epilogue path, the bf16 result in y is widened into it with the bias.
+  float* y_f32 = nullptr;
+  const float* bias = nullptr;
 };
 
 // cuBLASLt's block-scaled FP8 GEMM (VEC128_32F activations x BLK128x128_32F weights) has no

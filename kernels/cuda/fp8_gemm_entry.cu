@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/decoder_ops.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/fp8_gemm.h"
 #include "kernels/numeric/half.h"
@@ -122,14 +123,32 @@ absl::Status Fp8Gemm(CublasLtGemm& lt, const Fp8GemmProblem& p, Fp8Path path,
   }
   const LtGemmConfig config = Fp8LtConfig(p, a.m, path);
   if (path == Fp8Path::kCublasLtScaled) {
-    return lt.Run(config, {a.w, a.x, a.w_scales, a.x_scales, 1.0f, a.y}, stream);
+    if (a.y_f32 != nullptr) {
+      LtGemmConfig f32 = config;
+      f32.f32_output = true;
+      const absl::Status st =
+          lt.Run(f32, {a.w, a.x, a.w_scales, a.x_scales, 1.0f, a.y_f32}, stream);
+      if (st.ok()) {
+        return a.bias != nullptr ? AddBiasRows(a.y_f32, a.bias, a.m, p.n, stream) : st;
+      }
+      // Refusals come from building the plan, before any launch.
+      if (st.code() != absl::StatusCode::kUnimplemented &&
+          st.code() != absl::StatusCode::kInvalidArgument) {
+        return st;
+      }
+    }
+    TESSERA_RETURN_IF_ERROR(lt.Run(config, {a.w, a.x, a.w_scales, a.x_scales, 1.0f, a.y}, stream));
+  } else {
+    if (a.f32_scratch == nullptr) return absl::InvalidArgumentError("FP8 epilogue needs scratch");
+    TESSERA_RETURN_IF_ERROR(
+        lt.Run(config, {a.w, a.x, nullptr, nullptr, 1.0f, a.f32_scratch}, stream));
+    const int64_t sa_stride = p.act == Fp8ActScale::kPerTensor ? 0 : 1;
+    const int64_t sw_stride = p.weight == Fp8WeightScale::kPerTensor ? 0 : 1;
+    TESSERA_RETURN_IF_ERROR(Fp8ScaleEpilogue(a.f32_scratch, a.m, p.n, a.x_scales, sa_stride,
+                                             a.w_scales, sw_stride, a.y, stream));
   }
-  if (a.f32_scratch == nullptr) return absl::InvalidArgumentError("FP8 epilogue needs scratch");
-  TESSERA_RETURN_IF_ERROR(lt.Run(config, {a.w, a.x, nullptr, nullptr, 1.0f, a.f32_scratch}, stream));
-  const int64_t sa_stride = p.act == Fp8ActScale::kPerTensor ? 0 : 1;
-  const int64_t sw_stride = p.weight == Fp8WeightScale::kPerTensor ? 0 : 1;
-  return Fp8ScaleEpilogue(a.f32_scratch, a.m, p.n, a.x_scales, sa_stride, a.w_scales, sw_stride,
-                          a.y, stream);
+  return a.y_f32 != nullptr ? Bf16RowsToF32(a.y, a.m, p.n, a.bias, a.y_f32, stream)
+                            : absl::OkStatus();
 }
 
 }  // namespace tessera::kernels::cuda

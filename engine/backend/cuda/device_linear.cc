@@ -63,7 +63,9 @@ absl::StatusOr<const float*> QuantizeFp8Activations(const DeviceLinear& l, const
   return static_cast<const float*>(s.x_scales);
 }
 
-// The FP8 GEMM on the quantized activations in scratch.x_fp8, then bf16 -> f32 with the bias.
+// The FP8 GEMM on the quantized activations in scratch.x_fp8 into y (f32, with the bias): straight
+// from cuBLASLt where it can (Fp8GemmArgs::y_f32), else through bf16. Padded rows (block
+// scaling) go through the bf16 scratch, since y holds only `rows`.
 absl::Status RunFp8Gemm(const DeviceLinear& l, const float* x_scales, int64_t rows,
                         int64_t gemm_rows, float* y, const LinearScratch& s, kc::CublasLtGemm& lt,
                         cudaStream_t stream) {
@@ -75,6 +77,11 @@ absl::Status RunFp8Gemm(const DeviceLinear& l, const float* x_scales, int64_t ro
   args.m = gemm_rows;
   args.y = s.y_bf16;
   args.f32_scratch = s.y_f32;
+  if (gemm_rows == rows) {
+    args.y_f32 = y;
+    args.bias = l.bias;
+    return kc::Fp8Gemm(lt, l.fp8_problem, l.fp8_path, args, stream);
+  }
   TESSERA_RETURN_IF_ERROR(kc::Fp8Gemm(lt, l.fp8_problem, l.fp8_path, args, stream));
   return kc::Bf16RowsToF32(s.y_bf16, rows, l.n, l.bias, y, stream);
 }
