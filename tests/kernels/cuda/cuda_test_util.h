@@ -1,5 +1,5 @@
-// Shared pieces of the CUDA kernel tests: skipping without a device, host<->device copies that
-// fail the test on error, random data, and the normalized mean squared error used as the
+// Shared pieces of the CUDA kernel tests: skipping without a device, status assertions,
+// host<->device copies that fail the test on error, random data, and the normalized mean squared error used as the
 // per-format accuracy bound against the CPU reference kernels.
 #ifndef TESSERA_TESTS_KERNELS_CUDA_CUDA_TEST_UTIL_H_
 #define TESSERA_TESTS_KERNELS_CUDA_CUDA_TEST_UTIL_H_
@@ -10,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/status/status.h"
 #include "kernels/cuda/device.h"
 #include "kernels/cuda/device_memory.h"
 
@@ -20,6 +21,18 @@ namespace tessera::kernels::cuda::testing {
   do {                                                                             \
     auto tessera_dev_ = ::tessera::kernels::cuda::QueryDevice(0);                  \
     if (!tessera_dev_.ok()) GTEST_SKIP() << tessera_dev_.status().ToString();      \
+  } while (0)
+
+// Status-returning calls, with the status printed when they fail.
+#define ASSERT_OK(expr)              \
+  do {                               \
+    const absl::Status st_ = (expr); \
+    ASSERT_TRUE(st_.ok()) << st_;    \
+  } while (0)
+#define EXPECT_OK(expr)              \
+  do {                               \
+    const absl::Status st_ = (expr); \
+    EXPECT_TRUE(st_.ok()) << st_;    \
   } while (0)
 
 template <typename T>

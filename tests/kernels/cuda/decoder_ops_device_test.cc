@@ -22,12 +22,6 @@ using testing::Nmse;
 using testing::RandomFloats;
 using testing::Upload;
 
-#define ASSERT_OK(expr)              \
-  do {                               \
-    const absl::Status st_ = (expr); \
-    ASSERT_TRUE(st_.ok()) << st_;    \
-  } while (0)
-
 TEST(SplitColumnsDeviceTest, EveryColumnLandsInItsSliceWithItsBias) {
   TESSERA_REQUIRE_CUDA_DEVICE();
   const int64_t widths[] = {48, 16, 16};  // q / k / v of a small GQA layer

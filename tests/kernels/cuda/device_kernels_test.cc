@@ -30,18 +30,6 @@
 namespace tessera::kernels::cuda {
 namespace {
 
-// Status-returning calls, with the status printed when they fail.
-#define ASSERT_OK(expr)                   \
-  do {                                    \
-    const absl::Status st_ = (expr);      \
-    ASSERT_TRUE(st_.ok()) << st_;         \
-  } while (0)
-#define EXPECT_OK(expr)                   \
-  do {                                    \
-    const absl::Status st_ = (expr);      \
-    EXPECT_TRUE(st_.ok()) << st_;         \
-  } while (0)
-
 using testing::Alloc;
 using testing::Download;
 using testing::Nmse;

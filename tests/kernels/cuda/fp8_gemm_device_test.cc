@@ -23,12 +23,6 @@
 namespace tessera::kernels::cuda {
 namespace {
 
-#define ASSERT_OK(expr)              \
-  do {                               \
-    const absl::Status st_ = (expr); \
-    ASSERT_TRUE(st_.ok()) << st_;    \
-  } while (0)
-
 using testing::Alloc;
 using testing::Download;
 using testing::Nmse;

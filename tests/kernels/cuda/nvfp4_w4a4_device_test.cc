@@ -31,12 +31,6 @@ using testing::RandomBytes;
 using testing::RandomFloats;
 using testing::Upload;
 
-#define ASSERT_OK(expr)              \
-  do {                               \
-    const absl::Status st_ = (expr); \
-    ASSERT_TRUE(st_.ok()) << st_;    \
-  } while (0)
-
 // A static activation global scale as calibration would give it: 2688 / amax of the data.
 float StaticGlobalScale(const std::vector<float>& x) {
   float amax = 0;
