@@ -118,8 +118,9 @@ int64_t StackedBf16Width(absl::Span<const DeviceLinear* const> layers) {
 absl::Status NameModules(absl::Span<const DeviceLinear* const> layers, absl::Status status) {
   if (status.ok()) return status;
   std::string modules;
-  for (const DeviceLinear* l : layers)
+  for (const DeviceLinear* l : layers) {
     absl::StrAppend(&modules, modules.empty() ? "" : ", ", l->module);
+  }
   return absl::Status(status.code(), absl::StrCat(modules, ": ", status.message()));
 }
 

@@ -97,24 +97,31 @@ void FastEncodeE2m1DivideImpl(const float* x, int64_t n, float denominator, uint
 void FastQuantizeNvfp4WeightsImpl(const float* w, int64_t rows, int64_t k, float global_scale,
                                   uint8_t* packed, uint8_t* block_scales) {
   constexpr int64_t kBlock = 16;
-  for (int64_t b = 0; b < rows * (k / kBlock); ++b) {
-    const float* x = w + b * kBlock;
-    uint8_t sf = numeric::EncodeUe4m3(AbsMaxSkippingNan(x, kBlock) / (6.0f * global_scale));
-    if (numeric::DecodeE4m3(sf) == 0) sf = numeric::EncodeUe4m3(1.0f);  // all-zero block
-    block_scales[b] = sf;
-    EncodeDivide(x, kBlock, numeric::DecodeE4m3(sf) * global_scale, packed + b * (kBlock / 2));
+  const int64_t blocks = k / kBlock;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* x = w + r * k + b * kBlock;
+      uint8_t sf = numeric::EncodeUe4m3(AbsMaxSkippingNan(x, kBlock) / (6.0f * global_scale));
+      if (numeric::DecodeE4m3(sf) == 0) sf = numeric::EncodeUe4m3(1.0f);  // all-zero block
+      block_scales[r * blocks + b] = sf;
+      EncodeDivide(x, kBlock, numeric::DecodeE4m3(sf) * global_scale,
+                   packed + r * (k / 2) + b * (kBlock / 2));
+    }
   }
 }
 
 void FastQuantizeMxfp4WeightsImpl(const float* w, int64_t rows, int64_t k, uint8_t* packed,
                                   uint8_t* block_scales) {
   constexpr int64_t kBlock = 32;
-  for (int64_t b = 0; b < rows * (k / kBlock); ++b) {
-    const float* x = w + b * kBlock;
-    const uint8_t e =
-        numeric::EncodeE8m0Floor(AbsMaxSkippingNan(x, kBlock), numeric::kE2m1EmaxPow2);
-    block_scales[b] = e;
-    EncodeDivide(x, kBlock, numeric::DecodeE8m0(e), packed + b * (kBlock / 2));
+  const int64_t blocks = k / kBlock;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* x = w + r * k + b * kBlock;
+      const uint8_t e =
+          numeric::EncodeE8m0Floor(AbsMaxSkippingNan(x, kBlock), numeric::kE2m1EmaxPow2);
+      block_scales[r * blocks + b] = e;
+      EncodeDivide(x, kBlock, numeric::DecodeE8m0(e), packed + r * (k / 2) + b * (kBlock / 2));
+    }
   }
 }
 
