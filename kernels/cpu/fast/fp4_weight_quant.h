@@ -18,17 +18,16 @@ namespace tessera::kernels::cpu::fast {
 void FastEncodeE2m1Divide(const float* x, int64_t n, float denominator, uint8_t* packed);
 
 // ModelOpt's NVFP4 recipe for `rows` rows of k weights (k a multiple of 16; a shorter tail of a
-// row is left as it is, as the scalar loop left it), given the tensor's
-// global scale α: per block of 16, sf = EncodeUe4m3(amax / (6 α)) (UE4M3(1) where that decodes
+// row is left as it is, as the scalar loop left it), given the tensor's global scale α: per
+// block of 16, sf = EncodeUe4m3(amax / (6 α)) (UE4M3(1) where that decodes
 // to 0, an all-zero block), codes EncodeE2m1(w / (DecodeE4m3(sf) · α)). packed [rows, k / 2],
 // block_scales [rows, k / 16].
 void FastQuantizeNvfp4Weights(const float* w, int64_t rows, int64_t k, float global_scale,
                               uint8_t* packed, uint8_t* block_scales);
 
 // The OCP MX FLOOR rule for `rows` rows of k weights (k a multiple of 32, a tail as above): per
-// block of 32,
-// e = EncodeE8m0Floor(amax, kE2m1EmaxPow2), codes EncodeE2m1(w / DecodeE8m0(e)). packed
-// [rows, k / 2], block_scales [rows, k / 32].
+// block of 32, e = EncodeE8m0Floor(amax, kE2m1EmaxPow2), codes EncodeE2m1(w / DecodeE8m0(e)).
+// packed [rows, k / 2], block_scales [rows, k / 32].
 void FastQuantizeMxfp4Weights(const float* w, int64_t rows, int64_t k, uint8_t* packed,
                               uint8_t* block_scales);
 
