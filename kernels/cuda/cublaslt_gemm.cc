@@ -169,7 +169,12 @@ absl::StatusOr<CublasLtGemm::Plan*> CublasLtGemm::GetPlan(const LtGemmConfig& co
   // query on every eager pass.
   if (auto refused = refused_.find(config); refused != refused_.end()) return refused->second;
   absl::StatusOr<Plan*> plan = BuildPlan(config);
-  if (!plan.ok()) refused_.emplace(config, plan.status());
+  // Only refusals (no algorithm, an unsupported combination); a transient failure (memory, an
+  // uninitialized handle) is asked again next time.
+  if (plan.status().code() == absl::StatusCode::kUnimplemented ||
+      plan.status().code() == absl::StatusCode::kInvalidArgument) {
+    refused_.emplace(config, plan.status());
+  }
   return plan;
 }
 

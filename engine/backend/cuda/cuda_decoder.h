@@ -153,6 +153,7 @@ class CudaDecoder : public model::Decoder {
   bool bf16_gemm_out_ = false;
   bool bf16_gemm_out_lm_head_ = false;
   int64_t nvfp4_max_k_ = 0;  // widest K of the NVFP4 W4A4 layers (swizzled scale scratch), or 0
+  bool bf16_layers_ = false;  // a decoder layer runs as bf16 (stacked-GEMM scratch)
   int64_t linear_weight_bytes_ = 0;
   int64_t w4_dequant_elems_ = 0;  // largest W4A16 layer (N x K), dequantized for big passes
 

@@ -183,6 +183,11 @@ absl::Status CudaDecoder::Load(const model::ModelSource& source, const quant::Pr
     if (job.spec->kernel == kNvfp4W4A4Kernel) {
       nvfp4_max_k_ = std::max(nvfp4_max_k_, job.spec->k);
     }
+    // Layers uploaded as bf16 (dense, or FP8 dequantized at load): RunLinears may stack them.
+    if (job.layer >= 0) {
+      absl::StatusOr<DeviceLinearKind> kind = DeviceLinearKindFor(*job.spec);
+      if (kind.ok() && *kind == DeviceLinearKind::kBf16) bf16_layers_ = true;
+    }
   }
   ArenaRegion measuring = ArenaRegion::Measuring("scratch");
   TESSERA_RETURN_IF_ERROR(CarveScratch(measuring));
@@ -299,13 +304,15 @@ absl::Status CudaDecoder::CarveScratch(ArenaRegion& r) {
   const int64_t x_elems = std::max(T4 * widest, R4 * H);
   int64_t y_elems = bf16_gemm_out_ ? T4 * std::max({Q, KV, H, F}) : 0;
   if (bf16_gemm_out_lm_head_) y_elems = std::max(y_elems, R4 * V);
-  // RunLinears' stacked bf16 q / k / v and gate / up GEMMs at decode.
-  y_elems = std::max(y_elems, std::min(T, kStackedBf16MaxRows) * std::max(Q + 2 * KV, 2 * F));
+  // RunLinears' stacked bf16 q / k / v and gate / up GEMMs at decode (f32 output only).
+  const int64_t stacked_elems =
+      bf16_layers_ ? std::min(T, kStackedBf16MaxRows) * std::max(Q + 2 * KV, 2 * F) : 0;
   // NVFP4 W4A4 activation scales, swizzled: rows padded to 128, K/16 columns padded to 4.
   const int64_t fp4_scale_bytes =
       nvfp4_max_k_ > 0 ? kernels::cuda::SwizzledScaleBytes(std::max(T, R), nvfp4_max_k_ / 16) : 0;
-  TESSERA_ASSIGN_OR_RETURN(s_.linear, LinearScratch::Carve(std::max(T4, R4), x_elems, y_elems,
-                                                           w4_dequant_elems_, fp4_scale_bytes, r));
+  TESSERA_ASSIGN_OR_RETURN(
+      s_.linear, LinearScratch::Carve(std::max(T4, R4), x_elems, y_elems, w4_dequant_elems_,
+                                      fp4_scale_bytes, stacked_elems, r));
   return absl::OkStatus();
 }
 

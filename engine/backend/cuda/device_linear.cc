@@ -86,9 +86,19 @@ absl::Status RunFp8Gemm(const DeviceLinear& l, const float* x_scales, int64_t ro
   return kc::Bf16RowsToF32(s.y_bf16, rows, l.n, l.bias, y, stream);
 }
 
-// Whether FP8 W8A8 `layers` quantize x identically (dynamic per-token activations with the same
-// upper bound, one K), so that one quantization serves them all.
-bool SharedFp8Activations(absl::Span<const DeviceLinear* const> layers) {
+// Prefixes a status from a kernel that served several layers with their module names.
+absl::Status NameModules(absl::Span<const DeviceLinear* const> layers, absl::Status status) {
+  if (status.ok()) return status;
+  std::string modules;
+  for (const DeviceLinear* l : layers) {
+    absl::StrAppend(&modules, modules.empty() ? "" : ", ", l->module);
+  }
+  return absl::Status(status.code(), absl::StrCat(modules, ": ", status.message()));
+}
+
+}  // namespace
+
+bool SharesFp8Activations(absl::Span<const DeviceLinear* const> layers) {
   for (const DeviceLinear* l : layers) {
     if (l->kind != DeviceLinearKind::kFp8W8A8 || l->static_input_scale != nullptr ||
         l->activation_group > 0 || l->k != layers[0]->k || l->scale_ub != layers[0]->scale_ub ||
@@ -99,8 +109,6 @@ bool SharedFp8Activations(absl::Span<const DeviceLinear* const> layers) {
   return layers.size() >= 2;
 }
 
-// Σ n of `layers` when they are bf16 layers of one K whose weights lie back to back (one
-// [Σ n, K] row-major matrix from the first one's pointer), else 0.
 int64_t StackedBf16Width(absl::Span<const DeviceLinear* const> layers) {
   if (layers.size() < 2 || layers.size() > static_cast<size_t>(kc::kMaxColumnSlices)) return 0;
   int64_t width = 0;
@@ -114,21 +122,9 @@ int64_t StackedBf16Width(absl::Span<const DeviceLinear* const> layers) {
   return width;
 }
 
-// Prefixes a status from a kernel that served several layers with their module names.
-absl::Status NameModules(absl::Span<const DeviceLinear* const> layers, absl::Status status) {
-  if (status.ok()) return status;
-  std::string modules;
-  for (const DeviceLinear* l : layers) {
-    absl::StrAppend(&modules, modules.empty() ? "" : ", ", l->module);
-  }
-  return absl::Status(status.code(), absl::StrCat(modules, ": ", status.message()));
-}
-
-}  // namespace
-
 absl::StatusOr<LinearScratch> LinearScratch::Carve(int64_t rows, int64_t x_elems, int64_t y_elems,
                                                    int64_t w_elems, int64_t fp4_scale_bytes,
-                                                   ArenaRegion& region) {
+                                                   int64_t stacked_elems, ArenaRegion& region) {
   LinearScratch s;
   s.rows = rows;
   s.x_elems = x_elems;
@@ -147,7 +143,8 @@ absl::StatusOr<LinearScratch> LinearScratch::Carve(int64_t rows, int64_t x_elems
   TESSERA_ASSIGN_OR_RETURN(s.x_scales,
                            region.AllocateArray<float>(ScaleSlots(rows, x_elems), "x scales"));
   TESSERA_ASSIGN_OR_RETURN(s.y_bf16, region.AllocateArray<uint16_t>(y_elems, "y bf16"));
-  TESSERA_ASSIGN_OR_RETURN(s.y_f32, region.AllocateArray<float>(y_elems, "y f32"));
+  s.y_f32_elems = std::max(y_elems, stacked_elems);
+  TESSERA_ASSIGN_OR_RETURN(s.y_f32, region.AllocateArray<float>(s.y_f32_elems, "y f32"));
   return s;
 }
 
@@ -236,7 +233,7 @@ absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const floa
   const DeviceLinear& first = *layers[0];
   const int64_t stacked = StackedBf16Width(layers);
   if (stacked > 0 && rows <= kStackedBf16MaxRows && rows <= scratch.rows &&
-      rows * stacked <= scratch.y_elems && rows * first.k <= scratch.x_elems) {
+      rows * stacked <= scratch.y_f32_elems && rows * first.k <= scratch.x_elems) {
     if (rows == 0) return absl::OkStatus();
     if (x_bf16 == nullptr) {
       TESSERA_RETURN_IF_ERROR(kc::F32ToBf16(x, rows * first.k, scratch.x_bf16, stream));
@@ -254,12 +251,20 @@ absl::Status RunLinears(absl::Span<const DeviceLinear* const> layers, const floa
     args.out = scratch.y_f32;
     std::array<kc::ColumnSlice, kc::kMaxColumnSlices> slices;
     for (size_t i = 0; i < layers.size(); ++i) slices[i] = {ys[i], layers[i]->bias, layers[i]->n};
-    TESSERA_RETURN_IF_ERROR(NameModules(layers, lt.Run(config, args, stream)));
-    return NameModules(layers,
-                       kc::SplitColumns(scratch.y_f32, rows,
-                                        absl::MakeConstSpan(slices.data(), layers.size()), stream));
+    const absl::Status gemm = lt.Run(config, args, stream);
+    if (gemm.ok()) {
+      return NameModules(
+          layers, kc::SplitColumns(scratch.y_f32, rows,
+                                   absl::MakeConstSpan(slices.data(), layers.size()), stream));
+    }
+    // cuBLASLt refused the stacked shape while building its plan, before any launch: each
+    // layer's own GEMM (below) has run before.
+    if (gemm.code() != absl::StatusCode::kUnimplemented &&
+        gemm.code() != absl::StatusCode::kInvalidArgument) {
+      return NameModules(layers, gemm);
+    }
   }
-  if (SharedFp8Activations(layers)) {
+  if (SharesFp8Activations(layers)) {
     for (const DeviceLinear* l : layers) {
       TESSERA_RETURN_IF_ERROR(CheckScratch(*l, rows, rows, scratch));
     }

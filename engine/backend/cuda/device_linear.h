@@ -27,6 +27,7 @@ namespace tessera::backend::cuda {
 // and rows * N <= y_elems (and, for NVFP4 W4A4, SwizzledScaleBytes(rows, K/16) <= fp4_scale_bytes).
 struct LinearScratch {
   int64_t rows = 0, x_elems = 0, y_elems = 0, w_elems = 0, fp4_scale_bytes = 0;
+  int64_t y_f32_elems = 0;        // max(y_elems, the stacked bf16 GEMMs' output)
   uint16_t* x_bf16 = nullptr;     // [x_elems] when the caller has no bf16 copy
   uint8_t* x_fp8 = nullptr;       // [x_elems] FP8 codes, or NVFP4 codes [rows, K/2]
   // [fp4_scale_bytes] NVFP4 activation block scales in cuBLASLt's swizzled layout (null when no
@@ -34,14 +35,15 @@ struct LinearScratch {
   uint8_t* x_fp4_scales = nullptr;
   float* x_scales = nullptr;      // [x_elems / 128 + rows] per token or per 128-group
   uint16_t* y_bf16 = nullptr;     // [y_elems] FP8 / NVFP4 GEMM output
-  float* y_f32 = nullptr;         // [y_elems] FP8 epilogue-path accumulator
+  float* y_f32 = nullptr;  // [y_f32_elems] FP8 epilogue-path accumulator, stacked bf16 output
   // [w_elems] bf16 weights of one W4A16 layer, dequantized for passes of at least
   // kernels::cuda::kW4A16DequantMinRows rows (null when no such pass can happen).
   uint16_t* w_bf16 = nullptr;
 
+  // stacked_elems: rows x (Σ n) of the largest stacked bf16 group RunLinears may run (0: none).
   static absl::StatusOr<LinearScratch> Carve(int64_t rows, int64_t x_elems, int64_t y_elems,
                                              int64_t w_elems, int64_t fp4_scale_bytes,
-                                             ArenaRegion& region);
+                                             int64_t stacked_elems, ArenaRegion& region);
 };
 
 // y = x · Wᵀ (+ bias) for `rows` <= scratch.rows. `x` is f32 [rows, K]; `x_bf16` is the same
@@ -54,14 +56,22 @@ absl::Status RunLinear(const DeviceLinear& layer, const float* x, const uint16_t
 // one GEMM (RunLinears); LinearScratch::y_f32 must then hold rows x (Σ n) floats.
 inline constexpr int64_t kStackedBf16MaxRows = 64;
 
+// Σ n of `layers` when they are 2 to kMaxColumnSlices bf16 layers of one K whose weights lie back
+// to back (one [Σ n, K] row-major matrix from the first one's pointer), else 0.
+int64_t StackedBf16Width(absl::Span<const DeviceLinear* const> layers);
+
+// Whether `layers` are 2 or more FP8 W8A8 layers that quantize x identically (dynamic per-token
+// activations, one upper bound, one K, no row padding), so that one quantization serves all.
+bool SharesFp8Activations(absl::Span<const DeviceLinear* const> layers);
+
 // RunLinear for layers[i] -> ys[i], layers that read the same x (q / k / v, gate / up):
-//  * bf16 layers of one K whose weights lie back to back in the arena (the loader uploads q, k, v
-//    and gate, up in that order; a bias in between breaks the run) are one [Σ n, K] matrix: for
-//    up to kStackedBf16MaxRows rows, one cuBLASLt GEMM into the scratch, then SplitColumns (with
-//    the biases) into each output. At decode the narrow k / v projections each sat at cuBLASLt's
-//    latency floor, as long as the 4x wider q;
-//  * FP8 W8A8 layers with dynamic per-token activations (one K, one upper bound): x quantized
-//    once for all of them, then each one's GEMM (the same bits as RunLinear gives each);
+//  * StackedBf16Width > 0 (the loader uploads q, k, v and gate, up in that order; a bias in
+//    between breaks the run): for up to kStackedBf16MaxRows rows, one cuBLASLt GEMM into the
+//    scratch, then SplitColumns (with the biases) into each output, or each layer alone where
+//    cuBLASLt has no algorithm for the stacked shape. At decode the narrow k / v projections
+//    each sat at cuBLASLt's latency floor, as long as the 4x wider q;
+//  * SharesFp8Activations: x quantized once for all of them, then each one's GEMM (the same bits
+//    as RunLinear gives each);
 //  * W4A16 layers of one format below the dequantization threshold, with x_bf16 given: one
 //    W4A16GemmGroup (the same bits as RunLinear gives each);
 //  * else RunLinear for each.

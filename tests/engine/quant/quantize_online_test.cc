@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "engine/quant/packed_weights.h"
 #include "engine/quant/precision_plan.h"
+#include "gtest/gtest.h"
 #include "kernels/cpu/thread_pool.h"
+#include "kernels/numeric/e8m0.h"
+#include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
 
 namespace tessera::quant {
@@ -65,6 +67,20 @@ TEST(QuantizeOnlineTest, PoolGivesTheSameBytes) {
                               : static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
         ASSERT_EQ(int4 ? static_cast<int>(split->bytes[i]) : static_cast<int8_t>(split->bytes[i]),
                   want)
+            << i;
+      }
+    }
+    if (spec->weight_format == WeightFormat::kNvfp4 ||
+        spec->weight_format == WeightFormat::kMxfp4) {
+      // The vectorized FP4 encoder's contract: each code is EncodeE2m1 of w over its block's scale.
+      const bool nvfp4 = spec->weight_format == WeightFormat::kNvfp4;
+      const int64_t block = nvfp4 ? 16 : 32;
+      for (int64_t i = 0; i < n * k; ++i) {
+        const uint8_t sf = split->scale_bytes[i / block];
+        const float denom =
+            nvfp4 ? numeric::DecodeE4m3(sf) * split->global_scale : numeric::DecodeE8m0(sf);
+        ASSERT_EQ(numeric::GetE2m1Nibble(split->bytes.data(), static_cast<size_t>(i)),
+                  numeric::EncodeE2m1(w[i] / denom))
             << i;
       }
     }
