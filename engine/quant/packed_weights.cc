@@ -7,9 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
+#include "kernels/cpu/fast/abs_max.h"
 #include "kernels/cpu/fast/fp4_weight_quant.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
-#include "kernels/cpu/fast/half_convert.h"
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
 

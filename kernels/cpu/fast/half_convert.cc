@@ -7,7 +7,6 @@
 #define HWY_TARGET_INCLUDE "kernels/cpu/fast/half_convert.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "kernels/cpu/fast/abs_max-inl.h"
 #include "kernels/numeric/half.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -68,8 +67,6 @@ void ConvertBf16ToF32Impl(const uint8_t* src, int64_t n, float* dst) {
       src, n, dst, [](auto h) { return hn::ShiftLeft<16>(h); }, numeric::Bf16ToFloat);
 }
 
-float AbsMaxSkippingNanF32Impl(const float* x, int64_t n) { return AbsMaxSkippingNan(x, n); }
-
 }  // namespace HWY_NAMESPACE
 }  // namespace tessera::kernels::cpu::fast
 HWY_AFTER_NAMESPACE();
@@ -79,7 +76,6 @@ namespace tessera::kernels::cpu::fast {
 
 HWY_EXPORT(ConvertF16ToF32Impl);
 HWY_EXPORT(ConvertBf16ToF32Impl);
-HWY_EXPORT(AbsMaxSkippingNanF32Impl);
 
 void ConvertF16ToF32(const uint8_t* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(ConvertF16ToF32Impl)(src, n, dst);
@@ -87,10 +83,6 @@ void ConvertF16ToF32(const uint8_t* src, int64_t n, float* dst) {
 
 void ConvertBf16ToF32(const uint8_t* src, int64_t n, float* dst) {
   HWY_DYNAMIC_DISPATCH(ConvertBf16ToF32Impl)(src, n, dst);
-}
-
-float AbsMaxSkippingNanF32(const float* x, int64_t n) {
-  return HWY_DYNAMIC_DISPATCH(AbsMaxSkippingNanF32Impl)(x, n);
 }
 
 }  // namespace tessera::kernels::cpu::fast

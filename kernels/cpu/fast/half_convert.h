@@ -3,7 +3,7 @@
 // scalar loop was a fifth of an online NVFP4 load of TinyLlama-1.1B). Bit for bit
 // numeric::HalfToFloat and numeric::Bf16ToFloat: NaN payloads are kept, not quieted as F16C's
 // vcvtph2ps would quiet a signalling NaN, so the conversion is integer arithmetic plus one exact
-// power-of-two multiply. Also max |x| over f32 values, NaN skipped, as the quantizers fold it.
+// power-of-two multiply.
 #ifndef TESSERA_KERNELS_CPU_FAST_HALF_CONVERT_H_
 #define TESSERA_KERNELS_CPU_FAST_HALF_CONVERT_H_
 
@@ -17,9 +17,6 @@ void ConvertF16ToF32(const uint8_t* src, int64_t n, float* dst);
 
 // dst[i] = numeric::Bf16ToFloat(element i), as above.
 void ConvertBf16ToF32(const uint8_t* src, int64_t n, float* dst);
-
-// max |x[i]|, i < n, skipping NaN (std::max(amax, fabs(x)) folded from 0); 0 for n = 0.
-float AbsMaxSkippingNanF32(const float* x, int64_t n);
 
 }  // namespace tessera::kernels::cpu::fast
 
