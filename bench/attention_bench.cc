@@ -1,14 +1,16 @@
 // Decode attention and the row kernels in tessera_matmul_bench, the vectorized kernels beside the
 // scalar ones they replaced, in the same run (bench/README.md has the commands and results):
-//  * BM_PagedAttention/<F32|F16|BF16|FP8>/<fast|scalar>/ctx:N: one query row of TinyLlama-1.1B's attention
-//    (32 query heads, 4 KV heads, head_dim 64, 16-token blocks), heads split over the pool as the
-//    decoder splits them; every iteration reads another layer's cache (distinct copies covering
-//    256 MiB, or TESSERA_BENCH_COVER_MIB), so KV_GB/s (K and V bytes per second) compares with the
-//    triad when the context is long.
+//  * BM_PagedAttention/<F32|F16|BF16|FP8>/<fast|scalar>/ctx:N[/SHAPE]: one query row of
+//    TinyLlama-1.1B's attention (32 query heads, 4 KV heads, head_dim 64, 16-token blocks), or with
+//    a SHAPE suffix Qwen3-0.6B's (16 / 8, head_dim 128: GQA groups of two) or Llama-3.2-1B's
+//    (32 / 8, 64); heads split over the pool as the decoder splits them; every iteration reads
+//    another layer's cache (distinct copies covering 256 MiB, or TESSERA_BENCH_COVER_MIB), so
+//    KV_GB/s (K and V bytes per second) compares with the triad when the context is long.
 //  * BM_RowKernel/<RmsNorm|SwiGlu>/<fast|scalar>: 16 rows (a batch-16 decode step) of width 2048
 //    (RMSNorm) or 5632 (SwiGLU), bytes read and written per second.
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -30,7 +32,15 @@ namespace {
 namespace kc = kernels::cpu;
 namespace kf = kernels::cpu::fast;
 
-constexpr int64_t kHeads = 32, kKvHeads = 4, kHeadDim = 64, kBlockTokens = 16;
+constexpr int64_t kBlockTokens = 16;
+
+// The attention geometry of one model.
+struct AttentionShape {
+  const char* name;  // benchmark-name suffix; empty for TinyLlama (the original names)
+  int64_t heads, kv_heads, head_dim;
+};
+constexpr AttentionShape kShapes[] = {
+    {"", 32, 4, 64}, {"/qwen3-0.6b", 16, 8, 128}, {"/llama-3.2-1b", 32, 8, 64}};
 
 template <typename T>
 struct LayerCache {
@@ -41,9 +51,10 @@ struct LayerCache {
 };
 
 template <typename T>
-std::vector<LayerCache<T>> Caches(int64_t ctx, std::mt19937& rng, kc::KvHalf half) {
+std::vector<LayerCache<T>> Caches(const AttentionShape& shape, int64_t ctx, std::mt19937& rng,
+                                  kc::KvHalf half) {
   const int64_t blocks = (ctx + kBlockTokens - 1) / kBlockTokens;
-  const int64_t block_elems = kBlockTokens * kKvHeads * kHeadDim;
+  const int64_t block_elems = kBlockTokens * shape.kv_heads * shape.head_dim;
   const int64_t bytes = 2 * blocks * block_elems * static_cast<int64_t>(sizeof(T));
   std::vector<LayerCache<T>> caches(std::max<int64_t>(1, CoverBytes() / bytes));
   std::normal_distribution<float> nd(0.0f, 1.0f);
@@ -73,13 +84,14 @@ std::vector<LayerCache<T>> Caches(int64_t ctx, std::mt19937& rng, kc::KvHalf hal
 
 template <typename T>
 void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast, int64_t ctx,
-                       kc::KvHalf half) {
+                       kc::KvHalf half, AttentionShape shape) {
+  const int64_t kHeads = shape.heads, kKvHeads = shape.kv_heads, kHeadDim = shape.head_dim;
   std::mt19937 rng(7);
-  const auto caches = Caches<T>(ctx, rng, half);
+  const auto caches = Caches<T>(shape, ctx, rng, half);
   std::vector<float> q(kHeads * kHeadDim), out(kHeads * kHeadDim);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& e : q) e = nd(rng);
-  const float scale = 0.125f;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
   size_t next = 0;
   for (auto _ : state) {
     const LayerCache<T>& c = caches[next];
@@ -133,27 +145,29 @@ void BM_RowKernel(benchmark::State& state, bool swiglu, bool fast) {
 }  // namespace
 
 void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
-  for (int64_t ctx : {128, 1024, 4096}) {
-    for (bool fast : {true, false}) {
-      const std::string tail =
-          std::string(fast ? "fast" : "scalar") + "/ctx:" + std::to_string(ctx);
-      const kc::KvHalf f16 = kc::KvHalf::kF16, bf16 = kc::KvHalf::kBf16;
-      benchmark::RegisterBenchmark(("BM_PagedAttention/F32/" + tail).c_str(),
-                                   BM_PagedAttention<float>, pool, fast, ctx, f16)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("BM_PagedAttention/F16/" + tail).c_str(),
-                                   BM_PagedAttention<uint16_t>, pool, fast, ctx, f16)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("BM_PagedAttention/BF16/" + tail).c_str(),
-                                   BM_PagedAttention<uint16_t>, pool, fast, ctx, bf16)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
-      benchmark::RegisterBenchmark(("BM_PagedAttention/FP8/" + tail).c_str(),
-                                   BM_PagedAttention<uint8_t>, pool, fast, ctx, f16)
-          ->UseRealTime()
-          ->Unit(benchmark::kMicrosecond);
+  for (const AttentionShape& shape : kShapes) {
+    for (int64_t ctx : {128, 1024, 4096}) {
+      for (bool fast : {true, false}) {
+        const std::string tail =
+            std::string(fast ? "fast" : "scalar") + "/ctx:" + std::to_string(ctx) + shape.name;
+        const kc::KvHalf f16 = kc::KvHalf::kF16, bf16 = kc::KvHalf::kBf16;
+        benchmark::RegisterBenchmark(("BM_PagedAttention/F32/" + tail).c_str(),
+                                     BM_PagedAttention<float>, pool, fast, ctx, f16, shape)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("BM_PagedAttention/F16/" + tail).c_str(),
+                                     BM_PagedAttention<uint16_t>, pool, fast, ctx, f16, shape)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("BM_PagedAttention/BF16/" + tail).c_str(),
+                                     BM_PagedAttention<uint16_t>, pool, fast, ctx, bf16, shape)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark(("BM_PagedAttention/FP8/" + tail).c_str(),
+                                     BM_PagedAttention<uint8_t>, pool, fast, ctx, f16, shape)
+            ->UseRealTime()
+            ->Unit(benchmark::kMicrosecond);
+      }
     }
   }
   for (bool swiglu : {false, true}) {

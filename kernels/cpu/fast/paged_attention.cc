@@ -105,6 +105,17 @@ struct KvRows {
   int64_t block_tokens, token_stride, head_offset;
   int64_t row_bytes;    // head_dim · sizeof(Elem)
   int64_t context_len;  // positions with a block (the prefetch stops there)
+  // Into L2: the rows of positions [0, min(n, context_len)), the ones ForEach(0, ...) does not
+  // prefetch itself.
+  HWY_INLINE void PrefetchFirst(int64_t n) const {
+    for (int64_t t = 0; t < std::min(n, context_len); ++t) {
+      const auto row = reinterpret_cast<uintptr_t>(blocks[t / block_tokens] + head_offset +
+                                                   t % block_tokens * token_stride);
+      for (uintptr_t l = row & ~uintptr_t{63}; l < row + row_bytes; l += 64) {
+        __builtin_prefetch(reinterpret_cast<const void*>(l), 0, 2);
+      }
+    }
+  }
   // f(t, row of position t) for t in [t0, t1), the row kPrefetchTokens ahead prefetched.
   template <typename F>
   HWY_INLINE void ForEach(int64_t t0, int64_t t1, F&& f) const {
@@ -154,46 +165,82 @@ template <typename Elem>
 struct KColumns {
   const Elem* const* blocks;
   int64_t block_tokens, head_offset, head_dim, context_len;
+  // Block b's columns of this KV head into L2.
+  HWY_INLINE void Prefetch(int64_t b) const {
+    const auto first = reinterpret_cast<uintptr_t>(blocks[b] + head_offset);
+    const auto end = first + static_cast<uintptr_t>(head_dim * block_tokens * sizeof(Elem));
+    for (uintptr_t l = first & ~uintptr_t{63}; l < end; l += 64) {
+      __builtin_prefetch(reinterpret_cast<const void*>(l), 0, 2);
+    }
+  }
 };
+
+// Heads of one run whose score accumulators share the registers (two per head: 16 of AVX-512's
+// 32, 8 of AVX2's 16); a longer run walks each K vector's block once per sub-run from L1.
+constexpr int kScoreSubRun = kN >= 16 ? 8 : 4;
+
+// s[h · stride + c + lane] = (q_h · k) · scale for the R heads of a sub-run over one K vector
+// column of m ≤ kN positions (K elements at col + i · bt for dims i). Each head sums its dims in
+// two chains, even and odd dims, added at the end: with one chain per head a run of one or two
+// heads (GQA groups of two, as Qwen3's) waited on the multiply-add latency at every dim (two
+// dependent chains in flight where the FMA pipes want four or more). The order depends on
+// nothing but head_dim, so it is the same for every head, run, call and batch.
+template <int R, typename Reader>
+HWY_INLINE void ScoreColumns(DF d, const float* q, int64_t qs, const typename Reader::Elem* col,
+                             int64_t bt, int64_t head_dim, int64_t m, VF vscale,
+                             const Reader& reader, float* s, int64_t stride) {
+  auto load = [&](int64_t i) {
+    return m == kN ? reader.Load(d, col + i * bt, 0) : reader.Tail(d, col + i * bt, 0, m);
+  };
+  VF even[R], odd[R];
+  for (int h = 0; h < R; ++h) even[h] = odd[h] = hn::Zero(d);
+  int64_t i = 0;
+  for (; i + 2 <= head_dim; i += 2) {
+    const VF k0 = load(i), k1 = load(i + 1);
+    for (int h = 0; h < R; ++h) {
+      even[h] = hn::MulAdd(hn::Set(d, q[h * qs + i]), k0, even[h]);
+      odd[h] = hn::MulAdd(hn::Set(d, q[h * qs + i + 1]), k1, odd[h]);
+    }
+  }
+  if (i < head_dim) {
+    const VF k0 = load(i);
+    for (int h = 0; h < R; ++h) even[h] = hn::MulAdd(hn::Set(d, q[h * qs + i]), k0, even[h]);
+  }
+  for (int h = 0; h < R; ++h) {
+    float* dst = s + h * stride;
+    const VF v = hn::Mul(hn::Add(even[h], odd[h]), vscale);
+    if (m == kN) {
+      hn::StoreU(v, d, dst);
+    } else {
+      HWY_ALIGN float part[kN];
+      hn::Store(v, d, part);
+      std::memcpy(dst, part, static_cast<size_t>(m) * sizeof(float));
+    }
+  }
+}
 
 // s[h · stride + t] = (q_h · k_t) · scale for the positions t < context_len and the run's R heads
 // (q: R rows of qs floats, zero rows for padding heads): positions in lanes, so each K vector (one
-// dim of up to kN positions of a block) meets every head of the run in one multiply-add with that
-// head's q element broadcast, and no lanes are ever summed. Per position the order is one chain
-// over the dims in order, the same for every head, call and batch.
+// dim of up to kN positions of a block) meets every head of a sub-run in one multiply-add with
+// that head's q element broadcast, and no lanes are ever summed.
 template <int R, typename Reader>
 void ScoresRun(DF d, const float* q, int64_t qs, const KColumns<typename Reader::Elem>& k,
                float scale, const Reader& reader, float* s, int64_t stride) {
   const int64_t bt = k.block_tokens, blocks = (k.context_len + bt - 1) / bt;
-  const int64_t block_bytes = k.head_dim * bt * static_cast<int64_t>(sizeof(typename Reader::Elem));
   const VF vscale = hn::Set(d, scale);
   for (int64_t b = 0; b < blocks; ++b) {
-    if (b + kPrefetchBlocks < blocks) {
-      const auto ahead = reinterpret_cast<uintptr_t>(k.blocks[b + kPrefetchBlocks] + k.head_offset);
-      for (uintptr_t l = ahead & ~uintptr_t{63}; l < ahead + block_bytes; l += 64) {
-        __builtin_prefetch(reinterpret_cast<const void*>(l), 0, 2);
-      }
-    }
+    if (b + kPrefetchBlocks < blocks) k.Prefetch(b + kPrefetchBlocks);
     const typename Reader::Elem* base = k.blocks[b] + k.head_offset;
     const int64_t t0 = b * bt, in_block = std::min(bt, k.context_len - t0);
     for (int64_t c = 0; c < in_block; c += kN) {
       const int64_t m = std::min<int64_t>(kN, in_block - c);
-      VF acc[R];
-      for (int h = 0; h < R; ++h) acc[h] = hn::Zero(d);
-      for (int64_t i = 0; i < k.head_dim; ++i) {
-        const VF kv = m == kN ? reader.Load(d, base + i * bt, c) : reader.Tail(d, base + i * bt, c, m);
-        for (int h = 0; h < R; ++h) acc[h] = hn::MulAdd(hn::Set(d, q[h * qs + i]), kv, acc[h]);
-      }
-      for (int h = 0; h < R; ++h) {
-        float* dst = s + h * stride + t0 + c;
-        const VF v = hn::Mul(acc[h], vscale);
-        if (m == kN) {
-          hn::StoreU(v, d, dst);
-        } else {
-          HWY_ALIGN float part[kN];
-          hn::Store(v, d, part);
-          std::memcpy(dst, part, static_cast<size_t>(m) * sizeof(float));
-        }
+      constexpr int kFirst = R < kScoreSubRun ? R : kScoreSubRun;
+      ScoreColumns<kFirst>(d, q, qs, base + c, bt, k.head_dim, m, vscale, reader, s + t0 + c,
+                           stride);
+      if constexpr (R > kScoreSubRun) {
+        static_assert(R <= 2 * kScoreSubRun, "two sub-runs at most");
+        ScoreColumns<R - kScoreSubRun>(d, q + kScoreSubRun * qs, qs, base + c, bt, k.head_dim, m,
+                                       vscale, reader, s + kScoreSubRun * stride + t0 + c, stride);
       }
     }
   }
@@ -317,29 +364,53 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
   const DF d;
   const int64_t group = heads / kv_heads;
   const int64_t stride = FastAttentionScoreStride(context_len);
-  // The run's queries, zero rows padding the run to a multiple of 4 heads.
+  // The run's queries, zero rows padding a run of more than two heads to a multiple of 4 (runs of
+  // one or two heads, GQA groups of two as in Qwen3, run as they are: padded to four they spent
+  // half the K pass's multiply-adds on zero rows).
   thread_local std::vector<float> qpad;
   qpad.resize(static_cast<size_t>(kRunHeads * head_dim));
+  // K blocks are [kv_heads][head_dim][block_tokens], V blocks [kv_heads][block_tokens][head_dim].
+  using Elem = typename Reader::Elem;
+  const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(Elem));
+  auto k_of = [&](int64_t kvh) {
+    return KColumns<Elem>{k_blocks, block_tokens, kvh * block_tokens * head_dim, head_dim,
+                          context_len};
+  };
+  auto v_of = [&](int64_t kvh) {
+    return KvRows<Elem>{v_blocks,  block_tokens, head_dim, kvh * block_tokens * head_dim,
+                        row_bytes, context_len};
+  };
+  // The first blocks of a KV head's K and rows of its V, which the passes' own look-ahead never
+  // covers, requested as its run begins: a decode step at a short context is mostly these (ctx
+  // 128: 8 blocks per KV head), and each pass otherwise began with demand misses. (Requested one
+  // run ahead instead, they competed with the current run's stream and were slower.)
+  const int64_t first_blocks =
+      std::min(kPrefetchBlocks, (context_len + block_tokens - 1) / block_tokens);
+  auto prefetch_starts = [&](int64_t kvh) {
+    const KColumns<Elem> k = k_of(kvh);
+    for (int64_t b = 0; b < first_blocks; ++b) k.Prefetch(b);
+    v_of(kvh).PrefetchFirst(kPrefetchTokens);
+  };
   for (int64_t h0 = head_begin; h0 < head_end;) {
     const int64_t kvh = h0 / group;
     const int64_t h1 = std::min({head_end, (kvh + 1) * group, h0 + kRunHeads});
-    const int64_t r4 = (h1 - h0 + 3) / 4;
-    std::fill(qpad.begin(), qpad.begin() + 4 * r4 * head_dim, 0.0f);
+    prefetch_starts(kvh);
+    const int64_t rows = h1 - h0 <= 2 ? h1 - h0 : (h1 - h0 + 3) / 4 * 4;
+    std::fill(qpad.begin(), qpad.begin() + rows * head_dim, 0.0f);
     std::copy(q + h0 * head_dim, q + h1 * head_dim, qpad.begin());
-    const int64_t head_offset = kvh * block_tokens * head_dim;
-    // K blocks are [kv_heads][head_dim][block_tokens], V blocks [kv_heads][block_tokens][head_dim].
-    const KColumns<typename Reader::Elem> k{k_blocks, block_tokens, head_offset, head_dim,
-                                            context_len};
-    const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(typename Reader::Elem));
-    const KvRows<typename Reader::Elem> v{v_blocks,    block_tokens, head_dim,
-                                          head_offset, row_bytes,    context_len};
+    const KColumns<Elem> k = k_of(kvh);
+    const KvRows<Elem> v = v_of(kvh);
     const float* qp = qpad.data();
-    if (r4 == 1) {
+    if (rows == 1) {
+      ScoresRun<1>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
+    } else if (rows == 2) {
+      ScoresRun<2>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
+    } else if (rows == 4) {
       ScoresRun<4>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
-    } else if (r4 == 2) {
+    } else if (rows == 8) {
       ScoresRun<8>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
     } else if constexpr (kRunHeads > 8) {
-      if (r4 == 3) {
+      if (rows == 12) {
         ScoresRun<12>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
       } else {
         ScoresRun<16>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
