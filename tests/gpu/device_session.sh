@@ -3,12 +3,14 @@
 # session ran by hand): run_prebuilt.sh on PACK (the CUDA tests, compute-sanitizer memcheck with
 # SANITIZE=1, the kernel benchmark, generate cpu vs cuda:0), then the TinyLlama-1.1B decoder
 # benchmark per precision plan, each run alternated with BASE_PACK's binary when one is given
-# (an A/B on the same machine), then the per-kernel ncu profile of a bf16 and an INT4 decode step.
+# (an A/B on the same machine), then the per-kernel ncu profile of a bf16 and an INT4 decode step,
+# then the host CPU's own checks (the CPU fast-kernel tests; AMX against oneDNN where it has AMX).
 # Every log goes to LOG_DIR (default $OUT/logs when $OUT is set, else a temp dir), tarred into
 # $OUT/logs.tgz when $OUT is set (the device tool returns at most 8 files).
 # Usage, from the repository root: tests/gpu/device_session.sh PACK.tar.xz [BASE_PACK.tar.xz]
-# Make PACK here with tests/gpu/pack_prebuilt.sh BUILD_DIR DIR (about 20 MB; .gpupack*/ is
-# git-ignored, so name DIR in the device tool's `carry`); PLANS, BATCHES and
+# Make PACK here with tests/gpu/pack_prebuilt.sh BUILD_DIR DIR (about 34 MB; the base pack with
+# CPU=0, about 25 MB, so that both fit the device tool's 64 MiB carry; .gpupack*/ is git-ignored,
+# so name DIR in `carry`); PLANS, BATCHES and
 # ROUNDS override the decoder benchmark's plans (default: none bench-int4-g128 bench-fp8
 # bench-nvfp4 bench-mxfp4), batches (1,16) and A/B rounds (2; 1 without BASE_PACK).
 set -u
@@ -51,6 +53,31 @@ if command -v ncu >/dev/null; then
       >"$logs/ncu-$plan.txt" 2>&1
     head -25 "$logs/ncu-$plan.txt"
   done
+fi
+# The host CPU (often a Xeon with AMX, which no CI machine has): kernels_cpu_fast_test on it (the
+# AMX tests run for real where Linux grants AMX, and every Highway target this CPU has), then
+# prefill GEMM M = 128 against oneDNN with our AMX tiles on and off (TESSERA_DISABLE_AMX=1).
+stamp "host CPU"
+lscpu | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\))' | tr -s ' '
+echo "AMX flags: $(grep -o -w -E 'amx_(tile|bf16|int8)' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+cpu_bin="$work/new/gpupack/bin"
+if [[ ! -x "$cpu_bin/kernels_cpu_fast_test" ]]; then
+  echo "no CPU binaries in PACK (packed with CPU=0)"
+else
+  timeout 120 "$cpu_bin/kernels_cpu_fast_test" >"$logs/kernels_cpu_fast_test.log" 2>&1
+  echo "kernels_cpu_fast_test: exit $? ($(grep -E '^\[  (PASSED|FAILED) +\] [0-9]+ test' \
+    "$logs/kernels_cpu_fast_test.log" | tr '\n' ' '))"
+  grep -E 'Failure|(OK|FAILED|SKIPPED) +\] AmxPanelGemmTest.HardwareMatchesTheModel' -A3 \
+    "$logs/kernels_cpu_fast_test.log" | head -30
+  if grep -q -w amx_tile /proc/cpuinfo; then
+    filter='Triad|Peak|Bf16DotMatmul/BF16/(4096x4096|1.1b_gate_up)/M:128/|Int8DotMatmul/INT8_W8A8/(4096x4096|1.1b_gate_up)/M:128/|OneDnnMatmul/(bf16|s8)/(4096x4096|1.1b_gate_up)/M:128'
+    for amx in on off; do
+      stamp "matmul bench, AMX $amx"
+      env $([[ $amx == off ]] && echo TESSERA_DISABLE_AMX=1) TESSERA_BENCH_COVER_MIB=64 timeout 150 \
+        "$cpu_bin/tessera_matmul_bench" --benchmark_filter="$filter" --benchmark_min_time=0.2 2>&1 |
+        tee "$logs/matmul-amx-$amx.txt" | grep -E 'amx_tiles|dnnl_isa|BM_'
+    done
+  fi
 fi
 stamp done
 rm -rf "$work"

@@ -20,6 +20,7 @@
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/amx.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
@@ -106,8 +107,24 @@ void RunBf16(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, int64
                            amx::Bf16Kind{p.bias.data(), y});
 }
 
-TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
+// |y − exact| for output (m, c) against the f32 rounding bound of its sum: exact is Σ over the
+// activations the kernel multiplies, hi + lo (lo given) or hi, times the weights, plus the bias.
+// Returns the bound's slack (negative: outside).
+double Bf16Slack(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, int64_t stride,
+                 int64_t m, int64_t c, float y) {
   constexpr double kU = 1.0 / (1 << 24);
+  double exact = p.bias[c], mag = std::fabs(p.bias[c]);
+  for (int64_t i = 0; i < p.k; ++i) {
+    const double xv = numeric::Bf16ToFloat(hi[m * stride + i]) +
+                      (lo != nullptr ? numeric::Bf16ToFloat(lo[m * stride + i]) : 0.0);
+    const double prod = xv * numeric::Bf16ToFloat(p.w[c * p.k + i]);
+    exact += prod;
+    mag += std::fabs(prod);
+  }
+  return (2 * p.k + 2) * kU * mag - std::fabs(y - exact);
+}
+
+TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
   for (const auto& [n, k, rows] :
        {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {17, 31, 3}, {32, 32, 16},
         {33, 33, 33}, {70, 545, 20}, {16, 2048, 2}}) {
@@ -128,16 +145,7 @@ TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
                 alone.data(), 0, n);
         ASSERT_EQ(std::memcmp(alone.data(), y.data() + m * n, n * 4), 0) << "row " << m;
         for (int64_t c = 0; c < n; ++c) {
-          // The activations the kernel multiplies: hi + lo (split) or hi.
-          double exact = p.bias[c], mag = std::fabs(p.bias[c]);
-          for (int64_t i = 0; i < k; ++i) {
-            const double xv = numeric::Bf16ToFloat(hi[m * stride + i]) +
-                              (split ? numeric::Bf16ToFloat(lo[m * stride + i]) : 0.0);
-            const double prod = xv * numeric::Bf16ToFloat(p.w[c * k + i]);
-            exact += prod;
-            mag += std::fabs(prod);
-          }
-          ASSERT_LE(std::fabs(y[m * n + c] - exact), (2 * k + 2) * kU * mag)
+          ASSERT_GE(Bf16Slack(p, hi.data(), lo_or_null, stride, m, c, y[m * n + c]), 0.0)
               << "n " << n << " k " << k << " m " << m << " c " << c << " split " << split;
         }
       }
@@ -159,6 +167,61 @@ TEST(AmxPanelGemmTest, SelfCheckRunsIsolated) {
                 &signal),
             ChildOutcome::kDied);
   EXPECT_EQ(signal, SIGILL);
+}
+
+// The tile instructions themselves, where this CPU grants AMX (a Sapphire Rapids or later Xeon;
+// tests/gpu/device_session.sh runs this on the lent GPU machines' hosts): the AMX kernels on the
+// model tests' problems, INT8 bit for bit against the reference, bf16 bit for bit against the
+// model run of the same walk (it follows Intel's pseudo-code: each product rounded into the f32
+// sum in K order) and, should the hardware round otherwise, at least within the same bound.
+TEST(AmxPanelGemmTest, HardwareMatchesTheModel) {
+  if (!AmxAvailable()) GTEST_SKIP() << "this CPU does not grant AMX";
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> code(-128, 127);
+  for (const auto& [n, k, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {16, 64, 1}, {31, 65, 17},
+        {70, 300, 33}, {96, 1024, 70}}) {
+    std::vector<int8_t> qw(n * k), qa(rows * k);
+    for (auto& v : qw) v = static_cast<int8_t>(code(rng));
+    for (auto& v : qa) v = static_cast<int8_t>(code(rng));
+    std::vector<float> sw(n, 0.01f), sa(rows, 0.02f), bias(n, 0.5f);
+    std::vector<int32_t> col_sums(n);
+    const auto panels = hwy::AllocateAligned<uint8_t>(Int8QuadsBytes(n, k));
+    RepackInt8Quads(qw.data(), n, k, panels.get(), col_sums.data());
+    std::vector<uint8_t> u8(rows * Int8DotActStride(k));
+    Int8ActsToU8(qa.data(), k, 0, rows, u8.data());
+    const Int8Activations act{qa.data(), sa.data(), nullptr, true};
+    std::vector<float> want(rows * n), got(rows * n, -1.0f);
+    const Int8Weights rw{qw.data(), sw.data(), true, col_sums.data()};
+    ASSERT_TRUE(MatmulInt8W8A8(rw, n, k, act, rows, bias.data(), want.data(), 0, n));
+    const Int8DotWeights w{panels.get(), col_sums.data(), sw.data(), true, n, k};
+    internal::AmxInt8DotMatmul(w, u8.data(), act, rows, bias.data(), got.data(), 0, n);
+    ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+        << "INT8 n " << n << " k " << k << " rows " << rows;
+  }
+  for (const auto& [n, k, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {17, 31, 3}, {33, 33, 33},
+        {70, 545, 20}, {16, 2048, 2}}) {
+    const Bf16Problem p = MakeBf16(n, k, rows, static_cast<uint32_t>(n * 3 + k));
+    const int64_t stride = Bf16DotActStride(k);
+    std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+    std::vector<float> rounded(rows * k);
+    RoundActsToBf16(p.x.data(), k, 0, rows, hi.data(), lo.data(), rounded.data());
+    std::vector<float> model(rows * n), hardware(rows * n, -1.0f);
+    RunBf16(p, hi.data(), lo.data(), rows, model.data(), 0, n);
+    internal::AmxBf16DotMatmul(p.panels, hi.data(), lo.data(), rows, p.bias.data(),
+                               hardware.data(), 0, n);
+    int64_t differ = 0;
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t c = 0; c < n; ++c) {
+        differ += std::memcmp(&model[m * n + c], &hardware[m * n + c], 4) != 0;
+        ASSERT_GE(Bf16Slack(p, hi.data(), lo.data(), stride, m, c, hardware[m * n + c]), 0.0)
+            << "bf16 n " << n << " k " << k << " m " << m << " c " << c;
+      }
+    }
+    EXPECT_EQ(differ, 0) << "bf16 n " << n << " k " << k << ": " << differ << " of " << rows * n
+                         << " outputs differ from the model in their last bits";
+  }
 }
 
 // No CPU here has AMX: the kernels' dispatch keeps the AVX-512 paths, and says so.
