@@ -12,6 +12,7 @@
 #include "engine/model/kv_cache_scales.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/fast/fast_elementwise.h"
+#include "kernels/cpu/fast/half_convert.h"
 #include "kernels/cpu/fast/paged_attention.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/rope.h"
@@ -184,6 +185,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   const int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
   const kc::KvHalf kv_half =
       kv_format_ == runtime::KvCacheFormat::kBf16 ? kc::KvHalf::kBf16 : kc::KvHalf::kF16;
+  const auto encode16 = kv_half == kc::KvHalf::kBf16 ? kf::ConvertF32ToBf16 : kf::ConvertF32ToF16;
   // One position's K encoded before it is stored as a column of a transposed K block.
   const bool half_kv =
       kv_format_ == runtime::KvCacheFormat::kF16 || kv_format_ == runtime::KvCacheFormat::kBf16;
@@ -250,11 +252,11 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
           break;
         case runtime::KvCacheFormat::kF16:
         case runtime::KvCacheFormat::kBf16:
-          kc::EncodeKv16(kr, KV, kv_half, k16.data());
+          // kc::EncodeKv16's bits, vectorized (half_convert.h).
+          encode16(kr, KV, k16.data());
           StoreKColumn(k16.data(), KV, bt, slot, cache.KBlock16(li, block));
           for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
-            kc::EncodeKv16(vr + kvh * d, d, kv_half,
-                           cache.VBlock16(li, block) + (kvh * bt + slot) * d);
+            encode16(vr + kvh * d, d, cache.VBlock16(li, block) + (kvh * bt + slot) * d);
           }
           break;
         case runtime::KvCacheFormat::kF32:

@@ -1,9 +1,12 @@
-// The vectorized f16 / bf16 -> f32 conversions (kernels/cpu/fast/half_convert.h) against the scalar
-// numerics: every one of the 65536 codes of each format, bit for bit (signalling NaN payloads
-// included), from an odd byte address, with every tail length below a vector, on every compiled
-// target.
+// The vectorized f16 / bf16 <-> f32 conversions (kernels/cpu/fast/half_convert.h) against the
+// scalar numerics, bit for bit, on every compiled target. To f32: every one of the 65536 codes of
+// each format (signalling NaN payloads included), from an odd byte address, with every tail length
+// below a vector. From f32: every code's value, every rounding boundary (the midpoint of two
+// neighbouring codes) and the floats one ulp either side, both signs, and a stride through all
+// 2^32 bit patterns (NaN payloads, infinities, f32 subnormals), whole and as tails of 0..40.
 #include "kernels/cpu/fast/half_convert.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -47,6 +50,57 @@ TEST(HalfConvertTest, F16MatchesHalfToFloatOnEveryCode) {
 
 TEST(HalfConvertTest, Bf16MatchesBf16ToFloatOnEveryCode) {
   ForEachHwyTarget([] { ExpectAllCodes(ConvertBf16ToF32, numeric::Bf16ToFloat); });
+}
+
+// The f32 inputs of the narrowing tests: for each code of a 16-bit format (decode: code -> f32),
+// its value and the midpoint to the next code, each ±1 ulp, both signs; then every 4099th bit
+// pattern of the 2^32.
+template <typename Decode>
+std::vector<float> NarrowingInputs(Decode decode) {
+  std::vector<float> v;
+  for (uint32_t c = 0; c < 0x7F80; ++c) {
+    const float lo = decode(static_cast<uint16_t>(c));
+    const float hi = decode(static_cast<uint16_t>(c + 1));
+    if (std::isnan(lo)) continue;
+    for (const float x : {lo, std::isfinite(hi) ? lo + (hi - lo) / 2 : lo}) {
+      for (const float y : {std::nextafter(x, -1.0f), x, std::nextafter(x, 1e38f)}) {
+        v.push_back(y);
+        v.push_back(-y);
+      }
+    }
+  }
+  for (uint64_t b = 0; b < (uint64_t{1} << 32); b += 4099) {
+    v.push_back(numeric::BitsToFloat(static_cast<uint32_t>(b)));
+  }
+  return v;
+}
+
+template <typename Convert, typename Reference>
+void ExpectNarrowing(const std::vector<float>& in, Convert convert, Reference reference) {
+  std::vector<uint16_t> out(in.size() + 1);
+  std::vector<int64_t> lengths = {static_cast<int64_t>(in.size())};
+  for (int64_t n = 0; n <= 40; ++n) lengths.push_back(n);
+  for (const int64_t n : lengths) {
+    out.assign(out.size(), 0xABCD);
+    // Tails start at an odd element, the last of the stride (NaNs and negatives).
+    const int64_t first = n == static_cast<int64_t>(in.size()) ? 0 : in.size() - 41;
+    convert(in.data() + first, n, out.data());
+    ASSERT_EQ(out[n], 0xABCD) << "wrote past " << n;
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(out[i], reference(in[first + i]))
+          << "f32 0x" << std::hex << numeric::FloatToBits(in[first + i]);
+    }
+  }
+}
+
+TEST(HalfConvertTest, F32ToF16MatchesFloatToHalf) {
+  const std::vector<float> in = NarrowingInputs(numeric::HalfToFloat);
+  ForEachHwyTarget([&] { ExpectNarrowing(in, ConvertF32ToF16, numeric::FloatToHalf); });
+}
+
+TEST(HalfConvertTest, F32ToBf16MatchesFloatToBf16) {
+  const std::vector<float> in = NarrowingInputs(numeric::Bf16ToFloat);
+  ForEachHwyTarget([&] { ExpectNarrowing(in, ConvertF32ToBf16, numeric::FloatToBf16); });
 }
 
 }  // namespace
