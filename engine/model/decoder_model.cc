@@ -12,6 +12,7 @@
 #include "engine/model/kv_cache_scales.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cpu/fast/fast_elementwise.h"
+#include "kernels/cpu/fast/fp8_act_quant.h"
 #include "kernels/cpu/fast/half_convert.h"
 #include "kernels/cpu/fast/paged_attention.h"
 #include "kernels/cpu/matmul_reference.h"
@@ -243,11 +244,12 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       const int64_t d = c.head_dim, bt = cache.block_tokens();
       switch (kv_format_) {
         case runtime::KvCacheFormat::kFp8E4m3:
-          kc::EncodeKvFp8(kr, KV, L.k_scale, k8.data());
+          // kc::EncodeKvFp8's bytes, vectorized (fp8_act_quant.h).
+          kf::FastEncodeE4m3Divide(kr, KV, L.k_scale, k8.data());
           StoreKColumn(k8.data(), KV, bt, slot, cache.KBlockFp8(li, block));
           for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
-            kc::EncodeKvFp8(vr + kvh * d, d, L.v_scale,
-                            cache.VBlockFp8(li, block) + (kvh * bt + slot) * d);
+            kf::FastEncodeE4m3Divide(vr + kvh * d, d, L.v_scale,
+                                     cache.VBlockFp8(li, block) + (kvh * bt + slot) * d);
           }
           break;
         case runtime::KvCacheFormat::kF16:
