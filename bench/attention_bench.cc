@@ -85,38 +85,38 @@ std::vector<LayerCache<T>> Caches(const AttentionShape& shape, int64_t ctx, std:
 template <typename T>
 void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast, int64_t ctx,
                        kc::KvHalf half, AttentionShape shape) {
-  const int64_t kHeads = shape.heads, kKvHeads = shape.kv_heads, kHeadDim = shape.head_dim;
+  const int64_t heads = shape.heads, kv_heads = shape.kv_heads, head_dim = shape.head_dim;
   std::mt19937 rng(7);
   const auto caches = Caches<T>(shape, ctx, rng, half);
-  std::vector<float> q(kHeads * kHeadDim), out(kHeads * kHeadDim);
+  std::vector<float> q(heads * head_dim), out(heads * head_dim);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& e : q) e = nd(rng);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(kHeadDim));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
   size_t next = 0;
   for (auto _ : state) {
     const LayerCache<T>& c = caches[next];
     next = (next + 1) % caches.size();
-    pool->ParallelFor(kHeads, fast ? kHeads / kKvHeads : 1, [&](int64_t b, int64_t e) {
+    pool->ParallelFor(heads, fast ? heads / kv_heads : 1, [&](int64_t b, int64_t e) {
       std::vector<float> scratch(kf::FastAttentionScratch(ctx, e - b));
       if constexpr (sizeof(T) == 1) {
-        const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads,
-                                      kHeadDim,    0.02f,       0.03f};
+        const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kv_heads,
+                                      head_dim,    0.02f,       0.03f};
         (fast ? kf::FastPagedAttentionFp8 : kc::PagedAttentionFp8)(
-            q.data(), kHeads, view, ctx, scale, b, e, scratch.data(), out.data());
+            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data());
       } else if constexpr (sizeof(T) == 2) {
-        const kc::PagedKvView16 view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads, kHeadDim,
-                                     half};
-        (fast ? kf::FastPagedAttention16 : kc::PagedAttention16)(
-            q.data(), kHeads, view, ctx, scale, b, e, scratch.data(), out.data());
+        const kc::PagedKvView16 view{c.kp.data(), c.vp.data(), kBlockTokens,
+                                     kv_heads,    head_dim,    half};
+        (fast ? kf::FastPagedAttention16 : kc::PagedAttention16)(q.data(), heads, view, ctx, scale,
+                                                                 b, e, scratch.data(), out.data());
       } else {
-        const kc::PagedKvView view{c.kp.data(), c.vp.data(), kBlockTokens, kKvHeads, kHeadDim};
-        (fast ? kf::FastPagedAttention : kc::PagedAttention)(q.data(), kHeads, view, ctx, scale, b,
+        const kc::PagedKvView view{c.kp.data(), c.vp.data(), kBlockTokens, kv_heads, head_dim};
+        (fast ? kf::FastPagedAttention : kc::PagedAttention)(q.data(), heads, view, ctx, scale, b,
                                                              e, scratch.data(), out.data());
       }
     });
     benchmark::DoNotOptimize(out.data());
   }
-  const double kv_bytes = 2.0 * ctx * kKvHeads * kHeadDim * sizeof(T);
+  const double kv_bytes = 2.0 * ctx * kv_heads * head_dim * sizeof(T);
   state.counters["KV_GB/s"] =
       benchmark::Counter(kv_bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }

@@ -579,8 +579,9 @@ int main(int argc, char** argv) {
   // Whether the bf16 and INT8 W8A8 panel rows below ran as AMX tiles (AMX granted and the
   // kernels' self-checks passed; TESSERA_DISABLE_AMX=1 turns them off).
   benchmark::AddCustomContext(
-      "amx_tiles", std::string("bf16 ") + (tessera::kernels::cpu::fast::AmxBf16Usable() ? "on" : "off") +
-                       ", int8 " + (tessera::kernels::cpu::fast::AmxInt8Usable() ? "on" : "off"));
+      "amx_tiles", std::string("bf16 ") +
+                       (tessera::kernels::cpu::fast::AmxBf16Usable() ? "on" : "off") + ", int8 " +
+                       (tessera::kernels::cpu::fast::AmxInt8Usable() ? "on" : "off"));
 #ifdef TESSERA_HAVE_ONEDNN
   tessera::bench::AddOneDnnContext();
 #endif

@@ -70,10 +70,13 @@ else
   grep -E 'Failure|(OK|FAILED|SKIPPED) +\] AmxPanelGemmTest.HardwareMatchesTheModel' -A3 \
     "$logs/kernels_cpu_fast_test.log" | head -30
   if grep -q -w amx_tile /proc/cpuinfo; then
-    filter='Triad|Peak|Bf16DotMatmul/BF16/(4096x4096|1.1b_gate_up)/M:128/|Int8DotMatmul/INT8_W8A8/(4096x4096|1.1b_gate_up)/M:128/|OneDnnMatmul/(bf16|s8)/(4096x4096|1.1b_gate_up)/M:128'
+    shapes='(4096x4096|1.1b_gate_up)/M:128'
+    filter="Triad|Peak|Bf16DotMatmul/BF16/$shapes/|Int8DotMatmul/INT8_W8A8/$shapes/"
+    filter+="|OneDnnMatmul/(bf16|s8)/$shapes"
     for amx in on off; do
       stamp "matmul bench, AMX $amx"
-      env $([[ $amx == off ]] && echo TESSERA_DISABLE_AMX=1) TESSERA_BENCH_COVER_MIB=64 timeout 150 \
+      amx_env=(-u TESSERA_DISABLE_AMX); [[ $amx == off ]] && amx_env=(TESSERA_DISABLE_AMX=1)
+      env "${amx_env[@]}" TESSERA_BENCH_COVER_MIB=64 timeout 150 \
         "$cpu_bin/tessera_matmul_bench" --benchmark_filter="$filter" --benchmark_min_time=0.2 2>&1 |
         tee "$logs/matmul-amx-$amx.txt" | grep -E 'amx_tiles|dnnl_isa|BM_'
     done

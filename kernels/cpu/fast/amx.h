@@ -11,10 +11,12 @@
 // software model of the tile instructions written from Intel's pseudo-code (tile shapes checked on
 // every instruction, as the hardware faults on a mismatch), against the AVX-512 kernels: bit for
 // bit for INT8 (integer sums), within the f32 rounding bound for bf16. The tile instructions
-// themselves never ran here; AmxBf16Usable / AmxInt8Usable therefore run each AMX kernel once per
-// process (at model load) against the AVX-512 one on a small random problem, in a forked child so
-// that a fault cannot take the server down, and keep the AVX-512 kernel (with one line on stderr)
-// if the child disagrees or dies.
+// themselves have not run on this project's machines (none has AMX; AmxPanelGemmTest.
+// HardwareMatchesTheModel runs them where a CPU grants AMX, as tests/gpu/device_session.sh does
+// on a lent GPU machine's host); AmxBf16Usable / AmxInt8Usable therefore run each AMX kernel once
+// per process (at model load) against the AVX-512 one on a small random problem, in a forked child
+// so that a fault cannot take the server down, and keep the AVX-512 kernel (with one line on
+// stderr) if the child disagrees or dies.
 #ifndef TESSERA_KERNELS_CPU_FAST_AMX_H_
 #define TESSERA_KERNELS_CPU_FAST_AMX_H_
 

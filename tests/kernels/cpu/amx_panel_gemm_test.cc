@@ -7,14 +7,17 @@
 //    activations it is given, each row bit-identical alone and in a batch, under any column split;
 //  * every tile operation has the shape the hardware requires (the model fails the test where
 //    the hardware would fault), and a call loads at most two tile configurations per row count.
-// The instructions themselves cannot run here (no AMX); amx.h says what covers that.
+// The instructions themselves run only where the CPU grants AMX (HardwareMatchesTheModel: none
+// of this project's CI machines; a lent GPU machine's host may, tests/gpu/device_session.sh).
 #include "kernels/cpu/fast/amx_panel_gemm.h"
 
 #include <algorithm>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstring>
+#include <iostream>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -173,14 +176,19 @@ TEST(AmxPanelGemmTest, SelfCheckRunsIsolated) {
 // tests/gpu/device_session.sh runs this on the lent GPU machines' hosts): the AMX kernels on the
 // model tests' problems, INT8 bit for bit against the reference, bf16 bit for bit against the
 // model run of the same walk (it follows Intel's pseudo-code: each product rounded into the f32
-// sum in K order) and, should the hardware round otherwise, at least within the same bound.
+// sum in K order) within the same rounding bound; how many bf16 outputs differ from the model in
+// their last bits is printed and recorded (test property amx_bf16_outputs_unlike_model), not
+// asserted: Intel's pseudo-code does not pin down the hardware's internal rounding, the bound and
+// batch invariance are the contract.
 TEST(AmxPanelGemmTest, HardwareMatchesTheModel) {
   if (!AmxAvailable()) GTEST_SKIP() << "this CPU does not grant AMX";
   std::mt19937 rng(11);
   std::uniform_int_distribution<int> code(-128, 127);
-  for (const auto& [n, k, rows] :
-       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {16, 64, 1}, {31, 65, 17},
-        {70, 300, 33}, {96, 1024, 70}}) {
+  for (const auto& [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35},
+                                   {16, 64, 1},
+                                   {31, 65, 17},
+                                   {70, 300, 33},
+                                   {96, 1024, 70}}) {
     std::vector<int8_t> qw(n * k), qa(rows * k);
     for (auto& v : qw) v = static_cast<int8_t>(code(rng));
     for (auto& v : qa) v = static_cast<int8_t>(code(rng));
@@ -199,9 +207,12 @@ TEST(AmxPanelGemmTest, HardwareMatchesTheModel) {
     ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
         << "INT8 n " << n << " k " << k << " rows " << rows;
   }
-  for (const auto& [n, k, rows] :
-       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {17, 31, 3}, {33, 33, 33},
-        {70, 545, 20}, {16, 2048, 2}}) {
+  int64_t total_differ = 0;
+  for (const auto& [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35},
+                                   {17, 31, 3},
+                                   {33, 33, 33},
+                                   {70, 545, 20},
+                                   {16, 2048, 2}}) {
     const Bf16Problem p = MakeBf16(n, k, rows, static_cast<uint32_t>(n * 3 + k));
     const int64_t stride = Bf16DotActStride(k);
     std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
@@ -209,8 +220,8 @@ TEST(AmxPanelGemmTest, HardwareMatchesTheModel) {
     RoundActsToBf16(p.x.data(), k, 0, rows, hi.data(), lo.data(), rounded.data());
     std::vector<float> model(rows * n), hardware(rows * n, -1.0f);
     RunBf16(p, hi.data(), lo.data(), rows, model.data(), 0, n);
-    internal::AmxBf16DotMatmul(p.panels, hi.data(), lo.data(), rows, p.bias.data(),
-                               hardware.data(), 0, n);
+    internal::AmxBf16DotMatmul(p.panels, hi.data(), lo.data(), rows, p.bias.data(), hardware.data(),
+                               0, n);
     int64_t differ = 0;
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t c = 0; c < n; ++c) {
@@ -219,9 +230,11 @@ TEST(AmxPanelGemmTest, HardwareMatchesTheModel) {
             << "bf16 n " << n << " k " << k << " m " << m << " c " << c;
       }
     }
-    EXPECT_EQ(differ, 0) << "bf16 n " << n << " k " << k << ": " << differ << " of " << rows * n
-                         << " outputs differ from the model in their last bits";
+    std::cout << "bf16 n " << n << " k " << k << ": " << differ << " of " << rows * n
+              << " outputs differ from the model in their last bits\n";
+    total_differ += differ;
   }
+  ::testing::Test::RecordProperty("amx_bf16_outputs_unlike_model", std::to_string(total_differ));
 }
 
 // No CPU here has AMX: the kernels' dispatch keeps the AVX-512 paths, and says so.
