@@ -150,23 +150,23 @@ void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
       for (bool fast : {true, false}) {
         const std::string tail =
             std::string(fast ? "fast" : "scalar") + "/ctx:" + std::to_string(ctx) + shape.name;
-        const kc::KvHalf f16 = kc::KvHalf::kF16, bf16 = kc::KvHalf::kBf16;
-        benchmark::RegisterBenchmark(("BM_PagedAttention/F32/" + tail).c_str(),
-                                     BM_PagedAttention<float>, pool, fast, ctx, f16, shape)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark(("BM_PagedAttention/F16/" + tail).c_str(),
-                                     BM_PagedAttention<uint16_t>, pool, fast, ctx, f16, shape)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark(("BM_PagedAttention/BF16/" + tail).c_str(),
-                                     BM_PagedAttention<uint16_t>, pool, fast, ctx, bf16, shape)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
-        benchmark::RegisterBenchmark(("BM_PagedAttention/FP8/" + tail).c_str(),
-                                     BM_PagedAttention<uint8_t>, pool, fast, ctx, f16, shape)
-            ->UseRealTime()
-            ->Unit(benchmark::kMicrosecond);
+        using Fn =
+            void (*)(benchmark::State&, kc::ThreadPool*, bool, int64_t, kc::KvHalf, AttentionShape);
+        const struct {
+          const char* kv;
+          Fn fn;
+          kc::KvHalf half;
+        } caches[] = {{"F32", BM_PagedAttention<float>, kc::KvHalf::kF16},
+                      {"F16", BM_PagedAttention<uint16_t>, kc::KvHalf::kF16},
+                      {"BF16", BM_PagedAttention<uint16_t>, kc::KvHalf::kBf16},
+                      {"FP8", BM_PagedAttention<uint8_t>, kc::KvHalf::kF16}};
+        for (const auto& c : caches) {
+          benchmark::RegisterBenchmark(
+              (std::string("BM_PagedAttention/") + c.kv + "/" + tail).c_str(), c.fn, pool, fast,
+              ctx, c.half, shape)
+              ->UseRealTime()
+              ->Unit(benchmark::kMicrosecond);
+        }
       }
     }
   }

@@ -394,7 +394,7 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
   for (int64_t h0 = head_begin; h0 < head_end;) {
     const int64_t kvh = h0 / group;
     const int64_t h1 = std::min({head_end, (kvh + 1) * group, h0 + kRunHeads});
-    prefetch_starts(kvh);
+    if (h0 == head_begin || h0 % group == 0) prefetch_starts(kvh);  // once per KV head
     const int64_t rows = h1 - h0 <= 2 ? h1 - h0 : (h1 - h0 + 3) / 4 * 4;
     std::fill(qpad.begin(), qpad.begin() + rows * head_dim, 0.0f);
     std::copy(q + h0 * head_dim, q + h1 * head_dim, qpad.begin());

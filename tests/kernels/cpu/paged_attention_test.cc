@@ -14,6 +14,8 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cpu/fast/fp8_act_quant.h"
+#include "kernels/cpu/fast/half_convert.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
 #include "tests/kernels/cpu/hwy_targets_test_util.h"
@@ -277,6 +279,37 @@ TEST(EncodeKv16, RoundsToNearestEven) {
   for (int i = 0; i < 5; ++i) {
     EXPECT_EQ(h[i], numeric::FloatToHalf(x[i]));
     EXPECT_EQ(b[i], numeric::FloatToBf16(x[i]));
+  }
+}
+
+// The decoder stores K and V through the vectorized encoders (half_convert.h, fp8_act_quant.h);
+// the cache's contract is these scalar ones, so they must give the same codes (random rows of
+// every length up to 70 with zeros, subnormals, ties, overflow, inf and NaN mixed in).
+TEST(EncodeKv, VectorizedStoresMatchTheScalarEncoders) {
+  std::mt19937 rng(12);
+  std::normal_distribution<float> nd(0.0f, 30.0f);
+  const float specials[] = {0.0f,
+                            -0.0f,
+                            1e-41f,
+                            1.0f + 0x1p-11f,
+                            65520.0f,
+                            70000.0f,
+                            3.0e38f,
+                            std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN()};
+  for (int64_t n = 0; n <= 70; ++n) {
+    std::vector<float> x(n);
+    for (int64_t i = 0; i < n; ++i) x[i] = i % 5 == 4 ? specials[(i / 5) % 9] : nd(rng);
+    for (const KvHalf half : {KvHalf::kF16, KvHalf::kBf16}) {
+      std::vector<uint16_t> want(n), got(n);
+      EncodeKv16(x.data(), n, half, want.data());
+      (half == KvHalf::kBf16 ? ConvertF32ToBf16 : ConvertF32ToF16)(x.data(), n, got.data());
+      EXPECT_EQ(got, want) << "n " << n << " bf16 " << (half == KvHalf::kBf16);
+    }
+    std::vector<uint8_t> want8(n), got8(n);
+    EncodeKvFp8(x.data(), n, 0.37f, want8.data());
+    FastEncodeE4m3Divide(x.data(), n, 0.37f, got8.data());
+    EXPECT_EQ(got8, want8) << "n " << n;
   }
 }
 
