@@ -12,7 +12,8 @@
 # CPU=0, about 25 MB, so that both fit the device tool's 64 MiB carry; .gpupack*/ is git-ignored,
 # so name DIR in `carry`); PLANS, BATCHES and
 # ROUNDS override the decoder benchmark's plans (default: none bench-int4-g128 bench-fp8
-# bench-nvfp4 bench-mxfp4), batches (1,16) and A/B rounds (2; 1 without BASE_PACK).
+# bench-nvfp4 bench-mxfp4), batches (1,16) and A/B rounds (2; 1 without BASE_PACK); NCU=0 skips
+# the ncu profiles.
 set -u
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 pack="$1"; base="${2:-}"
@@ -45,7 +46,7 @@ for plan in ${PLANS:-none bench-int4-g128 bench-fp8 bench-nvfp4 bench-mxfp4}; do
     done
   done
 done
-if command -v ncu >/dev/null; then
+if [[ "${NCU:-1}" == 1 ]] && command -v ncu >/dev/null; then
   for plan in none bench-int4-g128; do
     extra=(); [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")
     stamp "ncu profile, plan $plan"
@@ -56,7 +57,8 @@ if command -v ncu >/dev/null; then
 fi
 # The host CPU (often a Xeon with AMX, which no CI machine has): kernels_cpu_fast_test on it (the
 # AMX tests run for real where Linux grants AMX, and every Highway target this CPU has), then
-# prefill GEMM M = 128 against oneDNN with our AMX tiles on and off (TESSERA_DISABLE_AMX=1).
+# prefill GEMM M = 128 against oneDNN with our AMX tiles on and off (TESSERA_DISABLE_AMX=1), the
+# FP8 panels at M = 1 and 128, and the decoder on this CPU (dense and FP8) with AMX on and off.
 stamp "host CPU"
 lscpu | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\))' | tr -s ' '
 echo "AMX flags: $(grep -o -w -E 'amx_(tile|bf16|int8)' /proc/cpuinfo | sort -u | tr '\n' ' ')"
@@ -64,21 +66,36 @@ cpu_bin="$work/new/gpupack/bin"
 if [[ ! -x "$cpu_bin/kernels_cpu_fast_test" ]]; then
   echo "no CPU binaries in PACK (packed with CPU=0)"
 else
-  timeout 120 "$cpu_bin/kernels_cpu_fast_test" >"$logs/kernels_cpu_fast_test.log" 2>&1
-  echo "kernels_cpu_fast_test: exit $? ($(grep -E '^\[  (PASSED|FAILED) +\] [0-9]+ test' \
-    "$logs/kernels_cpu_fast_test.log" | tr '\n' ' '))"
-  grep -E 'Failure|(OK|FAILED|SKIPPED) +\] AmxPanelGemmTest.HardwareMatchesTheModel' -A3 \
-    "$logs/kernels_cpu_fast_test.log" | head -30
+  # The FP8 panel tests take the AMX route with the real instructions where AMX is granted.
+  for t in kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test; do
+    [[ -x "$cpu_bin/$t" ]] || { echo "$t: not in PACK"; continue; }
+    timeout 120 "$cpu_bin/$t" >"$logs/$t.log" 2>&1
+    echo "$t: exit $? ($(grep -E '^\[  (PASSED|FAILED) +\] [0-9]+ test' "$logs/$t.log" |
+      tr '\n' ' '))"
+    grep -E 'Failure|(OK|FAILED|SKIPPED) +\] (AmxPanelGemmTest.HardwareMatchesTheModel|.*Fp8Panel)' \
+      -A3 "$logs/$t.log" | head -30
+  done
   if grep -q -w amx_tile /proc/cpuinfo; then
     shapes='(4096x4096|1.1b_gate_up)/M:128'
     filter="Triad|Peak|Bf16DotMatmul/BF16/$shapes/|Int8DotMatmul/INT8_W8A8/$shapes/"
     filter+="|OneDnnMatmul/(bf16|s8)/$shapes"
+    filter+="|QuantMatmul/(FP8_PANEL|FP8_W8A8_PANEL)/(4096x4096|1.1b_gate_up)/M:(1|128)/"
     for amx in on off; do
       stamp "matmul bench, AMX $amx"
       amx_env=(-u TESSERA_DISABLE_AMX); [[ $amx == off ]] && amx_env=(TESSERA_DISABLE_AMX=1)
       env "${amx_env[@]}" TESSERA_BENCH_COVER_MIB=64 timeout 150 \
         "$cpu_bin/tessera_matmul_bench" --benchmark_filter="$filter" --benchmark_min_time=0.2 2>&1 |
         tee "$logs/matmul-amx-$amx.txt" | grep -E 'amx_tiles|dnnl_isa|BM_'
+    done
+    # End to end on this CPU: the decoder's prefill and decode, dense and FP8, AMX on and off.
+    for plan in none bench-fp8; do
+      extra=(); [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")
+      for amx in on off; do
+        stamp "tessera bench --device cpu, plan $plan, AMX $amx"
+        amx_env=(-u TESSERA_DISABLE_AMX); [[ $amx == off ]] && amx_env=(TESSERA_DISABLE_AMX=1)
+        env "${amx_env[@]}" timeout 90 "$bin" bench --model "$model" --device cpu --batch 1 \
+          --prompt 256 --gen 16 "${extra[@]}" 2>>"$logs/bench-cpu.err" | tail -n +3
+      done
     done
   fi
 fi

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
-# Packs the CUDA test binaries, the GPU benchmark, the tessera CLI, the CPU fast-kernel tests and
-# the CPU matmul benchmark (for the host CPU: device_session.sh), the shared libraries they need
-# that a CUDA machine may lack (absl, gRPC, ICU, Highway; not libc or CUDA's own), the ptxas
-# reports and the stories260K model into OUT_DIR/gpupack.tar.xz, for a GPU machine that has CUDA
-# but none of our build dependencies. run_prebuilt.sh unpacks and runs it there.
+# Packs the CUDA test binaries, the GPU benchmark, the tessera CLI, the CPU fast-kernel and FP8
+# tests and the CPU matmul benchmark (for the host CPU: device_session.sh), the shared libraries
+# they need that a CUDA machine may lack (absl, gRPC, ICU, Highway; not libc or CUDA's own), the
+# ptxas reports and the stories260K model into OUT_DIR/gpupack.tar.xz, for a GPU machine that has
+# CUDA but none of our build dependencies. run_prebuilt.sh unpacks and runs it there.
 # Usage: tests/gpu/pack_prebuilt.sh BUILD_DIR OUT_DIR   (BUILD_DIR configured with CUDA on)
 # CPU=0 leaves the CPU binaries out (about 34 -> 25 MB: oneDNN is most of the difference), for a
 # base pack that only an A/B of the decoder uses, so that two packs fit the device tool's carry.
 set -eu
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "$1" && pwd)"; out="$2"
-cpu_targets=(); [[ "${CPU:-1}" == 1 ]] && cpu_targets=(kernels_cpu_fast_test tessera_matmul_bench)
+cpu_targets=(); [[ "${CPU:-1}" == 1 ]] && cpu_targets=(kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test tessera_matmul_bench)
 ninja -C "$build" -j"${JOBS:-2}" kernels_cuda_no_device_test kernels_cuda_device_test \
   kernels_cuda_ptxas_report_test engine_backend_cuda_selector_test engine_backend_cuda_arena_test \
   engine_backend_cuda_decoder_test engine_loader_device_test tessera_gpu_bench tessera \
@@ -22,7 +22,8 @@ while IFS= read -r f; do bins+=("$f"); done < <(find "$build/tests" -type f -per
   \( -name 'kernels_cuda_*_test' -o -name 'engine_backend_cuda_*_test' \
      -o -name engine_loader_device_test -o -name tessera_gpu_bench \))
 if [[ "${CPU:-1}" == 1 ]]; then
-  bins+=("$build/tests/kernels/cpu/kernels_cpu_fast_test" "$build/bench/tessera_matmul_bench")
+  bins+=("$build/tests/kernels/cpu/kernels_cpu_fast_test"
+         "$build/tests/kernels/cpu/kernels_cpu_fast_fp8_bf16_test" "$build/bench/tessera_matmul_bench")
 fi
 cp "${bins[@]}" "$pack/bin/"
 for b in "${bins[@]}"; do ldd "$b" | awk '$3 ~ /^\// {print $3}'; done | sort -u |

@@ -252,6 +252,7 @@ void QuantizedLinear::InitFast() {
     x16_ = kc::HugePageBuffer(kf::Fp8PairsBytes(s.n, s.k));
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data(), pool_);
     fp8_panels_ok_ = true;
+    kf::AmxBf16Usable();  // the panels run as AMX tiles there: its one-time self-check at load
   }
   // Weight-only integer codes (INT4, and INT8 / INT3 / INT2 as bytes), MXFP4 and NVFP4 W4A16
   // with f32 or bf16 activations: 16-column panels with the scales beside the codes
@@ -433,7 +434,8 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
 }
 
 std::string QuantizedLinear::Describe() const {
-  return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel);
+  return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
+                      fp8_panels_ok_ && kf::AmxBf16Usable() ? " (amx-bf16 tiles)" : "");
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/amx.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
@@ -156,14 +157,17 @@ struct Fp8Pairs {
 constexpr int64_t kRegisterRows = 24;
 constexpr int64_t kDecodePanels = 4;  // panels decoded per pass of the GEMM path
 constexpr int64_t kPrefetchRows = 24;  // rows of tiles between prefetches of the next pass
+constexpr int64_t kAmxPrefetchRows = 32;  // the AMX walk's block of two 16-row tiles
 
-// More rows: four panels at a time decoded to bf16 pair panels (the bf16 kernel's layout, every
-// pair of the panel, zero-padded like the codes), run through the bf16 tiles with no bias (y =
-// the raw sums), then the epilogue over y.
+// More rows, or every row count on AMX: four panels at a time decoded to bf16 pair panels (the
+// bf16 kernel's layout, every pair of the panel, zero-padded like the codes and on to whole 1 KiB
+// K tiles), run through `gemm` with no bias (y = the raw sums), then the epilogue over y.
 void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
-                 const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+                 const float* bias, float* y, int64_t n_begin, int64_t n_end,
+                 internal::Bf16PanelGemmFn gemm, int64_t chunk_rows) {
   const int64_t code_bytes = PanelBytes(w.k), steps = code_bytes / 64;
-  const int64_t bf16_bytes = steps * 128;  // two 64-byte pair vectors per step
+  const int64_t used_bytes = steps * 128;  // two 64-byte pair vectors per step
+  const int64_t bf16_bytes = Bf16PanelKTiles(4 * steps) * 1024;
   thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> buf;
   thread_local int64_t capacity = 0;
   if (capacity < kDecodePanels * bf16_bytes) {
@@ -182,6 +186,8 @@ void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* 
         _mm512_store_si512(out + s * 128, a);
         _mm512_store_si512(out + s * 128 + 64, b);
       }
+      // AMX takes whole K tiles (zero products); the AVX-512 tiles stop at view.k.
+      std::memset(out + used_bytes, 0, bf16_bytes - used_bytes);
     }
     // The decoded panels as a matrix whose column 0 is column 16·p0 (y shifted to match; its
     // row stride stays w.n), K padded to the codes' whole steps so that the bf16 tiles take the
@@ -205,14 +211,13 @@ void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* 
     const char* next_codes =
         next_np > 0 ? reinterpret_cast<const char*>(w.q + next_p0 * code_bytes) : nullptr;
     const int64_t next_lines = next_np * code_bytes / 64;
-    const int64_t chunks = (rows + kPrefetchRows - 1) / kPrefetchRows;
+    const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
     const int64_t act_stride = Bf16DotActStride(w.k);
     int64_t line = 0;
     for (int64_t ci = 0; ci < chunks; ++ci) {
-      const int64_t m0 = ci * kPrefetchRows, mr = std::min(kPrefetchRows, rows - m0);
-      internal::Bf16DotMatmulAvx512(view, hi + m0 * act_stride,
-                                    lo != nullptr ? lo + m0 * act_stride : nullptr, mr, nullptr,
-                                    y + m0 * w.n + shift, c0 - shift, c1 - shift);
+      const int64_t m0 = ci * chunk_rows, mr = std::min(chunk_rows, rows - m0);
+      gemm(view, hi + m0 * act_stride, lo != nullptr ? lo + m0 * act_stride : nullptr, mr, nullptr,
+           y + m0 * w.n + shift, c0 - shift, c1 - shift);
       for (const int64_t end = next_lines * (ci + 1) / chunks; line < end; ++line) {
         _mm_prefetch(next_codes + line * 64, _MM_HINT_T1);
       }
@@ -233,7 +238,16 @@ void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* 
 void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                     int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (rows <= 0 || n_begin >= n_end) return;
-  if (rows > kRegisterRows) return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end);
+  // On AMX every row count takes the tiles, so that a row's sums keep one order (batch
+  // invariance); the AVX-512 register path below and AMX add in different orders.
+  if (AmxBf16Usable()) {
+    return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, internal::AmxBf16DotMatmul,
+                       kAmxPrefetchRows);
+  }
+  if (rows > kRegisterRows) {
+    return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, internal::Bf16DotMatmulAvx512,
+                       kPrefetchRows);
+  }
   const int64_t stride = Bf16DotActStride(w.k) / 2, steps = PanelBytes(w.k) / 64;
   const auto* hi32 = reinterpret_cast<const int32_t*>(hi);
   const auto* lo32 = reinterpret_cast<const int32_t*>(lo);
@@ -246,12 +260,27 @@ void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_
   }
 }
 
+namespace internal {
+
+void Fp8PanelMatmulDecoded(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
+                           int64_t rows, const float* bias, float* y, int64_t n_begin,
+                           int64_t n_end, Bf16PanelGemmFn gemm) {
+  if (rows <= 0 || n_begin >= n_end) return;
+  DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, gemm, kAmxPrefetchRows);
+}
+
+}  // namespace internal
+
 HWY_POP_ATTRIBUTES
 
 #else  // not x86-64 GCC/Clang: never called (Fp8PanelSupported() is false), defined for the link.
 
 void Fp8PanelMatmul(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
                     const float*, float*, int64_t, int64_t) {}
+namespace internal {
+void Fp8PanelMatmulDecoded(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
+                           const float*, float*, int64_t, int64_t, Bf16PanelGemmFn) {}
+}  // namespace internal
 
 #endif
 

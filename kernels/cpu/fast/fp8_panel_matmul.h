@@ -17,18 +17,27 @@
 //
 // Numerics and batch invariance: activations come as RoundActsToBf16 writes them (the exact
 // hi + lo split, or hi alone for a layer whose activations are bf16 values: W8A8's decoded E4M3
-// codes, --cpu_bf16_activations), and output (m, n) is one f32 lane: acc = vdpbf16ps over the K pairs in
-// ascending order (hi then lo per pair), then v = s(n) · acc, for W8A8 v = row_scale(m) ·
+// codes, --cpu_bf16_activations), and output (m, n) is one f32 lane: acc = vdpbf16ps over the K
+// pairs in ascending order (hi then lo per pair), then v = s(n) · acc, for W8A8 v = row_scale(m) ·
 // (col_scale(n) · v), then + bias. Up to 24 rows decode the codes in registers; more rows decode 4
 // panels at a time into bf16 pair panels and run Bf16DotMatmul's AVX-512 tiles over them — the
 // same bf16 values in the same dot-product order, so every row's result is bit-identical however
-// many rows the call has and however its columns are split (both take every pair of the padded K). Error bound: as bf16_dot_matmul.h's
-// (2^-16 + (K + 2)·u)·Σ|x·w| for the split form, plus the scale products' roundings.
+// many rows the call has and however its columns are split (both take every pair of the padded K).
+// Error bound: as bf16_dot_matmul.h's (2^-16 + (K + 2)·u)·Σ|x·w| for the split form, plus the scale
+// products' roundings.
+//
+// AMX: where AmxBf16Usable(), every row count (decode too) decodes panels and runs them as AMX
+// tiles (amx_panel_gemm.h, K tiles in ascending order, hi then lo): one order for all rows, so
+// still batch-invariant, differing from the AVX-512 paths to rounding. The register path cannot
+// share AMX's order, hence no register path there. Why: on a 16-core Sapphire Rapids host the
+// AVX-512 paths ran FP8 prefill at 0.36-0.47x of oneDNN's AMX bf16 (bench/README.md, eighteenth
+// session), the bf16 pair panels on AMX at 2-2.5x.
 #ifndef TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 
 #include <cstdint>
 
+#include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -54,6 +63,22 @@ FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst,
 void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                     int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
+namespace internal {
+
+// A bf16 pair-panel GEMM with Bf16DotMatmul's contract (the AVX-512 tiles, the AMX walk, or in
+// tests the AMX walk on the software model of the tile instructions).
+using Bf16PanelGemmFn = void (*)(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
+                                 int64_t rows, const float* bias, float* y, int64_t n_begin,
+                                 int64_t n_end);
+
+// Fp8PanelMatmul's AMX route with `gemm` for the tiles: every row count through decoded panels
+// (whole 1 KiB K tiles) and `gemm`, then the epilogue. Fp8PanelMatmul calls it with the AMX
+// instructions where AmxBf16Usable(); tests, with the model, on any CPU with Fp8PanelSupported.
+void Fp8PanelMatmulDecoded(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
+                           int64_t rows, const float* bias, float* y, int64_t n_begin,
+                           int64_t n_end, Bf16PanelGemmFn gemm);
+
+}  // namespace internal
 }  // namespace tessera::kernels::cpu::fast
 
 #endif  // TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_

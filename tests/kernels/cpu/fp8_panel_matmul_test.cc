@@ -5,6 +5,9 @@
 //  * every row bit-identical alone and in calls of 2-53 rows (the register path up to 24 rows,
 //    in 6-row tiles and K blocks; the decoded-panel GEMM beyond, in row chunks), and under column
 //    splits at odd places and panel boundaries;
+//  * the same for the AMX route (every row count through decoded panels and the AMX tile walk) on
+//    the software model of the tile instructions, on any CPU; where the CPU grants AMX the
+//    tests above run that route with the real instructions (Fp8PanelMatmul takes it there);
 //  * the repack puts each code where the header says.
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 
@@ -16,8 +19,10 @@
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/amx_panel_gemm.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/numeric/fp8.h"
+#include "tests/kernels/cpu/amx_model.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -77,9 +82,24 @@ std::vector<float> Activations(int64_t rows, int64_t k, bool e4m3, uint32_t seed
   return x;
 }
 
+// Fp8PanelMatmul's signature: the kernel as dispatched, or its AMX route on the model.
+using Fp8Matmul = void (*)(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
+                           const float*, float*, int64_t, int64_t);
+
+void ModelBf16Gemm(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
+                   const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  amx::PanelGemm<testing::AmxModel>(amx::Bf16PanelGemm(w, hi, lo, rows, n_begin, n_end),
+                                    amx::Bf16Kind{bias, y});
+}
+
+void AmxRouteOnModel(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
+                     int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  internal::Fp8PanelMatmulDecoded(w, hi, lo, rows, bias, y, n_begin, n_end, ModelBf16Gemm);
+}
+
 // y for rows [0, rows) of x, columns split into [b, e) pieces of `step`.
 std::vector<float> RunPanels(const Layer& l, const float* x, int64_t rows, int64_t step,
-                       const float* row_scale) {
+                             const float* row_scale, Fp8Matmul matmul = Fp8PanelMatmul) {
   const int64_t stride = Bf16DotActStride(l.k);
   std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
   RoundActsToBf16(x, l.k, 0, rows, hi.data(), lo.data(), nullptr);
@@ -87,15 +107,24 @@ std::vector<float> RunPanels(const Layer& l, const float* x, int64_t rows, int64
   if (l.w8a8) w.row_scale = row_scale;
   std::vector<float> y(rows * l.n, -7.0f);
   for (int64_t b = 0; b < l.n; b += step) {
-    Fp8PanelMatmul(w, hi.data(), l.w8a8 ? nullptr : lo.data(), rows, l.bias.data(), y.data(), b,
-                   std::min(l.n, b + step));
+    matmul(w, hi.data(), l.w8a8 ? nullptr : lo.data(), rows, l.bias.data(), y.data(), b,
+           std::min(l.n, b + step));
   }
   return y;
 }
 
-class Fp8PanelTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {};
+class Fp8PanelTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
+ protected:
+  void CheckAccurateAndInvariant(Fp8Matmul matmul);
+};
 
-TEST_P(Fp8PanelTest, AccurateInvariantOnOddShapes) {
+TEST_P(Fp8PanelTest, AccurateInvariantOnOddShapes) { CheckAccurateAndInvariant(Fp8PanelMatmul); }
+
+TEST_P(Fp8PanelTest, AmxRouteOnTheModelAccurateInvariant) {
+  CheckAccurateAndInvariant(AmxRouteOnModel);
+}
+
+void Fp8PanelTest::CheckAccurateAndInvariant(Fp8Matmul matmul) {
   const auto [w8a8, per_row] = GetParam();
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {17, 3}, {37, 64}, {70, 65},
                              {16, 130}, {33, 2048}, {5, 515}}) {
@@ -104,7 +133,7 @@ TEST_P(Fp8PanelTest, AccurateInvariantOnOddShapes) {
     Layer l = Make(n, k, rows, w8a8, per_row, static_cast<uint32_t>(n * 131 + k));
     if (!Fp8PanelSupported(l.w)) GTEST_SKIP() << "no AVX-512 BF16 / VBMI on this CPU";
     const std::vector<float> x = Activations(rows, k, w8a8, static_cast<uint32_t>(k));
-    const std::vector<float> all = RunPanels(l, x.data(), rows, n, l.row_scale.data());
+    const std::vector<float> all = RunPanels(l, x.data(), rows, n, l.row_scale.data(), matmul);
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t c = 0; c < n; ++c) {
         double exact = 0, mag = 0;
@@ -125,8 +154,8 @@ TEST_P(Fp8PanelTest, AccurateInvariantOnOddShapes) {
     // Each row alone (register path) and in calls of other sizes (either path), split anyhow.
     for (int64_t r : {1, 2, 3, 4, 5, 6, 7, 9, 30}) {
       for (int64_t m0 = 0; m0 + r <= rows; m0 += r) {
-        const std::vector<float> part =
-            RunPanels(l, x.data() + m0 * k, r, r % 2 == 0 ? 16 : 7, l.row_scale.data() + m0);
+        const std::vector<float> part = RunPanels(l, x.data() + m0 * k, r, r % 2 == 0 ? 16 : 7,
+                                                  l.row_scale.data() + m0, matmul);
         ASSERT_EQ(std::memcmp(part.data(), all.data() + m0 * n, r * n * 4), 0)
             << "rows " << r << " from " << m0 << " n " << n << " k " << k;
       }
