@@ -55,6 +55,10 @@ struct alignas(64) TileConfig {
 };
 static_assert(sizeof(TileConfig) == 64);
 
+// Writes K tile kt of panel p (1 KiB, 64-byte aligned, bf16_dot_matmul.h's pair-panel layout)
+// into `tile`; ctx is the maker's own state.
+using Bf16TileMaker = void (*)(const void* ctx, int64_t p, int64_t kt, uint8_t* tile);
+
 }  // namespace amx
 
 namespace internal {
@@ -65,6 +69,11 @@ void AmxBf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* 
                       const float* bias, float* y, int64_t n_begin, int64_t n_end);
 void AmxInt8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& a,
                       int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
+// AmxBf16DotMatmul over [n, k] panels that `make` writes tile by tile (amx_panel_gemm.h's
+// MadeTiles), y [rows, n]: the same tile walk, so the same bits as over the stored panels.
+void AmxBf16MadeTilesMatmul(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
+                            const uint16_t* hi, const uint16_t* lo, int64_t rows, const float* bias,
+                            float* y, int64_t n_begin, int64_t n_end);
 
 }  // namespace internal
 }  // namespace tessera::kernels::cpu::fast

@@ -103,6 +103,14 @@ void AmxInt8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Acti
                                   amx::Int8Kind{w.col_sums, w.scales, w.per_row, &a, bias, y});
 }
 
+void AmxBf16MadeTilesMatmul(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
+                            const uint16_t* hi, const uint16_t* lo, int64_t rows, const float* bias,
+                            float* y, int64_t n_begin, int64_t n_end) {
+  amx::MadeTiles tiles{make, ctx, {}};
+  amx::PanelGemm<AmxInstructions>(amx::Bf16MadeTilesGemm(k, hi, lo, rows, n, n_begin, n_end),
+                                  amx::Bf16Kind{bias, y}, tiles);
+}
+
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #else  // not x86-64 GCC/Clang: never called (AmxAvailable() is false), defined for the link.
@@ -112,6 +120,8 @@ void AmxBf16DotMatmul(const FastWeights&, const uint16_t*, const uint16_t*, int6
                       float*, int64_t, int64_t) {}
 void AmxInt8DotMatmul(const Int8DotWeights&, const uint8_t*, const Int8Activations&, int64_t,
                       const float*, float*, int64_t, int64_t) {}
+void AmxBf16MadeTilesMatmul(amx::Bf16TileMaker, const void*, int64_t, int64_t, const uint16_t*,
+                            const uint16_t*, int64_t, const float*, float*, int64_t, int64_t) {}
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #endif

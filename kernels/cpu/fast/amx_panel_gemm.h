@@ -79,6 +79,20 @@ inline AmxGemm Bf16PanelGemm(const FastWeights& w, const uint16_t* hi, const uin
           n_begin,
           n_end};
 }
+// Bf16PanelGemm's for panels that MadeTiles makes: K = k, no stored panels.
+inline AmxGemm Bf16MadeTilesGemm(int64_t k, const uint16_t* hi, const uint16_t* lo, int64_t rows,
+                                 int64_t n, int64_t n_begin, int64_t n_end) {
+  return {nullptr,
+          0,
+          Bf16PanelKTiles(k),
+          reinterpret_cast<const uint8_t*>(hi),
+          reinterpret_cast<const uint8_t*>(lo),
+          Bf16DotActStride(k) * 2,
+          rows,
+          n,
+          n_begin,
+          n_end};
+}
 inline AmxGemm Int8PanelGemm(const Int8DotWeights& w, const uint8_t* u8, int64_t rows,
                              int64_t n_begin, int64_t n_end) {
   return {w.panels, Int8QuadsBytes(1, w.k), Int8PanelKTiles(w.k), u8, nullptr,
@@ -127,8 +141,31 @@ struct Int8Kind {
   }
 };
 
-template <class Ops, class Kind>
-void PanelGemm(const AmxGemm& g, const Kind& kind) {
+// B tiles as stored: panel p's K tile kt (bf16_dot_matmul.h's and int8_dot_matmul.h's layouts).
+struct StoredTiles {
+  const uint8_t* panels;
+  int64_t panel_bytes;
+  const uint8_t* Tile(int64_t p, int64_t kt, int /*slot*/) const {
+    return panels + p * panel_bytes + kt * kTileBytes;
+  }
+};
+
+// B tiles made on demand (the layout StoredTiles reads) into two 1 KiB buffers, one per panel of
+// a pair: fp8_panel_matmul.cc decodes FP8 codes tile by tile for row counts of one block, where
+// decoding whole panels first cost a pass through L2 per call. With more than one row block the
+// walk makes each tile once per block.
+struct MadeTiles {
+  Bf16TileMaker make;
+  const void* ctx;
+  alignas(64) uint8_t buf[2][kTileBytes];
+  const uint8_t* Tile(int64_t p, int64_t kt, int slot) {
+    make(ctx, p, kt, buf[slot]);
+    return buf[slot];
+  }
+};
+
+template <class Ops, class Kind, class Tiles>
+void PanelGemm(const AmxGemm& g, const Kind& kind, Tiles& tiles) {
   if (g.rows <= 0 || g.n_begin >= g.n_end) return;
   alignas(64) typename Kind::Acc c[2 * kTileRows][2 * kPanelCols];
   const int64_t p_begin = g.n_begin / kPanelCols;
@@ -137,8 +174,6 @@ void PanelGemm(const AmxGemm& g, const Kind& kind) {
   bool configured = false;
   for (int64_t p0 = p_begin; p0 < p_end; p0 += 2) {
     const bool two = p0 + 1 < p_end;
-    const uint8_t* w0 = g.panels + p0 * g.panel_bytes;
-    const uint8_t* w1 = w0 + g.panel_bytes;
     for (int64_t m0 = 0; m0 < g.rows; m0 += 2 * kTileRows) {
       const int r0 = static_cast<int>(std::min(kTileRows, g.rows - m0));
       const int r1 = static_cast<int>(std::clamp<int64_t>(g.rows - m0 - kTileRows, 0, kTileRows));
@@ -155,8 +190,8 @@ void PanelGemm(const AmxGemm& g, const Kind& kind) {
         if (two) Ops::template Zero<kC11>();
       }
       for (int64_t kt = 0; kt < g.ktiles; ++kt) {
-        Ops::template Load<kB0>(w0 + kt * kTileBytes, 64);
-        if (two) Ops::template Load<kB1>(w1 + kt * kTileBytes, 64);
+        Ops::template Load<kB0>(tiles.Tile(p0, kt, 0), 64);
+        if (two) Ops::template Load<kB1>(tiles.Tile(p0 + 1, kt, 1), 64);
         for (const uint8_t* a : {g.a, g.a_lo}) {
           if (a == nullptr) continue;
           const uint8_t* a_rows = a + m0 * g.a_stride + kt * 64;
@@ -188,6 +223,12 @@ void PanelGemm(const AmxGemm& g, const Kind& kind) {
     }
   }
   Ops::Release();
+}
+
+template <class Ops, class Kind>
+void PanelGemm(const AmxGemm& g, const Kind& kind) {
+  StoredTiles tiles{g.panels, g.panel_bytes};
+  PanelGemm<Ops>(g, kind, tiles);
 }
 
 }  // namespace tessera::kernels::cpu::fast::amx

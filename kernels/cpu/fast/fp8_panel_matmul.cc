@@ -159,6 +159,19 @@ constexpr int64_t kDecodePanels = 4;  // panels decoded per pass of the GEMM pat
 constexpr int64_t kPrefetchRows = 24;  // rows of tiles between prefetches of the next pass
 constexpr int64_t kAmxPrefetchRows = 32;  // the AMX walk's block of two 16-row tiles
 
+// The epilogue over raw sums in y, rows [0, rows) x columns [c0, c1).
+void EpilogueOver(const FastQuantWeights& w, int64_t rows, const float* bias, float* y, int64_t c0,
+                  int64_t c1) {
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t p = c0 / panels::kCols; p * panels::kCols < c1; ++p) {
+      const __mmask16 mask = panels::StoreMask(p, c0, c1);
+      if (mask == 0) continue;
+      float* row = y + m * w.n + p * panels::kCols;
+      Epilogue(w, m, p * panels::kCols, mask, _mm512_maskz_loadu_ps(mask, row), bias, row);
+    }
+  }
+}
+
 // More rows, or every row count on AMX: four panels at a time decoded to bf16 pair panels (the
 // bf16 kernel's layout, every pair of the panel, zero-padded like the codes and on to whole 1 KiB
 // K tiles), run through `gemm` with no bias (y = the raw sums), then the epilogue over y.
@@ -222,15 +235,49 @@ void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* 
         _mm_prefetch(next_codes + line * 64, _MM_HINT_T1);
       }
     }
-    for (int64_t m = 0; m < rows; ++m) {
-      for (int64_t p = p0; p < p0 + np; ++p) {
-        const __mmask16 mask = panels::StoreMask(p, c0, c1);
-        if (mask == 0) continue;
-        float* row = y + m * w.n + p * panels::kCols;
-        Epilogue(w, m, p * panels::kCols, mask, _mm512_maskz_loadu_ps(mask, row), bias, row);
-      }
-    }
+    EpilogueOver(w, rows, bias, y, c0, c1);
   }
+}
+
+// Codes of one layer as MadeTiles' source: K tile kt of panel p is steps [8kt, 8kt + 8) of the
+// panel's codes, decoded; steps past the codes are zero pairs (whole K tiles).
+struct Fp8TileSource {
+  const uint8_t* codes;
+  int64_t code_bytes, steps;
+};
+
+void MakeFp8Tile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
+  const auto& src = *static_cast<const Fp8TileSource*>(ctx);
+  constexpr int64_t kTileSteps = 8;  // 512 code bytes, 1 KiB of bf16 pairs
+  const uint8_t* codes = src.codes + p * src.code_bytes + kt * kTileSteps * 64;
+  const int64_t steps = std::min(kTileSteps, src.steps - kt * kTileSteps);
+  // The tile after the next one, while this one decodes (its panel's stream runs on).
+  if ((kt + 2) * kTileSteps < src.steps) {
+    for (int64_t l = 0; l < kTileSteps; ++l) _mm_prefetch(codes + 1024 + l * 64, _MM_HINT_T0);
+  }
+  const internal::Decoder dec = internal::Decoder::Make();
+  for (int64_t s = 0; s < steps; ++s) {
+    __m512i a, b;
+    dec.Decode(_mm512_load_si512(codes + s * 64), &a, &b);
+    _mm512_store_si512(tile + s * 128, a);
+    _mm512_store_si512(tile + s * 128 + 64, b);
+  }
+  std::memset(tile + steps * 128, 0, (kTileSteps - steps) * 128);
+}
+
+// The AMX route: one row block decodes tile by tile inside the walk; more rows decode four
+// panels per pass (each tile then feeds every row block). Both run the same tile walk, so a row
+// gets the same bits either way.
+void AmxRoute(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
+              const float* bias, float* y, int64_t n_begin, int64_t n_end,
+              const internal::Fp8AmxGemms& gemms) {
+  if (rows > kAmxPrefetchRows) {
+    return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, gemms.stored, kAmxPrefetchRows);
+  }
+  const int64_t code_bytes = PanelBytes(w.k);
+  const Fp8TileSource src{w.q, code_bytes, code_bytes / 64};
+  gemms.made(MakeFp8Tile, &src, w.n, w.k, hi, lo, rows, nullptr, y, n_begin, n_end);
+  EpilogueOver(w, rows, bias, y, n_begin, n_end);
 }
 
 }  // namespace
@@ -241,8 +288,8 @@ void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_
   // On AMX every row count takes the tiles, so that a row's sums keep one order (batch
   // invariance); the AVX-512 register path below and AMX add in different orders.
   if (AmxBf16Usable()) {
-    return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, internal::AmxBf16DotMatmul,
-                       kAmxPrefetchRows);
+    return AmxRoute(w, hi, lo, rows, bias, y, n_begin, n_end,
+                    {internal::AmxBf16DotMatmul, internal::AmxBf16MadeTilesMatmul});
   }
   if (rows > kRegisterRows) {
     return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, internal::Bf16DotMatmulAvx512,
@@ -262,11 +309,11 @@ void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_
 
 namespace internal {
 
-void Fp8PanelMatmulDecoded(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
-                           int64_t rows, const float* bias, float* y, int64_t n_begin,
-                           int64_t n_end, Bf16PanelGemmFn gemm) {
+void Fp8PanelMatmulAmx(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
+                       int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end,
+                       const Fp8AmxGemms& gemms) {
   if (rows <= 0 || n_begin >= n_end) return;
-  DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, gemm, kAmxPrefetchRows);
+  AmxRoute(w, hi, lo, rows, bias, y, n_begin, n_end, gemms);
 }
 
 }  // namespace internal
@@ -278,8 +325,8 @@ HWY_POP_ATTRIBUTES
 void Fp8PanelMatmul(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
                     const float*, float*, int64_t, int64_t) {}
 namespace internal {
-void Fp8PanelMatmulDecoded(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
-                           const float*, float*, int64_t, int64_t, Bf16PanelGemmFn) {}
+void Fp8PanelMatmulAmx(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
+                       const float*, float*, int64_t, int64_t, const Fp8AmxGemms&) {}
 }  // namespace internal
 
 #endif

@@ -26,17 +26,19 @@
 // Error bound: as bf16_dot_matmul.h's (2^-16 + (K + 2)·u)·Σ|x·w| for the split form, plus the scale
 // products' roundings.
 //
-// AMX: where AmxBf16Usable(), every row count (decode too) decodes panels and runs them as AMX
-// tiles (amx_panel_gemm.h, K tiles in ascending order, hi then lo): one order for all rows, so
-// still batch-invariant, differing from the AVX-512 paths to rounding. The register path cannot
-// share AMX's order, hence no register path there. Why: on a 16-core Sapphire Rapids host the
-// AVX-512 paths ran FP8 prefill at 0.36-0.47x of oneDNN's AMX bf16 (bench/README.md, eighteenth
-// session), the bf16 pair panels on AMX at 2-2.5x.
+// AMX: where AmxBf16Usable(), every row count (decode too) runs the AMX tile walk
+// (amx_panel_gemm.h, K tiles in ascending order, hi then lo) on decoded codes: up to one 32-row
+// block decodes each 1 KiB K tile inside the walk, more rows decode four panels per pass first.
+// One order for all rows, so still batch-invariant, differing from the AVX-512 paths to rounding.
+// The register path cannot share AMX's order, hence no register path there. Why: on a 16-core
+// Sapphire Rapids host the AVX-512 paths ran FP8 prefill at 0.36-0.47x of oneDNN's AMX bf16
+// (bench/README.md, eighteenth session), the bf16 pair panels on AMX at 2-2.5x.
 #ifndef TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 
 #include <cstdint>
 
+#include "kernels/cpu/fast/amx.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/thread_pool.h"
@@ -71,12 +73,24 @@ using Bf16PanelGemmFn = void (*)(const FastWeights& w, const uint16_t* hi, const
                                  int64_t rows, const float* bias, float* y, int64_t n_begin,
                                  int64_t n_end);
 
-// Fp8PanelMatmul's AMX route with `gemm` for the tiles: every row count through decoded panels
-// (whole 1 KiB K tiles) and `gemm`, then the epilogue. Fp8PanelMatmul calls it with the AMX
-// instructions where AmxBf16Usable(); tests, with the model, on any CPU with Fp8PanelSupported.
-void Fp8PanelMatmulDecoded(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
-                           int64_t rows, const float* bias, float* y, int64_t n_begin,
-                           int64_t n_end, Bf16PanelGemmFn gemm);
+// AmxBf16MadeTilesMatmul's signature (amx.h): the walk over tiles a maker writes.
+using Bf16MadeTilesGemmFn = void (*)(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
+                                     const uint16_t* hi, const uint16_t* lo, int64_t rows,
+                                     const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
+// The two GEMMs of the AMX route: over decoded panels (more than one 32-row block) and over
+// tiles decoded one at a time inside the walk (one block: decode, M = 1). Fp8PanelMatmul passes
+// the AMX instructions' (amx.h); tests pass the walk on the software model.
+struct Fp8AmxGemms {
+  Bf16PanelGemmFn stored;
+  Bf16MadeTilesGemmFn made;
+};
+
+// Fp8PanelMatmul's AMX route with `gemms` (every row count, then the epilogue). Requires
+// Fp8PanelSupported(w) and w from RepackFp8Pairs; runs on any CPU with those.
+void Fp8PanelMatmulAmx(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
+                       int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end,
+                       const Fp8AmxGemms& gemms);
 
 }  // namespace internal
 }  // namespace tessera::kernels::cpu::fast

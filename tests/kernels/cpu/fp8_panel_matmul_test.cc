@@ -92,9 +92,18 @@ void ModelBf16Gemm(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
                                     amx::Bf16Kind{bias, y});
 }
 
+void ModelMadeTilesGemm(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
+                        const uint16_t* hi, const uint16_t* lo, int64_t rows, const float* bias,
+                        float* y, int64_t n_begin, int64_t n_end) {
+  amx::MadeTiles tiles{make, ctx, {}};
+  amx::PanelGemm<testing::AmxModel>(amx::Bf16MadeTilesGemm(k, hi, lo, rows, n, n_begin, n_end),
+                                    amx::Bf16Kind{bias, y}, tiles);
+}
+
 void AmxRouteOnModel(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                      int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  internal::Fp8PanelMatmulDecoded(w, hi, lo, rows, bias, y, n_begin, n_end, ModelBf16Gemm);
+  internal::Fp8PanelMatmulAmx(w, hi, lo, rows, bias, y, n_begin, n_end,
+                              {ModelBf16Gemm, ModelMadeTilesGemm});
 }
 
 // y for rows [0, rows) of x, columns split into [b, e) pieces of `step`.
