@@ -4,7 +4,8 @@
 # SANITIZE=1, the kernel benchmark, generate cpu vs cuda:0), then the TinyLlama-1.1B decoder
 # benchmark per precision plan, each run alternated with BASE_PACK's binary when one is given
 # (an A/B on the same machine), then the per-kernel ncu profile of a bf16 and an INT4 decode step,
-# then the host CPU's own checks (the CPU fast-kernel tests; AMX against oneDNN where it has AMX).
+# then the host CPU's own checks (the CPU fast-kernel and FP8 panel tests; where it has AMX, the
+# AMX panels against oneDNN and the CPU decoder, dense and FP8, with AMX on and off).
 # Every log goes to LOG_DIR (default $OUT/logs when $OUT is set, else a temp dir), tarred into
 # $OUT/logs.tgz when $OUT is set (the device tool returns at most 8 files).
 # Usage, from the repository root: tests/gpu/device_session.sh PACK.tar.xz [BASE_PACK.tar.xz]
@@ -72,8 +73,7 @@ else
     timeout 120 "$cpu_bin/$t" >"$logs/$t.log" 2>&1
     echo "$t: exit $? ($(grep -E '^\[  (PASSED|FAILED) +\] [0-9]+ test' "$logs/$t.log" |
       tr '\n' ' '))"
-    grep -E 'Failure|(OK|FAILED|SKIPPED) +\] (AmxPanelGemmTest.HardwareMatchesTheModel|.*Fp8Panel)' \
-      -A3 "$logs/$t.log" | head -30
+    grep -E 'Failure|FAILED|SKIPPED|differ from the model|route:' "$logs/$t.log" | head -30
   done
   if grep -q -w amx_tile /proc/cpuinfo; then
     shapes='(4096x4096|1.1b_gate_up)/M:128'
@@ -97,7 +97,8 @@ else
         stamp "tessera bench --device cpu, plan $plan, AMX $amx"
         amx_env=(-u TESSERA_DISABLE_AMX); [[ $amx == off ]] && amx_env=(TESSERA_DISABLE_AMX=1)
         env "${amx_env[@]}" timeout 90 "$bin" bench --model "$model" --device cpu --batch 1 \
-          --prompt 256 --gen 16 "${extra[@]}" 2>>"$logs/bench-cpu.err" | tail -n +3
+          --prompt 256 --gen 16 "${extra[@]}" 2>>"$logs/bench-cpu.err" | tail -n +3 |
+          tee -a "$logs/bench-cpu.txt"
       done
     done
   fi

@@ -10,7 +10,8 @@
 set -eu
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "$1" && pwd)"; out="$2"
-cpu_targets=(); [[ "${CPU:-1}" == 1 ]] && cpu_targets=(kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test tessera_matmul_bench)
+cpu_tests=(kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test)
+cpu_targets=(); [[ "${CPU:-1}" == 1 ]] && cpu_targets=("${cpu_tests[@]}" tessera_matmul_bench)
 ninja -C "$build" -j"${JOBS:-2}" kernels_cuda_no_device_test kernels_cuda_device_test \
   kernels_cuda_ptxas_report_test engine_backend_cuda_selector_test engine_backend_cuda_arena_test \
   engine_backend_cuda_decoder_test engine_loader_device_test tessera_gpu_bench tessera \
@@ -22,8 +23,8 @@ while IFS= read -r f; do bins+=("$f"); done < <(find "$build/tests" -type f -per
   \( -name 'kernels_cuda_*_test' -o -name 'engine_backend_cuda_*_test' \
      -o -name engine_loader_device_test -o -name tessera_gpu_bench \))
 if [[ "${CPU:-1}" == 1 ]]; then
-  bins+=("$build/tests/kernels/cpu/kernels_cpu_fast_test"
-         "$build/tests/kernels/cpu/kernels_cpu_fast_fp8_bf16_test" "$build/bench/tessera_matmul_bench")
+  for t in "${cpu_tests[@]}"; do bins+=("$build/tests/kernels/cpu/$t"); done
+  bins+=("$build/bench/tessera_matmul_bench")
 fi
 cp "${bins[@]}" "$pack/bin/"
 for b in "${bins[@]}"; do ldd "$b" | awk '$3 ~ /^\// {print $3}'; done | sort -u |

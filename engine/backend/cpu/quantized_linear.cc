@@ -435,7 +435,7 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
 
 std::string QuantizedLinear::Describe() const {
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
-                      fp8_panels_ok_ && kf::AmxBf16Usable() ? " (amx-bf16 tiles)" : "");
+                      fp8_panels_ok_ && kf::AmxBf16Usable() ? " (cpu-amx-bf16)" : "");
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {

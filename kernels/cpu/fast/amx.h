@@ -3,19 +3,22 @@
 // kernels: bf16 weights (bf16_dot_matmul.h) and INT8 W8A8 (int8_dot_matmul.h) run their panels as
 // AMX B tiles when this process may use AMX, and their AVX-512 paths otherwise. The panels are
 // already AMX's B layout (16 columns x one K pair / quad per 64-byte row), so no second copy of the
-// weights exists. Linux hands out the tile data state only on request (arch_prctl
-// ARCH_REQ_XCOMP_PERM); a kernel that refused it, a CPU without AMX (every machine this project
-// can test on), or TESSERA_DISABLE_AMX=1 in the environment keeps the AVX-512 kernels.
+// weights exists; FP8 panels (fp8_panel_matmul.h) decode their codes into that layout, tile by
+// tile or a few panels at a time, and run the bf16 walk. Linux hands out the tile data state only
+// on request (arch_prctl ARCH_REQ_XCOMP_PERM); a kernel that refused it, a CPU without AMX (every
+// machine this project can test on), or TESSERA_DISABLE_AMX=1 in the environment keeps the AVX-512
+// kernels.
 //
 // What is and is not verified: the tile walk (amx_panel_gemm.h) runs in the test suite on a
 // software model of the tile instructions written from Intel's pseudo-code (tile shapes checked on
 // every instruction, as the hardware faults on a mismatch), against the AVX-512 kernels: bit for
 // bit for INT8 (integer sums), within the f32 rounding bound for bf16. The tile instructions
-// themselves have not run on this project's machines (none has AMX; AmxPanelGemmTest.
-// HardwareMatchesTheModel runs them where a CPU grants AMX, as tests/gpu/device_session.sh does
-// on a lent GPU machine's host); AmxBf16Usable / AmxInt8Usable therefore run each AMX kernel once
-// per process (at model load) against the AVX-512 one on a small random problem, in a forked child
-// so that a fault cannot take the server down, and keep the AVX-512 kernel (with one line on
+// themselves run on none of this project's CI machines; AmxPanelGemmTest.HardwareMatchesTheModel
+// runs them where a CPU grants AMX, as tests/gpu/device_session.sh does on a lent GPU machine's
+// host (on 2026-11-27 a 16-core Xeon: every test passed; the hardware's bf16 sums differ from the
+// model's in their last bits, within the bound). AmxBf16Usable / AmxInt8Usable run each AMX kernel
+// once per process (at model load) against the AVX-512 one on a small random problem, in a forked
+// child so that a fault cannot take the server down, and keep the AVX-512 kernel (with one line on
 // stderr) if the child disagrees or dies.
 #ifndef TESSERA_KERNELS_CPU_FAST_AMX_H_
 #define TESSERA_KERNELS_CPU_FAST_AMX_H_

@@ -9,6 +9,8 @@
 // (they differ from those in the order of the bf16 f32 additions; the int8 sums are exact either
 // way). Panels and activation rows are zero-padded to whole K tiles (the layouts' contract).
 //
+// The B tiles come from a source (StoredTiles: the panels as stored; MadeTiles: each tile made on
+// demand, for FP8 codes decoded inside the walk); the walk and its order are the same for both.
 // Templated on the tile operations: amx_kernels.cc instantiates it with the instructions, the
 // tests with a software model of them (tests/kernels/cpu/amx_model.h). Ops provides Config(const
 // amx::TileConfig&), Zero<T>(), Load<T>(const void*, int64_t stride), Store<T>(void*, int64_t

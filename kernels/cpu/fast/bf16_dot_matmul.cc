@@ -128,7 +128,7 @@ namespace {
 
 // The AMX kernel against the AVX-512 one on a random 35 x 200 x 40 problem (two row tiles and a
 // partial one, a partial K tile, a partial column pair), split form: within the f32 rounding
-// bound of the two summation orders.
+// bound of the two summation orders; and the made-tile walk bit for bit against the AMX kernel.
 bool AmxBf16SelfCheck() {
   const int64_t n = 40, k = 200, rows = 35, stride = Bf16DotActStride(k);
   uint32_t state = 12345;
@@ -154,6 +154,16 @@ bool AmxBf16SelfCheck() {
   std::vector<float> want(rows * n), got(rows * n);
   internal::Bf16DotMatmulAvx512(w, hi.data(), lo.data(), rows, bias.data(), want.data(), 0, n);
   internal::AmxBf16DotMatmul(w, hi.data(), lo.data(), rows, bias.data(), got.data(), 0, n);
+  // The made-tile walk (the FP8 panels' decode route) over copies of the same tiles: the same
+  // instructions in the same order, so the same bits.
+  const amx::Bf16TileMaker copy = [](const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
+    const auto& pw = *static_cast<const FastWeights*>(ctx);
+    std::memcpy(tile, pw.data + p * pw.row_stride + kt * amx::kTileBytes, amx::kTileBytes);
+  };
+  std::vector<float> made(rows * n);
+  internal::AmxBf16MadeTilesMatmul(copy, &w, n, k, hi.data(), lo.data(), rows, bias.data(),
+                                   made.data(), 0, n);
+  if (std::memcmp(made.data(), got.data(), got.size() * sizeof(float)) != 0) return false;
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t c = 0; c < n; ++c) {
       double mag = std::fabs(bias[c]);

@@ -1,7 +1,9 @@
 // AVX-512 BF16 kernel of fp8_panel_matmul.h: up to 24 rows through the shared tile driver
 // (panel_gemm.h) with a policy that decodes each panel's 64 code bytes (two K pairs) in registers;
 // more rows decode four panels at a time into bf16 pair panels and run bf16_dot_matmul's AVX-512
-// tiles on them. Both end in the same per-column epilogue (weight scale, W8A8 scales, bias).
+// tiles on them. Where AMX is granted, every row count runs the AMX tile walk instead (one 32-row
+// block decoding tile by tile inside the walk, more rows over the decoded panels). All end in
+// the same per-column epilogue (weight scale, W8A8 scales, bias).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports false "used uninitialized" warnings inside its own avx512fintrin.h once its
 // unpack and mask intrinsics are inlined here (see fp8_bf16_matmul.cc).
@@ -15,7 +17,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/fast/amx.h"
+#include "kernels/cpu/fast/amx_panel_gemm.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
@@ -157,7 +159,9 @@ struct Fp8Pairs {
 constexpr int64_t kRegisterRows = 24;
 constexpr int64_t kDecodePanels = 4;  // panels decoded per pass of the GEMM path
 constexpr int64_t kPrefetchRows = 24;  // rows of tiles between prefetches of the next pass
-constexpr int64_t kAmxPrefetchRows = 32;  // the AMX walk's block of two 16-row tiles
+// The AMX walk's block of two 16-row tiles: the made-tile route's most rows, the decoded route's
+// rows between prefetches.
+constexpr int64_t kAmxBlockRows = 2 * amx::kTileRows;
 
 // The epilogue over raw sums in y, rows [0, rows) x columns [c0, c1).
 void EpilogueOver(const FastQuantWeights& w, int64_t rows, const float* bias, float* y, int64_t c0,
@@ -180,7 +184,7 @@ void DecodedGemm(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* 
                  internal::Bf16PanelGemmFn gemm, int64_t chunk_rows) {
   const int64_t code_bytes = PanelBytes(w.k), steps = code_bytes / 64;
   const int64_t used_bytes = steps * 128;  // two 64-byte pair vectors per step
-  const int64_t bf16_bytes = Bf16PanelKTiles(4 * steps) * 1024;
+  const int64_t bf16_bytes = Bf16PanelKTiles(4 * steps) * amx::kTileBytes;
   thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> buf;
   thread_local int64_t capacity = 0;
   if (capacity < kDecodePanels * bf16_bytes) {
@@ -251,9 +255,11 @@ void MakeFp8Tile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
   constexpr int64_t kTileSteps = 8;  // 512 code bytes, 1 KiB of bf16 pairs
   const uint8_t* codes = src.codes + p * src.code_bytes + kt * kTileSteps * 64;
   const int64_t steps = std::min(kTileSteps, src.steps - kt * kTileSteps);
-  // The tile after the next one, while this one decodes (its panel's stream runs on).
-  if ((kt + 2) * kTileSteps < src.steps) {
-    for (int64_t l = 0; l < kTileSteps; ++l) _mm_prefetch(codes + 1024 + l * 64, _MM_HINT_T0);
+  // The tile after the next one, while this one decodes (its panel's stream runs on): its
+  // steps that exist.
+  const int64_t ahead = std::min(kTileSteps, src.steps - (kt + 2) * kTileSteps);
+  for (int64_t l = 0; l < ahead; ++l) {
+    _mm_prefetch(codes + 2 * kTileSteps * 64 + l * 64, _MM_HINT_T0);
   }
   const internal::Decoder dec = internal::Decoder::Make();
   for (int64_t s = 0; s < steps; ++s) {
@@ -271,8 +277,8 @@ void MakeFp8Tile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
 void AmxRoute(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
               const float* bias, float* y, int64_t n_begin, int64_t n_end,
               const internal::Fp8AmxGemms& gemms) {
-  if (rows > kAmxPrefetchRows) {
-    return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, gemms.stored, kAmxPrefetchRows);
+  if (rows > kAmxBlockRows) {
+    return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, gemms.stored, kAmxBlockRows);
   }
   const int64_t code_bytes = PanelBytes(w.k);
   const Fp8TileSource src{w.q, code_bytes, code_bytes / 64};

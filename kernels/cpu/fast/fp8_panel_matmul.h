@@ -30,9 +30,10 @@
 // (amx_panel_gemm.h, K tiles in ascending order, hi then lo) on decoded codes: up to one 32-row
 // block decodes each 1 KiB K tile inside the walk, more rows decode four panels per pass first.
 // One order for all rows, so still batch-invariant, differing from the AVX-512 paths to rounding.
-// The register path cannot share AMX's order, hence no register path there. Why: on a 16-core
-// Sapphire Rapids host the AVX-512 paths ran FP8 prefill at 0.36-0.47x of oneDNN's AMX bf16
-// (bench/README.md, eighteenth session), the bf16 pair panels on AMX at 2-2.5x.
+// The register path cannot share AMX's order, hence no register path there. Why: on the 16-core
+// Xeon host of a lent GPU machine the AVX-512 paths ran FP8 prefill (M = 128) at 0.21-0.22x
+// (W8A16) and 0.40-0.42x (W8A8) of oneDNN's AMX bf16 matmul, the AMX route at 0.85x and
+// 1.57-1.69x, and its decode rate above the AVX-512 one (bench/README.md, eighteenth session).
 #ifndef TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 

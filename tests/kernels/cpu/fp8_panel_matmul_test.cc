@@ -2,17 +2,21 @@
 // (per-row and per-tensor weight scales, the exact hi + lo split) and W8A8 (E4M3 activation values,
 // per-token row scales and per-column weight scales in the epilogue):
 //  * each output within the split's bound of the exact sum in double;
-//  * every row bit-identical alone and in calls of 2-53 rows (the register path up to 24 rows,
-//    in 6-row tiles and K blocks; the decoded-panel GEMM beyond, in row chunks), and under column
-//    splits at odd places and panel boundaries;
-//  * the same for the AMX route (every row count through decoded panels and the AMX tile walk) on
-//    the software model of the tile instructions, on any CPU; where the CPU grants AMX the
-//    tests above run that route with the real instructions (Fp8PanelMatmul takes it there);
+//  * every row bit-identical alone and in calls of 2-53 rows (without AMX: the register path up
+//    to 24 rows, in 6-row tiles and K blocks, the decoded-panel GEMM beyond, in row chunks; on
+//    the AMX route: tiles decoded inside the walk up to 32 rows, decoded panels beyond), and
+//    under column splits at odd places and panel boundaries, on either side of those limits;
+//  * the same for the AMX route on the software model of the tile instructions, on any CPU,
+//    with the decode buffers holding NaN from an earlier layer (padding must be rewritten);
+//    where the CPU grants AMX the first test runs that route with the real instructions
+//    (Fp8PanelMatmul takes it there; the test records which route ran);
 //  * the repack puts each code where the header says.
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <iostream>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -96,6 +100,7 @@ void ModelMadeTilesGemm(amx::Bf16TileMaker make, const void* ctx, int64_t n, int
                         const uint16_t* hi, const uint16_t* lo, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
   amx::MadeTiles tiles{make, ctx, {}};
+  std::memset(tiles.buf, 0xFF, sizeof(tiles.buf));  // NaN bf16: every byte must be made
   amx::PanelGemm<testing::AmxModel>(amx::Bf16MadeTilesGemm(k, hi, lo, rows, n, n_begin, n_end),
                                     amx::Bf16Kind{bias, y}, tiles);
 }
@@ -116,8 +121,20 @@ std::vector<float> RunPanels(const Layer& l, const float* x, int64_t rows, int64
   if (l.w8a8) w.row_scale = row_scale;
   std::vector<float> y(rows * l.n, -7.0f);
   for (int64_t b = 0; b < l.n; b += step) {
-    matmul(w, hi.data(), l.w8a8 ? nullptr : lo.data(), rows, l.bias.data(), y.data(), b,
-           std::min(l.n, b + step));
+    // Each piece into a fresh buffer: a call may write its own columns only (threads share y).
+    const int64_t e = std::min(l.n, b + step);
+    std::vector<float> piece(rows * l.n, -7.0f);
+    matmul(w, hi.data(), l.w8a8 ? nullptr : lo.data(), rows, l.bias.data(), piece.data(), b, e);
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t c = 0; c < l.n; ++c) {
+        if (c >= b && c < e) {
+          y[m * l.n + c] = piece[m * l.n + c];
+        } else {
+          EXPECT_EQ(piece[m * l.n + c], -7.0f)
+              << "column " << c << " outside [" << b << ", " << e << ") written, row " << m;
+        }
+      }
+    }
   }
   return y;
 }
@@ -127,7 +144,12 @@ class Fp8PanelTest : public ::testing::TestWithParam<std::tuple<bool, bool>> {
   void CheckAccurateAndInvariant(Fp8Matmul matmul);
 };
 
-TEST_P(Fp8PanelTest, AccurateInvariantOnOddShapes) { CheckAccurateAndInvariant(Fp8PanelMatmul); }
+TEST_P(Fp8PanelTest, AccurateInvariantOnOddShapes) {
+  const char* route = AmxBf16Usable() ? "amx-tiles" : "avx512";
+  RecordProperty("fp8_panel_route", route);
+  std::cout << "FP8 panel route: " << route << "\n";
+  CheckAccurateAndInvariant(Fp8PanelMatmul);
+}
 
 TEST_P(Fp8PanelTest, AmxRouteOnTheModelAccurateInvariant) {
   CheckAccurateAndInvariant(AmxRouteOnModel);
@@ -137,10 +159,20 @@ void Fp8PanelTest::CheckAccurateAndInvariant(Fp8Matmul matmul) {
   const auto [w8a8, per_row] = GetParam();
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{1, 1}, {17, 3}, {37, 64}, {70, 65},
                              {16, 130}, {33, 2048}, {5, 515}}) {
-    // 53 rows: the GEMM path runs its tiles in chunks of 24 rows (prefetching between them).
+    // 53 rows: the decoded-panel GEMM runs its tiles in chunks of 24 rows (32 on AMX),
+    // prefetching between them.
     const int64_t rows = 53;
     Layer l = Make(n, k, rows, w8a8, per_row, static_cast<uint32_t>(n * 131 + k));
     if (!Fp8PanelSupported(l.w)) GTEST_SKIP() << "no AVX-512 BF16 / VBMI on this CPU";
+    {  // An earlier layer of NaN codes leaves NaN in this thread's decoded panels.
+      Layer poison = Make(64, 2048, 40, w8a8, per_row, 1);
+      std::fill(poison.q.begin(), poison.q.end(), uint8_t{0x7F});
+      FastQuantWeights src = poison.w;
+      src.q = poison.q.data();
+      poison.w = RepackFp8Pairs(src, poison.panels.get());
+      const std::vector<float> px = Activations(40, 2048, w8a8, 2);
+      RunPanels(poison, px.data(), 40, 64, poison.row_scale.data(), matmul);
+    }
     const std::vector<float> x = Activations(rows, k, w8a8, static_cast<uint32_t>(k));
     const std::vector<float> all = RunPanels(l, x.data(), rows, n, l.row_scale.data(), matmul);
     for (int64_t m = 0; m < rows; ++m) {
@@ -160,8 +192,12 @@ void Fp8PanelTest::CheckAccurateAndInvariant(Fp8Matmul matmul) {
         ASSERT_NEAR(all[m * n + c], exact, tol) << "n " << n << " k " << k << " m " << m;
       }
     }
-    // Each row alone (register path) and in calls of other sizes (either path), split anyhow.
-    for (int64_t r : {1, 2, 3, 4, 5, 6, 7, 9, 30}) {
+    // All rows again with the columns split at odd places (the decoded-panel GEMM's passes
+    // start mid-panel).
+    const std::vector<float> split = RunPanels(l, x.data(), rows, 7, l.row_scale.data(), matmul);
+    ASSERT_EQ(std::memcmp(split.data(), all.data(), rows * n * 4), 0) << "n " << n << " k " << k;
+    // Each row alone and in calls of other sizes (either side of 24 and 32 rows), split anyhow.
+    for (int64_t r : {1, 2, 3, 4, 5, 6, 7, 9, 30, 33}) {
       for (int64_t m0 = 0; m0 + r <= rows; m0 += r) {
         const std::vector<float> part = RunPanels(l, x.data() + m0 * k, r, r % 2 == 0 ? 16 : 7,
                                                   l.row_scale.data() + m0, matmul);
@@ -183,9 +219,9 @@ INSTANTIATE_TEST_SUITE_P(Forms, Fp8PanelTest,
                          });
 
 // W8A8 with one static activation scale and a per-tensor weight scale (both stride 0), no bias,
-// and an output whose products vdpbf16ps flushes to zero: rows alone (registers) vs in a 9-row
-// call (decoded panels) bit for bit, sign of zero included, for K = 1 and 2 mod 4; the other
-// outputs close to the exact sum.
+// and an output whose products vdpbf16ps flushes to zero: rows alone vs in a 9-row call (without
+// AMX: registers vs decoded panels) bit for bit, sign of zero included, for K = 1 and 2 mod 4;
+// the other outputs close to the exact sum.
 TEST(Fp8PanelLayoutTest, StaticScalesNoBiasTinySums) {
   for (const int64_t k : {65, 130, 2048}) {
     Layer l = Make(21, k, 9, true, true, 11);
