@@ -4,12 +4,12 @@
 # SANITIZE=1, the kernel benchmark, generate cpu vs cuda:0), then the TinyLlama-1.1B decoder
 # benchmark per precision plan, each run alternated with BASE_PACK's binary when one is given
 # (an A/B on the same machine), then the per-kernel ncu profile of a bf16 and an INT4 decode step,
-# then the host CPU's own checks (the CPU fast-kernel and FP8 panel tests; where it has AMX, the
+# then the host CPU's own checks (the CPU tests that take AMX routes there; where it has AMX, the
 # AMX panels against oneDNN and the CPU decoder, dense and FP8, with AMX on and off).
 # Every log goes to LOG_DIR (default $OUT/logs when $OUT is set, else a temp dir), tarred into
 # $OUT/logs.tgz when $OUT is set (the device tool returns at most 8 files).
 # Usage, from the repository root: tests/gpu/device_session.sh PACK.tar.xz [BASE_PACK.tar.xz]
-# Make PACK here with tests/gpu/pack_prebuilt.sh BUILD_DIR DIR (about 34 MB; the base pack with
+# Make PACK here with tests/gpu/pack_prebuilt.sh BUILD_DIR DIR (about 37 MB; the base pack with
 # CPU=0, about 25 MB, so that both fit the device tool's 64 MiB carry; .gpupack*/ is git-ignored,
 # so name DIR in `carry`); PLANS, BATCHES and
 # ROUNDS override the decoder benchmark's plans (default: none bench-int4-g128 bench-fp8
@@ -68,7 +68,8 @@ if [[ ! -x "$cpu_bin/kernels_cpu_fast_test" ]]; then
   echo "no CPU binaries in PACK (packed with CPU=0)"
 else
   # The FP8 panel tests take the AMX route with the real instructions where AMX is granted.
-  for t in kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test; do
+  for t in kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test \
+           engine_backend_cpu_column_split_test bf16_activations_test; do
     [[ -x "$cpu_bin/$t" ]] || { echo "$t: not in PACK"; continue; }
     timeout 120 "$cpu_bin/$t" >"$logs/$t.log" 2>&1
     echo "$t: exit $? ($(grep -E '^\[  (PASSED|FAILED) +\] [0-9]+ test' "$logs/$t.log" |

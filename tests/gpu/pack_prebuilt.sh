@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
-# Packs the CUDA test binaries, the GPU benchmark, the tessera CLI, the CPU fast-kernel and FP8
-# tests and the CPU matmul benchmark (for the host CPU: device_session.sh), the shared libraries
-# they need that a CUDA machine may lack (absl, gRPC, ICU, Highway; not libc or CUDA's own), the
-# ptxas reports and the stories260K model into OUT_DIR/gpupack.tar.xz, for a GPU machine that has
-# CUDA but none of our build dependencies. run_prebuilt.sh unpacks and runs it there.
+# Packs the CUDA test binaries, the GPU benchmark, the tessera CLI, the CPU tests that run AMX
+# (fast kernels, FP8 panels, column splits, bf16 activations end to end) and the CPU matmul
+# benchmark (for the host CPU: device_session.sh), the shared libraries they need that a CUDA
+# machine may lack (absl, gRPC, ICU, Highway; not libc or CUDA's own), the ptxas reports and the
+# stories260K model into OUT_DIR/gpupack.tar.xz, for a GPU machine that has CUDA but none of our
+# build dependencies. run_prebuilt.sh unpacks and runs it there.
 # Usage: tests/gpu/pack_prebuilt.sh BUILD_DIR OUT_DIR   (BUILD_DIR configured with CUDA on)
-# CPU=0 leaves the CPU binaries out (about 34 -> 25 MB: oneDNN is most of the difference), for a
+# CPU=0 leaves the CPU binaries out (about 37 -> 25 MB: oneDNN is most of the difference), for a
 # base pack that only an A/B of the decoder uses, so that two packs fit the device tool's carry.
 set -eu
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "$1" && pwd)"; out="$2"
-cpu_tests=(kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test)
-cpu_targets=(); [[ "${CPU:-1}" == 1 ]] && cpu_targets=("${cpu_tests[@]}" tessera_matmul_bench)
+# CPU tests that take the AMX routes where a host grants AMX (paths under BUILD_DIR/tests).
+cpu_tests=(kernels/cpu/kernels_cpu_fast_test kernels/cpu/kernels_cpu_fast_fp8_bf16_test
+           engine/backend/engine_backend_cpu_column_split_test engine/runtime/bf16_activations_test)
+cpu_targets=()
+if [[ "${CPU:-1}" == 1 ]]; then
+  for t in "${cpu_tests[@]}"; do cpu_targets+=("$(basename "$t")"); done
+  cpu_targets+=(tessera_matmul_bench)
+fi
 ninja -C "$build" -j"${JOBS:-2}" kernels_cuda_no_device_test kernels_cuda_device_test \
   kernels_cuda_ptxas_report_test engine_backend_cuda_selector_test engine_backend_cuda_arena_test \
   engine_backend_cuda_decoder_test engine_loader_device_test tessera_gpu_bench tessera \
@@ -23,7 +30,7 @@ while IFS= read -r f; do bins+=("$f"); done < <(find "$build/tests" -type f -per
   \( -name 'kernels_cuda_*_test' -o -name 'engine_backend_cuda_*_test' \
      -o -name engine_loader_device_test -o -name tessera_gpu_bench \))
 if [[ "${CPU:-1}" == 1 ]]; then
-  for t in "${cpu_tests[@]}"; do bins+=("$build/tests/kernels/cpu/$t"); done
+  for t in "${cpu_tests[@]}"; do bins+=("$build/tests/$t"); done
   bins+=("$build/bench/tessera_matmul_bench")
 fi
 cp "${bins[@]}" "$pack/bin/"
