@@ -32,8 +32,8 @@
 // One order for all rows, so still batch-invariant, differing from the AVX-512 paths to rounding.
 // The register path cannot share AMX's order, hence no register path there. Why: on the 16-core
 // Xeon host of a lent GPU machine the AVX-512 paths ran FP8 prefill (M = 128) at 0.21-0.22x
-// (W8A16) and 0.40-0.42x (W8A8) of oneDNN's AMX bf16 matmul, the AMX route at 0.85x and
-// 1.57-1.69x, and its decode rate above the AVX-512 one (bench/README.md, eighteenth session).
+// (W8A16) and 0.40-0.42x (W8A8) of oneDNN's AMX bf16 matmul, the AMX route at 0.77-1.47x and
+// 1.46-2.18x, and its decode rate above the AVX-512 one (bench/README.md, eighteenth session).
 #ifndef TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_FP8_PANEL_MATMUL_H_
 
