@@ -56,8 +56,8 @@ if [[ "${NCU:-1}" == 1 ]] && command -v ncu >/dev/null; then
     head -25 "$logs/ncu-$plan.txt"
   done
 fi
-# The host CPU (often a Xeon with AMX, which no CI machine has): kernels_cpu_fast_test on it (the
-# AMX tests run for real where Linux grants AMX, and every Highway target this CPU has), then
+# The host CPU (often a Xeon with AMX, which no CI machine has): the CPU tests in PACK on it (the
+# AMX tests and routes run for real where Linux grants AMX, and every Highway target it has), then
 # prefill GEMM M = 128 against oneDNN with our AMX tiles on and off (TESSERA_DISABLE_AMX=1), the
 # FP8 panels at M = 1 and 128, and the decoder on this CPU (dense and FP8) with AMX on and off.
 stamp "host CPU"
