@@ -66,22 +66,8 @@ struct AmxGemm {
   int64_t a_stride, rows, n, n_begin, n_end;
 };
 
-// The GEMM of a Bf16DotMatmul call (RepackBf16Pairs panels, RoundActsToBf16 rows; lo null for
-// the bf16 form) and of an Int8DotMatmul call (RepackInt8Quads panels, Int8ActsToU8 rows).
-inline AmxGemm Bf16PanelGemm(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
-                             int64_t rows, int64_t n_begin, int64_t n_end) {
-  return {w.data,
-          w.row_stride,
-          Bf16PanelKTiles(w.k),
-          reinterpret_cast<const uint8_t*>(hi),
-          reinterpret_cast<const uint8_t*>(lo),
-          Bf16DotActStride(w.k) * 2,
-          rows,
-          w.n,
-          n_begin,
-          n_end};
-}
-// Bf16PanelGemm's for panels that MadeTiles makes: K = k, no stored panels.
+// The GEMM over bf16 pair panels of K = k that MadeTiles makes (no stored panels), for
+// RoundActsToBf16 rows (lo null for the bf16 form).
 inline AmxGemm Bf16MadeTilesGemm(int64_t k, const uint16_t* hi, const uint16_t* lo, int64_t rows,
                                  int64_t n, int64_t n_begin, int64_t n_end) {
   return {nullptr,
@@ -94,6 +80,15 @@ inline AmxGemm Bf16MadeTilesGemm(int64_t k, const uint16_t* hi, const uint16_t* 
           n,
           n_begin,
           n_end};
+}
+// The GEMM of a Bf16DotMatmul call (RepackBf16Pairs panels: the same with the panels stored)
+// and of an Int8DotMatmul call (RepackInt8Quads panels, Int8ActsToU8 rows).
+inline AmxGemm Bf16PanelGemm(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
+                             int64_t rows, int64_t n_begin, int64_t n_end) {
+  AmxGemm g = Bf16MadeTilesGemm(w.k, hi, lo, rows, w.n, n_begin, n_end);
+  g.panels = w.data;
+  g.panel_bytes = w.row_stride;
+  return g;
 }
 inline AmxGemm Int8PanelGemm(const Int8DotWeights& w, const uint8_t* u8, int64_t rows,
                              int64_t n_begin, int64_t n_end) {
