@@ -59,10 +59,13 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // INT4_G128_PAIRS, NVFP4_PAIRS, MXFP4_PAIRS: the bf16-pair form of those panels (AVX-512 BF16),
   // the engine's default for the 4-bit formats there, with the hi + lo split of exact f32
   // activations converted inside the timing; *_PAIRS_BF16: bf16 activations (hi alone,
-  // --cpu_bf16_activations; x rounded once outside the timing, as a bf16 model's are).
+  // --cpu_bf16_activations; x rounded once outside the timing, as a bf16 model's are);
+  // *_PAIRS_I16: int16 activations per weight group (int16_act_quant.h, quantized inside the
+  // timing; QuantPanelInt16Matmul, AVX-512 VNNI).
   const bool pairs_bf16 = fmt.ends_with("_PAIRS_BF16");
-  const bool pairs = fmt.ends_with("_PAIRS") || pairs_bf16;
-  if (pairs) fmt = fmt.substr(0, fmt.size() - (pairs_bf16 ? 11 : 6));
+  const bool pairs_i16 = fmt.ends_with("_PAIRS_I16");
+  const bool pairs = fmt.ends_with("_PAIRS") || pairs_bf16 || pairs_i16;
+  if (pairs) fmt = fmt.substr(0, fmt.size() - (pairs_bf16 ? 11 : pairs_i16 ? 10 : 6));
   const bool quant_panel = fmt == "INT4_G128_PANEL" || fmt == "INT8_G128_PANEL" ||
                            fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL" || pairs;
   if (quant_panel && !pairs) fmt = fmt.substr(0, fmt.size() - 6);
@@ -169,6 +172,11 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
   }
+  const int64_t i16_group = pairs_i16 ? kf::QuantPanelInt16Group(w) : 0;
+  if (pairs_i16 && i16_group == 0) {
+    state.SkipWithError("no AVX-512 VNNI on this CPU");
+    return;
+  }
   if (panel && !kf::Fp8PanelSupported(w)) {
     state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
@@ -190,13 +198,19 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     for (auto& v : x) v = numeric::Bf16ToFloat(numeric::FloatToBf16(v));
   }
   std::vector<uint16_t> hi(panel || pairs ? m * kf::Bf16DotActStride(k) : 0);
-  std::vector<uint16_t> lo((panel && !w8a8 && !bf16_act) || (pairs && !pairs_bf16) ? hi.size()
-                                                                                   : 0);
+  std::vector<uint16_t> lo(
+      (panel && !w8a8 && !bf16_act) || (pairs && !pairs_bf16 && !pairs_i16) ? hi.size() : 0);
+  std::vector<int16_t> q16(pairs_i16 ? hi.size() : 0);
+  std::vector<float> d16(pairs_i16 ? m * (k / i16_group) : 0), s16(d16.size());
   uint16_t* lp = lo.empty() ? nullptr : lo.data();
   // The bf16 kernels' activations, converted once per call as the engine does (rows on the pool).
   auto convert_acts = [&] {
     auto convert = [&](int64_t r0, int64_t r1) {
-      kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lp, nullptr);
+      if (pairs_i16) {
+        kf::QuantizeActsInt16(x.data(), k, i16_group, r0, r1, q16.data(), d16.data(), s16.data());
+      } else {
+        kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lp, nullptr);
+      }
     };
     if (m > 1) {
       Pool().ParallelFor(m, 1, convert);
@@ -223,7 +237,12 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       if (pairs) {
         convert_acts();
         Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
-          kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b, e);
+          if (pairs_i16) {
+            kf::QuantPanelInt16Matmul(w, {q16.data(), d16.data(), s16.data()}, m, nullptr, y.data(),
+                                      b, e);
+          } else {
+            kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b, e);
+          }
         });
         benchmark::DoNotOptimize(y.data());
         continue;
@@ -250,11 +269,30 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
 }  // namespace
 
 void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
-  for (const char* f :
-       {"FP8", "FP8_W8A8", "FP8_BLOCK_W8A8", "FP8_BF16ACT", "FP8_PANEL", "FP8_W8A8_PANEL",
-        "INT4_G128", "INT4_G128_PANEL", "INT8_G128", "INT8_G128_PANEL", "NVFP4", "NVFP4_PANEL",
-        "MXFP4", "MXFP4_PANEL", "INT4_G128_PAIRS", "NVFP4_PAIRS", "MXFP4_PAIRS",
-        "INT4_G128_PAIRS_BF16", "INT4_PC_PAIRS"}) {
+  for (const char* f : {"FP8",
+                        "FP8_W8A8",
+                        "FP8_BLOCK_W8A8",
+                        "FP8_BF16ACT",
+                        "FP8_PANEL",
+                        "FP8_W8A8_PANEL",
+                        "INT4_G128",
+                        "INT4_G128_PANEL",
+                        "INT8_G128",
+                        "INT8_G128_PANEL",
+                        "NVFP4",
+                        "NVFP4_PANEL",
+                        "MXFP4",
+                        "MXFP4_PANEL",
+                        "INT4_G128_PAIRS",
+                        "NVFP4_PAIRS",
+                        "MXFP4_PAIRS",
+                        "INT4_G128_PAIRS_BF16",
+                        "NVFP4_PAIRS_BF16",
+                        "MXFP4_PAIRS_BF16",
+                        "INT4_G128_PAIRS_I16",
+                        "NVFP4_PAIRS_I16",
+                        "MXFP4_PAIRS_I16",
+                        "INT4_PC_PAIRS"}) {
     for (const Shape& s : gemm) {
       // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over
       // to its decode-to-bf16 GEMM (kRegisterRows). The 4-bit pair panels also at 4 and 6 rows

@@ -38,18 +38,24 @@ constexpr uint16_t Bf16Bits(float f) {
 // fifth index bit (the next code's low bit after the shift) selects the same value. Byte codes of
 // at most 6 bits (stored minus their centre, at most 32, so in [−32, 31]): `vpermt2w` over 64
 // entries in two registers, entry i the 6-bit two's complement value of i; the byte's upper bits
-// (its sign extension, the next code) are ignored.
-template <QuantDecode F>
+// (its sign extension, the next code) are ignored. kInt16: the same values as int16 words for
+// `vpdpwssd` (int16 activations), FP4's doubled (2 · e2m1 is an integer; the fold halves the
+// scale).
+template <QuantDecode F, bool kInt16 = false>
 struct PairTable {
   static constexpr int kEntries = F == QuantDecode::kInt8 ? 64 : 32;
+  static constexpr uint16_t Word(float v) {
+    if constexpr (!kInt16) return Bf16Bits(v);
+    const float scaled = F == QuantDecode::kInt4 || F == QuantDecode::kInt8 ? v : 2.0f * v;
+    return static_cast<uint16_t>(static_cast<int16_t>(scaled));
+  }
   static constexpr auto Make() {
     struct Words {
       alignas(64) uint16_t v[64];
     } t{};
     for (int i = 0; i < kEntries; ++i) {
-      t.v[i] = F == QuantDecode::kInt8
-                   ? Bf16Bits(static_cast<float>(i < 32 ? i : i - 64))
-                   : Bf16Bits(kCodeValues<F>[i % 16]);
+      t.v[i] = F == QuantDecode::kInt8 ? Word(static_cast<float>(i < 32 ? i : i - 64))
+                                       : Word(kCodeValues<F>[i % 16]);
     }
     return t;
   }

@@ -98,6 +98,18 @@ bool QuantPanelPairsAvailable() {
   return has;
 }
 
+bool QuantPanelInt16Available() {
+  static const bool has =
+      QuantPanelPairsAvailable() && Int16ActsAvailable() && TESSERA_HAS_AVX512_WITH("avx512vnni");
+  return has;
+}
+
+int64_t QuantPanelInt16Group(const FastQuantWeights& w) {
+  if (!QuantPanelInt16Available() || !w.pair_panels) return 0;
+  const int64_t group = internal::QuantPanelGeometryOf(w).group;
+  return group % 16 == 0 && group <= 128 ? group : 0;
+}
+
 bool QuantPanelSupported(const FastQuantWeights& w) {
   if (!QuantPanelAvailable() || w.q == nullptr || w.n <= 0 || w.k <= 0 ||
       w.row_scale != nullptr || w.col_scale != nullptr || w.act_block_scales) {

@@ -1,7 +1,8 @@
 // AVX-512 kernel of quant_panel_matmul.h: one tile template (up to 6 rows x 4 panels of
 // accumulators, a group at a time, each group's sum folded into running totals with its scales)
 // fed either by an in-register decoder of the code chunks (≤ 6 rows) or by a block of four panels
-// decoded once (more rows), to f32 code values (f32 form, FMA) or to bf16 pairs (`vdpbf16ps`).
+// decoded once (more rows), to f32 code values (f32 form, FMA), to bf16 pairs (`vdpbf16ps`) or to
+// int16 pairs (`vpdpwssd`, int16 activations).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
 // _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
@@ -17,6 +18,7 @@
 
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/int16_act_quant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -32,7 +34,7 @@ namespace tessera::kernels::cpu::fast {
 
 }  // namespace tessera::kernels::cpu::fast
 
-HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx512bf16,avx2,fma")
+HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx512bf16,avx512vnni,avx2,fma")
 
 #include "kernels/cpu/fast/panel_gemm.h"
 #include "kernels/cpu/fast/quant_panel_decode-inl.h"
@@ -61,9 +63,20 @@ using panels::kTileVecs;
 // L3 beyond K ≈ 4096 (8192).
 constexpr int64_t kBlockK = 512;
 
-// How a call's activations reach the tiles: f32 x on f32-form panels (FMA), or bf16 pairs
-// (RoundActsToBf16) on bf16-pair panels, the hi + lo split or hi alone.
-enum class Acts { kF32, kSplit, kBf16 };
+// How a call's activations reach the tiles: f32 x on f32-form panels (FMA), bf16 pairs
+// (RoundActsToBf16) on bf16-pair panels, the hi + lo split or hi alone, or int16 pairs
+// (QuantizeActsInt16) on the same panels.
+enum class Acts { kF32, kSplit, kBf16, kInt16 };
+
+// A call's activations in every form: x (f32 form; pair forms: the integer formats' group sums),
+// hi / lo (bf16 pairs), or the int16 codes with their per-group scales and Σx̂.
+struct CallActs {
+  const float* x = nullptr;
+  const uint16_t* hi = nullptr;
+  const uint16_t* lo = nullptr;
+  const float* scales = nullptr;
+  const float* sums = nullptr;
+};
 
 struct Job {
   const uint8_t* panels;  // the tile's first panel
@@ -80,8 +93,9 @@ struct Job {
   const int32_t* hi;      // pair form: row m0's bf16 pairs (hi; lo when split), k = 0
   const int32_t* lo;
   int64_t pair_stride;    // pairs between rows
-  const float* sums;      // integer codes: Σ x over each group, row m0, group 0 (GroupSums)
-  int64_t sums_stride;
+  const float* sums;      // integer codes: Σ x over each group, row m0, group 0 (GroupSums;
+  int64_t sums_stride;    // int16 activations: Σx̂)
+  const float* act_scales;  // int16 activations: d of each group, row m0, group 0 (sums_stride)
   float* tot;             // running totals [row][kTileVecs][16]
   bool first, last;       // first / last block of K
   bool symmetric;         // integer codes: headers of scales alone, no zero-point fold
@@ -93,24 +107,63 @@ struct Job {
 };
 
 // The pair form keeps two partial sums per output, a and b, added at the group's end: split,
-// a takes the hi products and b the lo ones; bf16 activations, a the even pairs and b the odd
-// ones. One chain of `vdpbf16ps` (6 cycles each) per output and panel held batch 1 to the f32
-// form's rate; two chains per output let 4 panels keep 8 in flight. Rows then come in tiles of
-// kPairRows, so that 2 · 3 · 4 accumulators fit the 32 registers.
+// a takes the hi products and b the lo ones; bf16 and int16 activations, a the even pairs and b
+// the odd ones (int16: int32 sums, exact in any order). One chain of `vdpbf16ps` (6 cycles each)
+// per output and panel held batch 1 to the f32 form's rate; two chains per output let 4 panels keep
+// 8 in flight. Rows then come in tiles of kPairRows, so that 2 · 3 · 4 accumulators fit the 32
+// registers.
 constexpr int kPairRows = 3;
 
-// One bf16 pair vector of each of NV panels (pair pp of the group, kOdd its parity) into row i's
+// The accumulators' type: int32 lanes for int16 activations (as f32 registers cast back and forth,
+// GCC copied and spilled every `vpdpwssd` accumulator: M = 128 ran below the split's rate).
+template <Acts A>
+struct AccOf {
+  using Type = __m512;
+};
+template <>
+struct AccOf<Acts::kInt16> {
+  using Type = __v16si;
+};
+template <Acts A>
+using Acc = typename AccOf<A>::Type;
+
+template <Acts A>
+HWY_INLINE Acc<A> ZeroAcc() {
+  if constexpr (A == Acts::kInt16) {
+    return (__v16si)_mm512_setzero_si512();
+  } else {
+    return _mm512_setzero_ps();
+  }
+}
+
+// acc += the int16 pair products of x and w (`vpdpwssd`) on 16 x int32 vectors, GCC's builtin
+// called directly: through the intrinsic (__m512i is 8 x int64, the builtin's operands 16 x
+// int32) GCC 12 copied every accumulator to another register and spilled it at each step, and
+// M = 128 ran at 0.85x the split's rate with half its dot products.
+HWY_INLINE __v16si DotInt16Pairs(__v16si acc, __v16si x, __v16si w) {
+#if defined(__clang__)
+  return (__v16si)_mm512_dpwssd_epi32((__m512i)acc, (__m512i)x, (__m512i)w);
+#else
+  return __builtin_ia32_vpdpwssd_v16si(acc, x, w);
+#endif
+}
+
+// One pair vector of each of NV panels (pair pp of the group, kOdd its parity) into row i's
 // partial sums a and b.
 template <Acts A, int NV, bool kOdd>
-HWY_INLINE void PairMadd(const int32_t* hg, const int32_t* lg, const __m512i* w, __m512* a,
-                         __m512* b) {
-  const __m512bh xh = (__m512bh)_mm512_set1_epi32(*hg);
-  if constexpr (A == Acts::kSplit) {
+HWY_INLINE void PairMadd(const int32_t* hg, const int32_t* lg, const __m512i* w, Acc<A>* a,
+                         Acc<A>* b) {
+  Acc<A>* acc = kOdd ? b : a;
+  if constexpr (A == Acts::kInt16) {
+    const __v16si xq = (__v16si)_mm512_set1_epi32(*hg);
+    for (int j = 0; j < NV; ++j) acc[j] = DotInt16Pairs(acc[j], xq, (__v16si)w[j]);
+  } else if constexpr (A == Acts::kSplit) {
+    const __m512bh xh = (__m512bh)_mm512_set1_epi32(*hg);
     const __m512bh xl = (__m512bh)_mm512_set1_epi32(*lg);
     for (int j = 0; j < NV; ++j) a[j] = _mm512_dpbf16_ps(a[j], xh, (__m512bh)w[j]);
     for (int j = 0; j < NV; ++j) b[j] = _mm512_dpbf16_ps(b[j], xl, (__m512bh)w[j]);
   } else {
-    __m512* acc = kOdd ? b : a;
+    const __m512bh xh = (__m512bh)_mm512_set1_epi32(*hg);
     for (int j = 0; j < NV; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], xh, (__m512bh)w[j]);
   }
 }
@@ -136,13 +189,13 @@ void GroupTile(const Job& job) {
   }
   const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int64_t g = job.g0; g < job.g1; ++g) {
-    __m512 acc[MR][NV], acc_b[kPairs ? MR : 1][NV];  // the pair form's a and b
+    Acc<A> acc[MR][NV], acc_b[kPairs ? MR : 1][NV];  // the pair form's a and b
     for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+      for (int j = 0; j < NV; ++j) acc[i][j] = ZeroAcc<A>();
     }
     if constexpr (kPairs) {
       for (int i = 0; i < MR; ++i) {
-        for (int j = 0; j < NV; ++j) acc_b[i][j] = _mm512_setzero_ps();
+        for (int j = 0; j < NV; ++j) acc_b[i][j] = ZeroAcc<A>();
       }
     }
     const uint8_t* head =
@@ -177,7 +230,7 @@ void GroupTile(const Job& job) {
           }
         }
       } else {
-        const PairTable<F> table = PairTable<F>::Load();
+        const auto table = PairTable<F, A == Acts::kInt16>::Load();
         for (int64_t t = 0; t < job.chunks; ++t) {
           for (int j = 0; j < NV; ++j) {
             const uint8_t* chunk = head + j * job.panel_bytes + job.head_bytes + 64 * t;
@@ -250,9 +303,19 @@ void GroupTile(const Job& job) {
       } else {
         s = GroupScales<F>(head + j * job.panel_bytes);
       }
+      // int16 activations multiply FP4 codes as 2 · e2m1: half the scale (exact).
+      if constexpr (A == Acts::kInt16 && !IsInteger(F)) s = _mm512_mul_ps(s, _mm512_set1_ps(0.5f));
       for (int i = 0; i < MR; ++i) {
-        __m512 c = acc[i][j];
-        if constexpr (kPairs) c = _mm512_add_ps(c, acc_b[i][j]);
+        __m512 c;
+        if constexpr (A == Acts::kInt16) {
+          // a + b exactly in int32, then d · that sum: Σ v · x̂ over the group.
+          c = _mm512_mul_ps(_mm512_cvtepi32_ps((__m512i)(acc[i][j] + acc_b[i][j])),
+                            _mm512_set1_ps(job.act_scales[i * job.sums_stride + g]));
+        } else if constexpr (kPairs) {
+          c = _mm512_add_ps(acc[i][j], acc_b[i][j]);
+        } else {
+          c = acc[i][j];
+        }
         float* t = job.tot + (i * kTileVecs + j) * 16;
         if constexpr (H == Header::kKQuant) {
           const __m512 sum = _mm512_set1_ps(job.sums[i * job.sums_stride + g]);
@@ -322,7 +385,7 @@ TileFn PickTile(int mr, int nv) {
 
 // Panels [0, nv) of the job's tile, groups [g0, g1), decoded to job.dec's layout: f32 code
 // values, or (pair form) the bf16 pair vectors the register path builds, in the same order.
-template <QuantDecode F, bool kPairs>
+template <QuantDecode F, bool kPairs, bool kInt16>
 void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
   const int64_t group = kCodesPerLane<F> * job.chunks;
   for (int j = 0; j < nv; ++j) {
@@ -337,7 +400,7 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
       for (int64_t t = 0; t < job.chunks; ++t) {
         __m512i codes = _mm512_loadu_si512(head + job.head_bytes + 64 * t);
         if constexpr (kPairs) {
-          const PairTable<F> table = PairTable<F>::Load();
+          const auto table = PairTable<F, kInt16>::Load();
           for (int p = 0; p < kPairsPerChunk<F>;
                ++p, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
             _mm512_storeu_si512(out + (kPairsPerChunk<F> * t + p) * 16, table.Decode(codes));
@@ -375,11 +438,10 @@ void GroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* su
   }
 }
 
-// Either form: x (f32 form's activations, and the integer formats' group sums in both), hi / lo
-// (pair form: RoundActsToBf16's rows).
+// Any form, with the call's activations in that form.
 template <QuantDecode F, Acts A, Header H>
-void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
-         int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+void Run(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float* bias, float* y,
+         int64_t n_begin, int64_t n_end) {
   constexpr bool kPairs = A != Acts::kF32;
   const internal::QuantPanelGeometry geo = internal::QuantPanelGeometryOf(w);
   const int64_t group = geo.group, groups = w.k / group;
@@ -402,9 +464,11 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
   }
   dec_scales.resize(decoded ? kTileVecs * block_groups * 16 : 0);
   const bool zero_folds = IsInteger(F) && !w.symmetric_panels;
-  if (zero_folds) {
+  const float* group_sums = a.sums;  // int16 activations: Σx̂ from the quantizer
+  if (zero_folds && A != Acts::kInt16) {
     sums.resize(rows * groups);
-    GroupSums(x, rows, w.k, group, sums.data());
+    GroupSums(a.x, rows, w.k, group, sums.data());
+    group_sums = sums.data();
   }
   Job job;
   job.group_bytes = geo.GroupBytes();
@@ -435,18 +499,21 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
       job.g1 = std::min(groups, g0 + block_groups);
       job.first = g0 == 0;
       job.last = job.g1 == groups;
-      if (decoded) DecodeBlock<F, kPairs>(job, nv, dec.get(), dec_scales.data());
+      if (decoded) {
+        DecodeBlock<F, kPairs, A == Acts::kInt16>(job, nv, dec.get(), dec_scales.data());
+      }
       constexpr int64_t kRows = kPairs ? kPairRows : kTileRows;
       for (int64_t m0 = 0; m0 < rows; m0 += kRows) {
         const int mr = static_cast<int>(std::min<int64_t>(kRows, rows - m0));
         if constexpr (kPairs) {
-          job.hi = reinterpret_cast<const int32_t*>(hi) + m0 * job.pair_stride;
-          job.lo = lo != nullptr ? reinterpret_cast<const int32_t*>(lo) + m0 * job.pair_stride
-                                 : nullptr;
+          job.hi = reinterpret_cast<const int32_t*>(a.hi) + m0 * job.pair_stride;
+          job.lo = a.lo != nullptr ? reinterpret_cast<const int32_t*>(a.lo) + m0 * job.pair_stride
+                                   : nullptr;
         } else {
-          job.x = x + m0 * w.k;
+          job.x = a.x + m0 * w.k;
         }
-        job.sums = zero_folds ? sums.data() + m0 * groups : nullptr;
+        job.sums = zero_folds ? group_sums + m0 * groups : nullptr;
+        job.act_scales = A == Acts::kInt16 ? a.scales + m0 * groups : nullptr;
         job.tot = tot.get() + m0 * kTileVecs * 16;
         job.y = y + m0 * w.n + col0;
         const TileFn tile =
@@ -459,31 +526,28 @@ void Run(const FastQuantWeights& w, const float* x, const uint16_t* hi, const ui
 
 // Run for integer codes with w's header.
 template <QuantDecode F, Acts A>
-void RunInteger(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
-                int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  if (w.kquant_panel_headers) {
-    return Run<F, A, Header::kKQuant>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
-  }
-  if (w.half_panel_headers) {
-    return Run<F, A, Header::kF16>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
-  }
-  Run<F, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+void RunInteger(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float* bias,
+                float* y, int64_t n_begin, int64_t n_end) {
+  if (w.kquant_panel_headers)
+    return Run<F, A, Header::kKQuant>(w, a, rows, bias, y, n_begin, n_end);
+  if (w.half_panel_headers) return Run<F, A, Header::kF16>(w, a, rows, bias, y, n_begin, n_end);
+  Run<F, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
 }
 
 // Run for w's format.
 template <Acts A>
-void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, const uint16_t* lo,
-              int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+void Dispatch(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float* bias,
+              float* y, int64_t n_begin, int64_t n_end) {
   if (rows <= 0 || n_begin >= n_end) return;
   switch (w.decode) {
     case QuantDecode::kInt4:
-      return RunInteger<QuantDecode::kInt4, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      return RunInteger<QuantDecode::kInt4, A>(w, a, rows, bias, y, n_begin, n_end);
     case QuantDecode::kInt8:
-      return RunInteger<QuantDecode::kInt8, A>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      return RunInteger<QuantDecode::kInt8, A>(w, a, rows, bias, y, n_begin, n_end);
     case QuantDecode::kMxfp4:
-      return Run<QuantDecode::kMxfp4, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      return Run<QuantDecode::kMxfp4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:
-      return Run<QuantDecode::kNvfp4, A, Header::kF32>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
+      return Run<QuantDecode::kNvfp4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
     default:
       return;
   }
@@ -494,15 +558,24 @@ void Dispatch(const FastQuantWeights& w, const float* x, const uint16_t* hi, con
 void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                       float* y, int64_t n_begin, int64_t n_end) {
   if (w.pair_panels) return;
-  Dispatch<Acts::kF32>(w, x, nullptr, nullptr, rows, bias, y, n_begin, n_end);
+  Dispatch<Acts::kF32>(w, CallActs{.x = x}, rows, bias, y, n_begin, n_end);
 }
 
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
                           int64_t n_begin, int64_t n_end) {
   if (!w.pair_panels) return;
-  if (lo != nullptr) return Dispatch<Acts::kSplit>(w, x, hi, lo, rows, bias, y, n_begin, n_end);
-  Dispatch<Acts::kBf16>(w, x, hi, nullptr, rows, bias, y, n_begin, n_end);
+  const CallActs a{.x = x, .hi = hi, .lo = lo};
+  if (lo != nullptr) return Dispatch<Acts::kSplit>(w, a, rows, bias, y, n_begin, n_end);
+  Dispatch<Acts::kBf16>(w, a, rows, bias, y, n_begin, n_end);
+}
+
+void QuantPanelInt16Matmul(const FastQuantWeights& w, const Int16Acts& acts, int64_t rows,
+                           const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  if (QuantPanelInt16Group(w) == 0) return;
+  const CallActs a{
+      .hi = reinterpret_cast<const uint16_t*>(acts.q), .scales = acts.scales, .sums = acts.sums};
+  Dispatch<Acts::kInt16>(w, a, rows, bias, y, n_begin, n_end);
 }
 
 HWY_POP_ATTRIBUTES
@@ -513,6 +586,8 @@ void QuantPanelMatmul(const FastQuantWeights&, const float*, int64_t, const floa
                       int64_t, int64_t) {}
 void QuantPanelPairMatmul(const FastQuantWeights&, const float*, const uint16_t*,
                           const uint16_t*, int64_t, const float*, float*, int64_t, int64_t) {}
+void QuantPanelInt16Matmul(const FastQuantWeights&, const Int16Acts&, int64_t, const float*, float*,
+                           int64_t, int64_t) {}
 
 #endif
 

@@ -74,17 +74,29 @@
 // − c = 0), plus 2^-126-scale terms for `vdpbf16ps` reading bf16 denormals (lo of tiny x) as zero
 // and flushing denormal sums. As bf16_dot_matmul.h's split, x must be finite and below
 // 2^128·(1 − 2^-9) in magnitude (its bf16 rounding would overflow: an infinite x gives NaN where
-// the f32 form gives ±inf). Why: one thread decoding from L3 at batch 1 ran INT4 g128 at 16 GB/s of weights in
-// the f32 form, 26 with the split and 37 with bf16 activations (MXFP4, NVFP4: 14-15 -> 22-23); two
-// threads from DRAM 21-25 -> 26-29 GB/s; M = 128 the same with the split and 1.5x with bf16
-// activations (bench/README.md, thirteenth session). One partial sum per output (a chain of 6-cycle
-// `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
+// the f32 form gives ±inf). Why: one thread decoding from L3 at batch 1 ran INT4 g128 at 16 GB/s of
+// weights in the f32 form, 26 with the split and 37 with bf16 activations (MXFP4, NVFP4: 14-15 ->
+// 22-23); two threads from DRAM 21-25 -> 26-29 GB/s; M = 128 the same with the split and 1.5x with
+// bf16 activations (bench/README.md, thirteenth session). One partial sum per output (a chain of
+// 6-cycle `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
+//
+// The int16 route (QuantPanelInt16Matmul; AVX-512 VNNI, groups of at most 128 k): the same pair
+// panels with int16 activations (int16_act_quant.h, one scale d per row and weight group) and the
+// code values as int16 words (INT4 q − 8, 2 · e2m1, 6-bit byte codes), one `vpdpwssd` per weight
+// pair into int32 partial sums (even and odd pairs), exact over a group (|Σ| ≤ 128 · 32 · 32767 <
+// 2^31); the fold takes d · float(a + b) as the group's sum a (FP4: with s / 2) and Σx̂ = d · Σq for
+// Σx. So the result is Σ w · x̂ to the f32 form's rounding, within (K + G + 3)·u·Σ s·(|v| + |z −
+// c|)·|x| + Σ |w| · 1.005 · 2^-16 · amax_g of the exact product (amax_g: the row's largest |x| in
+// the weight's group); a non-finite x makes its group's outputs NaN. Half the split's dot products
+// for an activation error within 2^-16 of each group's largest |x| (bf16 activations: 2^-9 of each
+// |x|): bench/README.md, nineteenth session.
 #ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 
 #include <cstdint>
 
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/int16_act_quant.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -144,6 +156,20 @@ void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, c
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
                           int64_t n_begin, int64_t n_end);
+
+// Whether this CPU runs the int16 route (QuantPanelPairsAvailable(), Int16ActsAvailable() and
+// AVX-512 VNNI).
+bool QuantPanelInt16Available();
+
+// The activation group of the int16 route on `w` (QuantizeActsInt16's `group`): the panels' weight
+// group where w holds pair panels (w.pair_panels), the CPU has AVX-512 VNNI and BF16 and the group
+// is a multiple of 16 of at most 128 k; 0 where the route does not take w.
+int64_t QuantPanelInt16Group(const FastQuantWeights& w);
+
+// QuantPanelPairMatmul's contract with int16 activations: `acts` as QuantizeActsInt16 wrote them
+// for rows [0, rows) with QuantPanelInt16Group(w) (y is left as it was where that is 0).
+void QuantPanelInt16Matmul(const FastQuantWeights& w, const Int16Acts& acts, int64_t rows,
+                           const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
 namespace internal {
 

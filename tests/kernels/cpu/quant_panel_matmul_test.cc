@@ -1,11 +1,11 @@
 // The quantized-weight panel kernel (kernels/cpu/fast/quant_panel_matmul.h) on random codes and
 // odd shapes, for INT4 and INT8 weight-only (fractional and integer zero points, groups of 8 to
 // K), MXFP4 and NVFP4 W4A16, in the f32 form and (4-bit codes, 6-bit byte codes) the bf16-pair
-// form with split and with bf16 activations:
+// form with split, bf16 and int16 activations (the int16 route on groups of up to 128 k):
 //  * each output within the header's bound of the exact sum in double of x (bf16 activations:
-//    bf16(x)) times the reference's dequantized weights: INT4 / INT8 (float(q) − z) · s as
-//    kernels/cpu/quant decodes them; MXFP4 e2m1 · 2^(e − 127); NVFP4 (e2m1 · sf) · α, with
-//    subnormal and negative scale bytes;
+//    bf16(x); int16: plus its quantization bound per group) times the reference's dequantized
+//    weights: INT4 / INT8 (float(q) − z) · s as kernels/cpu/quant decodes them; MXFP4 e2m1 · 2^(e −
+//    127); NVFP4 (e2m1 · sf) · α, with subnormal and negative scale bytes;
 //  * every row bit-identical alone (the register path) and in calls of 2-20 rows (row tiles
 //    over decoded K blocks: 6 rows in the f32 form, 3 in the pair form), under column splits at
 //    odd places and panel boundaries;
@@ -32,177 +32,20 @@
 #include "kernels/numeric/fp4.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
+#include "tests/kernels/cpu/quant_panel_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
 
-// The kernel form and activations a test runs: f32 panels and x, or bf16 pairs with the split
-// (exact x) or hi alone (bf16 activations).
-enum class Form { kF32, kSplit, kBf16 };
-
-struct Layer {
-  QuantDecode format;
-  Form form;
-  int64_t n, k, group;
-  // codes one per byte [n, k]; q the checkpoint's form (nibble pairs, or codes for kInt8)
-  std::vector<uint8_t> codes, q, block_scales;
-  std::vector<float> scales, zeros, bias;
-  hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
-  FastQuantWeights w;
-
-  // The reference's dequantized weight (column c, element i), α included.
-  double Weight(int64_t c, int64_t i) const {
-    const int64_t g = c * (k / group) + i / group;
-    const uint8_t q = codes[c * k + i];
-    switch (format) {
-      case QuantDecode::kInt4:
-      case QuantDecode::kInt8:
-        return (static_cast<float>(q) - zeros[g]) * scales[g];
-      case QuantDecode::kMxfp4:
-        return numeric::DecodeE2m1(q) * numeric::DecodeE8m0(block_scales[g]);
-      default:
-        return (numeric::DecodeE2m1(q) * numeric::DecodeUe4m3(block_scales[g])) * w.alpha;
-    }
-  }
-  bool Integer() const { return format == QuantDecode::kInt4 || format == QuantDecode::kInt8; }
-  // The header's bound's per-product magnitude: |x| times this.
-  double Magnitude(int64_t c, int64_t i) const {
-    if (!Integer()) return std::fabs(Weight(c, i));
-    const int64_t g = c * (k / group) + i / group;
-    const double centre = format != QuantDecode::kInt8 ? 8.0 : form == Form::kF32 ? 128.0 : 32.0;
-    return scales[g] * (std::fabs(codes[c * k + i] - centre) + std::fabs(zeros[g] - centre));
-  }
-};
-
-void Repack(Layer& l) {
-  l.w.q = l.q.data();
-  l.w.scales = l.scales.data();
-  l.w.zeros = l.zeros.data();
-  l.w.block_scales = l.block_scales.data();
-  l.panels = hwy::AllocateAligned<uint8_t>(QuantPanelsBytes(l.w));
-  l.w = RepackQuantPanels(l.w, l.panels.get(),
-                          l.form == Form::kF32 ? QuantPanelForm::kF32 : QuantPanelForm::kBf16Pairs);
-}
-
-// int_group: the group size of the integer formats (kInt4; kInt8 with 8-bit codes).
-Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, uint32_t seed,
-           Form form = Form::kF32) {
-  const bool integer = format == QuantDecode::kInt4 || format == QuantDecode::kInt8;
-  const int64_t group = integer ? int_group : format == QuantDecode::kMxfp4 ? 32 : 16;
-  Layer l{format, form, n, k, group, {}, {}, {}, {}, {}, {}, nullptr, {}};
-  std::mt19937 rng(seed);
-  // Byte codes: 8-bit in the f32 form, 6-bit (the pair form's largest, centre 32) in the pair form.
-  const uint32_t levels = format != QuantDecode::kInt8 ? 16 : form == Form::kF32 ? 256 : 64;
-  l.codes.resize(n * k);
-  for (auto& c : l.codes) c = static_cast<uint8_t>(rng() % levels);
-  if (format == QuantDecode::kInt8) {
-    l.codes[0] = static_cast<uint8_t>(levels - 1);  // the largest code sets the centre (128, 32)
-    l.q = l.codes;
-  } else {
-    l.q.resize(n * k / 2);
-    for (int64_t r = 0; r < n; ++r) PackU4Pairs(l.codes.data() + r * k, k, l.q.data() + r * k / 2);
-  }
-  const float top = static_cast<float>(levels - 1);
-  std::uniform_real_distribution<float> scale(1e-3f, 5e-2f), zero(0.0f, top);
-  FastQuantWeights& w = l.w;
-  w.decode = format;
-  w.n = n;
-  w.k = k;
-  const int64_t groups = n * (k / group);
-  if (integer) {
-    for (int64_t i = 0; i < groups; ++i) {
-      l.scales.push_back(scale(rng) * 16.0f / static_cast<float>(levels));
-      // Integer zero points (GPTQ, AWQ) and fractional ones.
-      l.zeros.push_back(i % 3 == 0 ? static_cast<float>(rng() % levels) : zero(rng));
-    }
-    w.scale_rows = 1;
-    w.scale_row_stride = k / group;
-    w.scale_k = group;
-  } else {
-    for (int64_t i = 0; i < groups; ++i) {
-      uint8_t b;
-      if (format == QuantDecode::kMxfp4) {
-        // 0: the subnormal 2^-127, in every group of column 1 (whose outputs are then ~1e-37:
-        // the tolerance has no absolute slack above the f32 subnormal step) and now and then.
-        const bool tiny = i % 7 == 0 || (n > 1 && i / (k / group) == 1);
-        b = static_cast<uint8_t>(tiny ? 0 : 100 + rng() % 40);
-      } else {
-        do b = static_cast<uint8_t>(rng());  // subnormal, normal and negative (bit 7) scales
-        while ((b & 0x7F) == numeric::kE4m3NanCode);
-      }
-      l.block_scales.push_back(b);
-    }
-    w.alpha = format == QuantDecode::kNvfp4 ? 3.7e-3f : 1.0f;
-  }
-  for (int64_t i = 0; i < n; ++i) l.bias.push_back(scale(rng) * 30);
-  Repack(l);
-  return l;
-}
-
-std::vector<float> Activations(int64_t rows, int64_t k, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> x(rows * k);
-  for (auto& v : x) v = nd(rng);
-  if (rows > 1) x[k + 1] = 0.0f;
-  return x;
-}
-
-// x rounded to bf16, as the engine passes bf16 activations.
-std::vector<float> RoundedToBf16(const std::vector<float>& x) {
-  std::vector<float> r(x.size());
-  for (size_t i = 0; i < x.size(); ++i) r[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
-  return r;
-}
-
-// y for rows [0, rows) of x, columns split into [b, e) pieces of `step`; the pair form converts
-// x as the engine does (RoundActsToBf16: hi and lo, or hi alone, x then being bf16 values).
-std::vector<float> RunPanels(const Layer& l, const float* x, int64_t rows, int64_t step,
-                             bool bias) {
-  std::vector<float> y(rows * l.n, -7.0f);
-  const int64_t stride = Bf16DotActStride(l.k);
-  std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
-  if (l.form != Form::kF32) RoundActsToBf16(x, l.k, 0, rows, hi.data(), lo.data(), nullptr);
-  for (int64_t b = 0; b < l.n; b += step) {
-    const float* bp = bias ? l.bias.data() : nullptr;
-    const int64_t e = std::min(l.n, b + step);
-    if (l.form == Form::kF32) {
-      QuantPanelMatmul(l.w, x, rows, bp, y.data(), b, e);
-    } else {
-      QuantPanelPairMatmul(l.w, x, hi.data(), l.form == Form::kSplit ? lo.data() : nullptr, rows,
-                           bp, y.data(), b, e);
-    }
-  }
-  return y;
-}
-
-bool Runs(const Layer& l) {
-  return l.form == Form::kF32 ? QuantPanelAvailable() : QuantPanelPairsAvailable();
-}
-
-std::string Name(QuantDecode f) {
-  switch (f) {
-    case QuantDecode::kInt4:
-      return "int4";
-    case QuantDecode::kInt8:
-      return "int8";
-    case QuantDecode::kMxfp4:
-      return "mxfp4";
-    default:
-      return "nvfp4";
-  }
-}
-
-std::string Name(Form f) {
-  switch (f) {
-    case Form::kF32:
-      return "f32";
-    case Form::kSplit:
-      return "split";
-    default:
-      return "bf16";
-  }
-}
+using panel_test::Activations;
+using panel_test::Form;
+using panel_test::Layer;
+using panel_test::Make;
+using panel_test::Name;
+using panel_test::Repack;
+using panel_test::RoundedToBf16;
+using panel_test::RunPanels;
+using panel_test::Runs;
 
 class QuantPanelTest : public ::testing::TestWithParam<std::tuple<QuantDecode, Form>> {
  protected:
@@ -224,28 +67,44 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
     SCOPED_TRACE(Name(format) + " n " + std::to_string(s.n) + " k " + std::to_string(s.k));
     const int64_t rows = 40;
     const Layer l = Make(format, s.n, s.k, s.group, static_cast<uint32_t>(s.n * 131 + s.k), form);
-    if (!Runs(l)) GTEST_SKIP() << "no AVX-512 (BF16) on this CPU";
+    if (!Runs(l)) GTEST_SKIP() << "no AVX-512 (BF16, VNNI) on this CPU";
     FastQuantWeights src = l.w;  // the checkpoint's codes (l.w.q points at the panels)
     src.q = l.q.data();
     ASSERT_TRUE(form == Form::kF32 ? QuantPanelSupported(src) : QuantPanelPairsSupported(src));
+    if (form == Form::kInt16 && QuantPanelInt16Group(l.w) != l.group) {
+      // The int16 route takes groups of whole 16-float vectors up to 128 k, and only those.
+      ASSERT_TRUE(l.group % 16 != 0 || l.group > 128) << QuantPanelInt16Group(l.w);
+      ASSERT_EQ(QuantPanelInt16Group(l.w), 0);
+      continue;
+    }
     const std::vector<float> x = Activations(rows, s.k, static_cast<uint32_t>(s.k));
     // What the kernel is given and multiplies: x, or bf16(x) for bf16 activations (as the engine
     // rounds them, so that the integer formats' Σx is of the same values).
     const std::vector<float> xm = form == Form::kBf16 ? RoundedToBf16(x) : x;
     // The split's activation error, 2^-16·|x| per product (bf16_dot_matmul.h).
     const double split = form == Form::kSplit ? std::ldexp(1.0, -16) : 0.0;
+    std::vector<double> amax(rows * (s.k / l.group));  // per row and group
+    for (int64_t i = 0; i < rows * s.k; ++i) {
+      double& a = amax[i / l.group];
+      a = std::max(a, std::fabs(1.0 * xm[i]));
+    }
     for (const bool bias : {true, false}) {
       const std::vector<float> all = RunPanels(l, xm.data(), rows, s.n, bias);
       for (int64_t m = 0; m < rows; ++m) {
         for (int64_t c = 0; c < s.n; ++c) {
-          double exact = bias ? l.bias[c] : 0.0, mag = 0;
+          double exact = bias ? l.bias[c] : 0.0, mag = 0, int16 = 0;
           for (int64_t i = 0; i < s.k; ++i) {
             const double xv = xm[m * s.k + i];
             exact += xv * l.Weight(c, i);
             mag += std::fabs(xv) * l.Magnitude(c, i);
+            if (form == Form::kInt16) {
+              // int16_act_quant.h: |x − x̂| ≤ 1.005 · 2^-16 · the largest |x| of the group.
+              int16 += std::fabs(l.Weight(c, i)) * 1.005 *
+                       std::ldexp(amax[m * (s.k / l.group) + i / l.group], -16);
+            }
           }
           // Absolute slack: a few f32 subnormal steps (products of MXFP4's 2^-127 scale).
-          const double tol = ((s.k + l.group + 3) * std::ldexp(1.0, -24) + split) * mag +
+          const double tol = ((s.k + l.group + 3) * std::ldexp(1.0, -24) + split) * mag + int16 +
                              std::ldexp(1.0, -23) * std::fabs(exact) + std::ldexp(1.0, -140);
           ASSERT_NEAR(all[m * s.n + c], exact, tol) << "m " << m << " c " << c;
         }
@@ -341,13 +200,12 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantPanelTest,
                                             ::testing::Values(Form::kF32)),
                          ParamName);
 // The bf16-pair form takes the 4-bit codes and byte codes of up to 6 bits.
-INSTANTIATE_TEST_SUITE_P(PairForm, QuantPanelTest,
-                         ::testing::Combine(::testing::Values(QuantDecode::kInt4,
-                                                              QuantDecode::kInt8,
-                                                              QuantDecode::kMxfp4,
-                                                              QuantDecode::kNvfp4),
-                                            ::testing::Values(Form::kSplit, Form::kBf16)),
-                         ParamName);
+INSTANTIATE_TEST_SUITE_P(
+    PairForm, QuantPanelTest,
+    ::testing::Combine(::testing::Values(QuantDecode::kInt4, QuantDecode::kInt8,
+                                         QuantDecode::kMxfp4, QuantDecode::kNvfp4),
+                       ::testing::Values(Form::kSplit, Form::kBf16, Form::kInt16)),
+    ParamName);
 
 TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
   // INT4, groups of 8: a 128-byte header, then one 64-byte chunk whose 32-bit lane c holds
