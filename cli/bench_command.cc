@@ -42,6 +42,7 @@ const std::vector<FlagSpec> kFlags = {
     {"threads", false, "CPU threads (default: all)"},
     kCpuInt8ActivationsFlag,
     kCpuBf16ActivationsFlag,
+    kCpuInt16ActivationsFlag,
     kKvCacheDtypeFlag,
     {"seed", false, "seed of the random prompts (default 0)"},
     {"device", false, "cpu (default), cuda or cuda:N"},
@@ -116,6 +117,7 @@ int RunBench(const std::vector<std::string>& argv) {
                                  .precision_plan_path = args->GetString("precision_plan"),
                                  .cpu_int8_activations = Int8ActivationsFlag(*args),
                                  .cpu_bf16_activations = args->GetBool("cpu_bf16_activations"),
+                                 .cpu_int16_activations = args->GetBool("cpu_int16_activations"),
                                  .device = device,
                                  .kv_cache_dtype = args->GetString("kv_cache_dtype", "auto")};
   // A device KV pool just large enough for the largest batch.

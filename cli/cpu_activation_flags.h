@@ -36,6 +36,13 @@ inline const FlagSpec kCpuBf16ActivationsFlag = {
     "kernels W8A16 / W4A16 layers; up to 2x prefill GEMM, faster 4-bit decode); changes results "
     "slightly"};
 
+inline const FlagSpec kCpuInt16ActivationsFlag = {
+    "cpu_int16_activations", true,
+    "INT4 weight-only, NVFP4 W4A16 and MXFP4 (groups of 16-128, no act-order) on AVX-512 VNNI / "
+    "BF16: int16 activations with one scale per weight group, within 2^-16 of each group's largest "
+    "|x| (one vpdpwssd per weight pair: 1.1-1.4x the exact split's prefill GEMM); changes results "
+    "very slightly. --cpu_bf16_activations wins where both are given"};
+
 inline const FlagSpec kKvCacheDtypeFlag = {
     "kv_cache_dtype", false,
     "KV cache elements: auto (default: f16 for GGUF models, as llama.cpp; f32 otherwise), f32 "

@@ -27,6 +27,7 @@ std::vector<FlagSpec> Flags() {
       {"threads", false, "CPU threads (default: all)"},
       kCpuInt8ActivationsFlag,
       kCpuBf16ActivationsFlag,
+      kCpuInt16ActivationsFlag,
       {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
       kKvCacheDtypeFlag,
       {"device", false, "cpu (default), cuda or cuda:N"},
@@ -70,6 +71,7 @@ int RunGenerate(const std::vector<std::string>& argv) {
   options.precision_plan_path = args->GetString("precision_plan");
   options.cpu_int8_activations = Int8ActivationsFlag(*args);
   options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
+  options.cpu_int16_activations = args->GetBool("cpu_int16_activations");
   options.device = args->GetString("device", "cpu");
   options.kv_cache_dtype = args->GetString("kv_cache_dtype", "auto");
   auto engine = runtime::LoadEngine(args->GetString("model"), options);

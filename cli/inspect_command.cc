@@ -21,6 +21,7 @@ const std::vector<FlagSpec> kFlags = {
     {"precision_plan", false, "for a model: resolve the plan with this override file"},
     kCpuInt8ActivationsFlag,
     kCpuBf16ActivationsFlag,
+    kCpuInt16ActivationsFlag,
     {"help", true, "show this help"},
 };
 
@@ -97,9 +98,10 @@ int RunInspect(const std::vector<std::string>& argv) {
     std::fprintf(stderr, "error: %s\n", std::string(quant_config.status().message()).c_str());
     return 1;
   }
-  auto plan = runtime::ResolvePlan(*source, **quant_config, args->GetString("precision_plan"),
-                                   {Int8ActivationsFlag(*args),
-                                    args->GetBool("cpu_bf16_activations")});
+  auto plan =
+      runtime::ResolvePlan(*source, **quant_config, args->GetString("precision_plan"),
+                           {Int8ActivationsFlag(*args), args->GetBool("cpu_bf16_activations"),
+                            args->GetBool("cpu_int16_activations")});
   if (!plan.ok()) {
     std::fprintf(stderr, "error: %s\n", std::string(plan.status().message()).c_str());
     return 1;

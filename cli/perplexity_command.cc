@@ -25,6 +25,7 @@ const std::vector<FlagSpec> kFlags = {
     {"precision_plan", false, "precision plan JSON file (per-layer override rules)"},
     kCpuInt8ActivationsFlag,
     kCpuBf16ActivationsFlag,
+    kCpuInt16ActivationsFlag,
     kKvCacheDtypeFlag,
     {"help", true, "show this help"},
 };
@@ -58,6 +59,7 @@ int RunPerplexity(const std::vector<std::string>& argv) {
   options.precision_plan_path = args->GetString("precision_plan");
   options.cpu_int8_activations = Int8ActivationsFlag(*args);
   options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
+  options.cpu_int16_activations = args->GetBool("cpu_int16_activations");
   options.kv_cache_dtype = args->GetString("kv_cache_dtype", "auto");
   auto engine = runtime::LoadEngine(args->GetString("model"), options);
   if (!engine.ok()) return Fail(engine.status());

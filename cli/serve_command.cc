@@ -48,6 +48,7 @@ std::vector<FlagSpec> Flags() {
       kKvCacheDtypeFlag,
       kCpuInt8ActivationsFlag,
       kCpuBf16ActivationsFlag,
+      kCpuInt16ActivationsFlag,
       {"tls_cert", false, "PEM certificate chain: serve gRPC over TLS"},
       {"tls_key", false, "PEM private key for --tls_cert"},
       {"api_key_file", false, "require 'authorization: Bearer KEY' (one key per line)"},
@@ -175,6 +176,7 @@ int RunServe(const std::vector<std::string>& argv) {
   engine_options.precision_plan_path = args->GetString("precision_plan");
   engine_options.cpu_int8_activations = Int8ActivationsFlag(*args);
   engine_options.cpu_bf16_activations = args->GetBool("cpu_bf16_activations");
+  engine_options.cpu_int16_activations = args->GetBool("cpu_int16_activations");
   engine_options.device = args->GetString("device", "cpu");
   engine_options.kv_blocks = sched_opts->kv_blocks;
   engine_options.kv_cache_dtype = args->GetString("kv_cache_dtype", "auto");

@@ -49,6 +49,8 @@ absl::string_view ActivationFormatName(ActivationFormat a) {
     case ActivationFormat::kNvfp4: return "nvfp4";
     case ActivationFormat::kInt8Block32: return "q8_0 act";
     case ActivationFormat::kBf16: return "bf16";
+    case ActivationFormat::kInt16Group:
+      return "int16 act";
   }
   return "?";
 }
@@ -109,8 +111,9 @@ std::string LinearSpec::Describe() const {
   if (zero_point != ZeroPointKind::kNone) absl::StrAppend(&w, " +zp");
   if (act_order) absl::StrAppend(&w, " act-order");
   std::string a(ActivationFormatName(activation));
+  if (activation == ActivationFormat::kInt16Group) absl::StrAppend(&a, " group-", activation_group);
   if (activation != ActivationFormat::kFloat && activation != ActivationFormat::kInt8Block32 &&
-      activation != ActivationFormat::kBf16) {
+      activation != ActivationFormat::kBf16 && activation != ActivationFormat::kInt16Group) {
     absl::StrAppend(&a, " ", activation_origin == ScaleOrigin::kStatic ? "static" : "dynamic", " ",
                     activation_scale == ScaleGranularity::kColwise ? "per-token"
                                                                    : ScaleGranularityName(activation_scale));

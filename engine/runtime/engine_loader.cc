@@ -43,10 +43,11 @@ void WarnAboutDequantizingLayers(const quant::PrecisionPlan& plan) {
 // quant config are set).
 absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cuda_ordinal) {
   if (cuda_ordinal < 0) {
-    TESSERA_ASSIGN_OR_RETURN(quant::PrecisionPlan plan,
-                             ResolvePlan(e.source, *e.quant_config, options.precision_plan_path,
-                                         {options.cpu_int8_activations,
-                                          options.cpu_bf16_activations}));
+    TESSERA_ASSIGN_OR_RETURN(
+        quant::PrecisionPlan plan,
+        ResolvePlan(e.source, *e.quant_config, options.precision_plan_path,
+                    {options.cpu_int8_activations, options.cpu_bf16_activations,
+                     options.cpu_int16_activations}));
     e.plan = std::make_unique<quant::PrecisionPlan>(std::move(plan));
     TLOG_INFO("%s", e.plan->ToTable());
     for (const std::string& w : e.plan->warnings()) TLOG_WARNING("%s", w);
@@ -158,7 +159,7 @@ absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& sourc
     TESSERA_ASSIGN_OR_RETURN(overrides, quant::PlanOverrides::FromFile(precision_plan_path));
   }
   const auto modules = model::DecoderLinearModules(source.config, source.naming, *source.store);
-  backend::cpu::CpuKernelSelector cpu(cpu_choices.int8, cpu_choices.bf16);
+  backend::cpu::CpuKernelSelector cpu(cpu_choices.int8, cpu_choices.bf16, cpu_choices.int16);
   return quant::PrecisionPlan::Resolve(modules, quant_config, *source.store, overrides,
                                        backend != nullptr ? *backend : cpu);
 }

@@ -47,6 +47,11 @@ struct EngineOptions {
   // rate on AVX-512 BF16, but results differ from f32 activations by the activation rounding.
   // Off: exact f32 activations (the hi + lo split on the bf16 kernels).
   bool cpu_bf16_activations = false;
+  // The 4-bit weight-only formats (INT4, NVFP4 W4A16, MXFP4; groups of 16-128, no act-order) on
+  // AVX-512 VNNI / BF16 multiply int16 activations, one scale per weight group (one vpdpwssd per
+  // weight pair: 1.3-1.4x the exact split's prefill GEMM rate), within 2^-16 of each group's
+  // largest |x|. cpu_bf16_activations wins where both are set.
+  bool cpu_int16_activations = false;
   std::string device = "cpu";  // "cpu", "cuda" (= cuda:0) or "cuda:N"
   // CUDA only: the device KV pool, in blocks of kv_block_tokens positions (the scheduler's
   // KvCache must use the same block size and at most this many blocks). 0: sized from free
@@ -68,7 +73,8 @@ absl::StatusOr<int> ParseDevice(const std::string& device);
 // The CPU selector's activation choices (the EngineOptions fields of the same names).
 struct CpuActivationChoices {
   backend::cpu::Int8Activations int8 = backend::cpu::Int8Activations::kGgufBlocks;
-  bool bf16 = false;  // cpu_bf16_activations
+  bool bf16 = false;   // cpu_bf16_activations
+  bool int16 = false;  // cpu_int16_activations
 };
 absl::StatusOr<quant::PrecisionPlan> ResolvePlan(const model::ModelSource& source,
                                                  const quant::QuantConfig& quant_config,

@@ -7,13 +7,15 @@
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 
 namespace tessera::backend::cpu {
 
 // Kernel names: "-fast" the Highway / AVX-512 kernels of kernels/cpu/fast (bf16 weights: the
 // vdpbf16ps kernel on the hi + lo split of f32 activations), "-bf16-act" bf16 activations
-// (--cpu_bf16_activations), "-vnni" / "-avxvnni" / "-avx2" the int8 activation tiles on their
-// AVX-512 VNNI, AVX-VNNI or AVX2 kernel (GGUF block formats by default, the others under
+// (--cpu_bf16_activations), "-i16-act" int16 activations (--cpu_int16_activations), "-vnni" /
+// "-avxvnni" / "-avx2" the int8 activation tiles on their AVX-512 VNNI, AVX-VNNI or AVX2 kernel
+// (GGUF block formats by default, the others under
 // --cpu_int8_activations), "-int" NVFP4 W4A4's exact integer tiles, "-dequant" GGUF blocks
 // dequantized to an f32 tile per call
 // (the K-quants and Q4_1 / Q5_0 / Q5_1 under --cpu_int8_activations=false or without AVX2),
@@ -86,6 +88,26 @@ bool CpuKernelSelector::TakeBf16Activations(quant::LinearSpec* spec, const char*
   if (!bf16_activations_ || spec->activation != quant::ActivationFormat::kFloat) return false;
   spec->activation = quant::ActivationFormat::kBf16;
   spec->kernel = kernel;
+  return true;
+}
+
+bool CpuKernelSelector::TakeInt16Activations(quant::LinearSpec* spec, const char* kernel) const {
+  // The pair panels' int16 route (quant_panel_matmul.h): int32 sums exact over a group of up to
+  // 128 k, one activation scale per weight group. Act-order layers keep exact activations (their
+  // channels are permuted before the kernel sees them).
+  if (!int16_activations_ || spec->activation != quant::ActivationFormat::kFloat) return false;
+  const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
+  if (!kernels::cpu::fast::QuantPanelInt16Available() || spec->act_order || group % 16 != 0 ||
+      group > 128) {
+    absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
+                    "exact f32 activations: int16 activations need AVX-512 VNNI / BF16, groups of "
+                    "16-128 k and no act-order");
+    return false;
+  }
+  spec->activation = quant::ActivationFormat::kInt16Group;
+  spec->activation_scale = quant::ScaleGranularity::kGroup;
+  spec->activation_group = group;
+  spec->kernel = absl::StrCat(kernel, "-i16-act");
   return true;
 }
 
@@ -172,6 +194,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
       const bool fast = spec->k % 32 == 0 && group % 32 == 0 && FourBitF32Fast();
       if (fast && TakeBf16Activations(spec, "cpu/int-wo-bf16-act")) break;
+      if (fast && TakeInt16Activations(spec, "cpu/int-wo")) break;
       spec->kernel = fast ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     }
@@ -192,6 +215,9 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         break;
       }
       if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/nvfp4-w4a16-bf16-act")) break;
+      if (FourBitF32Fast() && spec->k % 32 == 0 && TakeInt16Activations(spec, "cpu/nvfp4-w4a16")) {
+        break;
+      }
       spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int"
                      : FourBitF32Fast()                           ? "cpu/nvfp4-w4a16-fast"
                                                                   : "cpu/nvfp4-w4a16-ref";
@@ -202,6 +228,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         break;
       }
       if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/mxfp4-w4a16-bf16-act")) break;
+      if (FourBitF32Fast() && TakeInt16Activations(spec, "cpu/mxfp4-w4a16")) break;
       spec->kernel = FourBitF32Fast() ? "cpu/mxfp4-w4a16-fast" : "cpu/mxfp4-w4a16-ref";
       break;
     case WeightFormat::kGgufQ4_0:

@@ -36,9 +36,15 @@ class CpuKernelSelector : public quant::KernelSelector {
   // bf16_activations: bf16 weights, FP8 W8A16 and the 4-bit weight-only formats (INT4, NVFP4
   // W4A16, MXFP4) on their fast kernels multiply bf16-rounded activations (a: bf16) instead of
   // exact f32 ones (the hi + lo split where the kernel is a bf16 one).
+  // int16_activations: the 4-bit weight-only formats multiply int16 activations with one scale
+  // per weight group (a: int16 act) on the pair panels' int16 route, where this CPU runs it and
+  // the layer's groups fit it (else exact f32 activations, with a note in the plan);
+  // bf16_activations wins where both are set.
   explicit CpuKernelSelector(Int8Activations int8_activations = Int8Activations::kNone,
-                             bool bf16_activations = false)
-      : int8_activations_(int8_activations), bf16_activations_(bf16_activations) {}
+                             bool bf16_activations = false, bool int16_activations = false)
+      : int8_activations_(int8_activations),
+        bf16_activations_(bf16_activations),
+        int16_activations_(int16_activations) {}
   std::string name() const override { return "cpu"; }
   absl::Status Select(quant::LinearSpec* spec) const override;
 
@@ -52,9 +58,13 @@ class CpuKernelSelector : public quant::KernelSelector {
   // Under bf16_activations, a 4-bit weight-only layer with f32 activations takes bf16 ones and
   // `kernel`; returns whether it did.
   bool TakeBf16Activations(quant::LinearSpec* spec, const char* kernel) const;
+  // The same for int16_activations: `kernel` plus "-i16-act" where the int16 route takes the
+  // layer.
+  bool TakeInt16Activations(quant::LinearSpec* spec, const char* kernel) const;
 
   Int8Activations int8_activations_;
   bool bf16_activations_;
+  bool int16_activations_;
 };
 
 }  // namespace tessera::backend::cpu

@@ -237,14 +237,11 @@ void QuantizedLinear::InitFast() {
   }
   fast_ = f;
   fast_ok_ = kf::FastQuantSupported(fast_);
-  // FP8 with per-tensor / per-row weight scales runs on 16-column panels, one stream per panel
-  // (fp8_panel_matmul.h), for every activation form: W8A8's E4M3 codes and --cpu_bf16_activations
-  // take hi alone, W8A16 with exact f32 activations the hi + lo split. 2-D block scales stay on
-  // the row-major kernel; TESSERA_FP8_BF16=0 sends every FP8 layer to the Highway f32 kernel
-  // (A/B runs). The split form moved here from the row-major kernel when the panels
-  // measured as fast at one row and faster from 16 (bench/README.md, eleventh session:
-  // BM_QuantMatmul/FP8 vs FP8_PANEL, M = 1 medians 27.7-29.3 vs 28.4-30.2 GB/s, M = 128 186-194
-  // vs 210-214 GFLOP/s); the panels give bit-identical rows at any row count (batch invariance).
+  // FP8 with per-tensor / per-row weight scales runs on 16-column panels (fp8_panel_matmul.h),
+  // for every activation form: W8A8's E4M3 codes and bf16 activations take hi alone, exact f32
+  // ones the hi + lo split; 2-D block scales stay on the row-major kernel; TESSERA_FP8_BF16=0
+  // sends FP8 to the Highway f32 kernel. The panels were as fast at one row and faster from 16
+  // (bench/README.md, eleventh session), with bit-identical rows at any row count.
   const bool panel_acts = s.activation == ActivationFormat::kFp8 ||
                           s.activation == ActivationFormat::kBf16 ||
                           s.activation == ActivationFormat::kFloat;
@@ -255,23 +252,20 @@ void QuantizedLinear::InitFast() {
     kf::AmxBf16Usable();  // the panels run as AMX tiles there: its one-time self-check at load
   }
   // Weight-only integer codes (INT4, and INT8 / INT3 / INT2 as bytes), MXFP4 and NVFP4 W4A16
-  // with f32 or bf16 activations: 16-column panels with the scales beside the codes
-  // (quant_panel_matmul.h), activations in their natural order. FastQuantMatmul's row kernels
-  // reached 0.33-0.41x of oneDNN bf16 at M = 128 for the 4-bit formats, the panels 0.41-0.48x,
-  // and batch 1 streams 10-140% faster (bench/README.md, twelfth session). The f32 form takes
-  // --cpu_bf16_activations' rounded values as plain floats; a W4A8 spec (compressed-tensors
-  // int8 / fp8 input_activations) stays where it was.
-  const bool float_acts =
-      s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16;
+  // with f32, bf16 or int16 activations: 16-column panels with the scales beside the codes
+  // (quant_panel_matmul.h), activations in their natural order (bench/README.md, twelfth
+  // session: 0.33-0.41x -> 0.41-0.48x oneDNN bf16 at M = 128, batch 1 10-140% faster). A W4A8
+  // spec (compressed-tensors int8 / fp8 input_activations) stays where it was.
+  const bool float_acts = s.activation == ActivationFormat::kFloat ||
+                          s.activation == ActivationFormat::kBf16 ||
+                          s.activation == ActivationFormat::kInt16Group;
   const bool integer =
       (f.decode == kf::QuantDecode::kInt4 || f.decode == kf::QuantDecode::kInt8) && float_acts;
   const bool fp4 = float_acts &&
                    (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4);
-  // On AVX-512 BF16 the 4-bit codes (and byte codes of up to 6 bits: INT3 / INT2) take the
-  // panels' bf16-pair form: exact f32 activations as the hi + lo split (FP8 W8A16's and dense
-  // BF16's form), bf16 ones as hi alone; one thread decoding from L3 ran INT4 g128 at batch 1
-  // 1.6x the f32 form's rate with the split, 2.3x with bf16 activations (bench/README.md,
-  // thirteenth session).
+  // On AVX-512 BF16 the 4-bit codes (and byte codes of up to 6 bits) take the bf16-pair form:
+  // exact activations as the hi + lo split, bf16 ones as hi alone, int16 ones on its int16 route
+  // (bench/README.md, thirteenth and nineteenth sessions).
   if (fast_ok_ && (integer || fp4) && kf::QuantPanelSupported(fast_)) {
     quant_pairs_ = kf::QuantPanelPairsSupported(fast_);
     x16_ = kc::HugePageBuffer(kf::QuantPanelsBytes(fast_));
@@ -292,6 +286,12 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
   // computed once per call, before the column split, and per row (batch-invariant).
   std::vector<float> xa, sa;
   std::vector<uint8_t> qa, qa_scales;
+  if (s.activation == ActivationFormat::kInt16Group) {
+    if (ForwardInt16(x, rows, y, split, scratch)) return true;
+    float* rounded = scratch.Alloc<float>(rows * k);  // x̂ for the float kernels below
+    RoundToInt16Groups(x, rows, rounded);
+    x = rounded;
+  }
   const float* xin = x;
   // The per-row quantizers run over row ranges on the pool: each row's codes depend only on that
   // row, so the split changes nothing (batch invariance), and a batch's rows no longer wait on
@@ -414,7 +414,8 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
   if (fp8_panels_ok_ || quant_pairs_) {
     // W8A8's E4M3 codes and --cpu_bf16_activations' rounding are bf16 values: hi alone. Exact
     // f32 activations (W8A16, W4A16) take the hi + lo split.
-    const bool split_acts = s.activation == ActivationFormat::kFloat;
+    const bool split_acts =
+        s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kInt16Group;
     const int64_t stride = kf::Bf16DotActStride(k);
     // Uninitialized: RoundActsToBf16 writes every element of its rows, the padding included.
     uint16_t* hi = scratch.Alloc<uint16_t>(rows * stride);
@@ -491,6 +492,10 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
       kf::QuantizeRowQ8Block32(x + r * k, k, q.data(), d.data());
       for (int64_t i = 0; i < k; ++i) x_q8[r * k + i] = static_cast<float>(q[i]) * d[i / 32];
     }
+    x = x_q8.data();
+  } else if (s.activation == ActivationFormat::kInt16Group) {
+    x_q8.resize(rows * k);  // the int16-activation scheme's math: the float kernel on x̂
+    RoundToInt16Groups(x, rows, x_q8.data());
     x = x_q8.data();
   } else if (s.activation == ActivationFormat::kBf16) {
     // The bf16-activation scheme's math: the float kernel on x rounded to bf16.

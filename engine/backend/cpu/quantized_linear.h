@@ -103,6 +103,13 @@ class QuantizedLinear : public Linear {
   bool InitInt8Dot();
   void ForwardInt8Dot(const float* x, int64_t rows, float* y, ColumnSplit split,
                       kernels::cpu::ScratchFrame& scratch) const;
+  // int16 activations (a: int16 act): ForwardInt16 runs the pair panels' int16 route (false where
+  // the layer's panels cannot take it); RoundToInt16Groups writes x̂ = d · q [rows, k], what every
+  // other path then multiplies (the reference kernel, the split on panels without the route).
+  // quantized_linear_int16.cc.
+  bool ForwardInt16(const float* x, int64_t rows, float* y, ColumnSplit split,
+                    kernels::cpu::ScratchFrame& scratch) const;
+  void RoundToInt16Groups(const float* x, int64_t rows, float* out) const;
   // INT8 / INT3 / INT2 weight-only codes (one per byte) in the 16-column VNNI tiles for int8
   // activations (kernels/cpu/fast/int4_x16.h kU8x16); sets q8_ / q8_ok_ when it takes the layer.
   void InitIntBytesX16();

@@ -15,12 +15,14 @@
 #include "engine/quant/linear_spec.h"
 #include "engine/runtime/engine_loader.h"
 #include "engine/runtime/kv_cache.h"
+#include "tests/engine/runtime/process_temp_dir.h"
 
 namespace tessera::runtime {
 namespace {
 
 std::string SynthDir() {
-  static const std::string dir = [] {
+  static const ProcessTempDir dir("synth_bf16_act_hf");
+  static const bool written = [] {
     model::SynthShape s;
     s.name = "bf16-act-test";
     s.arch = "llama";
@@ -28,12 +30,12 @@ std::string SynthDir() {
     s.vocab = 320, s.context = 128;
     model::SynthOptions o;
     o.seed = 11;
-    const std::string d = ::testing::TempDir() + "/synth_bf16_act_hf";
-    const absl::Status st = model::WriteSynthHfDir(s, o, d);
+    const absl::Status st = model::WriteSynthHfDir(s, o, dir.path());
     EXPECT_TRUE(st.ok()) << st;
-    return d;
+    return st.ok();
   }();
-  return dir;
+  EXPECT_TRUE(written);
+  return dir.path();
 }
 
 std::unique_ptr<LoadedEngine> Load(bool bf16_activations) {

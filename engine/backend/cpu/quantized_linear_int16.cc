@@ -1,0 +1,61 @@
+// int16 activations (--cpu_int16_activations, a: int16 act) of the CPU QuantizedLinear: the 4-bit
+// pair panels' int16 route (kernels/cpu/fast/quant_panel_matmul.h), activations quantized once
+// per call with one scale per weight group (rows over the pool, each row alone: batch
+// invariance), and x̂ = d · q for the paths that multiply floats, so every path of the layer
+// multiplies the same activations.
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/cpu/quantized_linear.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/int16_act_quant.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
+
+namespace tessera::backend::cpu {
+
+namespace kf = kernels::cpu::fast;
+
+namespace {
+
+// fn over row ranges, on the pool when there is one and more than one row.
+template <typename Fn>
+void OverRows(kernels::cpu::ThreadPool* pool, int64_t rows, const Fn& fn) {
+  if (pool != nullptr && rows > 1) {
+    pool->ParallelFor(rows, 1, fn);
+  } else {
+    fn(0, rows);
+  }
+}
+
+}  // namespace
+
+bool QuantizedLinear::ForwardInt16(const float* x, int64_t rows, float* y, ColumnSplit split,
+                                   kernels::cpu::ScratchFrame& scratch) const {
+  const int64_t k = w_.spec.k, group = w_.spec.activation_group;
+  if (!quant_pairs_ || group <= 0 || kf::QuantPanelInt16Group(fast_) != group) return false;
+  const int64_t groups = k / group;
+  int16_t* q = scratch.Alloc<int16_t>(rows * kf::Bf16DotActStride(k));
+  float* d = scratch.Alloc<float>(rows * groups);
+  float* sums = scratch.Alloc<float>(rows * groups);
+  OverRows(pool_, rows,
+           [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt16(x, k, group, r0, r1, q, d, sums); });
+  const float* bias = bias_.empty() ? nullptr : bias_.data();
+  const kf::Int16Acts acts{q, d, sums};
+  split(w_.spec.n,
+        [&](int64_t b, int64_t e) { kf::QuantPanelInt16Matmul(fast_, acts, rows, bias, y, b, e); });
+  return true;
+}
+
+void QuantizedLinear::RoundToInt16Groups(const float* x, int64_t rows, float* out) const {
+  const int64_t k = w_.spec.k, group = w_.spec.activation_group;
+  OverRows(pool_, rows, [&](int64_t r0, int64_t r1) {
+    std::vector<int16_t> q(group);
+    for (int64_t i = r0 * k; i < r1 * k; i += group) {
+      float d, sum;
+      kf::QuantizeGroupInt16Scalar(x + i, group, q.data(), &d, &sum);
+      for (int64_t j = 0; j < group; ++j) out[i + j] = d * static_cast<float>(q[j]);
+    }
+  });
+}
+
+}  // namespace tessera::backend::cpu

@@ -1,0 +1,162 @@
+// EngineOptions::cpu_int16_activations end to end on a synthesized Hugging Face bf16 checkpoint
+// quantized online to INT4 g128, MXFP4 and NVFP4 W4A16 (configs/plans/bench-*.json): the plan says
+// so (a: int16 act group-G, "-i16-act" kernels) for those layers where the CPU runs the int16
+// route, and otherwise keeps its CPU's default (exact activations with a note, or the int8 tiles
+// on AVX2); the logits differ from the exact
+// default's, by far less than bf16 activations move them; and a sequence's logits are
+// bit-identical alone or batched with another sequence's prefill, at prefill and decode.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/model/synth_model.h"
+#include "engine/quant/linear_spec.h"
+#include "engine/runtime/engine_loader.h"
+#include "engine/runtime/kv_cache.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
+#include "tests/engine/runtime/process_temp_dir.h"
+
+namespace tessera::runtime {
+namespace {
+
+std::string SynthDir() {
+  static const ProcessTempDir dir("synth_int16_act_hf");
+  static const bool written = [] {
+    model::SynthShape s;
+    s.name = "int16-act-test";
+    s.arch = "llama";
+    s.hidden = 256, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.ffn = 384;
+    s.vocab = 320, s.context = 128;
+    model::SynthOptions o;
+    o.seed = 12;
+    const absl::Status st = model::WriteSynthHfDir(s, o, dir.path());
+    EXPECT_TRUE(st.ok()) << st;
+    return st.ok();
+  }();
+  EXPECT_TRUE(written);
+  return dir.path();
+}
+
+enum class Acts { kExact, kBf16, kInt16 };
+
+std::unique_ptr<LoadedEngine> Load(const std::string& plan, Acts acts) {
+  EngineOptions options;
+  options.threads = 2;
+  options.precision_plan_path = std::string(TESSERA_SOURCE_DIR) + "/configs/plans/" + plan;
+  options.cpu_bf16_activations = acts == Acts::kBf16;
+  options.cpu_int16_activations = acts == Acts::kInt16;
+  auto e = LoadEngine(SynthDir(), options);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+std::vector<int32_t> Tokens(int n, int salt) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back((37 * i + salt) % 320);
+  return t;
+}
+
+std::vector<float> Prefill(LoadedEngine& e, const std::vector<int32_t>& t) {
+  const auto& c = e.model->config();
+  KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
+  SequenceKv seq;
+  std::vector<float> logits;
+  EXPECT_TRUE(e.model->Forward({{&seq, t, true, false}}, cache, &logits).ok());
+  return logits;
+}
+
+// max |a − b| over max(1, max |a|).
+double RelativeDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double diff = 0, scale = 1;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
+    scale = std::max(scale, std::abs(double(a[i])));
+  }
+  return diff / scale;
+}
+
+class Int16ActivationsTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Int16ActivationsTest, PlanNamesTheChoice) {
+  auto e = Load(GetParam(), Acts::kInt16);
+  ASSERT_TRUE(e);
+  const bool route = kernels::cpu::fast::QuantPanelInt16Available();
+  int quantized = 0;
+  for (const quant::LinearSpec& s : e->plan->layers()) {
+    if (s.weight_format == quant::WeightFormat::kBF16) continue;  // lm_head
+    ++quantized;
+    const int64_t group = s.weight_format == quant::WeightFormat::kNvfp4   ? 16
+                          : s.weight_format == quant::WeightFormat::kMxfp4 ? 32
+                                                                           : 128;
+    if (route) {
+      EXPECT_EQ(s.activation, quant::ActivationFormat::kInt16Group) << s.module;
+      EXPECT_EQ(s.activation_group, group) << s.module;
+      EXPECT_TRUE(s.kernel.ends_with("-i16-act")) << s.module << " " << s.kernel;
+      EXPECT_NE(s.Describe().find("a: int16 act group-" + std::to_string(group)), std::string::npos)
+          << s.Describe();
+    } else {
+      // Exact activations with a note (AVX-512 without VNNI / BF16), or on AVX2 the int8 tiles
+      // the 4-bit layers take there by default.
+      EXPECT_NE(s.activation, quant::ActivationFormat::kInt16Group) << s.module;
+      if (s.activation == quant::ActivationFormat::kFloat) {
+        EXPECT_NE(s.reason.find("int16 activations need"), std::string::npos) << s.reason;
+      }
+    }
+  }
+  EXPECT_EQ(quantized, 14);  // 7 projections x 2 layers
+}
+
+TEST_P(Int16ActivationsTest, CloseToExactAndBatchInvariant) {
+  if (!kernels::cpu::fast::QuantPanelInt16Available()) {
+    GTEST_SKIP() << "no AVX-512 VNNI / BF16: the layers keep exact activations";
+  }
+  auto exact = Load(GetParam(), Acts::kExact);
+  auto bf16 = Load(GetParam(), Acts::kBf16);
+  auto int16 = Load(GetParam(), Acts::kInt16);
+  ASSERT_TRUE(exact && bf16 && int16);
+  const std::vector<int32_t> a = Tokens(11, 3), b = Tokens(17, 5);
+  const std::vector<float> le = Prefill(*exact, a);
+  const double d16 = RelativeDiff(le, Prefill(*int16, a));
+  const double dbf16 = RelativeDiff(le, Prefill(*bf16, a));
+  EXPECT_GT(d16, 0.0) << "int16 activations changed nothing: were they quantized at all?";
+  EXPECT_LE(d16, 1e-3);
+  // Per activation 2^-16 of its group's largest |x| against bf16's 2^-9 of each |x|.
+  EXPECT_LT(4 * d16, dbf16) << "int16 " << d16 << " bf16 " << dbf16;
+
+  const auto& c = int16->model->config();
+  KvCache alone_cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
+  KvCache batch_cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
+  SequenceKv sa, ta, tb, tc;
+  std::vector<float> alone, batched;
+  ASSERT_TRUE(int16->model->Forward({{&sa, a, false, true}}, alone_cache, &alone).ok());
+  ASSERT_TRUE(
+      int16->model->Forward({{&ta, a, false, true}, {&tb, b, false, true}}, batch_cache, &batched)
+          .ok());
+  ASSERT_EQ(batched.size(), 2 * alone.size());
+  EXPECT_EQ(std::memcmp(alone.data(), batched.data(), alone.size() * 4), 0) << "prefill";
+  const std::vector<int32_t> next = {42};
+  ASSERT_TRUE(int16->model->Forward({{&sa, next, false, true}}, alone_cache, &alone).ok());
+  ASSERT_TRUE(
+      int16->model
+          ->Forward({{&ta, next, false, true}, {&tc, b, false, true}}, batch_cache, &batched)
+          .ok());
+  EXPECT_EQ(std::memcmp(alone.data(), batched.data(), alone.size() * 4), 0) << "decode";
+}
+
+INSTANTIATE_TEST_SUITE_P(Plans, Int16ActivationsTest,
+                         ::testing::Values("bench-int4-g128.json", "bench-mxfp4.json",
+                                           "bench-nvfp4-a16.json"),
+                         [](const ::testing::TestParamInfo<const char*>& info) {
+                           std::string name = info.param;
+                           name = name.substr(6, name.size() - 11);  // "bench-" ... ".json"
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace tessera::runtime
