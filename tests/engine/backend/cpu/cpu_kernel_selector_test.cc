@@ -11,6 +11,7 @@
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 
 namespace tessera::backend::cpu {
 namespace {
@@ -267,6 +268,54 @@ TEST(CpuKernelSelectorTest, Bf16ActivationsForFourBitWeightOnly) {
     EXPECT_EQ(s.activation, takes ? ActivationFormat::kBf16 : act);
     EXPECT_EQ(s.kernel, takes ? std::string(label) : exact.kernel);
     EXPECT_EQ(exact.activation, act);
+  }
+}
+
+// --cpu_int16_activations on 4-bit weight-only layers: int16 activations per weight group where
+// the pair panels' int16 route runs here and the layer fits it (groups of 16-128, no act-order);
+// other layers keep their kernel and activations, with a note where only the route is missing;
+// bf16 activations win where both are asked for.
+TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
+  const bool route = kernels::cpu::fast::QuantPanelInt16Available();
+  struct Case {
+    WeightFormat fmt;
+    ActivationFormat act;
+    int64_t group;
+    bool act_order;
+    const char* label;  // "": never int16; otherwise the label where the route runs
+  };
+  for (const Case& c :
+       {Case{WeightFormat::kInt4, ActivationFormat::kFloat, 128, false, "cpu/int-wo-i16-act"},
+        Case{WeightFormat::kInt4Awq, ActivationFormat::kFloat, 64, false, "cpu/int-wo-i16-act"},
+        Case{WeightFormat::kInt4, ActivationFormat::kFloat, 256, false, ""},
+        Case{WeightFormat::kInt4, ActivationFormat::kFloat, 128, true, ""},
+        Case{WeightFormat::kMxfp4, ActivationFormat::kFloat, 32, false, "cpu/mxfp4-w4a16-i16-act"},
+        Case{WeightFormat::kNvfp4, ActivationFormat::kFloat, 16, false, "cpu/nvfp4-w4a16-i16-act"},
+        Case{WeightFormat::kNvfp4, ActivationFormat::kNvfp4, 16, false, ""}}) {
+    LinearSpec s;
+    s.module = "model.layers.0.mlp.up_proj";
+    s.n = 64;
+    s.k = 256;
+    s.weight_format = c.fmt;
+    s.weight_scale = ScaleGranularity::kGroup;
+    s.group_size = c.group;
+    s.act_order = c.act_order;
+    s.activation = c.act;
+    LinearSpec exact = s, both = s;
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone, false, true).Select(&s).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone).Select(&exact).ok());
+    ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone, true, true).Select(&both).ok());
+    const bool takes = route && std::string(c.label).size() > 0;
+    SCOPED_TRACE(exact.kernel + " group " + std::to_string(c.group));
+    EXPECT_EQ(s.activation, takes ? ActivationFormat::kInt16Group : c.act);
+    EXPECT_EQ(s.kernel, takes ? std::string(c.label) : exact.kernel);
+    EXPECT_EQ(s.activation_group, takes ? c.group : exact.activation_group);
+    // The note: a W4A16 layer on a fast kernel that the route does not take.
+    const bool noted = s.reason.find("int16 activations need") != std::string::npos;
+    EXPECT_EQ(noted, c.act == ActivationFormat::kFloat && !takes &&
+                         exact.kernel.find("-ref") == std::string::npos)
+        << s.reason;
+    EXPECT_NE(both.activation, ActivationFormat::kInt16Group);
   }
 }
 
