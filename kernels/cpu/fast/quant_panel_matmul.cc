@@ -180,10 +180,20 @@ HWY_INLINE int64_t GroupAt(const Job& job, int64_t g) {
 template <int MR, int NV, bool kDecoded, QuantDecode F, Acts A, Header H>
 void GroupTile(const Job& job) {
   constexpr bool kPairs = A != Acts::kF32;
-  if (job.first) {
-    for (int i = 0; i < MR; ++i) {
-      for (int j = 0; j < NV; ++j) {
-        _mm512_storeu_ps(job.tot + (i * kTileVecs + j) * 16, _mm512_setzero_ps());
+  // int16 activations over decoded blocks (3-row tiles): one int32 sum per output (3 · 4 chains
+  // keep `vpdpwssd` busy) and the running totals in registers, not reloaded and stored at every
+  // group's fold (NVFP4's groups of 16: 8 dot products per fold). The same integer sums and the
+  // same fold operations as the register path's a + b and memory totals: the same bits.
+  constexpr bool kRegTotals = A == Acts::kInt16 && kDecoded;
+  constexpr bool kTwoSums = kPairs && !kRegTotals;
+  __m512 totals[MR][NV];  // kRegTotals
+  for (int i = 0; i < MR; ++i) {
+    for (int j = 0; j < NV; ++j) {
+      float* t = job.tot + (i * kTileVecs + j) * 16;
+      if constexpr (kRegTotals) {
+        totals[i][j] = job.first ? _mm512_setzero_ps() : _mm512_loadu_ps(t);
+      } else if (job.first) {
+        _mm512_storeu_ps(t, _mm512_setzero_ps());
       }
     }
   }
@@ -193,7 +203,7 @@ void GroupTile(const Job& job) {
     for (int i = 0; i < MR; ++i) {
       for (int j = 0; j < NV; ++j) acc[i][j] = ZeroAcc<A>();
     }
-    if constexpr (kPairs) {
+    if constexpr (kTwoSums) {
       for (int i = 0; i < MR; ++i) {
         for (int j = 0; j < NV; ++j) acc_b[i][j] = ZeroAcc<A>();
       }
@@ -219,14 +229,16 @@ void GroupTile(const Job& job) {
           }
           for (int i = 0; i < MR; ++i) {
             const int64_t at = i * ps + pp;
-            PairMadd<A, NV, false>(hg + at, lg ? lg + at : nullptr, w, acc[i], acc_b[i]);
+            PairMadd<A, NV, false>(hg + at, lg ? lg + at : nullptr, w, acc[i],
+                                   kTwoSums ? acc_b[i] : acc[i]);
           }
           for (int j = 0; j < NV; ++j) {
             w[j] = _mm512_loadu_si512(dg + (j * job.dec_panel + pp + 1) * 16);
           }
           for (int i = 0; i < MR; ++i) {
             const int64_t at = i * ps + pp + 1;
-            PairMadd<A, NV, true>(hg + at, lg ? lg + at : nullptr, w, acc[i], acc_b[i]);
+            PairMadd<A, NV, true>(hg + at, lg ? lg + at : nullptr, w, acc[i],
+                                  kTwoSums ? acc_b[i] : acc[i]);
           }
         }
       } else {
@@ -308,8 +320,10 @@ void GroupTile(const Job& job) {
       for (int i = 0; i < MR; ++i) {
         __m512 c;
         if constexpr (A == Acts::kInt16) {
-          // a + b exactly in int32, then d · that sum: Σ v · x̂ over the group.
-          c = _mm512_mul_ps(_mm512_cvtepi32_ps((__m512i)(acc[i][j] + acc_b[i][j])),
+          // a + b exactly in int32 (or the one sum), then d · that sum: Σ v · x̂ over the group.
+          __v16si sum = acc[i][j];
+          if constexpr (kTwoSums) sum += acc_b[i][j];
+          c = _mm512_mul_ps(_mm512_cvtepi32_ps((__m512i)sum),
                             _mm512_set1_ps(job.act_scales[i * job.sums_stride + g]));
         } else if constexpr (kPairs) {
           c = _mm512_add_ps(acc[i][j], acc_b[i][j]);
@@ -317,16 +331,33 @@ void GroupTile(const Job& job) {
           c = acc[i][j];
         }
         float* t = job.tot + (i * kTileVecs + j) * 16;
+        __m512 before, after;
+        if constexpr (kRegTotals) {
+          before = totals[i][j];
+        } else {
+          before = _mm512_loadu_ps(t);
+        }
         if constexpr (H == Header::kKQuant) {
           const __m512 sum = _mm512_set1_ps(job.sums[i * job.sums_stride + g]);
-          _mm512_storeu_ps(t, _mm512_fmadd_ps(zc, sum, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t))));
-          continue;
+          after = _mm512_fmadd_ps(zc, sum, _mm512_fmadd_ps(s, c, before));
+        } else {
+          if (IsInteger(F) && !job.symmetric) {
+            c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(job.sums[i * job.sums_stride + g]), c);
+          }
+          after = _mm512_fmadd_ps(s, c, before);
         }
-        if (IsInteger(F) && !job.symmetric) {
-          c = _mm512_fnmadd_ps(zc, _mm512_set1_ps(job.sums[i * job.sums_stride + g]), c);
+        if constexpr (kRegTotals) {
+          totals[i][j] = after;
+        } else {
+          _mm512_storeu_ps(t, after);
         }
-        _mm512_storeu_ps(t, _mm512_fmadd_ps(s, c, _mm512_loadu_ps(t)));
       }
+    }
+  }
+  if constexpr (kRegTotals) {
+    for (int i = 0; i < MR; ++i) {
+      for (int j = 0; j < NV; ++j)
+        _mm512_storeu_ps(job.tot + (i * kTileVecs + j) * 16, totals[i][j]);
     }
   }
   if (!job.last) return;
