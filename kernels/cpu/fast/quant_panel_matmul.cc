@@ -38,6 +38,7 @@ HWY_PUSH_ATTRIBUTES("avx512f,avx512vl,avx512bw,avx512bf16,avx512vnni,avx2,fma")
 
 #include "kernels/cpu/fast/panel_gemm.h"
 #include "kernels/cpu/fast/quant_panel_decode-inl.h"
+#include "kernels/cpu/fast/quant_panel_dots-inl.h"
 
 namespace tessera::kernels::cpu::fast {
 
@@ -53,6 +54,10 @@ using panel_decode::kCodeBits;
 using panel_decode::kCodesPerLane;
 using panel_decode::kPairsPerChunk;
 using panel_decode::PairTable;
+using panel_dots::Acc;
+using panel_dots::Acts;
+using panel_dots::PairMadd;
+using panel_dots::ZeroAcc;
 
 // The shared panel tile shape, which ColumnSplitUnit (and so the engine's column split) follows.
 using panels::kTileRows;
@@ -62,11 +67,6 @@ using panels::kTileVecs;
 // longer than this (per-channel INT4, G = K) is one block: K · 256 bytes (pairs: K · 128), from
 // L3 beyond K ≈ 4096 (8192).
 constexpr int64_t kBlockK = 512;
-
-// How a call's activations reach the tiles: f32 x on f32-form panels (FMA), bf16 pairs
-// (RoundActsToBf16) on bf16-pair panels, the hi + lo split or hi alone, or int16 pairs
-// (QuantizeActsInt16) on the same panels.
-enum class Acts { kF32, kSplit, kBf16, kInt16 };
 
 // A call's activations in every form: x (f32 form; pair forms: the integer formats' group sums),
 // hi / lo (bf16 pairs), or the int16 codes with their per-group scales and Σx̂.
@@ -113,60 +113,6 @@ struct Job {
 // 8 in flight. Rows then come in tiles of kPairRows, so that 2 · 3 · 4 accumulators fit the 32
 // registers.
 constexpr int kPairRows = 3;
-
-// The accumulators' type: int32 lanes for int16 activations (as f32 registers cast back and forth,
-// GCC copied and spilled every `vpdpwssd` accumulator: M = 128 ran below the split's rate).
-template <Acts A>
-struct AccOf {
-  using Type = __m512;
-};
-template <>
-struct AccOf<Acts::kInt16> {
-  using Type = __v16si;
-};
-template <Acts A>
-using Acc = typename AccOf<A>::Type;
-
-template <Acts A>
-HWY_INLINE Acc<A> ZeroAcc() {
-  if constexpr (A == Acts::kInt16) {
-    return (__v16si)_mm512_setzero_si512();
-  } else {
-    return _mm512_setzero_ps();
-  }
-}
-
-// acc += the int16 pair products of x and w (`vpdpwssd`) on 16 x int32 vectors, GCC's builtin
-// called directly: through the intrinsic (__m512i is 8 x int64, the builtin's operands 16 x
-// int32) GCC 12 copied every accumulator to another register and spilled it at each step, and
-// M = 128 ran at 0.85x the split's rate with half its dot products.
-HWY_INLINE __v16si DotInt16Pairs(__v16si acc, __v16si x, __v16si w) {
-#if defined(__clang__)
-  return (__v16si)_mm512_dpwssd_epi32((__m512i)acc, (__m512i)x, (__m512i)w);
-#else
-  return __builtin_ia32_vpdpwssd_v16si(acc, x, w);
-#endif
-}
-
-// One pair vector of each of NV panels (pair pp of the group, kOdd its parity) into row i's
-// partial sums a and b.
-template <Acts A, int NV, bool kOdd>
-HWY_INLINE void PairMadd(const int32_t* hg, const int32_t* lg, const __m512i* w, Acc<A>* a,
-                         Acc<A>* b) {
-  Acc<A>* acc = kOdd ? b : a;
-  if constexpr (A == Acts::kInt16) {
-    const __v16si xq = (__v16si)_mm512_set1_epi32(*hg);
-    for (int j = 0; j < NV; ++j) acc[j] = DotInt16Pairs(acc[j], xq, (__v16si)w[j]);
-  } else if constexpr (A == Acts::kSplit) {
-    const __m512bh xh = (__m512bh)_mm512_set1_epi32(*hg);
-    const __m512bh xl = (__m512bh)_mm512_set1_epi32(*lg);
-    for (int j = 0; j < NV; ++j) a[j] = _mm512_dpbf16_ps(a[j], xh, (__m512bh)w[j]);
-    for (int j = 0; j < NV; ++j) b[j] = _mm512_dpbf16_ps(b[j], xl, (__m512bh)w[j]);
-  } else {
-    const __m512bh xh = (__m512bh)_mm512_set1_epi32(*hg);
-    for (int j = 0; j < NV; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], xh, (__m512bh)w[j]);
-  }
-}
 
 // Group g's offset in a panel: QuantPanelGeometry::GroupOffset from the job's own fields (a
 // geometry held in the job, read through it, cost the K-quant tiles 15-20% at M = 128: their
