@@ -49,7 +49,7 @@ struct EngineOptions {
   bool cpu_bf16_activations = false;
   // The 4-bit weight-only formats (INT4, NVFP4 W4A16, MXFP4; groups of 16-128, no act-order) on
   // AVX-512 VNNI / BF16 multiply int16 activations, one scale per weight group (one vpdpwssd per
-  // weight pair: 1.3-1.4x the exact split's prefill GEMM rate), within 2^-16 of each group's
+  // weight pair: 1.4-1.6x the exact split's prefill GEMM rate), within 2^-16 of each group's
   // largest |x|. cpu_bf16_activations wins where both are set.
   bool cpu_int16_activations = false;
   std::string device = "cpu";  // "cpu", "cuda" (= cuda:0) or "cuda:N"
