@@ -13,33 +13,16 @@
 #include <string>
 #include <vector>
 
-#include "engine/model/synth_model.h"
 #include "engine/quant/linear_spec.h"
 #include "engine/runtime/engine_loader.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
-#include "tests/engine/runtime/process_temp_dir.h"
+#include "tests/engine/runtime/small_synth_hf_dir.h"
 
 namespace tessera::runtime {
 namespace {
 
-std::string SynthDir() {
-  static const ProcessTempDir dir("synth_int16_act_hf");
-  static const bool written = [] {
-    model::SynthShape s;
-    s.name = "int16-act-test";
-    s.arch = "llama";
-    s.hidden = 256, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 64, s.ffn = 384;
-    s.vocab = 320, s.context = 128;
-    model::SynthOptions o;
-    o.seed = 12;
-    const absl::Status st = model::WriteSynthHfDir(s, o, dir.path());
-    EXPECT_TRUE(st.ok()) << st;
-    return st.ok();
-  }();
-  EXPECT_TRUE(written);
-  return dir.path();
-}
+std::string SynthDir() { return SmallSynthHfDir("int16-act-test", 12); }
 
 enum class Acts { kExact, kBf16, kInt16 };
 
