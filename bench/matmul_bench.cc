@@ -144,6 +144,12 @@ __attribute__((target("avx512f,avx512vnni"))) void PeakVnniRun(int64_t iters) {
   TESSERA_PEAK_LOOP("vpdpbusd");
 }
 
+// vpdpwssd: the int16 activation route of the 4-bit pair panels (quant_panel_matmul.h).
+__attribute__((target("avx512f,avx512vnni"))) void PeakInt16Run(int64_t iters) {
+  const uint32_t a = 0x00030002u, b = 0x00010001u;
+  TESSERA_PEAK_LOOP("vpdpwssd");
+}
+
 __attribute__((target("avx512f,avx512bf16"))) void PeakBf16Run(int64_t iters) {
   const uint32_t a = 0x3A833A83u, b = 0x3F803F80u;  // bf16 pairs (~1e-3, ~1e-3), (1, 1)
   TESSERA_PEAK_LOOP("vdpbf16ps");
@@ -505,6 +511,10 @@ void RegisterAll() {
   benchmark::RegisterBenchmark("BM_PeakVnni", BM_Peak, PeakVnniRun,
                                __builtin_cpu_supports("avx512vnni") != 0, 8.0, "GOP/s")
       ->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_PeakInt16Dot", BM_Peak, PeakInt16Run,
+                               __builtin_cpu_supports("avx512vnni") != 0, 4.0, "GOP/s")
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_PeakBf16Dot", BM_Peak, PeakBf16Run,
                                __builtin_cpu_supports("avx512bf16") != 0, 4.0, "GFLOP/s")
       ->UseRealTime()->Unit(benchmark::kMicrosecond);

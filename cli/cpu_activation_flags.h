@@ -40,8 +40,9 @@ inline const FlagSpec kCpuInt16ActivationsFlag = {
     "cpu_int16_activations", true,
     "INT4 weight-only, NVFP4 W4A16 and MXFP4 (groups of 16-128, no act-order) on AVX-512 VNNI / "
     "BF16: int16 activations with one scale per weight group, within 2^-16 of each group's largest "
-    "|x| (one vpdpwssd per weight pair: 1.4-1.6x the exact split's prefill GEMM); changes results "
-    "very slightly. --cpu_bf16_activations wins where both are given"};
+    "|x| (one vpdpwssd per weight pair: 1.3-1.6x the exact split's GEMM from 16 rows); changes "
+    "results slightly. --cpu_bf16_activations (and int8 activations where they cover a layer) "
+    "win where both are given"};
 
 inline const FlagSpec kKvCacheDtypeFlag = {
     "kv_cache_dtype", false,

@@ -91,17 +91,18 @@ bool CpuKernelSelector::TakeBf16Activations(quant::LinearSpec* spec, const char*
   return true;
 }
 
-bool CpuKernelSelector::TakeInt16Activations(quant::LinearSpec* spec, const char* kernel) const {
+bool CpuKernelSelector::TakeInt16Activations(quant::LinearSpec* spec, const char* kernel,
+                                             bool fast_kernel) const {
   // The pair panels' int16 route (quant_panel_matmul.h): int32 sums exact over a group of up to
-  // 128 k, one activation scale per weight group. Act-order layers keep exact activations (their
-  // channels are permuted before the kernel sees them).
+  // 128 k, one activation scale per weight group. Act-order layers keep exact activations: their
+  // groups are contiguous once sorted, but no test covers that combination yet.
   if (!int16_activations_ || spec->activation != quant::ActivationFormat::kFloat) return false;
   const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
-  if (!kernels::cpu::fast::QuantPanelInt16Available() || spec->act_order || group % 16 != 0 ||
-      group > 128) {
+  if (!fast_kernel || !kernels::cpu::fast::QuantPanelInt16Available() || spec->act_order ||
+      group % 16 != 0 || group > 128) {
     absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
-                    "exact f32 activations: int16 activations need AVX-512 VNNI / BF16, groups of "
-                    "16-128 k and no act-order");
+                    "exact f32 activations: int16 activations need AVX-512 VNNI / BF16, the fast "
+                    "4-bit kernel (INT4: groups of whole 32), groups of 16-128 k and no act-order");
     return false;
   }
   spec->activation = quant::ActivationFormat::kInt16Group;
@@ -194,7 +195,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
       const bool fast = spec->k % 32 == 0 && group % 32 == 0 && FourBitF32Fast();
       if (fast && TakeBf16Activations(spec, "cpu/int-wo-bf16-act")) break;
-      if (fast && TakeInt16Activations(spec, "cpu/int-wo")) break;
+      if (TakeInt16Activations(spec, "cpu/int-wo", fast)) break;
       spec->kernel = fast ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     }
@@ -215,9 +216,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         break;
       }
       if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/nvfp4-w4a16-bf16-act")) break;
-      if (FourBitF32Fast() && spec->k % 32 == 0 && TakeInt16Activations(spec, "cpu/nvfp4-w4a16")) {
-        break;
-      }
+      if (TakeInt16Activations(spec, "cpu/nvfp4-w4a16", FourBitF32Fast())) break;
       spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int"
                      : FourBitF32Fast()                           ? "cpu/nvfp4-w4a16-fast"
                                                                   : "cpu/nvfp4-w4a16-ref";
@@ -228,7 +227,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
         break;
       }
       if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/mxfp4-w4a16-bf16-act")) break;
-      if (FourBitF32Fast() && TakeInt16Activations(spec, "cpu/mxfp4-w4a16")) break;
+      if (TakeInt16Activations(spec, "cpu/mxfp4-w4a16", FourBitF32Fast())) break;
       spec->kernel = FourBitF32Fast() ? "cpu/mxfp4-w4a16-fast" : "cpu/mxfp4-w4a16-ref";
       break;
     case WeightFormat::kGgufQ4_0:

@@ -39,7 +39,7 @@ class CpuKernelSelector : public quant::KernelSelector {
   // int16_activations: the 4-bit weight-only formats multiply int16 activations with one scale
   // per weight group (a: int16 act) on the pair panels' int16 route, where this CPU runs it and
   // the layer's groups fit it (else exact f32 activations, with a note in the plan);
-  // bf16_activations wins where both are set.
+  // bf16_activations, and int8 activations where they cover the layer, win where both are set.
   explicit CpuKernelSelector(Int8Activations int8_activations = Int8Activations::kNone,
                              bool bf16_activations = false, bool int16_activations = false)
       : int8_activations_(int8_activations),
@@ -59,8 +59,10 @@ class CpuKernelSelector : public quant::KernelSelector {
   // `kernel`; returns whether it did.
   bool TakeBf16Activations(quant::LinearSpec* spec, const char* kernel) const;
   // The same for int16_activations: `kernel` plus "-i16-act" where the int16 route takes the
-  // layer.
-  bool TakeInt16Activations(quant::LinearSpec* spec, const char* kernel) const;
+  // layer (`fast_kernel`: the layer's f32-activation kernel is the fast one, whose pair panels
+  // the route runs on); else a note in the plan's reason. The label names the activation scheme
+  // also where the layer's panels end up without the route (every path multiplies the same x̂).
+  bool TakeInt16Activations(quant::LinearSpec* spec, const char* kernel, bool fast_kernel) const;
 
   Int8Activations int8_activations_;
   bool bf16_activations_;

@@ -286,11 +286,8 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
   // computed once per call, before the column split, and per row (batch-invariant).
   std::vector<float> xa, sa;
   std::vector<uint8_t> qa, qa_scales;
-  if (s.activation == ActivationFormat::kInt16Group) {
-    if (ForwardInt16(x, rows, y, split, scratch)) return true;
-    float* rounded = scratch.Alloc<float>(rows * k);  // x̂ for the float kernels below
-    RoundToInt16Groups(x, rows, rounded);
-    x = rounded;
+  if (s.activation == ActivationFormat::kInt16Group && ForwardInt16(x, rows, y, split, scratch)) {
+    return true;  // else x is now x̂, for the float kernels below
   }
   const float* xin = x;
   // The per-row quantizers run over row ranges on the pool: each row's codes depend only on that

@@ -63,6 +63,8 @@ class QuantizedLinear : public Linear {
   const quant::PackedWeights& weights() const { return w_; }
   // Whether Forward runs the fast kernel (for tests and benchmarks).
   bool uses_fast_path() const { return fast_ok_ || q8_ok_ || int8_dot_ok_; }
+  // Whether Forward runs the pair panels' int16 route (a: int16 act; quantized_linear_int16.cc).
+  bool uses_int16_route() const;
   // The scalar reference kernels, whatever the fast path would do (the tests' oracle). After
   // DropReferenceCodes it writes NaN.
   void ForwardReference(const float* x, int64_t rows, float* y) const;
@@ -103,11 +105,11 @@ class QuantizedLinear : public Linear {
   bool InitInt8Dot();
   void ForwardInt8Dot(const float* x, int64_t rows, float* y, ColumnSplit split,
                       kernels::cpu::ScratchFrame& scratch) const;
-  // int16 activations (a: int16 act): ForwardInt16 runs the pair panels' int16 route (false where
-  // the layer's panels cannot take it); RoundToInt16Groups writes x̂ = d · q [rows, k], what every
-  // other path then multiplies (the reference kernel, the split on panels without the route).
-  // quantized_linear_int16.cc.
-  bool ForwardInt16(const float* x, int64_t rows, float* y, ColumnSplit split,
+  // int16 activations (a: int16 act): ForwardInt16 runs the pair panels' int16 route and returns
+  // true, or (the layer's panels cannot take it) points x at x̂ = d · q in `scratch` and returns
+  // false; RoundToInt16Groups writes x̂ [rows, k], what every other path multiplies (the reference
+  // kernel, the split on panels without the route). quantized_linear_int16.cc.
+  bool ForwardInt16(const float*& x, int64_t rows, float* y, ColumnSplit split,
                     kernels::cpu::ScratchFrame& scratch) const;
   void RoundToInt16Groups(const float* x, int64_t rows, float* out) const;
   // INT8 / INT3 / INT2 weight-only codes (one per byte) in the 16-column VNNI tiles for int8

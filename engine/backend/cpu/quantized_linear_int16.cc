@@ -29,11 +29,21 @@ void OverRows(kernels::cpu::ThreadPool* pool, int64_t rows, const Fn& fn) {
 
 }  // namespace
 
-bool QuantizedLinear::ForwardInt16(const float* x, int64_t rows, float* y, ColumnSplit split,
+bool QuantizedLinear::uses_int16_route() const {
+  const int64_t group = w_.spec.activation_group;
+  return w_.spec.activation == quant::ActivationFormat::kInt16Group && quant_pairs_ && group > 0 &&
+         kf::QuantPanelInt16Group(fast_) == group;
+}
+
+bool QuantizedLinear::ForwardInt16(const float*& x, int64_t rows, float* y, ColumnSplit split,
                                    kernels::cpu::ScratchFrame& scratch) const {
-  const int64_t k = w_.spec.k, group = w_.spec.activation_group;
-  if (!quant_pairs_ || group <= 0 || kf::QuantPanelInt16Group(fast_) != group) return false;
-  const int64_t groups = k / group;
+  if (!uses_int16_route()) {
+    float* rounded = scratch.Alloc<float>(rows * w_.spec.k);
+    RoundToInt16Groups(x, rows, rounded);
+    x = rounded;
+    return false;
+  }
+  const int64_t k = w_.spec.k, group = w_.spec.activation_group, groups = k / group;
   int16_t* q = scratch.Alloc<int16_t>(rows * kf::Bf16DotActStride(k));
   float* d = scratch.Alloc<float>(rows * groups);
   float* sums = scratch.Alloc<float>(rows * groups);

@@ -1,7 +1,8 @@
 // Activations as int16 codes with one f32 scale per group of K, for the bf16-pair panels' int16
 // route (quant_panel_matmul.h, QuantPanelInt16Matmul): one `vpdpwssd` per weight pair where exact
-// f32 activations take two `vdpbf16ps` (the hi + lo split), and 2^7 times finer than bf16
-// activations in each group.
+// f32 activations take two `vdpbf16ps` (the hi + lo split), within 2^-16 of each group's largest
+// |x| (bf16 activations: 2^-9 of each |x|; coarser than that only for elements below 2^-7 of
+// their group's maximum, such as a small channel beside an outlier).
 //
 // Per row and group g of `group` k: amax = max |x| over the group, d = amax / 32767 (f32),
 // q = round-to-nearest-even(x · (32767 / amax)) in double, so |q| ≤ 32767 and x̂ = d · q is within

@@ -80,16 +80,20 @@
 // bf16 activations (bench/README.md, thirteenth session). One partial sum per output (a chain of
 // 6-cycle `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
 //
-// The int16 route (QuantPanelInt16Matmul; AVX-512 VNNI, groups of at most 128 k): the same pair
-// panels with int16 activations (int16_act_quant.h, one scale d per row and weight group) and the
-// code values as int16 words (INT4 q − 8, 2 · e2m1, 6-bit byte codes), one `vpdpwssd` per weight
-// pair into int32 partial sums (even and odd pairs), exact over a group (|Σ| ≤ 128 · 32 · 32767 <
-// 2^31); the fold takes d · float(a + b) as the group's sum a (FP4: with s / 2) and Σx̂ = d · Σq for
-// Σx. So the result is Σ w · x̂ to the f32 form's rounding, within (K + G + 3)·u·Σ s·(|v| + |z −
-// c|)·|x| + Σ |w| · 1.005 · 2^-16 · amax_g of the exact product (amax_g: the row's largest |x| in
-// the weight's group); a non-finite x makes its group's outputs NaN. Half the split's dot products
-// for an activation error within 2^-16 of each group's largest |x| (bf16 activations: 2^-9 of each
-// |x|): bench/README.md, nineteenth session.
+// The int16 route (QuantPanelInt16Matmul; AVX-512 VNNI, groups of at most 128 k, not K-quant
+// headers): the same pair panels with int16 activations (int16_act_quant.h, one scale d per row
+// and weight group) and the code values as int16 words (INT4 q − 8, 2 · e2m1, 6-bit byte codes),
+// one `vpdpwssd` per weight pair into int32 sums (the register path: even and odd pairs apart;
+// decoded blocks: one sum per output and the running totals in registers), exact over a group
+// (|Σ| ≤ 128 · 32 · 32767 < 2^31); the fold takes d · float(sum) as the group's sum a (FP4: with
+// s / 2) and Σx̂ = d · Σq for Σx. So the result is Σ w · x̂ to the f32 form's rounding, within
+// (K + G + 3)·u·Σ s·(|v| + |z − c|)·|x| + Σ |w| · (1.005 · 2^-16 · amax_g + 2^-134) of the exact
+// product (amax_g: the row's largest |x| in the weight's group; 2^-134 where d is subnormal); a
+// non-finite x makes every output of its row NaN. FP4 group sums of doubled codes overflow f32
+// where the f32 form's sum is within a factor of 2 of FLT_MAX. The error is relative to each
+// group's largest |x|: an element far below its group's maximum (an outlier channel in the group)
+// is represented more coarsely than bf16's relative rounding would; typical groups are 2^7 finer
+// than bf16. Half the split's dot products: bench/README.md, nineteenth session.
 #ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 #define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_MATMUL_H_
 
@@ -162,8 +166,9 @@ void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint1
 bool QuantPanelInt16Available();
 
 // The activation group of the int16 route on `w` (QuantizeActsInt16's `group`): the panels' weight
-// group where w holds pair panels (w.pair_panels), the CPU has AVX-512 VNNI and BF16 and the group
-// is a multiple of 16 of at most 128 k; 0 where the route does not take w.
+// group where w holds pair panels (w.pair_panels) without K-quant headers, the CPU has AVX-512
+// VNNI and BF16 and the group is a multiple of 16 of at most 128 k; 0 where the route does not
+// take w.
 int64_t QuantPanelInt16Group(const FastQuantWeights& w);
 
 // QuantPanelPairMatmul's contract with int16 activations: `acts` as QuantizeActsInt16 wrote them

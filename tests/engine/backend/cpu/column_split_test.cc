@@ -23,6 +23,7 @@
 #include "engine/io/tensor_view.h"
 #include "engine/quant/packed_weights.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
 #include "kernels/cpu/thread_pool.h"
 
@@ -329,6 +330,7 @@ TEST(ColumnSplitTest, QuantizedInt4Group128Int16Activations) {
   ExpectSharedMatchesSeparate({m, m, m}, kQkv);
   const Built built = m(200, 5, nullptr);
   const auto& layer = static_cast<const QuantizedLinear&>(*built.lin);
+  EXPECT_EQ(layer.uses_int16_route(), kernels::cpu::fast::QuantPanelInt16Available());
   const int64_t rows = 7;
   const std::vector<float> x = RandomFloats(rows * kK, 77, -2, 2);
   std::vector<float> fast(rows * 200), ref(rows * 200), one(200);

@@ -273,7 +273,7 @@ TEST(CpuKernelSelectorTest, Bf16ActivationsForFourBitWeightOnly) {
 
 // --cpu_int16_activations on 4-bit weight-only layers: int16 activations per weight group where
 // the pair panels' int16 route runs here and the layer fits it (groups of 16-128, no act-order);
-// other layers keep their kernel and activations, with a note where only the route is missing;
+// other W4A16 layers keep their kernel and activations, with a note;
 // bf16 activations win where both are asked for.
 TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
   const bool route = kernels::cpu::fast::QuantPanelInt16Available();
@@ -288,6 +288,7 @@ TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
        {Case{WeightFormat::kInt4, ActivationFormat::kFloat, 128, false, "cpu/int-wo-i16-act"},
         Case{WeightFormat::kInt4Awq, ActivationFormat::kFloat, 64, false, "cpu/int-wo-i16-act"},
         Case{WeightFormat::kInt4, ActivationFormat::kFloat, 256, false, ""},
+        Case{WeightFormat::kInt4, ActivationFormat::kFloat, 16, false, ""},  // reference kernel
         Case{WeightFormat::kInt4, ActivationFormat::kFloat, 128, true, ""},
         Case{WeightFormat::kMxfp4, ActivationFormat::kFloat, 32, false, "cpu/mxfp4-w4a16-i16-act"},
         Case{WeightFormat::kNvfp4, ActivationFormat::kFloat, 16, false, "cpu/nvfp4-w4a16-i16-act"},
@@ -310,11 +311,9 @@ TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
     EXPECT_EQ(s.activation, takes ? ActivationFormat::kInt16Group : c.act);
     EXPECT_EQ(s.kernel, takes ? std::string(c.label) : exact.kernel);
     EXPECT_EQ(s.activation_group, takes ? c.group : exact.activation_group);
-    // The note: a W4A16 layer on a fast kernel that the route does not take.
+    // The note: every W4A16 layer the route does not take.
     const bool noted = s.reason.find("int16 activations need") != std::string::npos;
-    EXPECT_EQ(noted, c.act == ActivationFormat::kFloat && !takes &&
-                         exact.kernel.find("-ref") == std::string::npos)
-        << s.reason;
+    EXPECT_EQ(noted, c.act == ActivationFormat::kFloat && !takes) << s.reason;
     EXPECT_NE(both.activation, ActivationFormat::kInt16Group);
   }
 }
