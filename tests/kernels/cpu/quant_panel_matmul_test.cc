@@ -10,6 +10,8 @@
 //    over decoded K blocks: 6 rows in the f32 form, 3 in the pair form), under column splits at
 //    odd places and panel boundaries;
 //  * the split really carries each activation's low half (a case where hi alone is far off);
+//  * int16 activations: rows with 300x outlier channels within the bound, a NaN or inf activation
+//    making exactly its row NaN;
 //  * the repack puts each code, scale and zero point where the header says (byte codes of up to
 //    6 bits in the pair form too); NaN scale codes are refused;
 //  * layers whose zero points all sit at the centre store scales alone, and layers whose values
@@ -148,6 +150,25 @@ TEST(QuantPanelPairTest, SplitCarriesTheLowHalfOfEachActivation) {
         const double tol = ((l.k + l.group + 3) * u + std::ldexp(1.0, -16)) * mag;
         ASSERT_LT(tol, std::ldexp(1.0, -14) * exact);  // hi alone: 2^-10 · exact off
         ASSERT_NEAR(y[m * l.n + c], exact, tol) << rows << " rows, m " << m << " c " << c;
+      }
+    }
+  }
+}
+
+// int16 activations: a NaN or inf activation gives its group a NaN scale, so every output of its
+// row is NaN (as the split's are), and the other rows of the batch stay finite.
+TEST(QuantPanelInt16Test, NonFiniteActivationMakesItsRowNan) {
+  for (const QuantDecode format : {QuantDecode::kInt4, QuantDecode::kNvfp4}) {
+    Layer l = Make(format, 20, 256, 128, 21, Form::kInt16);
+    if (!Runs(l)) GTEST_SKIP() << "no AVX-512 VNNI / BF16 on this CPU";
+    for (const float bad : {NAN, INFINITY}) {
+      std::vector<float> x = Activations(9, 256, 5);
+      x[4 * 256 + 130] = bad;  // row 4, second group
+      const std::vector<float> y = RunPanels(l, x.data(), 9, l.n, false);
+      for (int64_t m = 0; m < 9; ++m) {
+        for (int64_t c = 0; c < l.n; ++c) {
+          EXPECT_EQ(std::isnan(y[m * l.n + c]), m == 4) << Name(format) << " " << m << " " << c;
+        }
       }
     }
   }

@@ -133,6 +133,11 @@ inline std::vector<float> Activations(int64_t rows, int64_t k, uint32_t seed) {
   std::vector<float> x(rows * k);
   for (auto& v : x) v = nd(rng);
   if (rows > 1) x[k + 1] = 0.0f;
+  // Outlier channels (300x) in every fourth row, as LLM hidden states have them: the int16
+  // route's error then follows the outlier's group maximum, which its bound must cover.
+  for (int64_t m = 3; m < rows; m += 4) {
+    for (int64_t i = 5; i < k; i += 97) x[m * k + i] *= 300.0f;
+  }
   return x;
 }
 
