@@ -94,15 +94,16 @@ bool CpuKernelSelector::TakeBf16Activations(quant::LinearSpec* spec, const char*
 bool CpuKernelSelector::TakeInt16Activations(quant::LinearSpec* spec, const char* kernel,
                                              bool fast_kernel) const {
   // The pair panels' int16 route (quant_panel_matmul.h): int32 sums exact over a group of up to
-  // 128 k, one activation scale per weight group. Act-order layers keep exact activations: their
-  // groups are contiguous once sorted, but no test covers that combination yet.
+  // 128 k, one activation scale per weight group. Act-order layers take it too: QuantizedLinear
+  // sorts their channels by group at load and gathers x alike, so each group is contiguous (groups
+  // of unequal size fall back to exact activations and the reference kernel there).
   if (!int16_activations_ || spec->activation != quant::ActivationFormat::kFloat) return false;
   const int64_t group = spec->group_size > 0 ? spec->group_size : spec->k;
-  if (!fast_kernel || !kernels::cpu::fast::QuantPanelInt16Available() || spec->act_order ||
-      group % 16 != 0 || group > 128) {
+  if (!fast_kernel || !kernels::cpu::fast::QuantPanelInt16Available() || group % 16 != 0 ||
+      group > 128) {
     absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
                     "exact f32 activations: int16 activations need AVX-512 VNNI / BF16, the fast "
-                    "4-bit kernel (INT4: groups of whole 32), groups of 16-128 k and no act-order");
+                    "4-bit kernel (INT4: groups of whole 32) and groups of 16-128 k");
     return false;
   }
   spec->activation = quant::ActivationFormat::kInt16Group;

@@ -40,6 +40,31 @@ struct Case {
 
 std::ostream& operator<<(std::ostream& os, const Case& c) { return os << c.name; }
 
+// max |logit − the producer's| over the fixture's fixed sequence.
+double WorstLogitError(runtime::LoadedEngine& engine, const std::string& name,
+                       const nlohmann::json& expected) {
+  const auto ids = expected["input_ids"].get<std::vector<int32_t>>();
+  auto& model = *engine.model;
+  const auto& cfg = model.config();
+  runtime::KvCache cache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, 16, 8, true,
+                         model.kv_cache_format());
+  runtime::SequenceKv seq;
+  model::SequenceChunk chunk{&seq, ids, true, false};
+  std::vector<float> logits;
+  EXPECT_TRUE(model.Forward({&chunk, 1}, cache, &logits).ok());
+  auto ref_file = io::SafetensorsFile::Open(kDir + name + "/logits.safetensors");
+  EXPECT_TRUE(ref_file.ok());
+  if (!ref_file.ok()) return INFINITY;
+  auto ref = (*ref_file)->Get("logits")->CopyAs<float>();
+  EXPECT_EQ(ref->size(), logits.size());
+  if (ref->size() != logits.size()) return INFINITY;
+  double worst = 0;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    worst = std::max(worst, std::abs(double(logits[i]) - (*ref)[i]));
+  }
+  return worst;
+}
+
 class QuantFixtureTest : public ::testing::TestWithParam<Case> {
  protected:
   std::string ModelPath() const {
@@ -122,26 +147,44 @@ TEST_P(QuantFixtureTest, PlanDequantizedWeightsAndLogits) {
     EXPECT_EQ(mismatches, 0);
   }
 
-  // Logits of the fixed sequence.
-  const auto ids = expected["input_ids"].get<std::vector<int32_t>>();
-  auto& model = *(*engine)->model;
-  const auto& cfg = model.config();
-  runtime::KvCache cache(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, 16, 8, true,
-                         model.kv_cache_format());
-  runtime::SequenceKv seq;
-  model::SequenceChunk chunk{&seq, ids, true, false};
-  std::vector<float> logits;
-  ASSERT_TRUE(model.Forward({&chunk, 1}, cache, &logits).ok());
-  auto ref_file = io::SafetensorsFile::Open(kDir + c.name + "/logits.safetensors");
-  ASSERT_TRUE(ref_file.ok());
-  auto ref = (*ref_file)->Get("logits")->CopyAs<float>();
-  ASSERT_EQ(ref->size(), logits.size());
-  double worst = 0;
-  for (size_t i = 0; i < logits.size(); ++i)
-    worst = std::max(worst, std::abs(double(logits[i]) - (*ref)[i]));
+  const double worst = WorstLogitError(**engine, c.name, expected);
   const double atol = expected["logits"]["suggested_atol"].get<double>();
   EXPECT_LE(worst, atol) << "max |logit difference| " << worst;
   RecordProperty("max_abs_logit_error", std::to_string(worst));
+}
+
+// --cpu_int16_activations on the fixtures with 4-bit weight-only layers (GPTQ, AWQ,
+// compressed-tensors W4A16, MXFP4, Quark INT4): where this CPU runs the route, the logits move from
+// the producer's by less than a quarter of what bf16 activations (vLLM's W4A16 numerics) move
+// them. The fixtures' own tolerance is set for exact activations: int16's per-group error took
+// 1.2-1.8x it here, and 34x on ct_mixed, whose MLP inputs follow FP8 attention (the reference
+// kernels on the same x̂ give the same logits there, so that is the activations, not the kernel).
+TEST_P(QuantFixtureTest, Int16ActivationsCloserThanBf16) {
+  const Case& c = GetParam();
+  const auto expected = LoadJson(kDir + c.name + "/expected.json");
+  auto load = [&](bool int16) {
+    return runtime::LoadEngine(ModelPath(),
+                               {.threads = 2,
+                                .precision_plan_path = "",
+                                .cpu_int8_activations = backend::cpu::Int8Activations::kNone,
+                                .cpu_bf16_activations = !int16,
+                                .cpu_int16_activations = int16,
+                                .kv_cache_dtype = "f32"});
+  };
+  auto int16 = load(true);
+  ASSERT_TRUE(int16.ok()) << int16.status();
+  int layers = 0;
+  for (const LinearSpec& s : (*int16)->plan->layers()) {
+    layers += s.activation == quant::ActivationFormat::kInt16Group;
+  }
+  if (layers == 0) GTEST_SKIP() << "no layer takes int16 activations here";
+  auto bf16 = load(false);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  const double worst = WorstLogitError(**int16, c.name, expected);
+  const double worst_bf16 = WorstLogitError(**bf16, c.name, expected);
+  EXPECT_LT(4 * worst, worst_bf16) << layers << " int16 layers";
+  RecordProperty("max_abs_logit_error_int16", std::to_string(worst));
+  RecordProperty("max_abs_logit_error_bf16", std::to_string(worst_bf16));
 }
 
 INSTANTIATE_TEST_SUITE_P(

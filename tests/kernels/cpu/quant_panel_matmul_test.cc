@@ -352,6 +352,9 @@ TEST(QuantPanelLayoutTest, SymmetricLayersStoreScalesAlone) {
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kSplit);
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kBf16);
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt8, Form::kSplit);
+  if (!QuantPanelInt16Available()) return;
+  ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kInt16);
+  ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt8, Form::kInt16);
 }
 
 // Scales and centred zero points that are all exactly f16 values (GPTQ / AWQ f16 scales, integer
@@ -365,6 +368,7 @@ TEST(QuantPanelLayoutTest, HalfHeadersWhereEveryValueIsAnF16) {
     forms.push_back(Form::kSplit);
     forms.push_back(Form::kBf16);
   }
+  if (QuantPanelInt16Available()) forms.push_back(Form::kInt16);
   for (const Form form : forms) {
     for (const bool symmetric : {false, true}) {
       SCOPED_TRACE(Name(form) + (symmetric ? " symmetric" : ""));

@@ -184,6 +184,13 @@ PackedWeights Int4G128Int16Acts(int64_t n, uint32_t seed) {
   return w;
 }
 
+PackedWeights Int4ActOrderInt16Acts(int64_t n, uint32_t seed) {
+  PackedWeights w = Int4ActOrderInt8Acts(n, seed);
+  w.spec.activation = ActivationFormat::kInt16Group;
+  w.spec.activation_group = 128;
+  return w;
+}
+
 // The test-only layers: N outputs, kK inputs.
 class TestLinear : public Linear {
  public:
@@ -323,25 +330,29 @@ TEST(ColumnSplitTest, QuantizedInt4Group128Int8Activations) {
   ExpectSharedMatchesSeparate({act_order, m, act_order}, kQkv);
 }
 
-// int16 activations: the split gives Forward's bits, and Forward (the int16 route) agrees with the
-// reference kernel on x̂ to f32 rounding, alone and in a batch.
+// int16 activations (act-order too: channels sorted by group): the split gives Forward's bits, and
+// Forward (the int16 route) agrees with the reference kernel on x̂ to f32 rounding, alone and in a
+// batch.
 TEST(ColumnSplitTest, QuantizedInt4Group128Int16Activations) {
-  const Maker m = Quantized(Int4G128Int16Acts);
+  const Maker m = Quantized(Int4G128Int16Acts), act_order = Quantized(Int4ActOrderInt16Acts);
   ExpectSharedMatchesSeparate({m, m, m}, kQkv);
-  const Built built = m(200, 5, nullptr);
-  const auto& layer = static_cast<const QuantizedLinear&>(*built.lin);
-  EXPECT_EQ(layer.uses_int16_route(), kernels::cpu::fast::QuantPanelInt16Available());
-  const int64_t rows = 7;
-  const std::vector<float> x = RandomFloats(rows * kK, 77, -2, 2);
-  std::vector<float> fast(rows * 200), ref(rows * 200), one(200);
-  layer.Forward(x.data(), rows, fast.data());
-  layer.ForwardReference(x.data(), rows, ref.data());
-  for (int64_t r = 0; r < rows; ++r) {
-    layer.Forward(x.data() + r * kK, 1, one.data());
-    ASSERT_EQ(std::memcmp(one.data(), fast.data() + r * 200, 200 * 4), 0) << "row " << r;
-  }
-  for (size_t i = 0; i < fast.size(); ++i) {
-    ASSERT_NEAR(fast[i], ref[i], 2e-4 * (1 + std::fabs(ref[i]))) << i;
+  ExpectSharedMatchesSeparate({act_order, m, act_order}, kQkv);
+  for (const Maker& make : {m, act_order}) {
+    const Built built = make(200, 5, nullptr);
+    const auto& layer = static_cast<const QuantizedLinear&>(*built.lin);
+    EXPECT_EQ(layer.uses_int16_route(), kernels::cpu::fast::QuantPanelInt16Available());
+    const int64_t rows = 7;
+    const std::vector<float> x = RandomFloats(rows * kK, 77, -2, 2);
+    std::vector<float> fast(rows * 200), ref(rows * 200), one(200);
+    layer.Forward(x.data(), rows, fast.data());
+    layer.ForwardReference(x.data(), rows, ref.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      layer.Forward(x.data() + r * kK, 1, one.data());
+      ASSERT_EQ(std::memcmp(one.data(), fast.data() + r * 200, 200 * 4), 0) << "row " << r;
+    }
+    for (size_t i = 0; i < fast.size(); ++i) {
+      ASSERT_NEAR(fast[i], ref[i], 2e-4 * (1 + std::fabs(ref[i]))) << i;
+    }
   }
 }
 

@@ -272,7 +272,7 @@ TEST(CpuKernelSelectorTest, Bf16ActivationsForFourBitWeightOnly) {
 }
 
 // --cpu_int16_activations on 4-bit weight-only layers: int16 activations per weight group where
-// the pair panels' int16 route runs here and the layer fits it (groups of 16-128, no act-order);
+// the pair panels' int16 route runs here and the layer fits it (groups of 16-128, act-order too);
 // other W4A16 layers keep their kernel and activations, with a note;
 // bf16 activations win where both are asked for.
 TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
@@ -289,7 +289,7 @@ TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
         Case{WeightFormat::kInt4Awq, ActivationFormat::kFloat, 64, false, "cpu/int-wo-i16-act"},
         Case{WeightFormat::kInt4, ActivationFormat::kFloat, 256, false, ""},
         Case{WeightFormat::kInt4, ActivationFormat::kFloat, 16, false, ""},  // reference kernel
-        Case{WeightFormat::kInt4, ActivationFormat::kFloat, 128, true, ""},
+        Case{WeightFormat::kInt4, ActivationFormat::kFloat, 128, true, "cpu/int-wo-i16-act"},
         Case{WeightFormat::kMxfp4, ActivationFormat::kFloat, 32, false, "cpu/mxfp4-w4a16-i16-act"},
         Case{WeightFormat::kNvfp4, ActivationFormat::kFloat, 16, false, "cpu/nvfp4-w4a16-i16-act"},
         Case{WeightFormat::kNvfp4, ActivationFormat::kNvfp4, 16, false, ""}}) {
