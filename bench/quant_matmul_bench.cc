@@ -151,9 +151,15 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     for (auto& c : copies) {
       use(c);
       c.panels = kernels::cpu::HugePageBuffer(kf::QuantPanelsBytes(w));
-      if (pairs && !kf::QuantPanelPairsSupported(w)) break;
-      repacked = kf::RepackQuantPanels(
-          w, c.panels.data(), pairs ? kf::QuantPanelForm::kBf16Pairs : kf::QuantPanelForm::kF32);
+      if (pairs_i16 ? !kf::QuantPanelInt16Takes(w) : pairs && !kf::QuantPanelPairsSupported(w)) {
+        break;
+      }
+      // *_PAIRS_I16 of 8-bit codes: the int16 route's own pairs (the same bytes as kBf16Pairs
+      // for 4-bit codes).
+      repacked = kf::RepackQuantPanels(w, c.panels.data(),
+                                       pairs_i16 ? kf::QuantPanelForm::kInt16Pairs
+                                       : pairs   ? kf::QuantPanelForm::kBf16Pairs
+                                                 : kf::QuantPanelForm::kF32);
       std::vector<uint8_t>().swap(c.q);
     }
   }
@@ -168,7 +174,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     state.SkipWithError("no AVX-512 on this CPU");
     return;
   }
-  if (pairs && !kf::QuantPanelPairsSupported(w)) {
+  if (pairs && !pairs_i16 && !kf::QuantPanelPairsSupported(w)) {
     state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
   }
@@ -292,6 +298,7 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
                         "INT4_G128_PAIRS_I16",
                         "NVFP4_PAIRS_I16",
                         "MXFP4_PAIRS_I16",
+                        "INT8_G128_PAIRS_I16",
                         "INT4_PC_PAIRS"}) {
     for (const Shape& s : gemm) {
       // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over

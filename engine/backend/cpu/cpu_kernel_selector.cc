@@ -103,7 +103,7 @@ bool CpuKernelSelector::TakeInt16Activations(quant::LinearSpec* spec, const char
       group > 128) {
     absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
                     "exact f32 activations: int16 activations need AVX-512 VNNI / BF16, the fast "
-                    "4-bit kernel (INT4: groups of whole 32) and groups of 16-128 k");
+                    "kernel (INT4: groups of whole 32) and groups of 16-128 k");
     return false;
   }
   spec->activation = quant::ActivationFormat::kInt16Group;
@@ -184,6 +184,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       }
       // Weight-only INT8: the byte tiles with int8 activations, else the f32 byte-code kernel.
       if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int8-wo-")) break;
+      if (TakeInt16Activations(spec, "cpu/int-wo", IntBytesFast(*spec))) break;
       spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kInt4:
@@ -203,6 +204,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kInt3:
     case WeightFormat::kInt2:
       if (Int8ForAll() && TakeInt8Activations(spec, "cpu/int-wo-")) break;
+      if (TakeInt16Activations(spec, "cpu/int-wo", IntBytesFast(*spec))) break;
       spec->kernel = IntBytesFast(*spec) ? "cpu/int-wo-fast" : "cpu/int-wo-ref";
       break;
     case WeightFormat::kNvfp4:

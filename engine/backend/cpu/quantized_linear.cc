@@ -202,9 +202,11 @@ void QuantizedLinear::InitFast() {
     case WeightFormat::kInt3:
     case WeightFormat::kInt2: {  // one code per byte (the loaders unpack INT3 / INT2)
       const kc::IntWeights iw = w_.AsInt();
-      if (s.activation != ActivationFormat::kFloat || !w_.g_idx.empty() || w_.scales.empty() ||
-          iw.packing != kc::IntWeightPacking::kU8 ||
-          iw.num_groups * iw.group_size < s.k || w_.zeros.size() != w_.scales.size()) {
+      const bool float_or_int16 =
+          s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kInt16Group;
+      if (!float_or_int16 || !w_.g_idx.empty() || w_.scales.empty() ||
+          iw.packing != kc::IntWeightPacking::kU8 || iw.num_groups * iw.group_size < s.k ||
+          w_.zeros.size() != w_.scales.size()) {
         return;
       }
       f.decode = kf::QuantDecode::kInt8;
@@ -267,11 +269,16 @@ void QuantizedLinear::InitFast() {
   // exact activations as the hi + lo split, bf16 ones as hi alone, int16 ones on its int16 route
   // (bench/README.md, thirteenth and nineteenth sessions).
   if (fast_ok_ && (integer || fp4) && kf::QuantPanelSupported(fast_)) {
-    quant_pairs_ = kf::QuantPanelPairsSupported(fast_);
+    // int16 activations on 8-bit byte codes: the int16 route's own pair form.
+    const bool int16_only = s.activation == ActivationFormat::kInt16Group &&
+                            !kf::QuantPanelPairsSupported(fast_) && kf::QuantPanelInt16Takes(fast_);
+    quant_pairs_ = kf::QuantPanelPairsSupported(fast_) || int16_only;
     x16_ = kc::HugePageBuffer(kf::QuantPanelsBytes(fast_));
-    fast_ = kf::RepackQuantPanels(
-        fast_, x16_.data(),
-        quant_pairs_ ? kf::QuantPanelForm::kBf16Pairs : kf::QuantPanelForm::kF32, pool_);
+    fast_ = kf::RepackQuantPanels(fast_, x16_.data(),
+                                  int16_only     ? kf::QuantPanelForm::kInt16Pairs
+                                  : quant_pairs_ ? kf::QuantPanelForm::kBf16Pairs
+                                                 : kf::QuantPanelForm::kF32,
+                                  pool_);
     fast_permute_ = false;
     quant_panels_ok_ = true;
   }

@@ -40,7 +40,8 @@ constexpr uint16_t Bf16Bits(float f) {
 // entries in two registers, entry i the 6-bit two's complement value of i; the byte's upper bits
 // (its sign extension, the next code) are ignored. kInt16: the same values as int16 words for
 // `vpdpwssd` (int16 activations), FP4's doubled (2 · e2m1 is an integer; the fold halves the
-// scale).
+// scale), and byte codes by sign-extending each word's low byte (the stored code minus its
+// centre), which takes 8-bit codes as well as 6-bit ones and needs no table.
 template <QuantDecode F, bool kInt16 = false>
 struct PairTable {
   static constexpr int kEntries = F == QuantDecode::kInt8 ? 64 : 32;
@@ -65,6 +66,9 @@ struct PairTable {
     return {_mm512_load_si512(kWords.v), _mm512_load_si512(kWords.v + 32)};
   }
   HWY_INLINE __m512i Decode(__m512i codes) const {
+    if constexpr (F == QuantDecode::kInt8 && kInt16) {
+      return _mm512_srai_epi16(_mm512_slli_epi16(codes, 8), 8);
+    }
     if constexpr (F == QuantDecode::kInt8) return _mm512_permutex2var_epi16(a, codes, b);
     return _mm512_permutexvar_epi16(codes, a);
   }

@@ -104,6 +104,14 @@ bool QuantPanelInt16Available() {
   return has;
 }
 
+bool QuantPanelInt16Takes(const FastQuantWeights& w) {
+  if (!QuantPanelInt16Available() || !QuantPanelSupported(w)) return false;
+  FastQuantWeights as = w;
+  as.pair_panels = true;
+  as.kquant_panel_headers = false;
+  return QuantPanelInt16Group(as) != 0;
+}
+
 int64_t QuantPanelInt16Group(const FastQuantWeights& w) {
   // K-quant headers (GGUF Q4_K / Q5_K) are left out: the engine never offers them int16
   // activations and no test covers that fold with int16 sums.
@@ -174,8 +182,9 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
   const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
   const bool bytes = w.decode == QuantDecode::kInt8;
   const int centre = coding.centre;
-  const bool pairs = form == QuantPanelForm::kBf16Pairs &&
-                     (IsFourBit(w.decode) || (bytes && centre <= kMaxPairByteCentre));
+  const bool pairs = (form == QuantPanelForm::kBf16Pairs &&
+                      (IsFourBit(w.decode) || (bytes && centre <= kMaxPairByteCentre))) ||
+                     (form == QuantPanelForm::kInt16Pairs && (IsFourBit(w.decode) || bytes));
   out.pair_panels = pairs;
   // Each panel from its own columns: ranges of panels on different threads write the same bytes.
   auto repack = [&](int64_t p0, int64_t p1) {

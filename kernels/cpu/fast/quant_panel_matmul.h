@@ -82,10 +82,11 @@
 //
 // The int16 route (QuantPanelInt16Matmul; AVX-512 VNNI, groups of at most 128 k, not K-quant
 // headers): the same pair panels with int16 activations (int16_act_quant.h, one scale d per row
-// and weight group) and the code values as int16 words (INT4 q − 8, 2 · e2m1, 6-bit byte codes),
-// one `vpdpwssd` per weight pair into int32 sums (the register path: even and odd pairs apart;
-// decoded blocks: one sum per output and the running totals in registers), exact over a group
-// (|Σ| ≤ 128 · 32 · 32767 < 2^31); the fold takes d · float(sum) as the group's sum a (FP4: with
+// and weight group) and the code values as int16 words (INT4 q − 8, 2 · e2m1, byte codes minus
+// their centre sign-extended: up to 8 bits, in kInt16Pairs panels beyond 6), one `vpdpwssd` per
+// weight pair into int32 sums (the register path: even and odd pairs apart; decoded blocks: one sum
+// per output and the running totals in registers), exact over a group
+// (|Σ| ≤ 128 · 128 · 32767 < 2^31); the fold takes d · float(sum) as the group's sum a (FP4: with
 // s / 2) and Σx̂ = d · Σq for Σx. So the result is Σ w · x̂ to the f32 form's rounding, within
 // (K + G + 3)·u·Σ s·(|v| + |z − c|)·|x| + Σ |w| · (1.005 · 2^-16 · amax_g + 2^-134) of the exact
 // product (amax_g: the row's largest |x| in the weight's group; 2^-134 where d is subnormal); a
@@ -106,9 +107,11 @@
 namespace tessera::kernels::cpu::fast {
 
 // How a layer's panels hold their codes: f32 form (QuantPanelMatmul, any AVX-512 CPU, every
-// supported format) or bf16 pairs (QuantPanelPairMatmul, AVX-512 BF16, 4-bit codes and byte
-// codes of at most 6 bits).
-enum class QuantPanelForm { kF32, kBf16Pairs };
+// supported format), bf16 pairs (QuantPanelPairMatmul, AVX-512 BF16, 4-bit codes and byte codes
+// of at most 6 bits; QuantPanelInt16Matmul too), or the same pair layout for the int16 route
+// alone (kInt16Pairs: every byte code, 8-bit ones too, whose values no bf16 pair table holds;
+// QuantPanelPairMatmul leaves y as it was on 8-bit ones).
+enum class QuantPanelForm { kF32, kBf16Pairs, kInt16Pairs };
 
 // Whether this CPU runs the panel kernel (AVX-512 F, BW and VL; not under TESSERA_CPU_ISA=avx2).
 bool QuantPanelAvailable();
@@ -164,6 +167,10 @@ void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint1
 // Whether this CPU runs the int16 route (QuantPanelPairsAvailable(), Int16ActsAvailable() and
 // AVX-512 VNNI).
 bool QuantPanelInt16Available();
+
+// Whether RepackQuantPanels(w, dst, kInt16Pairs) would give panels the int16 route takes
+// (QuantPanelSupported(w), QuantPanelInt16Available(), and its group rule below).
+bool QuantPanelInt16Takes(const FastQuantWeights& w);
 
 // The activation group of the int16 route on `w` (QuantizeActsInt16's `group`): the panels' weight
 // group where w holds pair panels (w.pair_panels) without K-quant headers, the CPU has AVX-512

@@ -40,10 +40,12 @@ namespace tessera::kernels::cpu::fast {
 namespace {
 
 using panel_test::Activations;
+using panel_test::ByteCentre;
 using panel_test::Form;
 using panel_test::Layer;
 using panel_test::Make;
 using panel_test::Name;
+using panel_test::PanelFormOf;
 using panel_test::Repack;
 using panel_test::RoundedToBf16;
 using panel_test::RunPanels;
@@ -72,7 +74,14 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
     if (!Runs(l)) GTEST_SKIP() << "no AVX-512 (BF16, VNNI) on this CPU";
     FastQuantWeights src = l.w;  // the checkpoint's codes (l.w.q points at the panels)
     src.q = l.q.data();
-    ASSERT_TRUE(form == Form::kF32 ? QuantPanelSupported(src) : QuantPanelPairsSupported(src));
+    ASSERT_TRUE(form == Form::kF32     ? QuantPanelSupported(src)
+                : form == Form::kInt16 ? QuantPanelSupported(src)
+                                       : QuantPanelPairsSupported(src));
+    if (form == Form::kInt16) {
+      ASSERT_EQ(QuantPanelInt16Takes(src), QuantPanelInt16Group(l.w) != 0);
+      // 8-bit byte codes: the int16 route's pairs only; the bf16 pair kernel leaves y alone.
+      ASSERT_TRUE(format != QuantDecode::kInt8 || !QuantPanelPairsSupported(src));
+    }
     if (form == Form::kInt16 && QuantPanelInt16Group(l.w) != l.group) {
       // The int16 route takes groups of whole 16-float vectors up to 128 k, and only those.
       ASSERT_TRUE(l.group % 16 != 0 || l.group > 128) << QuantPanelInt16Group(l.w);
@@ -315,7 +324,7 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
 // (whose folds subtract 0 · Σx), alone and in a batch.
 void ExpectSymmetricLayerStoresScalesAlone(QuantDecode format, Form form) {
   SCOPED_TRACE(Name(format) + " " + Name(form));
-  const float centre = format != QuantDecode::kInt8 ? 8.0f : form == Form::kF32 ? 128.0f : 32.0f;
+  const float centre = format != QuantDecode::kInt8 ? 8.0f : static_cast<float>(ByteCentre(form));
   const int64_t groups = panels::Count(37) * (256 / 64);
   const int64_t code_bytes = format == QuantDecode::kInt8 ? 1024 : 512;  // 16 columns x 64
   Layer l = Make(format, 37, 256, 64, 21, form);
@@ -330,10 +339,9 @@ void ExpectSymmetricLayerStoresScalesAlone(QuantDecode format, Form form) {
   Layer stored = Make(format, 37, 256, 64, 21, form);
   for (auto& z : stored.zeros) z = centre;
   stored.panels = hwy::AllocateAligned<uint8_t>(groups * (128 + code_bytes));
-  stored.w = internal::RepackQuantPanelsAs(
-      src, stored.panels.get(),
-      form == Form::kF32 ? QuantPanelForm::kF32 : QuantPanelForm::kBf16Pairs,
-      internal::QuantPanelCoding{static_cast<int>(centre), false});
+  stored.w =
+      internal::RepackQuantPanelsAs(src, stored.panels.get(), PanelFormOf(form),
+                                    internal::QuantPanelCoding{static_cast<int>(centre), false});
   ASSERT_FALSE(stored.w.symmetric_panels);
   ASSERT_EQ(internal::QuantPanelGeometryOf(stored.w).head, 128);
   std::vector<float> x = Activations(9, 256, 5);
@@ -394,10 +402,8 @@ TEST(QuantPanelLayoutTest, HalfHeadersWhereEveryValueIsAnF16) {
       FastQuantWeights f32_src = src;
       f32_src.scales = f32.scales.data();
       f32_src.zeros = f32.zeros.data();
-      f32.w = internal::RepackQuantPanelsAs(
-          f32_src, f32.panels.get(),
-          form == Form::kF32 ? QuantPanelForm::kF32 : QuantPanelForm::kBf16Pairs,
-          internal::QuantPanelCoding{8, symmetric, false});
+      f32.w = internal::RepackQuantPanelsAs(f32_src, f32.panels.get(), PanelFormOf(form),
+                                            internal::QuantPanelCoding{8, symmetric, false});
       std::vector<float> x = Activations(9, k, 6);
       if (form == Form::kBf16) x = RoundedToBf16(x);
       for (const int64_t rows : {1, 9}) {

@@ -28,6 +28,18 @@ namespace tessera::kernels::cpu::fast::panel_test {
 // (exact x) or hi alone (bf16 activations), or the pair panels with int16 activations.
 enum class Form { kF32, kSplit, kBf16, kInt16 };
 
+// The panel form a test form runs on: f32, bf16 pairs, or the int16 route's pairs (which hold
+// 8-bit byte codes too).
+inline QuantPanelForm PanelFormOf(Form f) {
+  return f == Form::kF32     ? QuantPanelForm::kF32
+         : f == Form::kInt16 ? QuantPanelForm::kInt16Pairs
+                             : QuantPanelForm::kBf16Pairs;
+}
+
+// The centre of the byte codes a test layer gets in `f`: 8-bit codes (128) where the form takes
+// them, 6-bit ones (32) on the bf16 pairs.
+inline int ByteCentre(Form f) { return f == Form::kSplit || f == Form::kBf16 ? 32 : 128; }
+
 struct Layer {
   QuantDecode format;
   Form form;
@@ -57,7 +69,7 @@ struct Layer {
   double Magnitude(int64_t c, int64_t i) const {
     if (!Integer()) return std::fabs(Weight(c, i));
     const int64_t g = c * (k / group) + i / group;
-    const double centre = format != QuantDecode::kInt8 ? 8.0 : form == Form::kF32 ? 128.0 : 32.0;
+    const double centre = format != QuantDecode::kInt8 ? 8.0 : ByteCentre(form);
     return scales[g] * (std::fabs(codes[c * k + i] - centre) + std::fabs(zeros[g] - centre));
   }
 };
@@ -68,8 +80,7 @@ inline void Repack(Layer& l) {
   l.w.zeros = l.zeros.data();
   l.w.block_scales = l.block_scales.data();
   l.panels = hwy::AllocateAligned<uint8_t>(QuantPanelsBytes(l.w));
-  l.w = RepackQuantPanels(l.w, l.panels.get(),
-                          l.form == Form::kF32 ? QuantPanelForm::kF32 : QuantPanelForm::kBf16Pairs);
+  l.w = RepackQuantPanels(l.w, l.panels.get(), PanelFormOf(l.form));
 }
 
 // int_group: the group size of the integer formats (kInt4; kInt8 with 8-bit codes).
@@ -79,8 +90,9 @@ inline Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, u
   const int64_t group = integer ? int_group : format == QuantDecode::kMxfp4 ? 32 : 16;
   Layer l{format, form, n, k, group, {}, {}, {}, {}, {}, {}, nullptr, {}};
   std::mt19937 rng(seed);
-  // Byte codes: 8-bit in the f32 form, 6-bit (the pair form's largest, centre 32) in the pair form.
-  const uint32_t levels = format != QuantDecode::kInt8 ? 16 : form == Form::kF32 ? 256 : 64;
+  // Byte codes: 8-bit in the f32 and int16 forms, 6-bit (the bf16 pair form's largest, centre
+  // 32) in the bf16 pair forms.
+  const uint32_t levels = format != QuantDecode::kInt8 ? 16 : ByteCentre(form) == 128 ? 256 : 64;
   l.codes.resize(n * k);
   for (auto& c : l.codes) c = static_cast<uint8_t>(rng() % levels);
   if (format == QuantDecode::kInt8) {

@@ -184,6 +184,17 @@ PackedWeights Int4G128Int16Acts(int64_t n, uint32_t seed) {
   return w;
 }
 
+// INT8 weight-only (GPTQ 8-bit, compressed-tensors W8A16) g128 with int16 activations: 8-bit
+// codes on the int16 route's own pair panels.
+PackedWeights Int8G128Int16Acts(int64_t n, uint32_t seed) {
+  PackedWeights w = Int4G128Int16Acts(n, seed);
+  w.spec.weight_format = WeightFormat::kInt8;
+  w.bytes = RandomBytes(n * kK, seed, 256);
+  w.zeros = RandomFloats(n * kK / 128, seed + 2, 0.0f, 255.0f);
+  w.q = w.bytes.data();
+  return w;
+}
+
 PackedWeights Int4ActOrderInt16Acts(int64_t n, uint32_t seed) {
   PackedWeights w = Int4ActOrderInt8Acts(n, seed);
   w.spec.activation = ActivationFormat::kInt16Group;
@@ -330,14 +341,16 @@ TEST(ColumnSplitTest, QuantizedInt4Group128Int8Activations) {
   ExpectSharedMatchesSeparate({act_order, m, act_order}, kQkv);
 }
 
-// int16 activations (act-order too: channels sorted by group): the split gives Forward's bits, and
+// int16 activations (INT4, act-order too: channels sorted by group, and 8-bit INT8 codes): the
+// split gives Forward's bits, and
 // Forward (the int16 route) agrees with the reference kernel on x̂ to f32 rounding, alone and in a
 // batch.
 TEST(ColumnSplitTest, QuantizedInt4Group128Int16Activations) {
-  const Maker m = Quantized(Int4G128Int16Acts), act_order = Quantized(Int4ActOrderInt16Acts);
+  const Maker m = Quantized(Int4G128Int16Acts), act_order = Quantized(Int4ActOrderInt16Acts),
+              int8 = Quantized(Int8G128Int16Acts);
   ExpectSharedMatchesSeparate({m, m, m}, kQkv);
-  ExpectSharedMatchesSeparate({act_order, m, act_order}, kQkv);
-  for (const Maker& make : {m, act_order}) {
+  ExpectSharedMatchesSeparate({act_order, m, int8}, kQkv);
+  for (const Maker& make : {m, act_order, int8}) {
     const Built built = make(200, 5, nullptr);
     const auto& layer = static_cast<const QuantizedLinear&>(*built.lin);
     EXPECT_EQ(layer.uses_int16_route(), kernels::cpu::fast::QuantPanelInt16Available());

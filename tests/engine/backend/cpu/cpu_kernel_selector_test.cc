@@ -274,7 +274,7 @@ TEST(CpuKernelSelectorTest, Bf16ActivationsForFourBitWeightOnly) {
 // --cpu_int16_activations on 4-bit weight-only layers: int16 activations per weight group where
 // the pair panels' int16 route runs here and the layer fits it (groups of 16-128, act-order too);
 // other W4A16 layers keep their kernel and activations, with a note;
-// bf16 activations win where both are asked for.
+// bf16 activations win where both are asked for and they cover the layer.
 TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
   const bool route = kernels::cpu::fast::QuantPanelInt16Available();
   struct Case {
@@ -290,6 +290,8 @@ TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
         Case{WeightFormat::kInt4, ActivationFormat::kFloat, 256, false, ""},
         Case{WeightFormat::kInt4, ActivationFormat::kFloat, 16, false, ""},  // reference kernel
         Case{WeightFormat::kInt4, ActivationFormat::kFloat, 128, true, "cpu/int-wo-i16-act"},
+        Case{WeightFormat::kInt8, ActivationFormat::kFloat, 128, false, "cpu/int-wo-i16-act"},
+        Case{WeightFormat::kInt3, ActivationFormat::kFloat, 64, false, "cpu/int-wo-i16-act"},
         Case{WeightFormat::kMxfp4, ActivationFormat::kFloat, 32, false, "cpu/mxfp4-w4a16-i16-act"},
         Case{WeightFormat::kNvfp4, ActivationFormat::kFloat, 16, false, "cpu/nvfp4-w4a16-i16-act"},
         Case{WeightFormat::kNvfp4, ActivationFormat::kNvfp4, 16, false, ""}}) {
@@ -314,7 +316,9 @@ TEST(CpuKernelSelectorTest, Int16ActivationsForFourBitWeightOnly) {
     // The note: every W4A16 layer the route does not take.
     const bool noted = s.reason.find("int16 activations need") != std::string::npos;
     EXPECT_EQ(noted, c.act == ActivationFormat::kFloat && !takes) << s.reason;
-    EXPECT_NE(both.activation, ActivationFormat::kInt16Group);
+    // bf16 activations win where they cover the layer (not byte codes).
+    const bool bytes = c.fmt == WeightFormat::kInt8 || c.fmt == WeightFormat::kInt3;
+    EXPECT_EQ(both.activation == ActivationFormat::kInt16Group, takes && bytes);
   }
 }
 
