@@ -25,8 +25,8 @@ enum class ScaleOrigin { kStatic, kDynamic };
 // kBf16: activations rounded to bf16 per call for bf16 weights (the CPU backend, only when
 // EngineOptions::cpu_bf16_activations asks for it).
 // kInt16Group: activations quantized per row to int16 with one f32 scale per activation_group k
-// (the weight group), within 2^-16 of each group's largest |x| (the CPU backend's 4-bit
-// weight-only layers, only when EngineOptions::cpu_int16_activations asks for it).
+// (the weight group), within 2^-16 of each group's largest |x| (the CPU backend's weight-only
+// layers, only when EngineOptions::cpu_int16_activations asks for it).
 enum class ActivationFormat { kFloat, kFp8, kInt8, kNvfp4, kInt8Block32, kBf16, kInt16Group };
 enum class ZeroPointKind { kNone, kInt, kFloat };
 // NVFP4 global scales: ModelOpt stores a multiplier (amax / 2688), compressed-tensors a divisor.

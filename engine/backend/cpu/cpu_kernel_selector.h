@@ -36,8 +36,9 @@ class CpuKernelSelector : public quant::KernelSelector {
   // bf16_activations: bf16 weights, FP8 W8A16 and the 4-bit weight-only formats (INT4, NVFP4
   // W4A16, MXFP4) on their fast kernels multiply bf16-rounded activations (a: bf16) instead of
   // exact f32 ones (the hi + lo split where the kernel is a bf16 one).
-  // int16_activations: the 4-bit weight-only formats multiply int16 activations with one scale
-  // per weight group (a: int16 act) on the pair panels' int16 route, where this CPU runs it and
+  // int16_activations: the weight-only formats (INT4 / INT8 / INT3 / INT2, NVFP4 W4A16, MXFP4)
+  // multiply int16 activations with one scale per weight group (a: int16 act) on the pair panels'
+  // int16 route, where this CPU runs it and
   // the layer's groups fit it (else exact f32 activations, with a note in the plan);
   // bf16_activations, and int8 activations where they cover the layer, win where both are set.
   explicit CpuKernelSelector(Int8Activations int8_activations = Int8Activations::kNone,
