@@ -17,7 +17,7 @@
 #include "engine/runtime/engine_loader.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
-#include "tests/engine/runtime/small_synth_hf_dir.h"
+#include "tests/engine/runtime/small_model_test_util.h"
 
 namespace tessera::runtime {
 namespace {
@@ -35,32 +35,6 @@ std::unique_ptr<LoadedEngine> Load(const std::string& plan, Acts acts) {
   auto e = LoadEngine(SynthDir(), options);
   EXPECT_TRUE(e.ok()) << e.status();
   return e.ok() ? std::move(*e) : nullptr;
-}
-
-std::vector<int32_t> Tokens(int n, int salt) {
-  std::vector<int32_t> t;
-  for (int i = 0; i < n; ++i) t.push_back((37 * i + salt) % 320);
-  return t;
-}
-
-std::vector<float> Prefill(LoadedEngine& e, const std::vector<int32_t>& t) {
-  const auto& c = e.model->config();
-  KvCache cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
-  SequenceKv seq;
-  std::vector<float> logits;
-  EXPECT_TRUE(e.model->Forward({{&seq, t, true, false}}, cache, &logits).ok());
-  return logits;
-}
-
-// max |a − b| over max(1, max |a|).
-double RelativeDiff(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double diff = 0, scale = 1;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    diff = std::max(diff, std::abs(double(a[i]) - b[i]));
-    scale = std::max(scale, std::abs(double(a[i])));
-  }
-  return diff / scale;
 }
 
 class Int16ActivationsTest : public ::testing::TestWithParam<const char*> {};
@@ -102,33 +76,15 @@ TEST_P(Int16ActivationsTest, CloseToExactAndBatchInvariant) {
   auto bf16 = Load(GetParam(), Acts::kBf16);
   auto int16 = Load(GetParam(), Acts::kInt16);
   ASSERT_TRUE(exact && bf16 && int16);
-  const std::vector<int32_t> a = Tokens(11, 3), b = Tokens(17, 5);
-  const std::vector<float> le = Prefill(*exact, a);
-  const double d16 = RelativeDiff(le, Prefill(*int16, a));
-  const double dbf16 = RelativeDiff(le, Prefill(*bf16, a));
+  const std::vector<int32_t> a = SmallTokens(11, 3);
+  const std::vector<float> le = PrefillLogits(*exact, a);
+  const double d16 = MaxRelativeDiff(le, PrefillLogits(*int16, a));
+  const double dbf16 = MaxRelativeDiff(le, PrefillLogits(*bf16, a));
   EXPECT_GT(d16, 0.0) << "int16 activations changed nothing: were they quantized at all?";
   EXPECT_LE(d16, 1e-3);
   // Per activation 2^-16 of its group's largest |x| against bf16's 2^-9 of each |x|.
   EXPECT_LT(4 * d16, dbf16) << "int16 " << d16 << " bf16 " << dbf16;
-
-  const auto& c = int16->model->config();
-  KvCache alone_cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
-  KvCache batch_cache(c.num_layers, c.num_kv_heads, c.head_dim, 16, 16);
-  SequenceKv sa, ta, tb, tc;
-  std::vector<float> alone, batched;
-  ASSERT_TRUE(int16->model->Forward({{&sa, a, false, true}}, alone_cache, &alone).ok());
-  ASSERT_TRUE(
-      int16->model->Forward({{&ta, a, false, true}, {&tb, b, false, true}}, batch_cache, &batched)
-          .ok());
-  ASSERT_EQ(batched.size(), 2 * alone.size());
-  EXPECT_EQ(std::memcmp(alone.data(), batched.data(), alone.size() * 4), 0) << "prefill";
-  const std::vector<int32_t> next = {42};
-  ASSERT_TRUE(int16->model->Forward({{&sa, next, false, true}}, alone_cache, &alone).ok());
-  ASSERT_TRUE(
-      int16->model
-          ->Forward({{&ta, next, false, true}, {&tc, b, false, true}}, batch_cache, &batched)
-          .ok());
-  EXPECT_EQ(std::memcmp(alone.data(), batched.data(), alone.size() * 4), 0) << "decode";
+  ExpectAloneEqualsBatched(*int16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Plans, Int16ActivationsTest,
