@@ -31,10 +31,13 @@ run "FP8 W8A8 (bench-fp8)" --model "$OUT/tl-F16.gguf" --precision_plan configs/p
 run "INT4 g128, int8 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-int4-g128.json --cpu_int8_activations
 run "INT4 g128, f32 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-int4-g128.json
 run "INT4 g128, bf16 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-int4-g128.json --cpu_bf16_activations
+run "INT4 g128, int16 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-int4-g128.json --cpu_int16_activations
 run "NVFP4 W4A4 (bench-nvfp4)" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-nvfp4.json
 run "NVFP4 W4A16 (bench-nvfp4-a16)" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-nvfp4-a16.json
+run "NVFP4 W4A16 (bench-nvfp4-a16), int16 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-nvfp4-a16.json --cpu_int16_activations
 run "MXFP4 W4A16 (bench-mxfp4), int8 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-mxfp4.json --cpu_int8_activations
 run "MXFP4 W4A16 (bench-mxfp4), f32 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-mxfp4.json
+run "MXFP4 W4A16 (bench-mxfp4), int16 activations" --model "$OUT/tl-F16.gguf" --precision_plan configs/plans/bench-mxfp4.json --cpu_int16_activations
 run "Q4_0, f32 activations" --model "$OUT/tl-Q4_0.gguf" --cpu_int8_activations=false
 run "Q4_K_M (Q4_K + Q6_K), int8 activations" --model "$OUT/tl-Q4_K_M.gguf" --cpu_int8_activations
 run "Q4_K_M (Q4_K + Q6_K), f32 activations" --model "$OUT/tl-Q4_K_M.gguf" \
