@@ -39,7 +39,7 @@ inline const FlagSpec kCpuBf16ActivationsFlag = {
 inline const FlagSpec kCpuInt16ActivationsFlag = {
     "cpu_int16_activations", true,
     "INT4 (act-order too) / INT8 / INT3 / INT2 weight-only, NVFP4 W4A16 and MXFP4 (groups of "
-    "16-128) on AVX-512 VNNI / BF16: int16 activations with one scale per weight group, within "
+    "16-128) on AVX-512 VNNI: int16 activations with one scale per weight group, within "
     "2^-16 of each group's largest |x| (one vpdpwssd per weight pair: 1.3-1.6x the exact GEMM "
     "from 16 rows); changes results slightly. --cpu_bf16_activations (and int8 activations) win "
     "where they cover a layer"};

@@ -48,9 +48,10 @@ struct EngineOptions {
   // Off: exact f32 activations (the hi + lo split on the bf16 kernels).
   bool cpu_bf16_activations = false;
   // The integer weight-only formats (INT4 with or without act-order, INT8 / INT3 / INT2), NVFP4
-  // W4A16 and MXFP4 (groups of 16-128) on AVX-512 VNNI / BF16 multiply int16 activations, one
-  // scale per weight group (one vpdpwssd per weight pair: 1.4-1.6x the exact prefill GEMM rate),
-  // within 2^-16 of each group's largest |x|. cpu_bf16_activations wins where it covers a layer.
+  // W4A16 and MXFP4 (groups of 16-128) on AVX-512 VNNI (BF16 not needed) multiply int16
+  // activations, one scale per weight group (one vpdpwssd per weight pair: 1.4-1.6x the exact
+  // prefill GEMM rate), within 2^-16 of each group's largest |x|. cpu_bf16_activations wins where
+  // it covers a layer.
   bool cpu_int16_activations = false;
   std::string device = "cpu";  // "cpu", "cuda" (= cuda:0) or "cuda:N"
   // CUDA only: the device KV pool, in blocks of kv_block_tokens positions (the scheduler's

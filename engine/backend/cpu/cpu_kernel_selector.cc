@@ -102,7 +102,7 @@ bool CpuKernelSelector::TakeInt16Activations(quant::LinearSpec* spec, const char
   if (!fast_kernel || !kernels::cpu::fast::QuantPanelInt16Available() || group % 16 != 0 ||
       group > 128) {
     absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
-                    "exact f32 activations: int16 activations need AVX-512 VNNI / BF16, the fast "
+                    "exact f32 activations: int16 activations need AVX-512 VNNI, the fast "
                     "kernel (INT4: groups of whole 32) and groups of 16-128 k");
     return false;
   }

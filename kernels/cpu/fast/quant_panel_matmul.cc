@@ -541,8 +541,12 @@ void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, c
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
                           int64_t n_begin, int64_t n_end) {
-  // Pair panels of 8-bit byte codes (kInt16Pairs) hold values no bf16 pair table covers.
-  if (!w.pair_panels || (w.decode == QuantDecode::kInt8 && w.panel_centre > 32)) return;
+  // Pair panels of 8-bit byte codes (kInt16Pairs) hold values no bf16 pair table covers, and
+  // kInt16Pairs panels exist on CPUs without AVX-512 BF16 too.
+  if (!w.pair_panels || (w.decode == QuantDecode::kInt8 && w.panel_centre > 32) ||
+      !QuantPanelPairsAvailable()) {
+    return;
+  }
   const CallActs a{.x = x, .hi = hi, .lo = lo};
   if (lo != nullptr) return Dispatch<Acts::kSplit>(w, a, rows, bias, y, n_begin, n_end);
   Dispatch<Acts::kBf16>(w, a, rows, bias, y, n_begin, n_end);

@@ -80,12 +80,12 @@
 // bf16 activations (bench/README.md, thirteenth session). One partial sum per output (a chain of
 // 6-cycle `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
 //
-// The int16 route (QuantPanelInt16Matmul; AVX-512 VNNI, groups of at most 128 k, not K-quant
-// headers): the same pair panels with int16 activations (int16_act_quant.h, one scale d per row
-// and weight group) and the code values as int16 words (INT4 q − 8, 2 · e2m1, byte codes minus
-// their centre sign-extended: up to 8 bits, in kInt16Pairs panels beyond 6), one `vpdpwssd` per
-// weight pair into int32 sums (the register path: even and odd pairs apart; decoded blocks: one sum
-// per output and the running totals in registers), exact over a group
+// The int16 route (QuantPanelInt16Matmul; AVX-512 VNNI, BF16 not needed; groups of at most 128 k,
+// not K-quant headers): the same pair panels with int16 activations (int16_act_quant.h, one scale d
+// per row and weight group) and the code values as int16 words (INT4 q − 8, 2 · e2m1, byte codes
+// minus their centre sign-extended: up to 8 bits, in kInt16Pairs panels beyond 6), one `vpdpwssd`
+// per weight pair into int32 sums (the register path: even and odd pairs apart; decoded blocks: one
+// sum per output and the running totals in registers), exact over a group
 // (|Σ| ≤ 128 · 128 · 32767 < 2^31); the fold takes d · float(sum) as the group's sum a (FP4: with
 // s / 2) and Σx̂ = d · Σq for Σx. So the result is Σ w · x̂ to the f32 form's rounding, within
 // (K + G + 3)·u·Σ s·(|v| + |z − c|)·|x| + Σ |w| · (1.005 · 2^-16 · amax_g + 2^-134) of the exact
@@ -164,8 +164,8 @@ void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint1
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
                           int64_t n_begin, int64_t n_end);
 
-// Whether this CPU runs the int16 route (QuantPanelPairsAvailable(), Int16ActsAvailable() and
-// AVX-512 VNNI).
+// Whether this CPU runs the int16 route (QuantPanelAvailable(), Int16ActsAvailable() and AVX-512
+// VNNI; no BF16 needed, so Cascade Lake runs it, on kInt16Pairs panels).
 bool QuantPanelInt16Available();
 
 // Whether RepackQuantPanels(w, dst, kInt16Pairs) would give panels the int16 route takes
@@ -173,9 +173,9 @@ bool QuantPanelInt16Available();
 bool QuantPanelInt16Takes(const FastQuantWeights& w);
 
 // The activation group of the int16 route on `w` (QuantizeActsInt16's `group`): the panels' weight
-// group where w holds pair panels (w.pair_panels) without K-quant headers, the CPU has AVX-512
-// VNNI and BF16 and the group is a multiple of 16 of at most 128 k; 0 where the route does not
-// take w.
+// group where w holds pair panels (w.pair_panels) without K-quant headers, the CPU runs the route
+// (QuantPanelInt16Available) and the group is a multiple of 16 of at most 128 k; 0 where the
+// route does not take w.
 int64_t QuantPanelInt16Group(const FastQuantWeights& w);
 
 // QuantPanelPairMatmul's contract with int16 activations: `acts` as QuantizeActsInt16 wrote them

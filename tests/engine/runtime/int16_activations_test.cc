@@ -57,7 +57,7 @@ TEST_P(Int16ActivationsTest, PlanNamesTheChoice) {
       EXPECT_NE(s.Describe().find("a: int16 act group-" + std::to_string(group)), std::string::npos)
           << s.Describe();
     } else {
-      // Exact activations with a note (AVX-512 without VNNI / BF16), or on AVX2 the int8 tiles
+      // Exact activations with a note (AVX-512 without VNNI), or on AVX2 the int8 tiles
       // the 4-bit layers take there by default.
       EXPECT_NE(s.activation, quant::ActivationFormat::kInt16Group) << s.module;
       if (s.activation == quant::ActivationFormat::kFloat) {
@@ -70,7 +70,7 @@ TEST_P(Int16ActivationsTest, PlanNamesTheChoice) {
 
 TEST_P(Int16ActivationsTest, CloseToExactAndBatchInvariant) {
   if (!kernels::cpu::fast::QuantPanelInt16Available()) {
-    GTEST_SKIP() << "no AVX-512 VNNI / BF16: the layers keep exact activations";
+    GTEST_SKIP() << "no AVX-512 VNNI: the layers keep exact activations";
   }
   auto exact = Load(GetParam(), Acts::kExact);
   auto bf16 = Load(GetParam(), Acts::kBf16);
