@@ -68,7 +68,8 @@ if [[ ! -x "$cpu_bin/kernels_cpu_fast_test" ]]; then
   echo "no CPU binaries in PACK (packed with CPU=0)"
 else
   # The FP8 panel tests take the AMX route with the real instructions where AMX is granted.
-  for t in kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test \
+  # The quant panel and column split tests run the int16 route (vpdpwssd) on an Intel host.
+  for t in kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test kernels_cpu_fast_quant_panel_test \
            engine_backend_cpu_column_split_test bf16_activations_test; do
     [[ -x "$cpu_bin/$t" ]] || { echo "$t: not in PACK"; continue; }
     timeout 120 "$cpu_bin/$t" >"$logs/$t.log" 2>&1
@@ -83,7 +84,7 @@ else
     filter+="|QuantMatmul/(FP8_PANEL|FP8_W8A8_PANEL)/(4096x4096|1.1b_gate_up)/M:(1|128)/"
     # Decode (M = 1) on the AMX panels, and the INT4 pairs (no AMX route yet) for scale.
     filter+="|(Bf16DotMatmul/BF16|Int8DotMatmul/INT8_W8A8)/(4096x4096|1.1b_gate_up)/M:1/"
-    filter+="|QuantMatmul/INT4_G128_PAIRS/$shapes/"
+    filter+="|QuantMatmul/INT4_G128_PAIRS(|_I16|_BF16)/$shapes/"
     for amx in on off; do
       stamp "matmul bench, AMX $amx"
       amx_env=(-u TESSERA_DISABLE_AMX); [[ $amx == off ]] && amx_env=(TESSERA_DISABLE_AMX=1)
