@@ -10,24 +10,11 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/int16_act_quant.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
+#include "kernels/cpu/thread_pool.h"
 
 namespace tessera::backend::cpu {
 
 namespace kf = kernels::cpu::fast;
-
-namespace {
-
-// fn over row ranges, on the pool when there is one and more than one row.
-template <typename Fn>
-void OverRows(kernels::cpu::ThreadPool* pool, int64_t rows, const Fn& fn) {
-  if (pool != nullptr && rows > 1) {
-    pool->ParallelFor(rows, 1, fn);
-  } else {
-    fn(0, rows);
-  }
-}
-
-}  // namespace
 
 bool QuantizedLinear::uses_int16_route() const {
   const int64_t group = w_.spec.activation_group;
@@ -47,8 +34,9 @@ bool QuantizedLinear::ForwardInt16(const float*& x, int64_t rows, float* y, Colu
   int16_t* q = scratch.Alloc<int16_t>(rows * kf::Bf16DotActStride(k));
   float* d = scratch.Alloc<float>(rows * groups);
   float* sums = scratch.Alloc<float>(rows * groups);
-  OverRows(pool_, rows,
-           [&](int64_t r0, int64_t r1) { kf::QuantizeActsInt16(x, k, group, r0, r1, q, d, sums); });
+  kernels::cpu::ParallelForOrInline(pool_, rows, 1, [&](int64_t r0, int64_t r1) {
+    kf::QuantizeActsInt16(x, k, group, r0, r1, q, d, sums);
+  });
   const float* bias = bias_.empty() ? nullptr : bias_.data();
   const kf::Int16Acts acts{q, d, sums};
   split(w_.spec.n,
@@ -58,7 +46,7 @@ bool QuantizedLinear::ForwardInt16(const float*& x, int64_t rows, float* y, Colu
 
 void QuantizedLinear::RoundToInt16Groups(const float* x, int64_t rows, float* out) const {
   const int64_t k = w_.spec.k, group = w_.spec.activation_group;
-  OverRows(pool_, rows, [&](int64_t r0, int64_t r1) {
+  kernels::cpu::ParallelForOrInline(pool_, rows, 1, [&](int64_t r0, int64_t r1) {
     std::vector<int16_t> q(group);
     for (int64_t i = r0 * k; i < r1 * k; i += group) {
       float d, sum;

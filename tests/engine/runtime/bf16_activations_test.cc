@@ -5,15 +5,11 @@
 // sequence's prefill (the server's concurrent-equals-sequential property at the decoder level).
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/quant/linear_spec.h"
 #include "engine/runtime/engine_loader.h"
-#include "engine/runtime/kv_cache.h"
 #include "tests/engine/runtime/small_model_test_util.h"
 
 namespace tessera::runtime {

@@ -8,14 +8,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/quant/linear_spec.h"
 #include "engine/runtime/engine_loader.h"
-#include "engine/runtime/kv_cache.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "tests/engine/runtime/small_model_test_util.h"
 
