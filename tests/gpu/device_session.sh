@@ -14,7 +14,9 @@
 # so name DIR in `carry`); PLANS, BATCHES and
 # ROUNDS override the decoder benchmark's plans (default: none bench-int4-g128 bench-fp8
 # bench-nvfp4 bench-mxfp4), batches (1,16) and A/B rounds (2; 1 without BASE_PACK); NCU=0 skips
-# the ncu profiles.
+# the ncu profiles; GPU=0 skips every GPU step (run_prebuilt, the decoder benchmark, ncu) for a
+# call that checks the host CPU alone. CPU_PLANS: the host-CPU decoder's plans (default: none
+# bench-fp8), each as PLAN or PLAN:i16 (with --cpu_int16_activations).
 set -u
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 pack="$1"; base="${2:-}"
@@ -23,9 +25,12 @@ mkdir -p "$logs"
 t0=$(date +%s)
 stamp() { echo "== $* at $(( $(date +%s) - t0 )) s"; }
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader
-LOG_DIR="$logs" timeout "${T_TESTS:-300}" "$root/tests/gpu/run_prebuilt.sh" "$pack" 2>&1 |
-  tee "$logs/prebuilt.txt"
-stamp "run_prebuilt exit ${PIPESTATUS[0]}"
+gpu="${GPU:-1}"
+if [[ "$gpu" == 1 ]]; then
+  LOG_DIR="$logs" timeout "${T_TESTS:-300}" "$root/tests/gpu/run_prebuilt.sh" "$pack" 2>&1 |
+    tee "$logs/prebuilt.txt"
+  stamp "run_prebuilt exit ${PIPESTATUS[0]}"
+fi
 work="$(mktemp -d)"
 mkdir -p "$work/new" "$work/base"
 tar -C "$work/new" -xJf "$pack" || exit 1
@@ -37,7 +42,9 @@ model="$work/tinyllama-f16.gguf"
   --vocab-from "$work/new/gpupack/models/ggml-vocab-llama-spm.gguf" 2>&1 | tail -1
 versions=(new); [[ -n "$base" ]] && versions=(base new)
 rounds="${ROUNDS:-$([[ -n "$base" ]] && echo 2 || echo 1)}"
-for plan in ${PLANS:-none bench-int4-g128 bench-fp8 bench-nvfp4 bench-mxfp4}; do
+gpu_plans="${PLANS:-none bench-int4-g128 bench-fp8 bench-nvfp4 bench-mxfp4}"
+[[ "$gpu" == 1 ]] || gpu_plans=""
+for plan in $gpu_plans; do
   extra=(); [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")
   for ((r = 0; r < rounds; ++r)); do
     for v in "${versions[@]}"; do
@@ -47,7 +54,7 @@ for plan in ${PLANS:-none bench-int4-g128 bench-fp8 bench-nvfp4 bench-mxfp4}; do
     done
   done
 done
-if [[ "${NCU:-1}" == 1 ]] && command -v ncu >/dev/null; then
+if [[ "$gpu" == 1 && "${NCU:-1}" == 1 ]] && command -v ncu >/dev/null; then
   for plan in none bench-int4-g128; do
     extra=(); [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")
     stamp "ncu profile, plan $plan"
@@ -85,6 +92,8 @@ else
     # Decode (M = 1) on the AMX panels, and the INT4 pairs (no AMX route yet) for scale.
     filter+="|(Bf16DotMatmul/BF16|Int8DotMatmul/INT8_W8A8)/(4096x4096|1.1b_gate_up)/M:1/"
     filter+="|QuantMatmul/INT4_G128_PAIRS(|_I16|_BF16)/$shapes/"
+    # The FP4 pair panels' AMX route (exact split; bf16 activations) at M = 1 and 128.
+    filter+="|QuantMatmul/(MXFP4|NVFP4)_PAIRS(|_BF16)/(4096x4096|1.1b_gate_up)/M:(1|128)/"
     for amx in on off; do
       stamp "matmul bench, AMX $amx"
       amx_env=(-u TESSERA_DISABLE_AMX); [[ $amx == off ]] && amx_env=(TESSERA_DISABLE_AMX=1)
@@ -93,10 +102,12 @@ else
         tee "$logs/matmul-amx-$amx.txt" | grep -E 'amx_tiles|dnnl_isa|BM_'
     done
     # End to end on this CPU: the decoder's prefill and decode, dense and FP8, AMX on and off.
-    for plan in none bench-fp8; do
+    for entry in ${CPU_PLANS:-none bench-fp8}; do
+      plan="${entry%:i16}"
       extra=(); [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")
+      [[ "$entry" == *:i16 ]] && extra+=(--cpu_int16_activations)
       for amx in on off; do
-        stamp "tessera bench --device cpu, plan $plan, AMX $amx"
+        stamp "tessera bench --device cpu, plan $entry, AMX $amx"
         amx_env=(-u TESSERA_DISABLE_AMX); [[ $amx == off ]] && amx_env=(TESSERA_DISABLE_AMX=1)
         env "${amx_env[@]}" timeout 90 "$bin" bench --model "$model" --device cpu --batch 1 \
           --prompt 256 --gen 16 "${extra[@]}" 2>>"$logs/bench-cpu.err" | tail -n +3 |

@@ -7,15 +7,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/column_split.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
-#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
-#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/parallel_repack.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/fast/quant_panel_amx.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp4.h"
@@ -281,6 +282,9 @@ void QuantizedLinear::InitFast() {
                                   pool_);
     fast_permute_ = false;
     quant_panels_ok_ = true;
+    // FP4 pair panels run as AMX tiles where granted (quant_panel_amx.h): the one-time
+    // self-check at load, not in the first request.
+    if (kf::QuantPanelAmxTakes(fast_)) kf::AmxBf16Usable();
   }
 }
 
@@ -439,8 +443,11 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
 }
 
 std::string QuantizedLinear::Describe() const {
-  return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
-                      fp8_panels_ok_ && kf::AmxBf16Usable() ? " (cpu-amx-bf16)" : "");
+  // int16 activations take their own route, never AMX's.
+  const bool amx = (fp8_panels_ok_ || (quant_panels_ok_ && kf::QuantPanelAmxTakes(fast_) &&
+                                       w_.spec.activation != ActivationFormat::kInt16Group)) &&
+                   kf::AmxBf16Usable();
+  return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel, amx ? " (cpu-amx-bf16)" : "");
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {

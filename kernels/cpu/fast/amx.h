@@ -66,6 +66,26 @@ using Bf16TileMaker = void (*)(const void* ctx, int64_t p, int64_t kt, uint8_t* 
 
 namespace internal {
 
+// A bf16 pair-panel GEMM with Bf16DotMatmul's contract (the AVX-512 tiles, the AMX walk, or in
+// tests the AMX walk on the software model of the tile instructions).
+using Bf16PanelGemmFn = void (*)(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
+                                 int64_t rows, const float* bias, float* y, int64_t n_begin,
+                                 int64_t n_end);
+
+// AmxBf16MadeTilesMatmul's signature: the walk over tiles a maker writes.
+using Bf16MadeTilesGemmFn = void (*)(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
+                                     const uint16_t* hi, const uint16_t* lo, int64_t rows,
+                                     const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
+// The two GEMMs of an AMX route over codes decoded to bf16 (FP8 panels, FP4 pair panels): over
+// decoded panels (more than one 32-row block) and over tiles decoded one at a time inside the
+// walk (one block: decode, M = 1). The kernels pass the AMX instructions' (below); tests pass the
+// walk on the software model.
+struct AmxBf16Gemms {
+  Bf16PanelGemmFn stored;
+  Bf16MadeTilesGemmFn made;
+};
+
 // The AMX forms of Bf16DotMatmul and Int8DotMatmul (amx_kernels.cc; same contracts). Require
 // AmxAvailable(); the kernels' own dispatch calls them once the self-check passed.
 void AmxBf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,

@@ -68,6 +68,10 @@ struct FastQuantWeights {
   bool symmetric_panels = false;
   bool half_panel_headers = false;
   bool pair_panels = false;
+  // FP4 panels whose every code · block scale product is zero or a normal bf16 (NVFP4 always,
+  // MXFP4 with every E8M0 exponent in [2, 252]): the AMX route (quant_panel_amx.h) may fold the
+  // scales into bf16 weights exactly.
+  bool fp4_bf16_products = false;
   // K-quant panels (ggml_quant_panels.h, GGUF Q4_K / Q5_K): groups of 32 with the block's 6-bit
   // scale and min bytes, and the super-block's f16 d and dmin before every 8 groups; codes stored
   // minus panel_centre.

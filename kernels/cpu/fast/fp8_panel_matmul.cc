@@ -276,7 +276,7 @@ void MakeFp8Tile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
 // gets the same bits either way.
 void AmxRoute(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
               const float* bias, float* y, int64_t n_begin, int64_t n_end,
-              const internal::Fp8AmxGemms& gemms) {
+              const internal::AmxBf16Gemms& gemms) {
   if (rows > kAmxBlockRows) {
     return DecodedGemm(w, hi, lo, rows, bias, y, n_begin, n_end, gemms.stored, kAmxBlockRows);
   }
@@ -317,7 +317,7 @@ namespace internal {
 
 void Fp8PanelMatmulAmx(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                        int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end,
-                       const Fp8AmxGemms& gemms) {
+                       const AmxBf16Gemms& gemms) {
   if (rows <= 0 || n_begin >= n_end) return;
   AmxRoute(w, hi, lo, rows, bias, y, n_begin, n_end, gemms);
 }
@@ -332,7 +332,7 @@ void Fp8PanelMatmul(const FastQuantWeights&, const uint16_t*, const uint16_t*, i
                     const float*, float*, int64_t, int64_t) {}
 namespace internal {
 void Fp8PanelMatmulAmx(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
-                       const float*, float*, int64_t, int64_t, const Fp8AmxGemms&) {}
+                       const float*, float*, int64_t, int64_t, const AmxBf16Gemms&) {}
 }  // namespace internal
 
 #endif

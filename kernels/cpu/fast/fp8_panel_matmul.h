@@ -68,30 +68,12 @@ void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_
 
 namespace internal {
 
-// A bf16 pair-panel GEMM with Bf16DotMatmul's contract (the AVX-512 tiles, the AMX walk, or in
-// tests the AMX walk on the software model of the tile instructions).
-using Bf16PanelGemmFn = void (*)(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
-                                 int64_t rows, const float* bias, float* y, int64_t n_begin,
-                                 int64_t n_end);
-
-// AmxBf16MadeTilesMatmul's signature (amx.h): the walk over tiles a maker writes.
-using Bf16MadeTilesGemmFn = void (*)(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
-                                     const uint16_t* hi, const uint16_t* lo, int64_t rows,
-                                     const float* bias, float* y, int64_t n_begin, int64_t n_end);
-
-// The two GEMMs of the AMX route: over decoded panels (more than one 32-row block) and over
-// tiles decoded one at a time inside the walk (one block: decode, M = 1). Fp8PanelMatmul passes
-// the AMX instructions' (amx.h); tests pass the walk on the software model.
-struct Fp8AmxGemms {
-  Bf16PanelGemmFn stored;
-  Bf16MadeTilesGemmFn made;
-};
-
-// Fp8PanelMatmul's AMX route with `gemms` (every row count, then the epilogue). Requires
+// Fp8PanelMatmul's AMX route with `gemms` (amx.h; Fp8PanelMatmul passes the AMX instructions',
+// tests the walk on the software model) (every row count, then the epilogue). Requires
 // Fp8PanelSupported(w) and w from RepackFp8Pairs; runs on any CPU with those.
 void Fp8PanelMatmulAmx(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                        int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end,
-                       const Fp8AmxGemms& gemms);
+                       const AmxBf16Gemms& gemms);
 
 }  // namespace internal
 }  // namespace tessera::kernels::cpu::fast

@@ -188,6 +188,12 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
                       (IsFourBit(w.decode) || (bytes && centre <= kMaxPairByteCentre))) ||
                      (form == QuantPanelForm::kInt16Pairs && (IsFourBit(w.decode) || bytes));
   out.pair_panels = pairs;
+  // The smallest nonzero product 0.5 · 2^(e − 127) is normal from e = 2; the largest
+  // 6 · 2^(e − 127) is finite in bf16 up to e = 252. UE4M3 · E2M1 products always are.
+  out.fp4_bf16_products = w.decode == QuantDecode::kNvfp4 ||
+                          (w.decode == QuantDecode::kMxfp4 &&
+                           std::all_of(w.block_scales, w.block_scales + w.n * groups,
+                                       [](uint8_t e) { return e >= 2 && e <= 252; }));
   // Each panel from its own columns: ranges of panels on different threads write the same bytes.
   auto repack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {

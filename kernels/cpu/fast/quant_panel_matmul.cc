@@ -19,6 +19,7 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/int16_act_quant.h"
+#include "kernels/cpu/fast/quant_panel_amx.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -546,6 +547,12 @@ void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint1
   if (!w.pair_panels || (w.decode == QuantDecode::kInt8 && w.panel_centre > 32) ||
       !QuantPanelPairsAvailable()) {
     return;
+  }
+  // On AMX the FP4 layers it takes run every row count there (one order for every row).
+  if (QuantPanelAmxTakes(w) && AmxBf16Usable()) {
+    return internal::QuantPanelAmxMatmul(
+        w, hi, lo, rows, bias, y, n_begin, n_end,
+        {internal::AmxBf16DotMatmul, internal::AmxBf16MadeTilesMatmul});
   }
   const CallActs a{.x = x, .hi = hi, .lo = lo};
   if (lo != nullptr) return Dispatch<Acts::kSplit>(w, a, rows, bias, y, n_begin, n_end);

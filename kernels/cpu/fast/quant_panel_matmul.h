@@ -79,6 +79,9 @@
 // 22-23); two threads from DRAM 21-25 -> 26-29 GB/s; M = 128 the same with the split and 1.5x with
 // bf16 activations (bench/README.md, thirteenth session). One partial sum per output (a chain of
 // 6-cycle `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
+// Where AmxBf16Usable(), QuantPanelPairMatmul sends FP4 pair panels (MXFP4, NVFP4 W4A16) whose
+// scale products are exact bf16 to the AMX route of quant_panel_amx.h at every row count
+// (scales folded into bf16 tiles; batch-invariant in its own order).
 //
 // The int16 route (QuantPanelInt16Matmul; AVX-512 VNNI, BF16 not needed; groups of at most 128 k,
 // not K-quant headers): the same pair panels with int16 activations (int16_act_quant.h, one scale d

@@ -6,6 +6,7 @@
 // rows(A), colsb(A) / 4 == rows(B), colsb(B) == colsb(C)) and fails the test where the hardware
 // would fault. TDPBF16PS: bf16 inputs with a zero exponent read as zero, each of the two products
 // per pair added to the f32 accumulator in turn (round to nearest even), denormal sums flushed.
+// Also the bf16 walks on the model, as the AMX routes of the FP8 and FP4 panels take them.
 #ifndef TESSERA_TESTS_KERNELS_CPU_AMX_MODEL_H_
 #define TESSERA_TESTS_KERNELS_CPU_AMX_MODEL_H_
 
@@ -15,6 +16,7 @@
 
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/amx.h"
+#include "kernels/cpu/fast/amx_panel_gemm.h"
 
 namespace tessera::kernels::cpu::fast::testing {
 
@@ -117,6 +119,27 @@ struct AmxModel {
   }
   static void Release() { configured = false; }
 };
+
+// The bf16 walks of amx_panel_gemm.h on the model, with the signatures of amx.h's
+// AmxBf16Gemms: over stored pair panels, and over tiles a maker writes (its two buffers first
+// filled with NaN bf16, so that a maker must write every byte).
+inline void ModelBf16Gemm(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
+                          int64_t rows, const float* bias, float* y, int64_t n_begin,
+                          int64_t n_end) {
+  amx::PanelGemm<AmxModel>(amx::Bf16PanelGemm(w, hi, lo, rows, n_begin, n_end),
+                           amx::Bf16Kind{bias, y});
+}
+
+inline void ModelMadeTilesGemm(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
+                               const uint16_t* hi, const uint16_t* lo, int64_t rows,
+                               const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  amx::MadeTiles tiles{make, ctx, {}};
+  std::memset(tiles.buf, 0xFF, sizeof(tiles.buf));
+  amx::PanelGemm<AmxModel>(amx::Bf16MadeTilesGemm(k, hi, lo, rows, n, n_begin, n_end),
+                           amx::Bf16Kind{bias, y}, tiles);
+}
+
+inline constexpr internal::AmxBf16Gemms kModelBf16Gemms{ModelBf16Gemm, ModelMadeTilesGemm};
 
 }  // namespace tessera::kernels::cpu::fast::testing
 

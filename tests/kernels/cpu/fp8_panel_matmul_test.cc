@@ -90,25 +90,9 @@ std::vector<float> Activations(int64_t rows, int64_t k, bool e4m3, uint32_t seed
 using Fp8Matmul = void (*)(const FastQuantWeights&, const uint16_t*, const uint16_t*, int64_t,
                            const float*, float*, int64_t, int64_t);
 
-void ModelBf16Gemm(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
-                   const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  amx::PanelGemm<testing::AmxModel>(amx::Bf16PanelGemm(w, hi, lo, rows, n_begin, n_end),
-                                    amx::Bf16Kind{bias, y});
-}
-
-void ModelMadeTilesGemm(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
-                        const uint16_t* hi, const uint16_t* lo, int64_t rows, const float* bias,
-                        float* y, int64_t n_begin, int64_t n_end) {
-  amx::MadeTiles tiles{make, ctx, {}};
-  std::memset(tiles.buf, 0xFF, sizeof(tiles.buf));  // NaN bf16: every byte must be made
-  amx::PanelGemm<testing::AmxModel>(amx::Bf16MadeTilesGemm(k, hi, lo, rows, n, n_begin, n_end),
-                                    amx::Bf16Kind{bias, y}, tiles);
-}
-
 void AmxRouteOnModel(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                      int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  internal::Fp8PanelMatmulAmx(w, hi, lo, rows, bias, y, n_begin, n_end,
-                              {ModelBf16Gemm, ModelMadeTilesGemm});
+  internal::Fp8PanelMatmulAmx(w, hi, lo, rows, bias, y, n_begin, n_end, testing::kModelBf16Gemms);
 }
 
 // y for rows [0, rows) of x, columns split into [b, e) pieces of `step`.
