@@ -16,7 +16,8 @@
 # bench-nvfp4 bench-mxfp4), batches (1,16) and A/B rounds (2; 1 without BASE_PACK); NCU=0 skips
 # the ncu profiles; GPU=0 skips every GPU step (run_prebuilt, the decoder benchmark, ncu) for a
 # call that checks the host CPU alone. CPU_PLANS: the host-CPU decoder's plans (default: none
-# bench-fp8), each as PLAN or PLAN:i16 (with --cpu_int16_activations).
+# bench-fp8), each as PLAN or PLAN:i16 (with --cpu_int16_activations); MATMUL_FILTER replaces the
+# host-CPU matmul benchmark's filter.
 set -u
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 pack="$1"; base="${2:-}"
@@ -94,6 +95,7 @@ else
     filter+="|QuantMatmul/INT4_G128_PAIRS(|_I16|_BF16)/$shapes/"
     # The FP4 pair panels' AMX route (exact split; bf16 activations) at M = 1 and 128.
     filter+="|QuantMatmul/(MXFP4|NVFP4)_PAIRS(|_BF16)/(4096x4096|1.1b_gate_up)/M:(1|128)/"
+    filter="${MATMUL_FILTER:-$filter}"
     for amx in on off; do
       stamp "matmul bench, AMX $amx"
       amx_env=(-u TESSERA_DISABLE_AMX); [[ $amx == off ]] && amx_env=(TESSERA_DISABLE_AMX=1)
