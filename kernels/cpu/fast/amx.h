@@ -62,6 +62,21 @@ static_assert(sizeof(TileConfig) == 64);
 // into `tile`; ctx is the maker's own state.
 using Bf16TileMaker = void (*)(const void* ctx, int64_t p, int64_t kt, uint8_t* tile);
 
+// The per-group fold of a walk whose K comes in groups of whole K tiles (amx_panel_gemm.h's
+// GroupPanelGemm; integer codes with a scale and zero point per column and group). A block's c
+// and tot are [32][32] f32: row i is the block's row m0 + i, column j the output column
+// 16·p0 + j.
+struct GroupFolder {
+  // Folds group g's sums c (rows [0, rows), `panels` panels from p0) into tot.
+  void (*fold)(const void* ctx, int64_t m0, int rows, int64_t p0, int panels, int64_t g,
+               const float* c, float* tot);
+  // Writes the block's outputs from tot: rows [0, rows), columns [c_begin, c_end); col0 is tot's
+  // column 0.
+  void (*finish)(const void* ctx, int64_t m0, int rows, int64_t col0, int64_t c_begin,
+                 int64_t c_end, const float* tot);
+  const void* ctx;
+};
+
 }  // namespace amx
 
 namespace internal {
@@ -77,13 +92,22 @@ using Bf16MadeTilesGemmFn = void (*)(amx::Bf16TileMaker make, const void* ctx, i
                                      const uint16_t* hi, const uint16_t* lo, int64_t rows,
                                      const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
-// The two GEMMs of an AMX route over codes decoded to bf16 (FP8 panels, FP4 pair panels): over
+// AmxBf16GroupMatmul's signature: the group walk over tiles `make` writes, or with make null over
+// stored pair panels (panel_bytes apart, whole K tiles).
+using Bf16GroupGemmFn = void (*)(amx::Bf16TileMaker make, const void* make_ctx,
+                                 const uint8_t* panels, int64_t panel_bytes, int64_t n, int64_t k,
+                                 int64_t group_tiles, const uint16_t* hi, const uint16_t* lo,
+                                 int64_t rows, int64_t n_begin, int64_t n_end,
+                                 const amx::GroupFolder& fold);
+
+// The GEMMs of an AMX route over codes decoded to bf16 (FP8 panels, the quant pair panels): over
 // decoded panels (more than one 32-row block) and over tiles decoded one at a time inside the
-// walk (one block: decode, M = 1). The kernels pass the AMX instructions' (below); tests pass the
-// walk on the software model.
+// walk (one block: decode, M = 1), and the group walk (integer codes) for either. The kernels pass
+// the AMX instructions' (below); tests pass the walks on the software model.
 struct AmxBf16Gemms {
   Bf16PanelGemmFn stored;
   Bf16MadeTilesGemmFn made;
+  Bf16GroupGemmFn group = nullptr;
 };
 
 // The AMX forms of Bf16DotMatmul and Int8DotMatmul (amx_kernels.cc; same contracts). Require
@@ -97,6 +121,11 @@ void AmxInt8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Acti
 void AmxBf16MadeTilesMatmul(amx::Bf16TileMaker make, const void* ctx, int64_t n, int64_t k,
                             const uint16_t* hi, const uint16_t* lo, int64_t rows, const float* bias,
                             float* y, int64_t n_begin, int64_t n_end);
+// The group walk (amx_panel_gemm.h's GroupPanelGemm) with Bf16GroupGemmFn's contract.
+void AmxBf16GroupMatmul(amx::Bf16TileMaker make, const void* make_ctx, const uint8_t* panels,
+                        int64_t panel_bytes, int64_t n, int64_t k, int64_t group_tiles,
+                        const uint16_t* hi, const uint16_t* lo, int64_t rows, int64_t n_begin,
+                        int64_t n_end, const amx::GroupFolder& fold);
 
 }  // namespace internal
 }  // namespace tessera::kernels::cpu::fast

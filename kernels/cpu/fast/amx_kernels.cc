@@ -111,6 +111,14 @@ void AmxBf16MadeTilesMatmul(amx::Bf16TileMaker make, const void* ctx, int64_t n,
                                   amx::Bf16Kind{bias, y}, tiles);
 }
 
+void AmxBf16GroupMatmul(amx::Bf16TileMaker make, const void* make_ctx, const uint8_t* panels,
+                        int64_t panel_bytes, int64_t n, int64_t k, int64_t group_tiles,
+                        const uint16_t* hi, const uint16_t* lo, int64_t rows, int64_t n_begin,
+                        int64_t n_end, const amx::GroupFolder& fold) {
+  amx::Bf16GroupGemm<AmxInstructions>(make, make_ctx, panels, panel_bytes, n, k, group_tiles, hi,
+                                      lo, rows, n_begin, n_end, fold);
+}
+
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #else  // not x86-64 GCC/Clang: never called (AmxAvailable() is false), defined for the link.
@@ -122,6 +130,9 @@ void AmxInt8DotMatmul(const Int8DotWeights&, const uint8_t*, const Int8Activatio
                       const float*, float*, int64_t, int64_t) {}
 void AmxBf16MadeTilesMatmul(amx::Bf16TileMaker, const void*, int64_t, int64_t, const uint16_t*,
                             const uint16_t*, int64_t, const float*, float*, int64_t, int64_t) {}
+void AmxBf16GroupMatmul(amx::Bf16TileMaker, const void*, const uint8_t*, int64_t, int64_t, int64_t,
+                        int64_t, const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t,
+                        const amx::GroupFolder&) {}
 }  // namespace tessera::kernels::cpu::fast::internal
 
 #endif

@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cpu/fast/amx.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
@@ -161,6 +162,61 @@ struct MadeTiles {
   }
 };
 
+// The block's configuration (rows r0 and r1) where it changed since the last block.
+template <class Ops>
+void ConfigureBlock(int r0, int r1, TileConfig& current, bool& configured) {
+  const TileConfig cfg = BlockConfig(r0, r1);
+  if (!configured || !(cfg == current)) {
+    Ops::Config(cfg);
+    current = cfg;
+    configured = true;
+  }
+}
+
+// Zeroes the C tiles of a block (row tiles r0 and r1, one or two panels).
+template <class Ops>
+void ZeroC(bool two, int r1) {
+  Ops::template Zero<kC00>();
+  if (two) Ops::template Zero<kC01>();
+  if (r1 > 0) {
+    Ops::template Zero<kC10>();
+    if (two) Ops::template Zero<kC11>();
+  }
+}
+
+// K tile kt of a block: panel p0's (and p0 + 1's) B tile times the rows' A tiles from m0, hi
+// then lo, into the C tiles.
+template <class Ops, class Kind, class Tiles>
+void MultiplyKTile(const AmxGemm& g, Tiles& tiles, int64_t p0, bool two, int64_t m0, int r1,
+                   int64_t kt) {
+  Ops::template Load<kB0>(tiles.Tile(p0, kt, 0), 64);
+  if (two) Ops::template Load<kB1>(tiles.Tile(p0 + 1, kt, 1), 64);
+  for (const uint8_t* a : {g.a, g.a_lo}) {
+    if (a == nullptr) continue;
+    const uint8_t* a_rows = a + m0 * g.a_stride + kt * 64;
+    Ops::template Load<kA0>(a_rows, g.a_stride);
+    Kind::template Dp<Ops, kC00, kA0, kB0>();
+    if (two) Kind::template Dp<Ops, kC01, kA0, kB1>();
+    if (r1 > 0) {
+      Ops::template Load<kA1>(a_rows + kTileRows * g.a_stride, g.a_stride);
+      Kind::template Dp<Ops, kC10, kA1, kB0>();
+      if (two) Kind::template Dp<Ops, kC11, kA1, kB1>();
+    }
+  }
+}
+
+// Stores the C tiles of a block to c (rows of 2 · kPanelCols sums).
+template <class Ops, class Acc>
+void StoreC(bool two, int r1, Acc (&c)[2 * kTileRows][2 * kPanelCols]) {
+  constexpr int64_t kStride = sizeof(c[0]);
+  Ops::template Store<kC00>(&c[0][0], kStride);
+  if (two) Ops::template Store<kC01>(&c[0][kPanelCols], kStride);
+  if (r1 > 0) {
+    Ops::template Store<kC10>(&c[kTileRows][0], kStride);
+    if (two) Ops::template Store<kC11>(&c[kTileRows][kPanelCols], kStride);
+  }
+}
+
 template <class Ops, class Kind, class Tiles>
 void PanelGemm(const AmxGemm& g, const Kind& kind, Tiles& tiles) {
   if (g.rows <= 0 || g.n_begin >= g.n_end) return;
@@ -174,41 +230,12 @@ void PanelGemm(const AmxGemm& g, const Kind& kind, Tiles& tiles) {
     for (int64_t m0 = 0; m0 < g.rows; m0 += 2 * kTileRows) {
       const int r0 = static_cast<int>(std::min(kTileRows, g.rows - m0));
       const int r1 = static_cast<int>(std::clamp<int64_t>(g.rows - m0 - kTileRows, 0, kTileRows));
-      const TileConfig cfg = BlockConfig(r0, r1);
-      if (!configured || !(cfg == current)) {
-        Ops::Config(cfg);
-        current = cfg;
-        configured = true;
-      }
-      Ops::template Zero<kC00>();
-      if (two) Ops::template Zero<kC01>();
-      if (r1 > 0) {
-        Ops::template Zero<kC10>();
-        if (two) Ops::template Zero<kC11>();
-      }
+      ConfigureBlock<Ops>(r0, r1, current, configured);
+      ZeroC<Ops>(two, r1);
       for (int64_t kt = 0; kt < g.ktiles; ++kt) {
-        Ops::template Load<kB0>(tiles.Tile(p0, kt, 0), 64);
-        if (two) Ops::template Load<kB1>(tiles.Tile(p0 + 1, kt, 1), 64);
-        for (const uint8_t* a : {g.a, g.a_lo}) {
-          if (a == nullptr) continue;
-          const uint8_t* a_rows = a + m0 * g.a_stride + kt * 64;
-          Ops::template Load<kA0>(a_rows, g.a_stride);
-          Kind::template Dp<Ops, kC00, kA0, kB0>();
-          if (two) Kind::template Dp<Ops, kC01, kA0, kB1>();
-          if (r1 > 0) {
-            Ops::template Load<kA1>(a_rows + kTileRows * g.a_stride, g.a_stride);
-            Kind::template Dp<Ops, kC10, kA1, kB0>();
-            if (two) Kind::template Dp<Ops, kC11, kA1, kB1>();
-          }
-        }
+        MultiplyKTile<Ops, Kind>(g, tiles, p0, two, m0, r1, kt);
       }
-      constexpr int64_t kStride = sizeof(c[0]);
-      Ops::template Store<kC00>(&c[0][0], kStride);
-      if (two) Ops::template Store<kC01>(&c[0][kPanelCols], kStride);
-      if (r1 > 0) {
-        Ops::template Store<kC10>(&c[kTileRows][0], kStride);
-        if (two) Ops::template Store<kC11>(&c[kTileRows][kPanelCols], kStride);
-      }
+      StoreC<Ops>(two, r1, c);
       const int64_t col0 = p0 * kPanelCols;
       const int64_t c_begin = std::max(g.n_begin, col0);
       const int64_t c_end = std::min(g.n_end, col0 + (two ? 2 : 1) * kPanelCols);
@@ -222,10 +249,63 @@ void PanelGemm(const AmxGemm& g, const Kind& kind, Tiles& tiles) {
   Ops::Release();
 }
 
+// The bf16 walk with K cut into groups of `group_tiles` K tiles (the last may be shorter): per
+// block the C tiles start from zero at each group, and after its K tiles go through `f.fold`
+// into the block's running totals (zero at the block's start), groups in ascending order; then
+// `f.finish` writes the block's outputs. The same order for a row in any block or call, so as
+// batch-invariant as PanelGemm.
+template <class Ops, class Tiles>
+void GroupPanelGemm(const AmxGemm& g, int64_t group_tiles, Tiles& tiles, const GroupFolder& f) {
+  if (g.rows <= 0 || g.n_begin >= g.n_end) return;
+  alignas(64) float c[2 * kTileRows][2 * kPanelCols];
+  alignas(64) float tot[2 * kTileRows][2 * kPanelCols];
+  const int64_t p_begin = g.n_begin / kPanelCols;
+  const int64_t p_end = (g.n_end + kPanelCols - 1) / kPanelCols;
+  TileConfig current;
+  bool configured = false;
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += 2) {
+    const bool two = p0 + 1 < p_end;
+    for (int64_t m0 = 0; m0 < g.rows; m0 += 2 * kTileRows) {
+      const int r0 = static_cast<int>(std::min(kTileRows, g.rows - m0));
+      const int r1 = static_cast<int>(std::clamp<int64_t>(g.rows - m0 - kTileRows, 0, kTileRows));
+      ConfigureBlock<Ops>(r0, r1, current, configured);
+      std::memset(tot, 0, sizeof(tot));
+      for (int64_t kt = 0, group = 0; kt < g.ktiles; ++group) {
+        ZeroC<Ops>(two, r1);
+        for (const int64_t end = std::min(g.ktiles, kt + group_tiles); kt < end; ++kt) {
+          MultiplyKTile<Ops, Bf16Kind>(g, tiles, p0, two, m0, r1, kt);
+        }
+        StoreC<Ops>(two, r1, c);
+        f.fold(f.ctx, m0, r0 + r1, p0, two ? 2 : 1, group, &c[0][0], &tot[0][0]);
+      }
+      const int64_t col0 = p0 * kPanelCols;
+      f.finish(f.ctx, m0, r0 + r1, col0, std::max(g.n_begin, col0),
+               std::min(g.n_end, col0 + (two ? 2 : 1) * kPanelCols), &tot[0][0]);
+    }
+  }
+  Ops::Release();
+}
+
 template <class Ops, class Kind>
 void PanelGemm(const AmxGemm& g, const Kind& kind) {
   StoredTiles tiles{g.panels, g.panel_bytes};
   PanelGemm<Ops>(g, kind, tiles);
+}
+
+// The group walk as Bf16GroupGemmFn runs it: over made tiles where `make` is given, else over
+// the stored panels.
+template <class Ops>
+void Bf16GroupGemm(Bf16TileMaker make, const void* make_ctx, const uint8_t* panels,
+                   int64_t panel_bytes, int64_t n, int64_t k, int64_t group_tiles,
+                   const uint16_t* hi, const uint16_t* lo, int64_t rows, int64_t n_begin,
+                   int64_t n_end, const GroupFolder& fold) {
+  AmxGemm g = Bf16MadeTilesGemm(k, hi, lo, rows, n, n_begin, n_end);
+  if (make != nullptr) {
+    MadeTiles tiles{make, make_ctx, {}};
+    return GroupPanelGemm<Ops>(g, group_tiles, tiles, fold);
+  }
+  StoredTiles tiles{panels, panel_bytes};
+  GroupPanelGemm<Ops>(g, group_tiles, tiles, fold);
 }
 
 }  // namespace tessera::kernels::cpu::fast::amx

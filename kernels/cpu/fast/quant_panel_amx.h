@@ -1,26 +1,34 @@
-// The AMX route of the FP4 pair panels (quant_panel_matmul.h: MXFP4 and NVFP4 W4A16 with exact
-// hi + lo or bf16 activations): where AmxBf16Usable(), QuantPanelPairMatmul runs every row count
-// of such a layer through the AMX tile walk (amx_panel_gemm.h), as the FP8 panels do. Each 1 KiB
-// K tile (32 k x 16 columns) is decoded from the panel's codes into bf16 pairs with the block
-// scale folded in: e2m1 · 2^(e − 127) and e2m1 · UE4M3 are exact in bf16 (a code has at most 2
-// significant bits, a UE4M3 scale 4), and normal where `fp4_bf16_products` says so (NVFP4 always;
-// MXFP4 with every exponent in [2, 252], which real checkpoints keep; a layer outside keeps the
-// AVX-512 pair kernel whole, so its rows stay batch-invariant). Up to one 32-row block decodes each
-// tile inside the walk; more rows decode four panels per pass and walk the stored tiles. Then y =
-// α · acc (NVFP4), + bias, the pair kernel's epilogue.
+// The AMX route of the quant pair panels (quant_panel_matmul.h, exact hi + lo or bf16 activations:
+// MXFP4, NVFP4 W4A16 and INT4 weight-only): where AmxBf16Usable(), QuantPanelPairMatmul runs every
+// row count of a layer it takes through the AMX tile walk (amx_panel_gemm.h), as the FP8 panels
+// do. Each 1 KiB K tile (32 k x 16 columns) is decoded from the panel's codes into bf16 pairs:
+//  * FP4 with the block scale folded in: e2m1 · 2^(e − 127) and e2m1 · UE4M3 are exact in bf16 (a
+//    code has at most 2 significant bits, a UE4M3 scale 4) and normal where `fp4_bf16_products`
+//    says so (NVFP4 always; MXFP4 with every exponent in [2, 252], which real checkpoints keep; a
+//    layer outside keeps the AVX-512 pair kernel whole, so its rows stay batch-invariant). Then
+//    y = α · acc (NVFP4), + bias.
+//  * INT4 as q − 8 (exact), with groups of whole K tiles (G a multiple of 32, or one group per row):
+//    the walk's C tiles restart at each group and fold into f32 running totals as the pair kernel
+//    folds its group sums, tot = fma(s, a − (z − 8) · Σx, tot) (symmetric: fma(s, a, tot)), f32 or
+//    f16 headers alike; then y = tot + bias. Not K-quant headers, not byte codes.
+// Up to one 32-row block decodes each tile inside the walk; more rows decode four panels per
+// pass and walk the stored tiles.
 //
 // Why: on the 16-core Xeon host of a lent GPU machine (eighteenth session) the AVX-512 pair
 // kernels ran 4-bit prefill (M = 128) at 0.14-0.21x of oneDNN's AMX bf16 matmul, where the FP8
-// panels' AMX route reached 0.77-1.47x; the per-group folds of the AVX-512 form need a scale per
-// 32 or 16 k, which AMX's f32 tile sums cannot take, while scale-folded bf16 weights need none.
+// panels' AMX route reached 0.77-1.47x. No AMX host was lent since this route was written, so it
+// has run on the tile model only (tests/kernels/cpu/quant_panel_amx_test.cc); its walk and tile
+// instructions are the FP8 route's, which ran on that Xeon; its speed there is not measured yet.
+// An INT4 fold costs a C-tile store and 16 FMAs per 32 rows, 16 columns and group, against the
+// group's 2 · G / 32 tile products per C tile: about a third more at G = 128, twice at G = 32
+// (estimates, not measured).
 //
-// Numerics: acc = Σ x · (code · s) over the K tiles in ascending order (hi then lo), AMX's f32
-// sums; every row gets the same order alone or in any batch and under any column split, so the
-// route is batch-invariant. It differs from the AVX-512 pair kernel (per-group sums folded with
-// the scale) in rounding only: within (2^-16 + (K + 2)·u)·Σ|x·w| of the exact product, u = 2^-24,
-// plus AMX's flushing of bf16 denormal inputs (lo parts of tiny x) and denormal sums. INT4 and
-// byte codes have no such route: (q − z) · s is not exact in bf16, and a C-tile fold per group is
-// not written yet.
+// Numerics: a row's sums run the K tiles in ascending order (hi then lo), AMX's f32 sums; every
+// row gets the same order alone or in any batch and under any column split, so the route is
+// batch-invariant. It differs from the AVX-512 pair kernel in rounding only: FP4 within
+// (2^-16 + (K + 2)·u)·Σ|x·w| of the exact product (u = 2^-24), INT4 within the pair kernel's
+// (2^-16 + (K + G + 2)·u)·Σ s·(|q − 8| + |z − 8|)·|x|, plus AMX's flushing of bf16 denormal inputs
+// (lo parts of tiny x) and denormal sums.
 #ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_AMX_H_
 #define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_AMX_H_
 
@@ -31,19 +39,21 @@
 
 namespace tessera::kernels::cpu::fast {
 
-// Whether the AMX route takes `w` on a CPU that grants AMX: FP4 pair panels (RepackQuantPanels,
-// kBf16Pairs) with fp4_bf16_products.
+// Whether the AMX route takes `w` on a CPU that grants AMX: pair panels (RepackQuantPanels,
+// kBf16Pairs) of FP4 with fp4_bf16_products, or of INT4 with groups of a multiple of 32 k or one
+// group per row, without K-quant headers.
 bool QuantPanelAmxTakes(const FastQuantWeights& w);
 
 namespace internal {
 
-// QuantPanelPairMatmul's contract (hi, and lo for the split form, as RoundActsToBf16 wrote them)
+// QuantPanelPairMatmul's contract (x for INT4's group sums; hi, and lo for the split form, as
+// RoundActsToBf16 wrote them)
 // on the AMX route with `gemms`: the AMX instructions' (QuantPanelPairMatmul passes them where
 // AmxBf16Usable()), or in tests the walk on the software model, on any AVX-512 CPU. Requires
 // QuantPanelAmxTakes(w).
-void QuantPanelAmxMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
-                         int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end,
-                         const AmxBf16Gemms& gemms);
+void QuantPanelAmxMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
+                         const uint16_t* lo, int64_t rows, const float* bias, float* y,
+                         int64_t n_begin, int64_t n_end, const AmxBf16Gemms& gemms);
 
 }  // namespace internal
 }  // namespace tessera::kernels::cpu::fast

@@ -548,16 +548,25 @@ void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint1
       !QuantPanelPairsAvailable()) {
     return;
   }
-  // On AMX the FP4 layers it takes run every row count there (one order for every row).
+  // On AMX the layers its route takes run every row count there (one order for every row).
   if (QuantPanelAmxTakes(w) && AmxBf16Usable()) {
     return internal::QuantPanelAmxMatmul(
-        w, hi, lo, rows, bias, y, n_begin, n_end,
-        {internal::AmxBf16DotMatmul, internal::AmxBf16MadeTilesMatmul});
+        w, x, hi, lo, rows, bias, y, n_begin, n_end,
+        {internal::AmxBf16DotMatmul, internal::AmxBf16MadeTilesMatmul,
+         internal::AmxBf16GroupMatmul});
   }
   const CallActs a{.x = x, .hi = hi, .lo = lo};
   if (lo != nullptr) return Dispatch<Acts::kSplit>(w, a, rows, bias, y, n_begin, n_end);
   Dispatch<Acts::kBf16>(w, a, rows, bias, y, n_begin, n_end);
 }
+
+namespace internal {
+
+void QuantPanelGroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* sums) {
+  GroupSums(x, rows, k, group, sums);
+}
+
+}  // namespace internal
 
 void QuantPanelInt16Matmul(const FastQuantWeights& w, const Int16Acts& acts, int64_t rows,
                            const float* bias, float* y, int64_t n_begin, int64_t n_end) {
@@ -578,6 +587,9 @@ void QuantPanelPairMatmul(const FastQuantWeights&, const float*, const uint16_t*
 void QuantPanelInt16Matmul(const FastQuantWeights&, const Int16Acts&, int64_t, const float*, float*,
                            int64_t, int64_t) {}
 
+namespace internal {
+void QuantPanelGroupSums(const float*, int64_t, int64_t, int64_t, float*) {}
+}  // namespace internal
 #endif
 
 }  // namespace tessera::kernels::cpu::fast

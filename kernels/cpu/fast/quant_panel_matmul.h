@@ -80,8 +80,8 @@
 // bf16 activations (bench/README.md, thirteenth session). One partial sum per output (a chain of
 // 6-cycle `vdpbf16ps` per panel) held batch 1 to the f32 form's rate.
 // Where AmxBf16Usable(), QuantPanelPairMatmul sends FP4 pair panels (MXFP4, NVFP4 W4A16) whose
-// scale products are exact bf16 to the AMX route of quant_panel_amx.h at every row count
-// (scales folded into bf16 tiles; batch-invariant in its own order).
+// scale products are exact bf16, and INT4 pair panels with groups of whole 32s (or one per row),
+// to the AMX route of quant_panel_amx.h at every row count (batch-invariant in its own order).
 //
 // The int16 route (QuantPanelInt16Matmul; AVX-512 VNNI, BF16 not needed; groups of at most 128 k,
 // not K-quant headers): the same pair panels with int16 activations (int16_act_quant.h, one scale d
@@ -229,6 +229,10 @@ QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w);
 // part with the layer's one coding; byte codes minus the centre must fit a signed byte).
 FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form,
                                      QuantPanelCoding coding, ThreadPool* pool = nullptr);
+
+// sums[m · (k / group) + g] = Σ x[m, k'] over group g's k', in one fixed order for every call
+// (the integer folds' Σx).
+void QuantPanelGroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* sums);
 
 // Lane c of a group's code chunks (`chunks`, 64 bytes apart) from the column's `count` bytes of
 // codes as the checkpoint row holds them (nibble pairs, or one code per byte), in the form's lane

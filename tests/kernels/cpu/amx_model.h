@@ -139,7 +139,22 @@ inline void ModelMadeTilesGemm(amx::Bf16TileMaker make, const void* ctx, int64_t
                            amx::Bf16Kind{bias, y}, tiles);
 }
 
-inline constexpr internal::AmxBf16Gemms kModelBf16Gemms{ModelBf16Gemm, ModelMadeTilesGemm};
+inline void ModelGroupGemm(amx::Bf16TileMaker make, const void* make_ctx, const uint8_t* panels,
+                           int64_t panel_bytes, int64_t n, int64_t k, int64_t group_tiles,
+                           const uint16_t* hi, const uint16_t* lo, int64_t rows, int64_t n_begin,
+                           int64_t n_end, const amx::GroupFolder& fold) {
+  if (make == nullptr) {
+    return amx::Bf16GroupGemm<AmxModel>(nullptr, nullptr, panels, panel_bytes, n, k, group_tiles,
+                                        hi, lo, rows, n_begin, n_end, fold);
+  }
+  amx::MadeTiles tiles{make, make_ctx, {}};
+  std::memset(tiles.buf, 0xFF, sizeof(tiles.buf));
+  amx::GroupPanelGemm<AmxModel>(amx::Bf16MadeTilesGemm(k, hi, lo, rows, n, n_begin, n_end),
+                                group_tiles, tiles, fold);
+}
+
+inline constexpr internal::AmxBf16Gemms kModelBf16Gemms{ModelBf16Gemm, ModelMadeTilesGemm,
+                                                        ModelGroupGemm};
 
 }  // namespace tessera::kernels::cpu::fast::testing
 

@@ -1,16 +1,20 @@
-// The FP4 pair panels' AMX route (kernels/cpu/fast/quant_panel_amx.h) on the software model of
+// The quant pair panels' AMX route (kernels/cpu/fast/quant_panel_amx.h) on the software model of
 // the tile instructions (amx_model.h), on any AVX-512 CPU:
-//  * one-hot activations read back every weight (code · block scale, NVFP4 times α) exactly,
-//    MXFP4 exponents 2 and 252 at the route's edges included, so the tile maker decodes each
-//    code, scale and K position right;
-//  * each output within the route's bound of the exact sum in double, MXFP4 and NVFP4 (K = 16
-//    mod 32 too; K = 16: a tile half padding, made into a NaN-filled buffer), exact hi + lo split
-//    and bf16 activations;
+//  * one-hot activations read back every weight exactly (FP4: code · block scale, NVFP4 times α,
+//    MXFP4 exponents 2 and 252 at the route's edges included; INT4 with integer zero points:
+//    (q − z) · s through the per-group fold), so the tile maker decodes each code, scale and K
+//    position right and each group folds its own header;
+//  * each output within the route's bound of the exact sum in double: MXFP4, NVFP4 (K = 16 mod
+//    32 too; K = 16: a tile half padding, made into a NaN-filled buffer), INT4 in groups of 32 to
+//    128, 96 (three tiles) and one per row (K = 40: a group ending mid-tile), with f32 headers and
+//    fractional zero points, f16 headers, and symmetric ones; exact hi + lo split and bf16
+//    activations;
 //  * every row bit-identical alone and in calls of 1-53 rows (tiles made inside the walk up to
 //    32 rows, decoded panels beyond), under column splits at odd places, each call writing its
 //    own columns only, the walk's two tile buffers holding NaN before each call (the decoded
 //    panels are made by the same maker, tile by tile);
-//  * MXFP4 layers with an exponent outside [2, 252] are refused.
+//  * the route takes exactly the layers it can: FP4 with bf16-exact scale products, INT4 with
+//    groups of whole tiles or one per row, pair panels only.
 // Where a CPU grants AMX, QuantPanelPairMatmul takes the route with the real instructions, which
 // the pair-form tests of quant_panel_matmul_test.cc then check (this test prints the route).
 #include "kernels/cpu/fast/quant_panel_amx.h"
@@ -19,8 +23,8 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <string>
 #include <tuple>
-#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -33,16 +37,26 @@ namespace {
 using panel_test::Form;
 using panel_test::Layer;
 
-// A pair-panel layer of `format` whose MXFP4 exponents are `exps` in turn (NVFP4 as Make draws
-// its scales: subnormal, normal, negative).
-Layer AmxLayer(QuantDecode format, int64_t n, int64_t k, uint32_t seed, Form form,
-               const std::vector<uint8_t>& exps) {
-  Layer l = panel_test::Make(format, n, k, 0, seed, form);
+// INT4 headers: f32 with fractional zero points, f16 with integer ones, f16 symmetric.
+enum class Header { kF32, kF16, kSymmetric };
+
+// A pair-panel layer of `format`: MXFP4 exponents `exps` in turn (NVFP4 as Make draws its scales:
+// subnormal, normal, negative); INT4 groups of `group` with `header`'s values.
+Layer AmxLayer(QuantDecode format, int64_t n, int64_t k, int64_t group, uint32_t seed, Form form,
+               const std::vector<uint8_t>& exps, Header header = Header::kF32) {
+  Layer l = panel_test::Make(format, n, k, group, seed, form);
   if (format == QuantDecode::kMxfp4) {
     for (size_t i = 0; i < l.block_scales.size(); ++i) {
       l.block_scales[i] = exps[(i * 7 + seed) % exps.size()];
     }
-    panel_test::Repack(l);
+  } else if (format == QuantDecode::kInt4 && header != Header::kF32) {
+    for (auto& v : l.scales) v = numeric::HalfToFloat(numeric::FloatToHalf(v));
+    for (auto& z : l.zeros) z = header == Header::kSymmetric ? 8.0f : std::round(z);
+  }
+  panel_test::Repack(l);
+  if (format == QuantDecode::kInt4) {
+    EXPECT_EQ(l.w.half_panel_headers, header != Header::kF32);
+    EXPECT_EQ(l.w.symmetric_panels, header == Header::kSymmetric);
   }
   return l;
 }
@@ -58,8 +72,8 @@ std::vector<float> RunModel(const Layer& l, const float* x, int64_t rows, int64_
   for (int64_t b = 0; b < l.n; b += step) {
     const int64_t e = std::min(l.n, b + step);
     std::vector<float> piece(rows * l.n, -7.0f);
-    internal::QuantPanelAmxMatmul(l.w, hi.data(), lo_or_null, rows, l.bias.data(), piece.data(), b,
-                                  e, testing::kModelBf16Gemms);
+    internal::QuantPanelAmxMatmul(l.w, x, hi.data(), lo_or_null, rows, l.bias.data(), piece.data(),
+                                  b, e, testing::kModelBf16Gemms);
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t c = 0; c < l.n; ++c) {
         if (c >= b && c < e) {
@@ -73,44 +87,55 @@ std::vector<float> RunModel(const Layer& l, const float* x, int64_t rows, int64_
   return y;
 }
 
-bool AvailableHere() { return QuantPanelAvailable(); }
-
-TEST(QuantPanelAmxTest, RouteTakesFp4PairPanelsWithBf16Products) {
-  if (!AvailableHere()) GTEST_SKIP() << "no AVX-512 on this CPU";
-  std::cout << "FP4 pair panel route: "
+TEST(QuantPanelAmxTest, RouteTakesWhatItCanFold) {
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  std::cout << "quant pair panel route: "
             << (AmxBf16Usable() ? "amx-tiles" : "avx512 (no AMX granted)") << "\n";
-  EXPECT_TRUE(QuantPanelAmxTakes(AmxLayer(QuantDecode::kNvfp4, 16, 32, 1, Form::kSplit, {}).w));
-  EXPECT_TRUE(
-      QuantPanelAmxTakes(AmxLayer(QuantDecode::kMxfp4, 16, 64, 1, Form::kSplit, {2, 252}).w));
+  const auto takes = [](QuantDecode f, int64_t k, int64_t group, Form form,
+                        std::vector<uint8_t> exps) {
+    return QuantPanelAmxTakes(AmxLayer(f, 16, k, group, 1, form, exps).w);
+  };
+  EXPECT_TRUE(takes(QuantDecode::kNvfp4, 32, 0, Form::kSplit, {}));
+  EXPECT_TRUE(takes(QuantDecode::kMxfp4, 64, 0, Form::kSplit, {2, 252}));
   for (uint8_t e : {0, 1, 253, 254}) {
-    EXPECT_FALSE(
-        QuantPanelAmxTakes(AmxLayer(QuantDecode::kMxfp4, 16, 64, 1, Form::kSplit, {120, e}).w))
-        << int{e};
+    EXPECT_FALSE(takes(QuantDecode::kMxfp4, 64, 0, Form::kSplit, {120, e})) << int{e};
   }
-  // Not the f32 form, not integer codes.
-  EXPECT_FALSE(QuantPanelAmxTakes(AmxLayer(QuantDecode::kNvfp4, 16, 32, 1, Form::kF32, {}).w));
-  EXPECT_FALSE(
-      QuantPanelAmxTakes(panel_test::Make(QuantDecode::kInt4, 16, 128, 32, 1, Form::kSplit).w));
+  for (int64_t group : {32, 64, 96, 128}) {
+    EXPECT_TRUE(takes(QuantDecode::kInt4, 384, group, Form::kSplit, {})) << group;
+  }
+  EXPECT_TRUE(takes(QuantDecode::kInt4, 40, 40, Form::kBf16, {}));  // one group per row
+  EXPECT_FALSE(takes(QuantDecode::kInt4, 64, 16, Form::kSplit, {}));
+  EXPECT_FALSE(takes(QuantDecode::kInt4, 80, 40, Form::kSplit, {}));
+  // Not the f32 form.
+  EXPECT_FALSE(takes(QuantDecode::kNvfp4, 32, 0, Form::kF32, {}));
+  EXPECT_FALSE(takes(QuantDecode::kInt4, 128, 32, Form::kF32, {}));
 }
 
 // Row m one-hot at k = m: y[m, c] is column c's weight m, exact (bias 0).
 TEST(QuantPanelAmxTest, OneHotRowsReadEveryWeightExactly) {
-  if (!AvailableHere()) GTEST_SKIP() << "no AVX-512 on this CPU";
-  for (const QuantDecode f : {QuantDecode::kMxfp4, QuantDecode::kNvfp4}) {
-    for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 96}, {16, 48}, {3, 32}, {18, 16}}) {
-      if (f == QuantDecode::kMxfp4 && k % 32 != 0) continue;
-      Layer l =
-          AmxLayer(f, n, k, static_cast<uint32_t>(n + k), Form::kSplit, {2, 3, 127, 251, 252});
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  struct Case {
+    QuantDecode f;
+    int64_t n, k, group;
+  };
+  for (const Case& t : {Case{QuantDecode::kMxfp4, 37, 96, 0}, Case{QuantDecode::kMxfp4, 3, 32, 0},
+                        Case{QuantDecode::kNvfp4, 16, 48, 0}, Case{QuantDecode::kNvfp4, 18, 16, 0},
+                        Case{QuantDecode::kInt4, 37, 128, 32}, Case{QuantDecode::kInt4, 20, 96, 96},
+                        Case{QuantDecode::kInt4, 17, 40, 40}}) {
+    for (const Header header : {Header::kF16, Header::kSymmetric}) {
+      if (t.f != QuantDecode::kInt4 && header != Header::kF16) continue;
+      Layer l = AmxLayer(t.f, t.n, t.k, t.group, static_cast<uint32_t>(t.n + t.k), Form::kSplit,
+                         {2, 3, 127, 251, 252}, header);
       std::fill(l.bias.begin(), l.bias.end(), 0.0f);
-      std::vector<float> x(k * k, 0.0f);
-      for (int64_t m = 0; m < k; ++m) x[m * k + m] = 1.0f;
-      for (int64_t rows : {k, int64_t{1}}) {  // decoded panels, then tiles made in the walk
-        for (int64_t m0 = 0; m0 < k; m0 += rows) {
-          const std::vector<float> y = RunModel(l, x.data() + m0 * k, rows, 16);
+      std::vector<float> x(t.k * t.k, 0.0f);
+      for (int64_t m = 0; m < t.k; ++m) x[m * t.k + m] = 1.0f;
+      for (int64_t rows : {t.k, int64_t{1}}) {  // decoded panels (k > 32), tiles made in the walk
+        for (int64_t m0 = 0; m0 < t.k; m0 += rows) {
+          const std::vector<float> y = RunModel(l, x.data() + m0 * t.k, rows, 16);
           for (int64_t m = 0; m < rows; ++m) {
-            for (int64_t c = 0; c < n; ++c) {
-              ASSERT_EQ(y[m * n + c], static_cast<float>(l.Weight(c, m0 + m)))
-                  << panel_test::Name(f) << " n " << n << " k " << k << " column " << c
+            for (int64_t c = 0; c < t.n; ++c) {
+              ASSERT_EQ(y[m * t.n + c], static_cast<float>(l.Weight(c, m0 + m)))
+                  << panel_test::Name(t.f) << " n " << t.n << " k " << t.k << " column " << c
                   << " weight " << m0 + m;
             }
           }
@@ -123,47 +148,54 @@ TEST(QuantPanelAmxTest, OneHotRowsReadEveryWeightExactly) {
 class QuantPanelAmxFormTest : public ::testing::TestWithParam<std::tuple<QuantDecode, Form>> {};
 
 TEST_P(QuantPanelAmxFormTest, AccurateAndInvariantOnTheModel) {
-  if (!AvailableHere()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
   const auto [format, form] = GetParam();
-  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 64},
-                             {16, 32},
-                             {70, 160},
-                             {5, 2048},
-                             {33, 48},
-                             {21, 1040},
-                             {19, 16}}) {
-    if (format == QuantDecode::kMxfp4 && k % 32 != 0) continue;
+  struct Shape {
+    int64_t n, k, group;  // group: INT4 only
+  };
+  const bool int4 = format == QuantDecode::kInt4;
+  const std::vector<Shape> shapes =
+      int4 ? std::vector<Shape>{{37, 256, 128},  {70, 96, 96}, {16, 1024, 64},
+                                {5, 1536, 1536}, {21, 40, 40}, {19, 64, 32}}
+           : std::vector<Shape>{{37, 64, 0}, {16, 32, 0},   {70, 160, 0}, {5, 2048, 0},
+                                {33, 48, 0}, {21, 1040, 0}, {19, 16, 0}};
+  int variant = 0;
+  for (const Shape& s : shapes) {
+    if (format == QuantDecode::kMxfp4 && s.k % 32 != 0) continue;
+    const Header header = static_cast<Header>(int4 ? variant++ % 3 : 0);
+    SCOPED_TRACE(panel_test::Name(format) + " n " + std::to_string(s.n) + " k " +
+                 std::to_string(s.k) + " header " + std::to_string(static_cast<int>(header)));
     const int64_t rows = 53;
-    Layer l = AmxLayer(format, n, k, static_cast<uint32_t>(n * 131 + k), form,
-                       {110, 118, 121, 126, 127, 130, 133});
+    Layer l = AmxLayer(format, s.n, s.k, s.group, static_cast<uint32_t>(s.n * 131 + s.k), form,
+                       {110, 118, 121, 126, 127, 130, 133}, header);
     ASSERT_TRUE(QuantPanelAmxTakes(l.w));
-    std::vector<float> x = panel_test::Activations(rows, k, static_cast<uint32_t>(k));
+    std::vector<float> x = panel_test::Activations(rows, s.k, static_cast<uint32_t>(s.k));
     if (form == Form::kBf16) x = panel_test::RoundedToBf16(x);
-    const std::vector<float> all = RunModel(l, x.data(), rows, n);
+    const std::vector<float> all = RunModel(l, x.data(), rows, s.n);
     for (int64_t m = 0; m < rows; ++m) {
-      for (int64_t c = 0; c < n; ++c) {
-        double exact = 0, mag = 0;
-        for (int64_t i = 0; i < k; ++i) {
-          const double p = static_cast<double>(x[m * k + i]) * l.Weight(c, i);
-          exact += p;
-          mag += std::fabs(p);
+      for (int64_t c = 0; c < s.n; ++c) {
+        double exact = l.bias[c], mag = 0;
+        for (int64_t i = 0; i < s.k; ++i) {
+          const double xv = x[m * s.k + i];
+          exact += xv * l.Weight(c, i);
+          mag += std::fabs(xv) * l.Magnitude(c, i);
         }
-        exact += l.bias[c];
-        // Split: lo's 2^-16 relative; the f32 tile sums over K pairs; α and the bias.
-        const double tol =
-            (std::ldexp(1.0, -16) * (form == Form::kSplit) + (k + 4) * std::ldexp(1.0, -24)) * mag +
-            std::ldexp(1.0, -22) * std::fabs(exact) + 1e-30;
-        ASSERT_NEAR(all[m * n + c], exact, tol)
-            << panel_test::Name(format) << " n " << n << " k " << k << " m " << m << " c " << c;
+        // Split: lo's 2^-16 relative; the f32 tile sums (INT4: per group, then the folds); α and
+        // the bias.
+        const double tol = (std::ldexp(1.0, -16) * (form == Form::kSplit) +
+                            (s.k + l.group + 4) * std::ldexp(1.0, -24)) *
+                               mag +
+                           std::ldexp(1.0, -22) * std::fabs(exact) + 1e-30;
+        ASSERT_NEAR(all[m * s.n + c], exact, tol) << "m " << m << " c " << c;
       }
     }
     const std::vector<float> split = RunModel(l, x.data(), rows, 7);
-    ASSERT_EQ(std::memcmp(split.data(), all.data(), rows * n * 4), 0) << "n " << n << " k " << k;
+    ASSERT_EQ(std::memcmp(split.data(), all.data(), rows * s.n * 4), 0);
     for (int64_t r : {1, 2, 5, 16, 17, 32, 33}) {
       for (int64_t m0 = 0; m0 + r <= rows; m0 += r) {
-        const std::vector<float> part = RunModel(l, x.data() + m0 * k, r, r % 2 == 0 ? 16 : 7);
-        ASSERT_EQ(std::memcmp(part.data(), all.data() + m0 * n, r * n * 4), 0)
-            << "rows " << r << " from " << m0 << " n " << n << " k " << k;
+        const std::vector<float> part = RunModel(l, x.data() + m0 * s.k, r, r % 2 == 0 ? 16 : 7);
+        ASSERT_EQ(std::memcmp(part.data(), all.data() + m0 * s.n, r * s.n * 4), 0)
+            << "rows " << r << " from " << m0;
       }
     }
   }
@@ -171,7 +203,8 @@ TEST_P(QuantPanelAmxFormTest, AccurateAndInvariantOnTheModel) {
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantPanelAmxFormTest,
                          ::testing::Combine(::testing::Values(QuantDecode::kMxfp4,
-                                                              QuantDecode::kNvfp4),
+                                                              QuantDecode::kNvfp4,
+                                                              QuantDecode::kInt4),
                                             ::testing::Values(Form::kSplit, Form::kBf16)),
                          [](const ::testing::TestParamInfo<std::tuple<QuantDecode, Form>>& info) {
                            return panel_test::Name(std::get<0>(info.param)) + "_" +
