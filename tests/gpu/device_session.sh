@@ -15,8 +15,8 @@
 # ROUNDS override the decoder benchmark's plans (default: none bench-int4-g128 bench-fp8
 # bench-nvfp4 bench-mxfp4), batches (1,16) and A/B rounds (2; 1 without BASE_PACK); NCU=0 skips
 # the ncu profiles; GPU=0 skips every GPU step (run_prebuilt, the decoder benchmark, ncu) for a
-# call that checks the host CPU alone. CPU_PLANS: the host-CPU decoder's plans (default: none
-# bench-fp8), each as PLAN or PLAN:i16 (with --cpu_int16_activations); MATMUL_FILTER replaces the
+# call that checks the host CPU alone. CPU_PLANS: the host-CPU decoder's plans (default:
+# bench-fp8 bench-int4-g128 bench-mxfp4 bench-nvfp4-a16, the layers with AMX routes), each as PLAN or PLAN:i16 (with --cpu_int16_activations); MATMUL_FILTER replaces the
 # host-CPU matmul benchmark's filter.
 set -u
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -93,8 +93,8 @@ else
     # Decode (M = 1) on the AMX panels, and the INT4 pairs (no AMX route yet) for scale.
     filter+="|(Bf16DotMatmul/BF16|Int8DotMatmul/INT8_W8A8)/(4096x4096|1.1b_gate_up)/M:1/"
     filter+="|QuantMatmul/INT4_G128_PAIRS(|_I16|_BF16)/$shapes/"
-    # The FP4 pair panels' AMX route (exact split; bf16 activations) at M = 1 and 128.
-    filter+="|QuantMatmul/(MXFP4|NVFP4)_PAIRS(|_BF16)/(4096x4096|1.1b_gate_up)/M:(1|128)/"
+    # The 4-bit pair panels' AMX route (exact split; bf16 activations) at M = 1 and 128.
+    filter+="|QuantMatmul/(INT4_G128|MXFP4|NVFP4)_PAIRS(|_BF16)/(4096x4096|1.1b_gate_up)/M:(1|128)/"
     filter="${MATMUL_FILTER:-$filter}"
     for amx in on off; do
       stamp "matmul bench, AMX $amx"
@@ -103,8 +103,8 @@ else
         "$cpu_bin/tessera_matmul_bench" --benchmark_filter="$filter" --benchmark_min_time=0.2 2>&1 |
         tee "$logs/matmul-amx-$amx.txt" | grep -E 'amx_tiles|dnnl_isa|BM_'
     done
-    # End to end on this CPU: the decoder's prefill and decode, dense and FP8, AMX on and off.
-    for entry in ${CPU_PLANS:-none bench-fp8}; do
+    # End to end on this CPU: the decoder's prefill and decode per plan, AMX on and off.
+    for entry in ${CPU_PLANS:-bench-fp8 bench-int4-g128 bench-mxfp4 bench-nvfp4-a16}; do
       plan="${entry%:i16}"
       extra=(); [[ "$plan" != none ]] && extra=(--precision_plan "$root/configs/plans/$plan.json")
       [[ "$entry" == *:i16 ]] && extra+=(--cpu_int16_activations)

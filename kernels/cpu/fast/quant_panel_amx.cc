@@ -11,7 +11,9 @@
 
 #include <algorithm>
 #include <bit>  // quant_panel_decode-inl.h: outside the AVX-512 region
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "kernels/cpu/fast/amx_panel_gemm.h"
@@ -30,7 +32,13 @@
 namespace tessera::kernels::cpu::fast {
 
 bool QuantPanelAmxTakes(const FastQuantWeights& w) {
-  if (!w.pair_panels) return false;
+  // TESSERA_QUANT_PANEL_AMX=0 keeps these layers on the AVX-512 pair kernel (the route's speed on
+  // hardware is not measured yet), read once so that every call of the process agrees.
+  static const bool enabled = [] {
+    const char* e = std::getenv("TESSERA_QUANT_PANEL_AMX");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  if (!enabled || !w.pair_panels) return false;
   switch (w.decode) {
     case QuantDecode::kMxfp4:
     case QuantDecode::kNvfp4:

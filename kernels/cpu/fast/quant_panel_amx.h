@@ -42,6 +42,8 @@ namespace tessera::kernels::cpu::fast {
 // Whether the AMX route takes `w` on a CPU that grants AMX: pair panels (RepackQuantPanels,
 // kBf16Pairs) of FP4 with fp4_bf16_products, or of INT4 with groups of a multiple of 32 k or one
 // group per row, without K-quant headers.
+// TESSERA_QUANT_PANEL_AMX=0 in the environment turns the route off (TESSERA_DISABLE_AMX=1 turns
+// off every AMX kernel).
 bool QuantPanelAmxTakes(const FastQuantWeights& w);
 
 namespace internal {

@@ -21,9 +21,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -36,6 +38,13 @@ namespace {
 
 using panel_test::Form;
 using panel_test::Layer;
+
+// The CPU runs the route's tile maker (AVX-512), and TESSERA_QUANT_PANEL_AMX=0 does not turn it
+// off.
+bool RouteRunsHere() {
+  const char* e = std::getenv("TESSERA_QUANT_PANEL_AMX");
+  return QuantPanelAvailable() && (e == nullptr || std::string_view(e) != "0");
+}
 
 // INT4 headers: f32 with fractional zero points, f16 with integer ones, f16 symmetric.
 enum class Header { kF32, kF16, kSymmetric };
@@ -88,7 +97,7 @@ std::vector<float> RunModel(const Layer& l, const float* x, int64_t rows, int64_
 }
 
 TEST(QuantPanelAmxTest, RouteTakesWhatItCanFold) {
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!RouteRunsHere()) GTEST_SKIP() << "no AVX-512 on this CPU, or TESSERA_QUANT_PANEL_AMX=0";
   std::cout << "quant pair panel route: "
             << (AmxBf16Usable() ? "amx-tiles" : "avx512 (no AMX granted)") << "\n";
   const auto takes = [](QuantDecode f, int64_t k, int64_t group, Form form,
@@ -113,7 +122,7 @@ TEST(QuantPanelAmxTest, RouteTakesWhatItCanFold) {
 
 // Row m one-hot at k = m: y[m, c] is column c's weight m, exact (bias 0).
 TEST(QuantPanelAmxTest, OneHotRowsReadEveryWeightExactly) {
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!RouteRunsHere()) GTEST_SKIP() << "no AVX-512 on this CPU, or TESSERA_QUANT_PANEL_AMX=0";
   struct Case {
     QuantDecode f;
     int64_t n, k, group;
@@ -148,7 +157,7 @@ TEST(QuantPanelAmxTest, OneHotRowsReadEveryWeightExactly) {
 class QuantPanelAmxFormTest : public ::testing::TestWithParam<std::tuple<QuantDecode, Form>> {};
 
 TEST_P(QuantPanelAmxFormTest, AccurateAndInvariantOnTheModel) {
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!RouteRunsHere()) GTEST_SKIP() << "no AVX-512 on this CPU, or TESSERA_QUANT_PANEL_AMX=0";
   const auto [format, form] = GetParam();
   struct Shape {
     int64_t n, k, group;  // group: INT4 only
