@@ -15,6 +15,7 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
+#include "kernels/cpu/fast/quant_panel_amx.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/numeric/fp8.h"
@@ -37,6 +38,32 @@ struct QuantCopy {
   // read them.
   kernels::cpu::HugePageBuffer panels;
 };
+
+// The walks of the AMX route with every tile made and nothing multiplied (*_PAIRS_AMXDECODE): a
+// one-row call's made tiles in the walk's order (two panels' K tile kt, then kt + 1).
+void MakeEveryTile(kf::amx::Bf16TileMaker make, const void* ctx, int64_t k, int64_t n_begin,
+                   int64_t n_end) {
+  alignas(64) uint8_t tiles[2][1024];
+  const int64_t ktiles = kf::Bf16PanelKTiles(k), p_end = (n_end + 15) / 16;
+  for (int64_t p0 = n_begin / 16; p0 < p_end; p0 += 2) {
+    for (int64_t kt = 0; kt < ktiles; ++kt) {
+      make(ctx, p0, kt, tiles[0]);
+      if (p0 + 1 < p_end) make(ctx, p0 + 1, kt, tiles[1]);
+    }
+  }
+  benchmark::DoNotOptimize(tiles);
+}
+void DecodeOnlyMade(kf::amx::Bf16TileMaker make, const void* ctx, int64_t, int64_t k,
+                    const uint16_t*, const uint16_t*, int64_t, const float*, float*,
+                    int64_t n_begin, int64_t n_end) {
+  MakeEveryTile(make, ctx, k, n_begin, n_end);
+}
+void DecodeOnlyGroup(kf::amx::Bf16TileMaker make, const void* ctx, const uint8_t*, int64_t, int64_t,
+                     int64_t k, int64_t, const uint16_t*, const uint16_t*, int64_t, int64_t n_begin,
+                     int64_t n_end, const kf::amx::GroupFolder&) {
+  MakeEveryTile(make, ctx, k, n_begin, n_end);
+}
+constexpr kf::internal::AmxBf16Gemms kDecodeOnlyGemms{nullptr, DecodeOnlyMade, DecodeOnlyGroup};
 
 void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
   kf::FastQuantWeights w;
@@ -62,6 +89,11 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // --cpu_bf16_activations; x rounded once outside the timing, as a bf16 model's are);
   // *_PAIRS_I16: int16 activations per weight group (int16_act_quant.h, quantized inside the
   // timing; QuantPanelInt16Matmul, AVX-512 VNNI).
+  // *_PAIRS_AMXDECODE (M = 1): the AMX route's tile decode alone (quant_panel_amx.h), every K
+  // tile of every panel made once and nothing multiplied, on any AVX-512 CPU: the decode ceiling
+  // of that route at batch 1, for CPUs whose AMX no machine here has.
+  const bool amx_decode = fmt.ends_with("_PAIRS_AMXDECODE");
+  if (amx_decode) fmt = fmt.substr(0, fmt.size() - 10);
   const bool pairs_bf16 = fmt.ends_with("_PAIRS_BF16");
   const bool pairs_i16 = fmt.ends_with("_PAIRS_I16");
   const bool pairs = fmt.ends_with("_PAIRS") || pairs_bf16 || pairs_i16;
@@ -178,6 +210,10 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
   }
+  if (amx_decode && !kf::QuantPanelAmxTakes(w)) {
+    state.SkipWithError("the AMX route does not take this layer");
+    return;
+  }
   const int64_t i16_group = pairs_i16 ? kf::QuantPanelInt16Group(w) : 0;
   if (pairs_i16 && i16_group == 0) {
     state.SkipWithError("no AVX-512 VNNI on this CPU");
@@ -246,6 +282,9 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
           if (pairs_i16) {
             kf::QuantPanelInt16Matmul(w, {q16.data(), d16.data(), s16.data()}, m, nullptr, y.data(),
                                       b, e);
+          } else if (amx_decode) {
+            kf::internal::QuantPanelAmxMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b,
+                                              e, kDecodeOnlyGemms);
           } else {
             kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b, e);
           }
@@ -299,7 +338,10 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
                         "NVFP4_PAIRS_I16",
                         "MXFP4_PAIRS_I16",
                         "INT8_G128_PAIRS_I16",
-                        "INT4_PC_PAIRS"}) {
+                        "INT4_PC_PAIRS",
+                        "INT4_G128_PAIRS_AMXDECODE",
+                        "NVFP4_PAIRS_AMXDECODE",
+                        "MXFP4_PAIRS_AMXDECODE"}) {
     for (const Shape& s : gemm) {
       // The FP8 panels also at 24-64 rows: where fp8_panel_matmul.cc's register path hands over
       // to its decode-to-bf16 GEMM (kRegisterRows). The 4-bit pair panels also at 4 and 6 rows
@@ -307,6 +349,10 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
       const bool panels =
           std::string_view(f).starts_with("FP8") && std::string_view(f).ends_with("_PANEL");
       const bool pairs = std::string_view(f).find("_PAIRS") != std::string_view::npos;
+      if (std::string_view(f).ends_with("_AMXDECODE")) {
+        Register("BM_QuantMatmul", BM_QuantMatmul, f, s, 1);
+        continue;
+      }
       for (int64_t m : {1, 4, 6, 16, 24, 32, 48, 64, 128}) {
         if ((pairs && (m == 4 || m == 6)) || (panels && m > 1 && m != 4 && m != 6) || m == 1 ||
             m == 16 || m == 128) {
