@@ -72,6 +72,14 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   int64_t q_bytes = n * k / 2, bs_bytes = 0, n_scales = 0, n_zeros = 0;
   static const float kUnit = 1.0f;
   std::vector<float> row_scales(m, 0.02f);
+  // *_PAIRS_AMXDECODE (M = 1): the AMX route's tile decode alone (quant_panel_amx.h), every K
+  // tile of every panel made once and nothing multiplied, on any AVX-512 CPU: the decode ceiling
+  // of that route at batch 1, for CPUs whose AMX no machine here has.
+  // FP8_PANEL_AMXDECODE: the same for the FP8 panels' AMX route (fp8_panel_matmul.h), whose
+  // M = 1 rate on a Xeon with AMX is measured (bench/README.md, eighteenth session): the
+  // calibration for the 4-bit ones.
+  const bool amx_decode = fmt.ends_with("_AMXDECODE");
+  if (amx_decode) fmt = fmt.substr(0, fmt.size() - 10);
   // FP8_PANEL / FP8_W8A8_PANEL: the same layers on the 16-column panels (fp8_panel_matmul.h), the
   // activations converted to bf16 (hi + lo for W8A16) inside the timing, rows over the pool.
   // FP8_BF16ACT: W8A16 under --cpu_bf16_activations, on the panels as QuantizedLinear runs it:
@@ -89,11 +97,6 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // --cpu_bf16_activations; x rounded once outside the timing, as a bf16 model's are);
   // *_PAIRS_I16: int16 activations per weight group (int16_act_quant.h, quantized inside the
   // timing; QuantPanelInt16Matmul, AVX-512 VNNI).
-  // *_PAIRS_AMXDECODE (M = 1): the AMX route's tile decode alone (quant_panel_amx.h), every K
-  // tile of every panel made once and nothing multiplied, on any AVX-512 CPU: the decode ceiling
-  // of that route at batch 1, for CPUs whose AMX no machine here has.
-  const bool amx_decode = fmt.ends_with("_PAIRS_AMXDECODE");
-  if (amx_decode) fmt = fmt.substr(0, fmt.size() - 10);
   const bool pairs_bf16 = fmt.ends_with("_PAIRS_BF16");
   const bool pairs_i16 = fmt.ends_with("_PAIRS_I16");
   const bool pairs = fmt.ends_with("_PAIRS") || pairs_bf16 || pairs_i16;
@@ -210,7 +213,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
   }
-  if (amx_decode && !kf::QuantPanelAmxTakes(w)) {
+  if (amx_decode && quant_panel && !kf::QuantPanelAmxTakes(w)) {
     state.SkipWithError("the AMX route does not take this layer");
     return;
   }
@@ -268,6 +271,10 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       next = (next + 1) % copies.size();
       convert_acts();
       Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
+        if (amx_decode) {
+          return kf::internal::Fp8PanelMatmulAmx(w, hi.data(), lp, m, nullptr, y.data(), b, e,
+                                                 kDecodeOnlyGemms);
+        }
         kf::Fp8PanelMatmul(w, hi.data(), lp, m, nullptr, y.data(), b, e);
       });
       benchmark::DoNotOptimize(y.data());
@@ -339,6 +346,7 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
                         "MXFP4_PAIRS_I16",
                         "INT8_G128_PAIRS_I16",
                         "INT4_PC_PAIRS",
+                        "FP8_PANEL_AMXDECODE",
                         "INT4_G128_PAIRS_AMXDECODE",
                         "NVFP4_PAIRS_AMXDECODE",
                         "MXFP4_PAIRS_AMXDECODE"}) {

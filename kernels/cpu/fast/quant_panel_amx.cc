@@ -104,6 +104,11 @@ void MakeTile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
   }
   const auto table = PairTable<F>::Load();
   const __m512i high = _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
+  const __m512i magnitude = _mm512_set1_epi16(0x7FFF);
+  // FP4: the group's scales, read at its first chunk (MXFP4: once per tile, NVFP4 twice).
+  constexpr int64_t kFp4Group = F == QuantDecode::kMxfp4 ? 32 : 16;
+  __m512 s = _mm512_setzero_ps();
+  __m512i steps = _mm512_setzero_si512();
   for (int64_t c = 0; c < kTileK / kChunkK; ++c) {
     uint8_t* out = tile + c * 4 * 64;
     const int64_t k0 = kt * kTileK + c * kChunkK;
@@ -122,12 +127,13 @@ void MakeTile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
       // bf16, and fp4_bf16_products keeps the sums normal and finite. Two operations per 32
       // weights where the f32 multiply takes six (the decode alone, M = 1: bench/README.md,
       // twentieth session).
-      const __m512i e =
-          _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(head)));
-      const __m512i step = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(127)), 7);
-      const __m512i steps = _mm512_or_si512(_mm512_and_si512(step, _mm512_set1_epi32(0xFFFF)),
-                                            _mm512_slli_epi32(step, 16));
-      const __m512i magnitude = _mm512_set1_epi16(0x7FFF);
+      if (k0 % kFp4Group == 0) {
+        const __m512i e =
+            _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(head)));
+        const __m512i step = _mm512_slli_epi32(_mm512_sub_epi32(e, _mm512_set1_epi32(127)), 7);
+        steps = _mm512_or_si512(_mm512_and_si512(step, _mm512_set1_epi32(0xFFFF)),
+                                _mm512_slli_epi32(step, 16));
+      }
       for (int i = 0; i < 4; ++i, codes = _mm512_srli_epi32(codes, 4)) {
         const __m512i v = table.Decode(codes);
         _mm512_store_si512(
@@ -136,7 +142,7 @@ void MakeTile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
     } else {
       // Each bf16 word times its column's UE4M3 scale in f32: the product is exact in bf16, so
       // the f32 product's low 16 bits are zero and its top 16 the bf16 product.
-      const __m512 s = GroupScales<F>(head);
+      if (k0 % kFp4Group == 0) s = GroupScales<F>(head);
       for (int i = 0; i < 4; ++i, codes = _mm512_srli_epi32(codes, 4)) {
         const __m512i v = table.Decode(codes);
         const __m512 even = _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)), s);
