@@ -93,8 +93,16 @@ inline AmxGemm Bf16PanelGemm(const FastWeights& w, const uint16_t* hi, const uin
 }
 inline AmxGemm Int8PanelGemm(const Int8DotWeights& w, const uint8_t* u8, int64_t rows,
                              int64_t n_begin, int64_t n_end) {
-  return {w.panels, Int8QuadsBytes(1, w.k), Int8PanelKTiles(w.k), u8, nullptr,
-          Int8DotActStride(w.k), rows, w.n, n_begin, n_end};
+  return {w.panels,
+          Int8QuadsBytes(1, w.k),
+          Int8PanelKTiles(w.k),
+          u8,
+          nullptr,
+          Int8DotActStride(w.k),
+          rows,
+          w.n,
+          n_begin,
+          n_end};
 }
 
 // bf16 panels: y = acc + bias.
@@ -217,10 +225,12 @@ void StoreC(bool two, int r1, Acc (&c)[2 * kTileRows][2 * kPanelCols]) {
   }
 }
 
-template <class Ops, class Kind, class Tiles>
-void PanelGemm(const AmxGemm& g, const Kind& kind, Tiles& tiles) {
+// The walk's blocks in its order, each configured: block(p0, two, m0, r0, r1) for panel p0 (and
+// p0 + 1 where `two`) and rows m0 .. m0 + r0 + r1 (r1 rows in the second row tile); then the tile
+// state is released.
+template <class Ops, class Block>
+void ForEachBlock(const AmxGemm& g, Block&& block) {
   if (g.rows <= 0 || g.n_begin >= g.n_end) return;
-  alignas(64) typename Kind::Acc c[2 * kTileRows][2 * kPanelCols];
   const int64_t p_begin = g.n_begin / kPanelCols;
   const int64_t p_end = (g.n_end + kPanelCols - 1) / kPanelCols;
   TileConfig current;
@@ -231,22 +241,30 @@ void PanelGemm(const AmxGemm& g, const Kind& kind, Tiles& tiles) {
       const int r0 = static_cast<int>(std::min(kTileRows, g.rows - m0));
       const int r1 = static_cast<int>(std::clamp<int64_t>(g.rows - m0 - kTileRows, 0, kTileRows));
       ConfigureBlock<Ops>(r0, r1, current, configured);
-      ZeroC<Ops>(two, r1);
-      for (int64_t kt = 0; kt < g.ktiles; ++kt) {
-        MultiplyKTile<Ops, Kind>(g, tiles, p0, two, m0, r1, kt);
-      }
-      StoreC<Ops>(two, r1, c);
-      const int64_t col0 = p0 * kPanelCols;
-      const int64_t c_begin = std::max(g.n_begin, col0);
-      const int64_t c_end = std::min(g.n_end, col0 + (two ? 2 : 1) * kPanelCols);
-      for (int64_t i = 0; i < r0 + r1; ++i) {
-        for (int64_t col = c_begin; col < c_end; ++col) {
-          kind.Out(m0 + i, col, c[i][col - col0], g.n);
-        }
-      }
+      block(p0, two, m0, r0, r1);
     }
   }
   Ops::Release();
+}
+
+template <class Ops, class Kind, class Tiles>
+void PanelGemm(const AmxGemm& g, const Kind& kind, Tiles& tiles) {
+  alignas(64) typename Kind::Acc c[2 * kTileRows][2 * kPanelCols];
+  ForEachBlock<Ops>(g, [&](int64_t p0, bool two, int64_t m0, int r0, int r1) {
+    ZeroC<Ops>(two, r1);
+    for (int64_t kt = 0; kt < g.ktiles; ++kt) {
+      MultiplyKTile<Ops, Kind>(g, tiles, p0, two, m0, r1, kt);
+    }
+    StoreC<Ops>(two, r1, c);
+    const int64_t col0 = p0 * kPanelCols;
+    const int64_t c_begin = std::max(g.n_begin, col0);
+    const int64_t c_end = std::min(g.n_end, col0 + (two ? 2 : 1) * kPanelCols);
+    for (int64_t i = 0; i < r0 + r1; ++i) {
+      for (int64_t col = c_begin; col < c_end; ++col) {
+        kind.Out(m0 + i, col, c[i][col - col0], g.n);
+      }
+    }
+  });
 }
 
 // The bf16 walk with K cut into groups of `group_tiles` K tiles (the last may be shorter): per
@@ -256,34 +274,22 @@ void PanelGemm(const AmxGemm& g, const Kind& kind, Tiles& tiles) {
 // batch-invariant as PanelGemm.
 template <class Ops, class Tiles>
 void GroupPanelGemm(const AmxGemm& g, int64_t group_tiles, Tiles& tiles, const GroupFolder& f) {
-  if (g.rows <= 0 || g.n_begin >= g.n_end) return;
   alignas(64) float c[2 * kTileRows][2 * kPanelCols];
   alignas(64) float tot[2 * kTileRows][2 * kPanelCols];
-  const int64_t p_begin = g.n_begin / kPanelCols;
-  const int64_t p_end = (g.n_end + kPanelCols - 1) / kPanelCols;
-  TileConfig current;
-  bool configured = false;
-  for (int64_t p0 = p_begin; p0 < p_end; p0 += 2) {
-    const bool two = p0 + 1 < p_end;
-    for (int64_t m0 = 0; m0 < g.rows; m0 += 2 * kTileRows) {
-      const int r0 = static_cast<int>(std::min(kTileRows, g.rows - m0));
-      const int r1 = static_cast<int>(std::clamp<int64_t>(g.rows - m0 - kTileRows, 0, kTileRows));
-      ConfigureBlock<Ops>(r0, r1, current, configured);
-      std::memset(tot, 0, sizeof(tot));
-      for (int64_t kt = 0, group = 0; kt < g.ktiles; ++group) {
-        ZeroC<Ops>(two, r1);
-        for (const int64_t end = std::min(g.ktiles, kt + group_tiles); kt < end; ++kt) {
-          MultiplyKTile<Ops, Bf16Kind>(g, tiles, p0, two, m0, r1, kt);
-        }
-        StoreC<Ops>(two, r1, c);
-        f.fold(f.ctx, m0, r0 + r1, p0, two ? 2 : 1, group, &c[0][0], &tot[0][0]);
+  ForEachBlock<Ops>(g, [&](int64_t p0, bool two, int64_t m0, int r0, int r1) {
+    std::memset(tot, 0, sizeof(tot));
+    for (int64_t kt = 0, group = 0; kt < g.ktiles; ++group) {
+      ZeroC<Ops>(two, r1);
+      for (const int64_t end = std::min(g.ktiles, kt + group_tiles); kt < end; ++kt) {
+        MultiplyKTile<Ops, Bf16Kind>(g, tiles, p0, two, m0, r1, kt);
       }
-      const int64_t col0 = p0 * kPanelCols;
-      f.finish(f.ctx, m0, r0 + r1, col0, std::max(g.n_begin, col0),
-               std::min(g.n_end, col0 + (two ? 2 : 1) * kPanelCols), &tot[0][0]);
+      StoreC<Ops>(two, r1, c);
+      f.fold(f.ctx, m0, r0 + r1, p0, two ? 2 : 1, group, &c[0][0], &tot[0][0]);
     }
-  }
-  Ops::Release();
+    const int64_t col0 = p0 * kPanelCols;
+    f.finish(f.ctx, m0, r0 + r1, col0, std::max(g.n_begin, col0),
+             std::min(g.n_end, col0 + (two ? 2 : 1) * kPanelCols), &tot[0][0]);
+  });
 }
 
 template <class Ops, class Kind>
