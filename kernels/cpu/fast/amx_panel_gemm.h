@@ -147,6 +147,33 @@ struct Int8Kind {
   }
 };
 
+// A GroupFolder for one group of all K: the fold copies the sums, the finish writes y = acc +
+// bias as Bf16Kind does, so GroupPanelGemm with it gives PanelGemm's bits (the AMX self-check
+// runs the group walk's C-tile stores, fold and finish this way against the stored walk).
+struct CopyFold {
+  const float* bias;
+  float* y;
+  int64_t n;
+  static void Fold(const void*, int64_t, int rows, int64_t, int panels, int64_t, const float* c,
+                   float* tot) {
+    for (int i = 0; i < rows; ++i) {
+      std::memcpy(tot + i * 2 * kPanelCols, c + i * 2 * kPanelCols,
+                  panels * kPanelCols * sizeof(float));
+    }
+  }
+  static void Finish(const void* ctx, int64_t m0, int rows, int64_t col0, int64_t c_begin,
+                     int64_t c_end, const float* tot) {
+    const auto& f = *static_cast<const CopyFold*>(ctx);
+    for (int i = 0; i < rows; ++i) {
+      for (int64_t col = c_begin; col < c_end; ++col) {
+        const float acc = tot[i * 2 * kPanelCols + (col - col0)];
+        f.y[(m0 + i) * f.n + col] = f.bias != nullptr ? acc + f.bias[col] : acc;
+      }
+    }
+  }
+  GroupFolder Folder() const { return {Fold, Finish, this}; }
+};
+
 // B tiles as stored: panel p's K tile kt (bf16_dot_matmul.h's and int8_dot_matmul.h's layouts).
 struct StoredTiles {
   const uint8_t* panels;

@@ -34,8 +34,8 @@ bool Bf16DotAvailable() {
   return has;
 }
 
-void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t* hi,
-                     uint16_t* lo, float* x_rounded) {
+void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t* hi, uint16_t* lo,
+                     float* x_rounded) {
   const int64_t stride = Bf16DotActStride(k);
   for (int64_t r = r0; r < r1; ++r) {
     const float* src = x + r * k;
@@ -44,7 +44,8 @@ void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t
     std::fill(h + k, h + stride, uint16_t{0});
     if (lo != nullptr) {
       uint16_t* l = lo + r * stride;
-      for (int64_t i = 0; i < k; ++i) l[i] = numeric::FloatToBf16(src[i] - numeric::Bf16ToFloat(h[i]));
+      for (int64_t i = 0; i < k; ++i)
+        l[i] = numeric::FloatToBf16(src[i] - numeric::Bf16ToFloat(h[i]));
       std::fill(l + k, l + stride, uint16_t{0});
     }
     if (x_rounded != nullptr) {
@@ -105,9 +106,8 @@ struct Bf16Pairs : panels::FloatAccumulators {
 
 namespace internal {
 
-void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
-                         int64_t rows, const float* bias, float* y, int64_t n_begin,
-                         int64_t n_end) {
+void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo, int64_t rows,
+                         const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   const int64_t pairs = (w.k + 1) / 2, stride = Bf16DotActStride(w.k) / 2;
   const auto* hi32 = reinterpret_cast<const int32_t*>(xb);
   const auto* lo32 = reinterpret_cast<const int32_t*>(lo);
@@ -128,7 +128,8 @@ namespace {
 
 // The AMX kernel against the AVX-512 one on a random 35 x 200 x 40 problem (two row tiles and a
 // partial one, a partial K tile, a partial column pair), split form: within the f32 rounding
-// bound of the two summation orders; and the made-tile walk bit for bit against the AMX kernel.
+// bound of the two summation orders; and the made-tile and group walks bit for bit against the
+// AMX kernel.
 bool AmxBf16SelfCheck() {
   const int64_t n = 40, k = 200, rows = 35, stride = Bf16DotActStride(k);
   uint32_t state = 12345;
@@ -164,6 +165,17 @@ bool AmxBf16SelfCheck() {
   internal::AmxBf16MadeTilesMatmul(copy, &w, n, k, hi.data(), lo.data(), rows, bias.data(),
                                    made.data(), 0, n);
   if (std::memcmp(made.data(), got.data(), got.size() * sizeof(float)) != 0) return false;
+  // The group walk (the INT4 panels' decode route) with one group and a copying fold, over the
+  // stored and the made tiles: the same C tiles, so the same bits again.
+  std::vector<float> grouped(rows * n);
+  const amx::CopyFold fold{bias.data(), grouped.data(), n};
+  for (const bool made_tiles : {false, true}) {
+    std::fill(grouped.begin(), grouped.end(), -1.0f);
+    internal::AmxBf16GroupMatmul(made_tiles ? copy : nullptr, &w, w.data, w.row_stride, n, k,
+                                 Bf16PanelKTiles(k), hi.data(), lo.data(), rows, 0, n,
+                                 fold.Folder());
+    if (std::memcmp(grouped.data(), got.data(), got.size() * sizeof(float)) != 0) return false;
+  }
   for (int64_t m = 0; m < rows; ++m) {
     for (int64_t c = 0; c < n; ++c) {
       double mag = std::fabs(bias[c]);

@@ -34,14 +34,20 @@ namespace tessera::kernels::cpu::fast {
 namespace {
 
 using testing::AmxModel;
+using testing::ModelGroupGemm;
 
 TEST(AmxPanelGemmTest, Int8MatchesTheReferenceBitForBit) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> code(-128, 127);
   std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
-  for (const auto& [n, k, rows] :
-       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {16, 64, 1}, {33, 64, 16},
-        {31, 65, 17}, {64, 127, 32}, {70, 300, 33}, {5, 7, 3}, {96, 1024, 70}}) {
+  for (const auto& [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35},
+                                   {16, 64, 1},
+                                   {33, 64, 16},
+                                   {31, 65, 17},
+                                   {64, 127, 32},
+                                   {70, 300, 33},
+                                   {5, 7, 3},
+                                   {96, 1024, 70}}) {
     for (const bool azp : {false, true}) {
       std::vector<int8_t> qw(n * k), qa(rows * k);
       for (auto& v : qw) v = static_cast<int8_t>(code(rng));
@@ -104,8 +110,8 @@ Bf16Problem MakeBf16(int64_t n, int64_t k, int64_t rows, uint32_t seed) {
   return p;
 }
 
-void RunBf16(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, int64_t rows,
-             float* y, int64_t n_begin, int64_t n_end) {
+void RunBf16(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, int64_t rows, float* y,
+             int64_t n_begin, int64_t n_end) {
   amx::PanelGemm<AmxModel>(amx::Bf16PanelGemm(p.panels, hi, lo, rows, n_begin, n_end),
                            amx::Bf16Kind{p.bias.data(), y});
 }
@@ -128,9 +134,12 @@ double Bf16Slack(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, i
 }
 
 TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
-  for (const auto& [n, k, rows] :
-       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {17, 31, 3}, {32, 32, 16},
-        {33, 33, 33}, {70, 545, 20}, {16, 2048, 2}}) {
+  for (const auto& [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35},
+                                   {17, 31, 3},
+                                   {32, 32, 16},
+                                   {33, 33, 33},
+                                   {70, 545, 20},
+                                   {16, 2048, 2}}) {
     for (const bool split : {true, false}) {
       const Bf16Problem p = MakeBf16(n, k, rows, static_cast<uint32_t>(n * 7 + k));
       const int64_t stride = Bf16DotActStride(k);
@@ -152,6 +161,65 @@ TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
               << "n " << n << " k " << k << " m " << m << " c " << c << " split " << split;
         }
       }
+    }
+  }
+}
+
+// The group walk with one group of all K and a copying fold (the self-check's form of it) gives
+// the stored walk's bits, over the stored tiles and over tiles made by copying them; and with
+// groups of one or three K tiles and a fold that adds, each output is the sum of its groups'
+// C-tile sums in group order.
+TEST(AmxPanelGemmTest, GroupWalkFoldsEachGroupsSums) {
+  for (const auto& [n, k, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {17, 31, 3}, {70, 545, 20}}) {
+    const Bf16Problem p = MakeBf16(n, k, rows, static_cast<uint32_t>(n * 5 + k));
+    const int64_t stride = Bf16DotActStride(k);
+    std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+    RoundActsToBf16(p.x.data(), k, 0, rows, hi.data(), lo.data(), nullptr);
+    std::vector<float> want(rows * n), got(rows * n);
+    RunBf16(p, hi.data(), lo.data(), rows, want.data(), 0, n);
+    const amx::Bf16TileMaker copy = [](const void* ctx, int64_t pi, int64_t kt, uint8_t* tile) {
+      const auto& w = *static_cast<const FastWeights*>(ctx);
+      std::memcpy(tile, w.data + pi * w.row_stride + kt * amx::kTileBytes, amx::kTileBytes);
+    };
+    const amx::CopyFold fold{p.bias.data(), got.data(), n};
+    for (const bool made : {false, true}) {
+      std::fill(got.begin(), got.end(), -1.0f);
+      ModelGroupGemm(made ? copy : nullptr, &p.panels, p.panels.data, p.panels.row_stride, n, k,
+                     Bf16PanelKTiles(k), hi.data(), lo.data(), rows, 0, n, fold.Folder());
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << "made " << made;
+    }
+    // Groups of g K tiles, folded by adding: output (m, c) = Σ over groups, in order, of the
+    // stored walk on that group's K range alone (the activations outside it zeroed).
+    for (const int64_t g : {1, 3}) {
+      struct AddFold {
+        static void Fold(const void*, int64_t, int rows, int64_t, int panels, int64_t,
+                         const float* c, float* tot) {
+          for (int i = 0; i < rows; ++i) {
+            for (int j = 0; j < panels * 16; ++j) tot[i * 32 + j] += c[i * 32 + j];
+          }
+        }
+      };
+      std::vector<float> sums(rows * n, 0.0f);
+      const int64_t ktiles = Bf16PanelKTiles(k);
+      for (int64_t g0 = 0; g0 < ktiles; g0 += g) {
+        std::vector<uint16_t> hg(hi.size(), 0), lg(lo.size(), 0);
+        for (int64_t m = 0; m < rows; ++m) {
+          for (int64_t i = g0 * 32; i < std::min(ktiles, g0 + g) * 32; ++i) {
+            hg[m * stride + i] = hi[m * stride + i];
+            lg[m * stride + i] = lo[m * stride + i];
+          }
+        }
+        std::vector<float> part(rows * n);
+        amx::PanelGemm<AmxModel>(amx::Bf16PanelGemm(p.panels, hg.data(), lg.data(), rows, 0, n),
+                                 amx::Bf16Kind{nullptr, part.data()});
+        for (size_t i = 0; i < sums.size(); ++i) sums[i] += part[i];
+      }
+      amx::CopyFold finish{nullptr, got.data(), n};
+      const amx::GroupFolder adder{AddFold::Fold, amx::CopyFold::Finish, &finish};
+      ModelGroupGemm(nullptr, nullptr, p.panels.data, p.panels.row_stride, n, k, g, hi.data(),
+                     lo.data(), rows, 0, n, adder);
+      ASSERT_EQ(std::memcmp(got.data(), sums.data(), sums.size() * 4), 0) << "groups of " << g;
     }
   }
 }
