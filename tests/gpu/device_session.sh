@@ -90,7 +90,7 @@ else
     filter="Triad|Peak|Bf16DotMatmul/BF16/$shapes/|Int8DotMatmul/INT8_W8A8/$shapes/"
     filter+="|OneDnnMatmul/(bf16|s8)/$shapes"
     filter+="|QuantMatmul/(FP8_PANEL|FP8_W8A8_PANEL)/(4096x4096|1.1b_gate_up)/M:(1|128)/"
-    # Decode (M = 1) on the AMX panels, and the INT4 pairs (no AMX route yet) for scale.
+    # Decode (M = 1) on the AMX panels, and the INT4 pairs with int16 activations (VNNI).
     filter+="|(Bf16DotMatmul/BF16|Int8DotMatmul/INT8_W8A8)/(4096x4096|1.1b_gate_up)/M:1/"
     filter+="|QuantMatmul/INT4_G128_PAIRS(|_I16|_BF16)/$shapes/"
     # The 4-bit pair panels' AMX route (exact split; bf16 activations) at M = 1 and 128.

@@ -57,9 +57,9 @@ void QuantizedLinear::InitFast() {
   if (std::getenv("TESSERA_QUANT_REFERENCE") != nullptr) return;
   if (InitInt8Dot()) return;
   const auto& s = w_.spec;
-  const bool nvfp4_int_acts = s.weight_format == WeightFormat::kNvfp4 &&
-                              (s.activation == ActivationFormat::kNvfp4 ||
-                               s.activation == ActivationFormat::kInt8Block32);
+  const bool nvfp4_int_acts =
+      s.weight_format == WeightFormat::kNvfp4 &&
+      (s.activation == ActivationFormat::kNvfp4 || s.activation == ActivationFormat::kInt8Block32);
   const bool tiles_fast = kf::Int4x16TilesVectorized();
   if (nvfp4_int_acts && s.k % 32 == 0 && tiles_fast) {
     // NVFP4 codes times int8 activation codes (VNNI or AVX2): exact per half block, so W4A4 takes
@@ -99,8 +99,10 @@ void QuantizedLinear::InitFast() {
     }
   }
   if (s.activation == ActivationFormat::kInt8Block32) {
-    const bool int4 = s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq;
-    const bool bytes = s.weight_format == WeightFormat::kInt8 || s.weight_format == WeightFormat::kInt3 ||
+    const bool int4 =
+        s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq;
+    const bool bytes = s.weight_format == WeightFormat::kInt8 ||
+                       s.weight_format == WeightFormat::kInt3 ||
                        s.weight_format == WeightFormat::kInt2;
     if ((!int4 && !bytes) || !w_.g_idx.empty() || s.k % 32 != 0) return;
     if (bytes) {
@@ -264,8 +266,8 @@ void QuantizedLinear::InitFast() {
                           s.activation == ActivationFormat::kInt16Group;
   const bool integer =
       (f.decode == kf::QuantDecode::kInt4 || f.decode == kf::QuantDecode::kInt8) && float_acts;
-  const bool fp4 = float_acts &&
-                   (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4);
+  const bool fp4 =
+      float_acts && (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4);
   // On AVX-512 BF16 the 4-bit codes (and byte codes of up to 6 bits) take the bf16-pair form:
   // exact activations as the hi + lo split, bf16 ones as hi alone, int16 ones on its int16 route
   // (bench/README.md, thirteenth and nineteenth sessions).
@@ -282,8 +284,8 @@ void QuantizedLinear::InitFast() {
                                   pool_);
     fast_permute_ = false;
     quant_panels_ok_ = true;
-    // FP4 pair panels run as AMX tiles where granted (quant_panel_amx.h): the one-time
-    // self-check at load, not in the first request.
+    // 4-bit pair panels run as AMX tiles where granted (quant_panel_amx.h: FP4, INT4 in groups
+    // of whole 32s): the one-time self-check at load, not in the first request.
     if (kf::QuantPanelAmxTakes(fast_)) kf::AmxBf16Usable();
   }
 }
@@ -316,7 +318,8 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     // bf16 values and takes one vdpbf16ps per weight pair.
     xa.resize(rows * k);
     for_rows([&](int64_t r0, int64_t r1) {
-      for (int64_t i = r0 * k; i < r1 * k; ++i) xa[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+      for (int64_t i = r0 * k; i < r1 * k; ++i)
+        xa[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
     });
     xin = xa.data();
     if (fast_permute_) {  // a 4-bit layer left on FastQuantMatmul (an FP4 NaN scale code)
@@ -345,11 +348,12 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
       const int64_t b = r0 * k, e = r1 * k;
       // The vectorized quantizers give the reference's bytes and scales, and the codes' values.
       if (per_group) {
-        kf::FastQuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group, kc::kFp8PerTokenGroupEps,
-                                         qa.data() + b, sa.data() + r0 * groups, xa.data() + b);
+        kf::FastQuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group,
+                                         kc::kFp8PerTokenGroupEps, qa.data() + b,
+                                         sa.data() + r0 * groups, xa.data() + b);
       } else if (per_token) {
-        kf::FastQuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale, qa.data() + b,
-                                    sa.data() + r0, xa.data() + b);
+        kf::FastQuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale,
+                                    qa.data() + b, sa.data() + r0, xa.data() + b);
       } else {
         kf::FastEncodeE4m3Divide(x + b, e - b, w_.input_scale, qa.data() + b, xa.data() + b);
       }
@@ -443,9 +447,9 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
 }
 
 std::string QuantizedLinear::Describe() const {
-  // int16 activations take their own route, never AMX's.
-  const bool amx = (fp8_panels_ok_ || (quant_panels_ok_ && kf::QuantPanelAmxTakes(fast_) &&
-                                       w_.spec.activation != ActivationFormat::kInt16Group)) &&
+  // Layers on the int16 route never reach AMX's (those it skips run the pair kernel on x̂).
+  const bool amx = (fp8_panels_ok_ ||
+                    (quant_panels_ok_ && kf::QuantPanelAmxTakes(fast_) && !uses_int16_route())) &&
                    kf::AmxBf16Usable();
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel, amx ? " (cpu-amx-bf16)" : "");
 }
@@ -469,10 +473,9 @@ void QuantizedLinear::ForwardColumns(const float* x, int64_t rows, float* y,
 
 void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) const {
   kc::ScratchFrame scratch;
-  ForwardReferenceSorted(GatherActOrder(x, rows, scratch), rows, y,
-                         [this, rows](int64_t n, const ColumnRun& run) {
-                           RunColumnsOnPool(pool_, n, rows, run);
-                         });
+  ForwardReferenceSorted(
+      GatherActOrder(x, rows, scratch), rows, y,
+      [this, rows](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, rows, run); });
 }
 
 void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float* y,
@@ -511,7 +514,8 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
   } else if (s.activation == ActivationFormat::kBf16) {
     // The bf16-activation scheme's math: the float kernel on x rounded to bf16.
     x_q8.resize(rows * k);
-    for (int64_t i = 0; i < rows * k; ++i) x_q8[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+    for (int64_t i = 0; i < rows * k; ++i)
+      x_q8[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
     x = x_q8.data();
   }
 
@@ -519,7 +523,9 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
     case WeightFormat::kFp8E4m3: {
       const kc::Fp8Weights fw = w_.AsFp8();
       if (s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16) {
-        run = [&, fw](int64_t b, int64_t e) { kc::MatmulFp8W8A16(fw, n, k, x, rows, bias, y, b, e); };
+        run = [&, fw](int64_t b, int64_t e) {
+          kc::MatmulFp8W8A16(fw, n, k, x, rows, bias, y, b, e);
+        };
         break;
       }
       qa.resize(rows * k);
@@ -530,7 +536,8 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
         fa.layout = kc::Fp8ActScaleLayout::kPerTensor;
       } else if (s.activation_scale == ScaleGranularity::kGroup) {
         sa.resize(rows * kc::NumGroups(k, s.activation_group));
-        kc::QuantizeFp8PerTokenGroup(x, rows, k, s.activation_group, kc::kFp8PerTokenGroupEps, qa.data(), sa.data());
+        kc::QuantizeFp8PerTokenGroup(x, rows, k, s.activation_group, kc::kFp8PerTokenGroupEps,
+                                     qa.data(), sa.data());
         fa.layout = kc::Fp8ActScaleLayout::kPerTokenGroup;
         fa.group_size = s.activation_group;
       } else {
@@ -565,7 +572,9 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
           kc::QuantizeInt8PerTokenSymmetric(x, rows, k, qa8.data(), sa.data());
         }
         ia.scales = sa.data();
-        run = [&, iw](int64_t b, int64_t e) { kc::MatmulInt8W8A8(iw, n, k, ia, rows, bias, y, b, e); };
+        run = [&, iw](int64_t b, int64_t e) {
+          kc::MatmulInt8W8A8(iw, n, k, ia, rows, bias, y, b, e);
+        };
         break;
       }
       [[fallthrough]];
@@ -574,13 +583,17 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
     case WeightFormat::kInt2:
     case WeightFormat::kInt4Awq: {
       const kc::IntWeights iw = w_.AsInt();
-      run = [&, iw](int64_t b, int64_t e) { kc::MatmulIntWeightOnly(iw, n, k, x, rows, bias, y, b, e); };
+      run = [&, iw](int64_t b, int64_t e) {
+        kc::MatmulIntWeightOnly(iw, n, k, x, rows, bias, y, b, e);
+      };
       break;
     }
     case WeightFormat::kNvfp4: {
       const kc::Nvfp4Weights nw = w_.AsNvfp4();
       if (s.activation != ActivationFormat::kNvfp4) {
-        run = [&, nw](int64_t b, int64_t e) { kc::MatmulNvfp4W4A16(nw, n, k, x, rows, bias, y, b, e); };
+        run = [&, nw](int64_t b, int64_t e) {
+          kc::MatmulNvfp4W4A16(nw, n, k, x, rows, bias, y, b, e);
+        };
         break;
       }
       qa.resize(rows * k / 2);
@@ -598,12 +611,16 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
       const int64_t stride = gscale.size() == 1 ? 0 : 1;
       kc::QuantizeNvfp4(x, rows, k, gscale.data(), stride, qa.data(), qa_scales.data());
       na = {qa.data(), qa_scales.data(), alpha.data(), stride};
-      run = [&, nw](int64_t b, int64_t e) { kc::MatmulNvfp4W4A4(nw, n, k, na, rows, bias, y, b, e); };
+      run = [&, nw](int64_t b, int64_t e) {
+        kc::MatmulNvfp4W4A4(nw, n, k, na, rows, bias, y, b, e);
+      };
       break;
     }
     case WeightFormat::kMxfp4: {
       const kc::Mxfp4Weights mw = w_.AsMxfp4();
-      run = [&, mw](int64_t b, int64_t e) { kc::MatmulMxfp4W4A16(mw, n, k, x, rows, bias, y, b, e); };
+      run = [&, mw](int64_t b, int64_t e) {
+        kc::MatmulMxfp4W4A16(mw, n, k, x, rows, bias, y, b, e);
+      };
       break;
     }
     default:

@@ -100,7 +100,10 @@ void MakeTile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
     };
     const char* base = reinterpret_cast<const char*>(panel);
     const int64_t end = offset(std::min(ahead_k + kTileK, src.k));
-    for (int64_t b = offset(ahead_k); b < end; b += 64) _mm_prefetch(base + b, _MM_HINT_T0);
+    // From the line holding the first byte (headers make the offsets unaligned to lines).
+    for (int64_t b = offset(ahead_k) & ~int64_t{63}; b < end; b += 64) {
+      _mm_prefetch(base + b, _MM_HINT_T0);
+    }
   }
   const auto table = PairTable<F>::Load();
   const __m512i high = _mm512_set1_epi32(static_cast<int32_t>(0xFFFF0000u));
@@ -124,8 +127,8 @@ void MakeTile(const void* ctx, int64_t p, int64_t kt, uint8_t* tile) {
       }
     } else if constexpr (F == QuantDecode::kMxfp4) {
       // 2^(e − 127) as an exponent step added to each nonzero word: every e2m1 value is a normal
-      // bf16, and fp4_bf16_products keeps the sums normal and finite. Two operations per 32
-      // weights where the f32 multiply takes six (the decode alone, M = 1: bench/README.md,
+      // bf16, and fp4_bf16_products keeps every scaled weight normal and finite. Two operations per
+      // 32 weights where the f32 multiply takes six (the decode alone, M = 1: bench/README.md,
       // twentieth session).
       if (k0 % kFp4Group == 0) {
         const __m512i e =
@@ -231,27 +234,33 @@ amx::GroupFolder IntFolder(const FastQuantWeights& w, const IntFold* ctx) {
 // stored tiles' layout), then run(view, p0, m0, mr, c0, c1) for each block of rows, each followed
 // by prefetches of its share of the next pass's codes (from DRAM, as in fp8_panel_matmul.cc). The
 // same tiles as the made-tile walk, so the same bits.
+// This thread's buffer of decoded panels, at least `bytes` (one for every format's route).
+uint8_t* DecodeBuffer(int64_t bytes) {
+  thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> buf;
+  thread_local int64_t capacity = 0;
+  if (capacity < bytes) {
+    capacity = bytes;
+    buf = hwy::AllocateAligned<uint8_t>(capacity);
+  }
+  return buf.get();
+}
+
 template <class RunBlock>
 void DecodedRoute(const FastQuantWeights& w, amx::Bf16TileMaker make, const TileSource& src,
                   int64_t rows, int64_t n_begin, int64_t n_end, RunBlock run) {
   const int64_t ktiles = Bf16PanelKTiles(w.k), bf16_bytes = ktiles * amx::kTileBytes;
-  thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> buf;
-  thread_local int64_t capacity = 0;
-  if (capacity < kDecodePanels * bf16_bytes) {
-    capacity = kDecodePanels * bf16_bytes;
-    buf = hwy::AllocateAligned<uint8_t>(capacity);
-  }
+  uint8_t* const buf = DecodeBuffer(kDecodePanels * bf16_bytes);
   for (int64_t p0 = n_begin / panels::kCols; p0 * panels::kCols < n_end; p0 += kDecodePanels) {
     const int64_t np = std::min(kDecodePanels, panels::Count(n_end) - p0);
     for (int64_t p = 0; p < np; ++p) {
       for (int64_t kt = 0; kt < ktiles; ++kt) {
-        make(&src, p0 + p, kt, buf.get() + p * bf16_bytes + kt * amx::kTileBytes);
+        make(&src, p0 + p, kt, buf + p * bf16_bytes + kt * amx::kTileBytes);
       }
     }
     // The decoded panels as a matrix whose column 0 is column 16·p0.
     FastWeights view;
     view.format = FastFormat::kBf16Pairs;
-    view.data = buf.get();
+    view.data = buf;
     view.n = w.n;
     view.k = w.k;
     view.row_stride = bf16_bytes;
@@ -306,7 +315,8 @@ void Int4Route(const FastQuantWeights& w, const TileSource& src, const float* x,
     sums.resize(rows * groups);
     internal::QuantPanelGroupSums(x, rows, w.k, src.group, sums.data());
   }
-  IntFold fold{w.q, src.panel_bytes, src.group_bytes, 0, sums.data(), groups, bias, 0, y, w.n};
+  const float* row_sums = w.symmetric_panels ? nullptr : sums.data();  // none read when symmetric
+  IntFold fold{w.q, src.panel_bytes, src.group_bytes, 0, row_sums, groups, bias, 0, y, w.n};
   if (rows > kBlockRows) {
     DecodedRoute(
         w, MakeTile<QuantDecode::kInt4>, src, rows, n_begin, n_end,
@@ -314,7 +324,7 @@ void Int4Route(const FastQuantWeights& w, const TileSource& src, const float* x,
           const int64_t shift = p0 * panels::kCols;
           IntFold block = fold;
           block.panel_shift = p0;
-          block.sums = sums.data() + m0 * groups;
+          block.sums = fold.sums != nullptr ? fold.sums + m0 * groups : nullptr;
           block.col_shift = shift;
           block.y = y + m0 * w.n + shift;
           gemms.group(nullptr, nullptr, view.data, view.row_stride, w.n, w.k, group_tiles,

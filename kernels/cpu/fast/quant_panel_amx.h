@@ -17,18 +17,23 @@
 // Why: on the 16-core Xeon host of a lent GPU machine (eighteenth session) the AVX-512 pair
 // kernels ran 4-bit prefill (M = 128) at 0.14-0.21x of oneDNN's AMX bf16 matmul, where the FP8
 // panels' AMX route reached 0.77-1.47x. No AMX host was lent since this route was written, so it
-// has run on the tile model only (tests/kernels/cpu/quant_panel_amx_test.cc); its walk and tile
-// instructions are the FP8 route's, which ran on that Xeon; its speed there is not measured yet.
+// has run on the tile model only (tests/kernels/cpu/quant_panel_amx_test.cc); FP4 runs the FP8
+// route's walks (amx_kernels.cc, which ran on that Xeon), INT4 a new one (GroupPanelGemm: C-tile
+// stores and the fold between groups), which on hardware only the load-time self-check will have
+// run (one group, against the stored walk). Its speed there is not measured; the tile decode
+// alone, timed on AVX-512 without AMX (`*_AMXDECODE`), is in bench/README.md (twentieth session).
 // An INT4 fold costs a C-tile store and 16 FMAs per 32 rows, 16 columns and group, against the
 // group's 2 · G / 32 tile products per C tile: about a third more at G = 128, twice at G = 32
-// (estimates, not measured).
+// (estimates).
 //
-// Numerics: a row's sums run the K tiles in ascending order (hi then lo), AMX's f32 sums; every
-// row gets the same order alone or in any batch and under any column split, so the route is
-// batch-invariant. It differs from the AVX-512 pair kernel in rounding only: FP4 within
-// (2^-16 + (K + 2)·u)·Σ|x·w| of the exact product (u = 2^-24), INT4 within the pair kernel's
-// (2^-16 + (K + G + 2)·u)·Σ s·(|q − 8| + |z − 8|)·|x|, plus AMX's flushing of bf16 denormal inputs
-// (lo parts of tiny x) and denormal sums.
+// Numerics: a row's sums run the K tiles in ascending order, each tile's hi then lo products into
+// one f32 sum; every row gets the same order alone or in any batch and under any column split, so
+// the route is batch-invariant. It differs from the AVX-512 pair kernel (hi and lo in separate
+// sums) in rounding only: FP4 within (2^-16 + (2K + 2)·u)·Σ|x·w| of the exact product
+// (u = 2^-24), INT4 within (2^-16 + (K + 2G + 2)·u)·Σ s·(|q − 8| + |z − 8|)·|x| (2G: a group's
+// hi and lo products in one sum), plus AMX's flushing of bf16 denormal inputs (lo parts of tiny
+// x) and denormal sums. GGUF Q4_0 / Q4_1 panels (ggml_quant_panels.h: INT4 groups of 32, f16
+// scales, Q4_1's zero points in f32) take the INT4 route as well.
 #ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_AMX_H_
 #define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_AMX_H_
 

@@ -10,21 +10,27 @@
 //  * the symmetric types take headers of scales alone (f16 where they are the blocks' d: Q4_0 and
 //    Q8_0 panels are the file's size), Q4_K / Q5_K the blocks' own scale bytes (bytes per panel),
 //    and the blocks the panels cannot hold
-//    (a non-finite affine scale or offset, MXFP4's 0xFF) are refused.
+//    (a non-finite affine scale or offset, MXFP4's 0xFF) are refused;
+//  * Q4_0 / Q4_1 on the AMX route of the 4-bit pair panels (tile model), no other type there.
 #include "kernels/cpu/fast/ggml_quant_panels.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/quant_panel_amx.h"
 #include "kernels/cpu/ggml_dequant.h"
 #include "kernels/numeric/half.h"
+#include "tests/kernels/cpu/amx_model.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -68,8 +74,8 @@ std::vector<uint8_t> RandomBlocks(T t, int64_t n, int64_t k, std::mt19937& rng) 
 
 // Column c's reference weights, and per weight the bound's magnitude |w − a| + |a|, a the
 // weight at the centre code (0 for symmetric types: |w|): |s|·(|q − c| + |z − c|).
-void Reference(T t, const std::vector<uint8_t>& blocks, int64_t c, int64_t k,
-               std::vector<float>* w, std::vector<double>* mag) {
+void Reference(T t, const std::vector<uint8_t>& blocks, int64_t c, int64_t k, std::vector<float>* w,
+               std::vector<double>* mag) {
   const GgmlBlockInfo info = GetGgmlBlockInfo(t);
   const int64_t nb = k / info.elements;
   const uint8_t* row = blocks.data() + c * nb * info.bytes;
@@ -100,8 +106,7 @@ struct Panels {
   FastQuantWeights w;
 };
 
-Panels Repack(T t, const std::vector<uint8_t>& blocks, int64_t n, int64_t k,
-              QuantPanelForm form) {
+Panels Repack(T t, const std::vector<uint8_t>& blocks, int64_t n, int64_t k, QuantPanelForm form) {
   Panels p;
   p.data = hwy::AllocateAligned<uint8_t>(GgmlQuantPanelsBytes(t, n, k));
   p.w = RepackGgmlQuantPanels(t, blocks.data(), n, k, p.data.get(), form);
@@ -127,15 +132,24 @@ std::vector<float> RunPanels(const Panels& p, const float* x, int64_t rows, int6
 
 std::string Name(T t) {
   switch (t) {
-    case T::kQ4_0: return "Q4_0";
-    case T::kQ4_1: return "Q4_1";
-    case T::kQ5_0: return "Q5_0";
-    case T::kQ5_1: return "Q5_1";
-    case T::kQ8_0: return "Q8_0";
-    case T::kQ4_K: return "Q4_K";
-    case T::kQ5_K: return "Q5_K";
-    case T::kQ6_K: return "Q6_K";
-    default: return "MXFP4";
+    case T::kQ4_0:
+      return "Q4_0";
+    case T::kQ4_1:
+      return "Q4_1";
+    case T::kQ5_0:
+      return "Q5_0";
+    case T::kQ5_1:
+      return "Q5_1";
+    case T::kQ8_0:
+      return "Q8_0";
+    case T::kQ4_K:
+      return "Q4_K";
+    case T::kQ5_K:
+      return "Q5_K";
+    case T::kQ6_K:
+      return "Q6_K";
+    default:
+      return "MXFP4";
   }
 }
 
@@ -203,8 +217,8 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
 TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
   const T t = GetParam();
   const int64_t n = 20, k = 512, groups = k / (t == T::kQ6_K ? 16 : 32);
-  const bool bytes = t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ5_K || t == T::kQ6_K ||
-                     t == T::kQ8_0;
+  const bool bytes =
+      t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ5_K || t == T::kQ6_K || t == T::kQ8_0;
   const int64_t group = t == T::kQ6_K ? 16 : 32;
   const int64_t codes = bytes ? 16 * group : 8 * group;  // per group of 16 columns
   // Q4_0 / Q5_0 / Q8_0: 16 f16 scales (the blocks' d); Q6_K: 16 f32 scales (d·sc); Q4_1 / Q5_1:
@@ -212,12 +226,76 @@ TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
   // (8 groups) 16 f16 d and 16 f16 dmin; MXFP4: 16 scale bytes.
   const bool half = t == T::kQ4_0 || t == T::kQ5_0 || t == T::kQ8_0;
   const bool kquant = t == T::kQ4_K || t == T::kQ5_K;
-  const int64_t head = t == T::kMxfp4  ? 16
-                       : kquant        ? 32 + 64 / 8
-                       : Affine(t)     ? 128
-                       : half          ? 32
-                                       : 64;
+  const int64_t head = t == T::kMxfp4 ? 16
+                       : kquant       ? 32 + 64 / 8
+                       : Affine(t)    ? 128
+                       : half         ? 32
+                                      : 64;
   EXPECT_EQ(GgmlQuantPanelsBytes(t, n, k), 2 * groups * (head + codes)) << Name(t);
+}
+
+// The 4-bit pair panels' AMX route (quant_panel_amx.h) takes Q4_0 (symmetric, f16 d) and Q4_1
+// (affine: an f32 zero point per block) as INT4 groups of 32, and no other type's panels (K-quant
+// headers, byte codes, MXFP4 without the repack's bf16-exactness check); on the tile model it
+// follows llama.cpp's weights within its bound, every row alone and in 40-row calls (tiles made
+// in the walk, decoded panels) bit for bit, under an odd column split.
+TEST(GgmlQuantPanelsAmxTest, Q4RouteFollowsTheReferenceOnTheTileModel) {
+  if (!QuantPanelPairsAvailable()) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
+  const char* env = std::getenv("TESSERA_QUANT_PANEL_AMX");
+  if (env != nullptr && std::string_view(env) == "0") GTEST_SKIP() << "route turned off";
+  std::mt19937 rng(7);
+  const int64_t n = 37, k = 768, rows = 40;
+  for (const T t :
+       {T::kQ4_0, T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kMxfp4}) {
+    if (GgmlQuantPanelForm(t) != QuantPanelForm::kBf16Pairs) continue;
+    SCOPED_TRACE(Name(t));
+    const std::vector<uint8_t> blocks = RandomBlocks(t, n, k, rng);
+    const Panels p = Repack(t, blocks, n, k, QuantPanelForm::kBf16Pairs);
+    ASSERT_TRUE(p.w.pair_panels);
+    const bool q4 = t == T::kQ4_0 || t == T::kQ4_1;
+    ASSERT_EQ(QuantPanelAmxTakes(p.w), q4);
+    if (!q4) continue;
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> x(rows * k);
+    for (auto& v : x) v = nd(rng);
+    const int64_t stride = Bf16DotActStride(k);
+    std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+    RoundActsToBf16(x.data(), k, 0, rows, hi.data(), lo.data(), nullptr);
+    auto run = [&](int64_t m0, int64_t r, int64_t step) {
+      std::vector<float> y(r * n, -7.0f);
+      for (int64_t b = 0; b < n; b += step) {
+        internal::QuantPanelAmxMatmul(p.w, x.data() + m0 * k, hi.data() + m0 * stride,
+                                      lo.data() + m0 * stride, r, nullptr, y.data(), b,
+                                      std::min(n, b + step), testing::kModelBf16Gemms);
+      }
+      return y;
+    };
+    const std::vector<float> all = run(0, rows, n);
+    const double u = std::ldexp(1.0, -24);
+    std::vector<float> w;
+    std::vector<double> mag;
+    for (int64_t c = 0; c < n; ++c) {
+      Reference(t, blocks, c, k, &w, &mag);
+      for (int64_t m = 0; m < rows; ++m) {
+        double exact = 0, bound = 0, plain = 0;
+        for (int64_t i = 0; i < k; ++i) {
+          const double xv = x[m * k + i];
+          exact += xv * w[i];
+          bound += std::fabs(xv) * mag[i];
+          plain += std::fabs(xv * w[i]);
+        }
+        // The AMX route's bound: each group's hi and lo products in one f32 sum (2G), the folds.
+        const double tol = ((k + 2 * 32 + 3) * u + std::ldexp(1.0, -16)) * bound + u * plain +
+                           std::ldexp(1.0, -140);
+        ASSERT_NEAR(all[m * n + c], exact, tol) << "m " << m << " c " << c;
+      }
+    }
+    for (int64_t m = 0; m < rows; ++m) {
+      const std::vector<float> one = run(m, 1, 16);
+      ASSERT_EQ(std::memcmp(one.data(), all.data() + m * n, n * 4), 0) << "row " << m;
+    }
+    EXPECT_EQ(run(0, rows, 7), all);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Types, GgmlQuantPanelsTest,

@@ -46,8 +46,9 @@ bool RouteRunsHere() {
   return QuantPanelAvailable() && (e == nullptr || std::string_view(e) != "0");
 }
 
-// INT4 headers: f32 with fractional zero points, f16 with integer ones, f16 symmetric.
-enum class Header { kF32, kF16, kSymmetric };
+// INT4 headers: f32 with fractional zero points, f32 with integer ones (scales off the f16 grid),
+// f16 with integer ones, f16 symmetric.
+enum class Header { kF32, kF32Integer, kF16, kSymmetric };
 
 // A pair-panel layer of `format`: MXFP4 exponents `exps` in turn (NVFP4 as Make draws its scales:
 // subnormal, normal, negative); INT4 groups of `group` with `header`'s values.
@@ -59,12 +60,15 @@ Layer AmxLayer(QuantDecode format, int64_t n, int64_t k, int64_t group, uint32_t
       l.block_scales[i] = exps[(i * 7 + seed) % exps.size()];
     }
   } else if (format == QuantDecode::kInt4 && header != Header::kF32) {
-    for (auto& v : l.scales) v = numeric::HalfToFloat(numeric::FloatToHalf(v));
+    const bool half = header == Header::kF16 || header == Header::kSymmetric;
+    for (auto& v : l.scales) {
+      v = half ? numeric::HalfToFloat(numeric::FloatToHalf(v)) : v * (1.0f + 0x1p-20f);
+    }
     for (auto& z : l.zeros) z = header == Header::kSymmetric ? 8.0f : std::round(z);
   }
   panel_test::Repack(l);
   if (format == QuantDecode::kInt4) {
-    EXPECT_EQ(l.w.half_panel_headers, header != Header::kF32);
+    EXPECT_EQ(l.w.half_panel_headers, header == Header::kF16 || header == Header::kSymmetric);
     EXPECT_EQ(l.w.symmetric_panels, header == Header::kSymmetric);
   }
   return l;
@@ -131,7 +135,7 @@ TEST(QuantPanelAmxTest, OneHotRowsReadEveryWeightExactly) {
                         Case{QuantDecode::kNvfp4, 16, 48, 0}, Case{QuantDecode::kNvfp4, 18, 16, 0},
                         Case{QuantDecode::kInt4, 37, 128, 32}, Case{QuantDecode::kInt4, 20, 96, 96},
                         Case{QuantDecode::kInt4, 17, 40, 40}}) {
-    for (const Header header : {Header::kF16, Header::kSymmetric}) {
+    for (const Header header : {Header::kF32Integer, Header::kF16, Header::kSymmetric}) {
       if (t.f != QuantDecode::kInt4 && header != Header::kF16) continue;
       Layer l = AmxLayer(t.f, t.n, t.k, t.group, static_cast<uint32_t>(t.n + t.k), Form::kSplit,
                          {2, 3, 127, 251, 252}, header);
@@ -171,7 +175,7 @@ TEST_P(QuantPanelAmxFormTest, AccurateAndInvariantOnTheModel) {
   int variant = 0;
   for (const Shape& s : shapes) {
     if (format == QuantDecode::kMxfp4 && s.k % 32 != 0) continue;
-    const Header header = static_cast<Header>(int4 ? variant++ % 3 : 0);
+    const Header header = static_cast<Header>(int4 ? variant++ % 4 : 0);
     SCOPED_TRACE(panel_test::Name(format) + " n " + std::to_string(s.n) + " k " +
                  std::to_string(s.k) + " header " + std::to_string(static_cast<int>(header)));
     const int64_t rows = 53;
@@ -189,12 +193,12 @@ TEST_P(QuantPanelAmxFormTest, AccurateAndInvariantOnTheModel) {
           exact += xv * l.Weight(c, i);
           mag += std::fabs(xv) * l.Magnitude(c, i);
         }
-        // Split: lo's 2^-16 relative; the f32 tile sums (INT4: per group, then the folds); α and
-        // the bias.
-        const double tol = (std::ldexp(1.0, -16) * (form == Form::kSplit) +
-                            (s.k + l.group + 4) * std::ldexp(1.0, -24)) *
-                               mag +
-                           std::ldexp(1.0, -22) * std::fabs(exact) + 1e-30;
+        // Split: lo's 2^-16 relative; the f32 tile sums, hi and lo products in one (FP4: over K;
+        // INT4: over each group, then the folds); α and the bias.
+        const int64_t terms = int4 ? s.k + 2 * l.group + 4 : 2 * s.k + 4;
+        const double tol =
+            (std::ldexp(1.0, -16) * (form == Form::kSplit) + terms * std::ldexp(1.0, -24)) * mag +
+            std::ldexp(1.0, -22) * std::fabs(exact) + 1e-30;
         ASSERT_NEAR(all[m * s.n + c], exact, tol) << "m " << m << " c " << c;
       }
     }
