@@ -36,8 +36,7 @@ GgmlBlockType TypeOf(const std::string& fmt) {
 // repacked per copy (256 MiB of distinct copies); the activations' bf16 split (the pair form:
 // every type but Q8_0 on AVX-512 BF16) inside the timing, rows over the pool, then the column
 // split, as DenseLinear does.
-void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int64_t k,
-                        int64_t m) {
+void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
   const GgmlBlockType type = TypeOf(fmt);
   const kernels::cpu::GgmlBlockInfo info = kernels::cpu::GetGgmlBlockInfo(type);
   const int64_t stored = n * (k / info.elements) * info.bytes;
@@ -64,20 +63,24 @@ void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int
       }
     }
     c = kernels::cpu::HugePageBuffer(kf::GgmlQuantPanelsBytes(type, n, k));
-    views.push_back(kf::RepackGgmlQuantPanels(type, src.data(), n, k, c.data(),
-                                              kf::GgmlQuantPanelForm(type)));
+    views.push_back(
+        kf::RepackGgmlQuantPanels(type, src.data(), n, k, c.data(), kf::GgmlQuantPanelForm(type)));
   }
   const bool pairs = views[0].pair_panels;
   std::vector<float> x(m * k), y(m * n);
   for (auto& v : x) v = static_cast<float>(static_cast<int64_t>(Mix(seed) % 2001) - 1000) / 500.0f;
   std::vector<uint16_t> hi(m * kf::Bf16DotActStride(k)), lo(hi.size());
+  // The affine and K-quant types' group sums, once per call as the engine computes them.
+  std::vector<float> sums(kf::QuantPanelGroupSumsCount(views[0], m));
+  float* gs = sums.empty() ? nullptr : sums.data();
   size_t next = 0;
   for (auto _ : state) {
     const kf::FastQuantWeights& w = views[next];
     next = (next + 1) % views.size();
-    if (pairs) {
+    if (pairs || gs != nullptr) {
       auto convert = [&](int64_t r0, int64_t r1) {
-        kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lo.data(), nullptr);
+        if (pairs) kf::RoundActsToBf16(x.data(), k, r0, r1, hi.data(), lo.data(), nullptr);
+        kf::QuantPanelGroupSums(w, x.data(), r0, r1, gs);
       };
       if (m > 1) {
         Pool().ParallelFor(m, 1, convert);
@@ -87,9 +90,9 @@ void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int
     }
     Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
       if (pairs) {
-        kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lo.data(), m, nullptr, y.data(), b, e);
+        kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lo.data(), m, nullptr, y.data(), b, e, gs);
       } else {
-        kf::QuantPanelMatmul(w, x.data(), m, nullptr, y.data(), b, e);
+        kf::QuantPanelMatmul(w, x.data(), m, nullptr, y.data(), b, e, gs);
       }
     });
     benchmark::DoNotOptimize(y.data());

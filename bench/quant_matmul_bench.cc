@@ -263,6 +263,18 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
       convert(0, m);
     }
   };
+  // The integer folds' group sums, once per call as the engine computes them (rows on the pool).
+  std::vector<float> group_sums(quant_panel ? kf::QuantPanelGroupSumsCount(w, m) : 0);
+  float* gs = group_sums.empty() ? nullptr : group_sums.data();
+  auto sum_groups = [&] {
+    if (gs == nullptr) return;
+    auto rows = [&](int64_t r0, int64_t r1) { kf::QuantPanelGroupSums(w, x.data(), r0, r1, gs); };
+    if (m > 1) {
+      Pool().ParallelFor(m, 1, rows);
+    } else {
+      rows(0, m);
+    }
+  };
   size_t next = 0;
   for (auto _ : state) {
     use(copies[next]);
@@ -283,6 +295,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     if (quant_panel) {
       w.q = copies[next].panels.data();
       next = (next + 1) % copies.size();
+      if (!pairs_i16) sum_groups();
       if (pairs) {
         convert_acts();
         Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
@@ -291,16 +304,16 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
                                       b, e);
           } else if (amx_decode) {
             kf::internal::QuantPanelAmxMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b,
-                                              e, kDecodeOnlyGemms);
+                                              e, kDecodeOnlyGemms, gs);
           } else {
-            kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b, e);
+            kf::QuantPanelPairMatmul(w, x.data(), hi.data(), lp, m, nullptr, y.data(), b, e, gs);
           }
         });
         benchmark::DoNotOptimize(y.data());
         continue;
       }
       Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
-        kf::QuantPanelMatmul(w, x.data(), m, nullptr, y.data(), b, e);
+        kf::QuantPanelMatmul(w, x.data(), m, nullptr, y.data(), b, e, gs);
       });
       benchmark::DoNotOptimize(y.data());
       continue;

@@ -171,6 +171,13 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   kf::Int4x16Acts acts16;
   if (ggml_panels_) {
     const int64_t k = in_features();
+    // The folds' group sums Σx once per call (affine and K-quant types), not per column range.
+    float* sums = nullptr;
+    if (const int64_t count = kf::QuantPanelGroupSumsCount(panels_, rows); count > 0) {
+      sums = scratch.Alloc<float>(count);
+      ForRows(pool_, rows,
+              [&](int64_t r0, int64_t r1) { kf::QuantPanelGroupSums(panels_, x, r0, r1, sums); });
+    }
     if (panels_.pair_panels) {
       // The hi + lo bf16 split of x, once per call (rows over the pool), as QuantizedLinear's
       // 4-bit layers take it.
@@ -180,10 +187,12 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
       ForRows(pool_, rows,
               [&](int64_t r0, int64_t r1) { kf::RoundActsToBf16(x, k, r0, r1, hp, lp, nullptr); });
       run = [=, this](int64_t b, int64_t e) {
-        kf::QuantPanelPairMatmul(panels_, x, hp, lp, rows, bias, y, b, e);
+        kf::QuantPanelPairMatmul(panels_, x, hp, lp, rows, bias, y, b, e, sums);
       };
     } else {
-      run = [&](int64_t b, int64_t e) { kf::QuantPanelMatmul(panels_, x, rows, bias, y, b, e); };
+      run = [=, this](int64_t b, int64_t e) {
+        kf::QuantPanelMatmul(panels_, x, rows, bias, y, b, e, sums);
+      };
     }
   } else if (activations_ == DenseActivations::kInt8Block32) {
     const int64_t k = in_features(), blocks = k / 32;

@@ -419,8 +419,17 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     xin = xa.data();
   }
   const float* bias = bias_.empty() ? nullptr : bias_.data();
+  // The integer folds' group sums Σx once per call: each column range computed every row's.
+  float* group_sums = nullptr;
+  if (const int64_t count = quant_panels_ok_ ? kf::QuantPanelGroupSumsCount(f, rows) : 0;
+      count > 0) {
+    group_sums = scratch.Alloc<float>(count);
+    for_rows([&](int64_t r0, int64_t r1) { kf::QuantPanelGroupSums(f, xin, r0, r1, group_sums); });
+  }
   if (quant_panels_ok_ && !quant_pairs_) {
-    split(n, [&](int64_t b, int64_t e) { kf::QuantPanelMatmul(f, xin, rows, bias, y, b, e); });
+    split(n, [&](int64_t b, int64_t e) {
+      kf::QuantPanelMatmul(f, xin, rows, bias, y, b, e, group_sums);
+    });
     return true;
   }
   if (fp8_panels_ok_ || quant_pairs_) {
@@ -435,7 +444,7 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     for_rows([&](int64_t r0, int64_t r1) { kf::RoundActsToBf16(xin, k, r0, r1, hi, lo, nullptr); });
     if (quant_pairs_) {
       split(n, [&](int64_t b, int64_t e) {
-        kf::QuantPanelPairMatmul(f, xin, hi, lo, rows, bias, y, b, e);
+        kf::QuantPanelPairMatmul(f, xin, hi, lo, rows, bias, y, b, e, group_sums);
       });
     } else {
       split(n, [&](int64_t b, int64_t e) { kf::Fp8PanelMatmul(f, hi, lo, rows, bias, y, b, e); });

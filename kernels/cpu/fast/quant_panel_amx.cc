@@ -307,15 +307,16 @@ void Fp4Route(const FastQuantWeights& w, const TileSource& src, const uint16_t* 
 
 void Int4Route(const FastQuantWeights& w, const TileSource& src, const float* x, const uint16_t* hi,
                const uint16_t* lo, int64_t rows, const float* bias, float* y, int64_t n_begin,
-               int64_t n_end, const internal::AmxBf16Gemms& gemms) {
+               int64_t n_end, const internal::AmxBf16Gemms& gemms, const float* group_sums) {
   const int64_t groups = w.k / src.group, stride = Bf16DotActStride(w.k);
   const int64_t group_tiles = (src.group + kTileK - 1) / kTileK;
   thread_local std::vector<float> sums;
-  if (!w.symmetric_panels) {
+  const float* row_sums = group_sums;  // none read when symmetric
+  if (!w.symmetric_panels && row_sums == nullptr) {
     sums.resize(rows * groups);
-    internal::QuantPanelGroupSums(x, rows, w.k, src.group, sums.data());
+    QuantPanelGroupSums(w, x, 0, rows, sums.data());
+    row_sums = sums.data();
   }
-  const float* row_sums = w.symmetric_panels ? nullptr : sums.data();  // none read when symmetric
   IntFold fold{w.q, src.panel_bytes, src.group_bytes, 0, row_sums, groups, bias, 0, y, w.n};
   if (rows > kBlockRows) {
     DecodedRoute(
@@ -343,7 +344,8 @@ namespace internal {
 
 void QuantPanelAmxMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                          const uint16_t* lo, int64_t rows, const float* bias, float* y,
-                         int64_t n_begin, int64_t n_end, const AmxBf16Gemms& gemms) {
+                         int64_t n_begin, int64_t n_end, const AmxBf16Gemms& gemms,
+                         const float* group_sums) {
   if (rows <= 0 || n_begin >= n_end || !QuantPanelAmxTakes(w)) return;
   const QuantPanelGeometry geo = QuantPanelGeometryOf(w);
   const TileSource src{w.q, geo.PanelBytes(w.k / geo.group), geo.group, geo.GroupBytes(), geo.head,
@@ -354,7 +356,7 @@ void QuantPanelAmxMatmul(const FastQuantWeights& w, const float* x, const uint16
     case QuantDecode::kNvfp4:
       return Fp4Route<QuantDecode::kNvfp4>(w, src, hi, lo, rows, bias, y, n_begin, n_end, gemms);
     default:
-      return Int4Route(w, src, x, hi, lo, rows, bias, y, n_begin, n_end, gemms);
+      return Int4Route(w, src, x, hi, lo, rows, bias, y, n_begin, n_end, gemms, group_sums);
   }
 }
 
@@ -366,7 +368,8 @@ HWY_POP_ATTRIBUTES
 
 namespace internal {
 void QuantPanelAmxMatmul(const FastQuantWeights&, const float*, const uint16_t*, const uint16_t*,
-                         int64_t, const float*, float*, int64_t, int64_t, const AmxBf16Gemms&) {}
+                         int64_t, const float*, float*, int64_t, int64_t, const AmxBf16Gemms&,
+                         const float*) {}
 }  // namespace internal
 
 #endif

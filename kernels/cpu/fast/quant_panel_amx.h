@@ -53,14 +53,15 @@ bool QuantPanelAmxTakes(const FastQuantWeights& w);
 
 namespace internal {
 
-// QuantPanelPairMatmul's contract (x for INT4's group sums; hi, and lo for the split form, as
-// RoundActsToBf16 wrote them)
+// QuantPanelPairMatmul's contract (x for INT4's group sums, or group_sums as
+// QuantPanelGroupSums wrote them; hi, and lo for the split form, as RoundActsToBf16 wrote them)
 // on the AMX route with `gemms`: the AMX instructions' (QuantPanelPairMatmul passes them where
 // AmxBf16Usable()), or in tests the walk on the software model, on any AVX-512 CPU. Requires
 // QuantPanelAmxTakes(w).
 void QuantPanelAmxMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                          const uint16_t* lo, int64_t rows, const float* bias, float* y,
-                         int64_t n_begin, int64_t n_end, const AmxBf16Gemms& gemms);
+                         int64_t n_begin, int64_t n_end, const AmxBf16Gemms& gemms,
+                         const float* group_sums = nullptr);
 
 }  // namespace internal
 }  // namespace tessera::kernels::cpu::fast

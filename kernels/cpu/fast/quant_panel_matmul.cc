@@ -84,26 +84,26 @@ struct Job {
   int64_t panel_bytes, group_bytes, head_bytes;
   int64_t super_bytes, super_head;  // K-quant panels: a super-block, and its header
   float centre;                     // K-quant panels: the codes' centre
-  int64_t chunks;         // 64-byte code chunks per group (G / kCodesPerLane)
-  int64_t g0, g1;         // the groups of this block
-  const float* dec;       // decoded block: vector j · dec_panel + i (f32 form: block k i; pair
-  int64_t dec_panel;      // form: block pair i, 16 bf16 pairs) of panel j, 16 floats apart
+  int64_t chunks;                   // 64-byte code chunks per group (G / kCodesPerLane)
+  int64_t g0, g1;                   // the groups of this block
+  const float* dec;         // decoded block: vector j · dec_panel + i (f32 form: block k i; pair
+  int64_t dec_panel;        // form: block pair i, 16 bf16 pairs) of panel j, 16 floats apart
   const float* dec_scales;  // FP4: the block's scales, 16 per (panel j, group g): j · (g1 − g0) + g
-  const float* x;         // row m0, k = 0 (f32 form)
+  const float* x;           // row m0, k = 0 (f32 form)
   int64_t x_stride;
-  const int32_t* hi;      // pair form: row m0's bf16 pairs (hi; lo when split), k = 0
+  const int32_t* hi;  // pair form: row m0's bf16 pairs (hi; lo when split), k = 0
   const int32_t* lo;
-  int64_t pair_stride;    // pairs between rows
-  const float* sums;      // integer codes: Σ x over each group, row m0, group 0 (GroupSums;
-  int64_t sums_stride;    // int16 activations: Σx̂)
+  int64_t pair_stride;      // pairs between rows
+  const float* sums;        // integer codes: Σ x over each group, row m0, group 0 (GroupSums;
+  int64_t sums_stride;      // int16 activations: Σx̂)
   const float* act_scales;  // int16 activations: d of each group, row m0, group 0 (sums_stride)
-  float* tot;             // running totals [row][kTileVecs][16]
-  bool first, last;       // first / last block of K
-  bool symmetric;         // integer codes: headers of scales alone, no zero-point fold
-  float alpha;            // y = α · tot (NVFP4; 1 otherwise)
-  float* y;               // y + m0 · y_stride + col0
+  float* tot;               // running totals [row][kTileVecs][16]
+  bool first, last;         // first / last block of K
+  bool symmetric;           // integer codes: headers of scales alone, no zero-point fold
+  float alpha;              // y = α · tot (NVFP4; 1 otherwise)
+  float* y;                 // y + m0 · y_stride + col0
   int64_t y_stride;
-  const float* bias;      // bias + col0, or null
+  const float* bias;  // bias + col0, or null
   __mmask16 store[kTileVecs];
 };
 
@@ -310,7 +310,7 @@ void GroupTile(const Job& job) {
   if (!job.last) return;
   for (int j = 0; j < NV; ++j) {
     const __m512 b = job.bias != nullptr ? _mm512_maskz_loadu_ps(job.store[j], job.bias + 16 * j)
-                                       : _mm512_setzero_ps();
+                                         : _mm512_setzero_ps();
     for (int i = 0; i < MR; ++i) {
       __m512 v = _mm512_loadu_ps(job.tot + (i * kTileVecs + j) * 16);
       if constexpr (F == QuantDecode::kNvfp4) v = _mm512_mul_ps(_mm512_set1_ps(job.alpha), v);
@@ -443,7 +443,7 @@ void Run(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float
   dec_scales.resize(decoded ? kTileVecs * block_groups * 16 : 0);
   const bool zero_folds = IsInteger(F) && !w.symmetric_panels;
   const float* group_sums = a.sums;  // int16 activations: Σx̂ from the quantizer
-  if (zero_folds && A != Acts::kInt16) {
+  if (zero_folds && A != Acts::kInt16 && a.sums == nullptr) {
     sums.resize(rows * groups);
     GroupSums(a.x, rows, w.k, group, sums.data());
     group_sums = sums.data();
@@ -534,14 +534,14 @@ void Dispatch(const FastQuantWeights& w, const CallActs& a, int64_t rows, const 
 }  // namespace
 
 void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
-                      float* y, int64_t n_begin, int64_t n_end) {
+                      float* y, int64_t n_begin, int64_t n_end, const float* group_sums) {
   if (w.pair_panels) return;
-  Dispatch<Acts::kF32>(w, CallActs{.x = x}, rows, bias, y, n_begin, n_end);
+  Dispatch<Acts::kF32>(w, CallActs{.x = x, .sums = group_sums}, rows, bias, y, n_begin, n_end);
 }
 
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
-                          int64_t n_begin, int64_t n_end) {
+                          int64_t n_begin, int64_t n_end, const float* group_sums) {
   // Pair panels of 8-bit byte codes (kInt16Pairs) hold values no bf16 pair table covers, and
   // kInt16Pairs panels exist on CPUs without AVX-512 BF16 too.
   if (!w.pair_panels || (w.decode == QuantDecode::kInt8 && w.panel_centre > 32) ||
@@ -553,20 +553,20 @@ void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint1
     return internal::QuantPanelAmxMatmul(
         w, x, hi, lo, rows, bias, y, n_begin, n_end,
         {internal::AmxBf16DotMatmul, internal::AmxBf16MadeTilesMatmul,
-         internal::AmxBf16GroupMatmul});
+         internal::AmxBf16GroupMatmul},
+        group_sums);
   }
-  const CallActs a{.x = x, .hi = hi, .lo = lo};
+  const CallActs a{.x = x, .hi = hi, .lo = lo, .sums = group_sums};
   if (lo != nullptr) return Dispatch<Acts::kSplit>(w, a, rows, bias, y, n_begin, n_end);
   Dispatch<Acts::kBf16>(w, a, rows, bias, y, n_begin, n_end);
 }
 
-namespace internal {
-
-void QuantPanelGroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* sums) {
-  GroupSums(x, rows, k, group, sums);
+void QuantPanelGroupSums(const FastQuantWeights& w, const float* x, int64_t r0, int64_t r1,
+                         float* sums) {
+  if (QuantPanelGroupSumsCount(w, 1) == 0 || r1 <= r0) return;
+  const int64_t group = internal::QuantPanelGeometryOf(w).group, groups = w.k / group;
+  GroupSums(x + r0 * w.k, r1 - r0, w.k, group, sums + r0 * groups);
 }
-
-}  // namespace internal
 
 void QuantPanelInt16Matmul(const FastQuantWeights& w, const Int16Acts& acts, int64_t rows,
                            const float* bias, float* y, int64_t n_begin, int64_t n_end) {
@@ -580,16 +580,13 @@ HWY_POP_ATTRIBUTES
 
 #else  // not x86-64 GCC/Clang: never called (QuantPanelAvailable() is false), for the link.
 
-void QuantPanelMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*,
-                      int64_t, int64_t) {}
-void QuantPanelPairMatmul(const FastQuantWeights&, const float*, const uint16_t*,
-                          const uint16_t*, int64_t, const float*, float*, int64_t, int64_t) {}
+void QuantPanelMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*, int64_t,
+                      int64_t, const float*) {}
+void QuantPanelPairMatmul(const FastQuantWeights&, const float*, const uint16_t*, const uint16_t*,
+                          int64_t, const float*, float*, int64_t, int64_t, const float*) {}
+void QuantPanelGroupSums(const FastQuantWeights&, const float*, int64_t, int64_t, float*) {}
 void QuantPanelInt16Matmul(const FastQuantWeights&, const Int16Acts&, int64_t, const float*, float*,
                            int64_t, int64_t) {}
-
-namespace internal {
-void QuantPanelGroupSums(const float*, int64_t, int64_t, int64_t, float*) {}
-}  // namespace internal
 #endif
 
 }  // namespace tessera::kernels::cpu::fast

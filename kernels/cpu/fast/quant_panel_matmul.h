@@ -155,8 +155,11 @@ FastQuantWeights RepackQuantPanels(const FastQuantWeights& w, uint8_t* dst,
 // x [rows, w.k] in its natural order (no FastQuantPermuteActivations). Requires
 // QuantPanelSupported(w) and w from RepackQuantPanels in the f32 form (pair panels: y is left as
 // it was).
+// group_sums: QuantPanelGroupSums's values for rows [0, rows), computed once per call by a
+// caller that splits the columns over threads (null: the kernel computes them itself).
 void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
-                      float* y, int64_t n_begin, int64_t n_end);
+                      float* y, int64_t n_begin, int64_t n_end,
+                      const float* group_sums = nullptr);
 
 // The same on the bf16-pair panels, with the activations also as RoundActsToBf16 wrote them
 // (hi, and lo for the split form; lo null: hi alone, for bf16 activations, x then holding those
@@ -165,7 +168,17 @@ void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, c
 // was).
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
-                          int64_t n_begin, int64_t n_end);
+                          int64_t n_begin, int64_t n_end, const float* group_sums = nullptr);
+
+// The activations' group sums Σx that integer panels with zero points fold (asymmetric INT4 and
+// byte codes, K-quant headers), [rows][k / group]: how many floats `rows` rows take (0 where `w`
+// folds none: FP4, symmetric panels), and rows [r0, r1) of them from x (sums holds every row of
+// the call, row 0 first), the values each call would compute itself, in the same order. A caller that splits a call's
+// columns over threads computes them once (each call of a split computed them for every row:
+// 1.8% of an M = 128 INT4 g128 GEMM here, bench/README.md, twentieth session).
+int64_t QuantPanelGroupSumsCount(const FastQuantWeights& w, int64_t rows);
+void QuantPanelGroupSums(const FastQuantWeights& w, const float* x, int64_t r0, int64_t r1,
+                         float* sums);
 
 // Whether this CPU runs the int16 route (QuantPanelAvailable(), Int16ActsAvailable() and AVX-512
 // VNNI; no BF16 needed, so Cascade Lake runs it, on kInt16Pairs panels).
@@ -229,10 +242,6 @@ QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w);
 // part with the layer's one coding; byte codes minus the centre must fit a signed byte).
 FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, QuantPanelForm form,
                                      QuantPanelCoding coding, ThreadPool* pool = nullptr);
-
-// sums[m · (k / group) + g] = Σ x[m, k'] over group g's k', in one fixed order for every call
-// (the integer folds' Σx).
-void QuantPanelGroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* sums);
 
 // Lane c of a group's code chunks (`chunks`, 64 bytes apart) from the column's `count` bytes of
 // codes as the checkpoint row holds them (nibble pairs, or one code per byte), in the form's lane

@@ -76,17 +76,22 @@ Layer AmxLayer(QuantDecode format, int64_t n, int64_t k, int64_t group, uint32_t
 
 // y [rows, n] of the route on the model, columns split into pieces of `step`, each piece into a
 // fresh buffer (a call may write its own columns only).
-std::vector<float> RunModel(const Layer& l, const float* x, int64_t rows, int64_t step) {
+// caller_sums: the group sums given, as the engine computes them once per call.
+std::vector<float> RunModel(const Layer& l, const float* x, int64_t rows, int64_t step,
+                            bool caller_sums = false) {
   const int64_t stride = Bf16DotActStride(l.k);
   std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
   RoundActsToBf16(x, l.k, 0, rows, hi.data(), lo.data(), nullptr);
   const uint16_t* lo_or_null = l.form == Form::kSplit ? lo.data() : nullptr;
+  std::vector<float> sums(caller_sums ? QuantPanelGroupSumsCount(l.w, rows) : 0);
+  if (!sums.empty()) QuantPanelGroupSums(l.w, x, 0, rows, sums.data());
   std::vector<float> y(rows * l.n, -7.0f);
   for (int64_t b = 0; b < l.n; b += step) {
     const int64_t e = std::min(l.n, b + step);
     std::vector<float> piece(rows * l.n, -7.0f);
     internal::QuantPanelAmxMatmul(l.w, x, hi.data(), lo_or_null, rows, l.bias.data(), piece.data(),
-                                  b, e, testing::kModelBf16Gemms);
+                                  b, e, testing::kModelBf16Gemms,
+                                  sums.empty() ? nullptr : sums.data());
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t c = 0; c < l.n; ++c) {
         if (c >= b && c < e) {
@@ -202,7 +207,7 @@ TEST_P(QuantPanelAmxFormTest, AccurateAndInvariantOnTheModel) {
         ASSERT_NEAR(all[m * s.n + c], exact, tol) << "m " << m << " c " << c;
       }
     }
-    const std::vector<float> split = RunModel(l, x.data(), rows, 7);
+    const std::vector<float> split = RunModel(l, x.data(), rows, 7, /*caller_sums=*/true);
     ASSERT_EQ(std::memcmp(split.data(), all.data(), rows * s.n * 4), 0);
     for (int64_t r : {1, 2, 5, 16, 17, 32, 33}) {
       for (int64_t m0 = 0; m0 + r <= rows; m0 += r) {

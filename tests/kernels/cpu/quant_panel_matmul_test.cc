@@ -136,6 +136,53 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
 // Activations 1 + 2^-10 (hi 1, lo 2^-10) against positive weights (codes 9-15, zero point 8): hi
 // alone would miss 2^-10 of every output, over 16x the split's bound here, on both paths (1 and 9
 // rows).
+// Group sums a caller computes once per call (QuantPanelGroupSums, rows in two ranges) give the
+// bits of the kernel's own, in both forms; layers that fold none (symmetric, FP4) need none.
+TEST(QuantPanelGroupSumsTest, CallerSumsGiveTheKernelsBits) {
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  for (const QuantDecode format : {QuantDecode::kInt4, QuantDecode::kInt8}) {
+    for (const Form form : {Form::kF32, Form::kSplit}) {
+      if (form == Form::kSplit && !QuantPanelPairsAvailable()) continue;
+      SCOPED_TRACE(Name(format) + " " + Name(form));
+      const Layer l = Make(format, 37, 256, 64, 31, form);
+      const int64_t rows = 9, count = QuantPanelGroupSumsCount(l.w, rows);
+      ASSERT_EQ(count, rows * (256 / 64));
+      const std::vector<float> x = Activations(rows, 256, 8);
+      std::vector<float> sums(count, NAN);
+      QuantPanelGroupSums(l.w, x.data(), 0, 4, sums.data());
+      QuantPanelGroupSums(l.w, x.data(), 4, rows, sums.data());
+      const int64_t stride = Bf16DotActStride(256);
+      std::vector<uint16_t> hi(rows * stride), lo(rows * stride);
+      RoundActsToBf16(x.data(), 256, 0, rows, hi.data(), lo.data(), nullptr);
+      std::vector<float> own(rows * 37, -7.0f), given(rows * 37, -7.0f);
+      if (form == Form::kF32) {
+        QuantPanelMatmul(l.w, x.data(), rows, l.bias.data(), own.data(), 0, 37);
+        QuantPanelMatmul(l.w, x.data(), rows, l.bias.data(), given.data(), 0, 37, sums.data());
+      } else {
+        QuantPanelPairMatmul(l.w, x.data(), hi.data(), lo.data(), rows, l.bias.data(), own.data(),
+                             0, 37);
+        QuantPanelPairMatmul(l.w, x.data(), hi.data(), lo.data(), rows, l.bias.data(), given.data(),
+                             0, 37, sums.data());
+      }
+      EXPECT_EQ(own, given);
+      // Wrong sums change the result: the kernel reads them.
+      for (auto& v : sums) v += 1.0f;
+      if (form == Form::kF32) {
+        QuantPanelMatmul(l.w, x.data(), rows, l.bias.data(), given.data(), 0, 37, sums.data());
+      } else {
+        QuantPanelPairMatmul(l.w, x.data(), hi.data(), lo.data(), rows, l.bias.data(), given.data(),
+                             0, 37, sums.data());
+      }
+      EXPECT_NE(own, given);
+    }
+  }
+  Layer sym = Make(QuantDecode::kInt4, 16, 128, 32, 3, Form::kF32);
+  for (auto& z : sym.zeros) z = 8.0f;
+  Repack(sym);
+  EXPECT_EQ(QuantPanelGroupSumsCount(sym.w, 5), 0);
+  EXPECT_EQ(QuantPanelGroupSumsCount(Make(QuantDecode::kMxfp4, 16, 64, 0, 3, Form::kF32).w, 5), 0);
+}
+
 TEST(QuantPanelPairTest, SplitCarriesTheLowHalfOfEachActivation) {
   Layer l = Make(QuantDecode::kInt4, 32, 256, 128, 11, Form::kSplit);
   if (!Runs(l)) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
@@ -222,13 +269,12 @@ std::string ParamName(const ::testing::TestParamInfo<std::tuple<QuantDecode, For
   return Name(std::get<0>(info.param)) + "_" + Name(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(Formats, QuantPanelTest,
-                         ::testing::Combine(::testing::Values(QuantDecode::kInt4,
-                                                              QuantDecode::kInt8,
-                                                              QuantDecode::kMxfp4,
-                                                              QuantDecode::kNvfp4),
-                                            ::testing::Values(Form::kF32)),
-                         ParamName);
+INSTANTIATE_TEST_SUITE_P(
+    Formats, QuantPanelTest,
+    ::testing::Combine(::testing::Values(QuantDecode::kInt4, QuantDecode::kInt8,
+                                         QuantDecode::kMxfp4, QuantDecode::kNvfp4),
+                       ::testing::Values(Form::kF32)),
+    ParamName);
 // The bf16-pair form takes the 4-bit codes and byte codes of up to 6 bits.
 INSTANTIATE_TEST_SUITE_P(
     PairForm, QuantPanelTest,
@@ -280,7 +326,7 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
   // then one chunk whose lane c holds column c's four codes minus the centre, code i in byte
   // slot[i].
   const int64_t b8_group = 128 + 64, b8_panel = 2 * b8_group;
-  auto expect_byte_layout = [&](const Layer& b, float centre, const int (&slot)[4]) {
+  auto expect_byte_layout = [&](const Layer& b, float centre, const int(&slot)[4]) {
     ASSERT_EQ(QuantPanelsBytes(b.w), 2 * b8_panel);
     for (int64_t c = 0; c < 18; ++c) {
       for (int64_t g = 0; g < 2; ++g) {
@@ -290,8 +336,7 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
         EXPECT_EQ(z, b.zeros[c * 2 + g] - centre);
         for (int64_t i = 0; i < 4; ++i) {
           const int want = b.codes[c * 8 + 4 * g + i] - static_cast<int>(centre);
-          EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + slot[i]]), want)
-              << c << " " << i;
+          EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + slot[i]]), want) << c << " " << i;
         }
       }
     }
@@ -393,8 +438,8 @@ TEST(QuantPanelLayoutTest, HalfHeadersWhereEveryValueIsAnF16) {
       // Lane c of the first group's header: column c's centred zero point, then its scale.
       uint16_t h;
       std::memcpy(&h, l.panels.get() + 2 * 5, 2);
-      EXPECT_EQ(numeric::HalfToFloat(h), symmetric ? l.scales[5 * (k / group)]
-                                                   : l.zeros[5 * (k / group)] - 8.0f);
+      EXPECT_EQ(numeric::HalfToFloat(h),
+                symmetric ? l.scales[5 * (k / group)] : l.zeros[5 * (k / group)] - 8.0f);
       Layer f32 = Make(QuantDecode::kInt4, n, k, group, 23, form);
       f32.scales = l.scales;
       f32.zeros = l.zeros;
