@@ -307,7 +307,8 @@ void GroupPanelGemm(const AmxGemm& g, int64_t group_tiles, Tiles& tiles, const G
     std::memset(tot, 0, sizeof(tot));
     for (int64_t kt = 0, group = 0; kt < g.ktiles; ++group) {
       ZeroC<Ops>(two, r1);
-      for (const int64_t end = std::min(g.ktiles, kt + group_tiles); kt < end; ++kt) {
+      for (const int64_t end = std::min(g.ktiles, kt + std::max<int64_t>(1, group_tiles)); kt < end;
+           ++kt) {
         MultiplyKTile<Ops, Bf16Kind>(g, tiles, p0, two, m0, r1, kt);
       }
       StoreC<Ops>(two, r1, c);

@@ -230,10 +230,6 @@ amx::GroupFolder IntFolder(const FastQuantWeights& w, const IntFold* ctx) {
   return {fold, FinishInt, ctx};
 }
 
-// More than one row block: four panels at a time decoded whole into bf16 pair panels (the
-// stored tiles' layout), then run(view, p0, m0, mr, c0, c1) for each block of rows, each followed
-// by prefetches of its share of the next pass's codes (from DRAM, as in fp8_panel_matmul.cc). The
-// same tiles as the made-tile walk, so the same bits.
 // This thread's buffer of decoded panels, at least `bytes` (one for every format's route).
 uint8_t* DecodeBuffer(int64_t bytes) {
   thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> buf;
@@ -245,6 +241,10 @@ uint8_t* DecodeBuffer(int64_t bytes) {
   return buf.get();
 }
 
+// More than one row block: four panels at a time decoded whole into bf16 pair panels (the
+// stored tiles' layout), then run(view, p0, m0, mr, c0, c1) for each block of rows, each followed
+// by prefetches of its share of the next pass's codes (from DRAM, as in fp8_panel_matmul.cc). The
+// same tiles as the made-tile walk, so the same bits.
 template <class RunBlock>
 void DecodedRoute(const FastQuantWeights& w, amx::Bf16TileMaker make, const TileSource& src,
                   int64_t rows, int64_t n_begin, int64_t n_end, RunBlock run) {
