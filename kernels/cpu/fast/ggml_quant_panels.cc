@@ -5,6 +5,7 @@
 #include "kernels/cpu/fast/ggml_quant_panels.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -133,8 +134,8 @@ struct PanelColumns {
   std::vector<float> scales, zeros, offsets;
   FastQuantWeights w;
 
-  PanelColumns(GgmlBlockType type, const Mapping& m, const uint8_t* blocks, int64_t k,
-               int64_t c0, int64_t cols) {
+  PanelColumns(GgmlBlockType type, const Mapping& m, const uint8_t* blocks, int64_t k, int64_t c0,
+               int64_t cols) {
     const GgmlBlockInfo info = GetGgmlBlockInfo(type);
     const int64_t nb = k / info.elements, per_block = info.elements / m.group;
     const int64_t groups = k / m.group;
@@ -234,8 +235,8 @@ void RepackKQuantPanel(GgmlBlockType type, const Mapping& m, const uint8_t* bloc
         for (int i = 0; i < 16; ++i) {
           packed[i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
         }
-        internal::WriteCodeLanes(bytes ? codes : packed, bytes ? 32 : 16, bytes, pairs, m.centre,
-                                 c, head + geo.head);
+        internal::WriteCodeLanes(bytes ? codes : packed, bytes ? 32 : 16, bytes, pairs, m.centre, c,
+                                 head + geo.head);
       }
     }
   }
@@ -245,8 +246,7 @@ void RepackKQuantPanel(GgmlBlockType type, const Mapping& m, const uint8_t* bloc
 
 bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t n, int64_t k) {
   const GgmlBlockInfo info = GetGgmlBlockInfo(type);
-  if (!QuantPanelAvailable() || blocks == nullptr || n <= 0 || k <= 0 ||
-      k % info.elements != 0) {
+  if (!QuantPanelAvailable() || blocks == nullptr || n <= 0 || k <= 0 || k % info.elements != 0) {
     return false;
   }
   for (int64_t b = 0; b < n * (k / info.elements); ++b) {
@@ -274,6 +274,9 @@ FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks
   if (GgmlQuantPanelForm(type) != QuantPanelForm::kBf16Pairs) form = QuantPanelForm::kF32;
   const int64_t panel_bytes = GgmlQuantPanelsBytes(type, panels::kCols, k);
   const internal::QuantPanelCoding coding{m.centre, m.symmetric, m.half};
+  // MXFP4: whether every part's scaled weights are normal bf16 (the AMX route's condition,
+  // quant_panel_amx.h), as RepackQuantPanelsAs finds per part.
+  std::atomic<bool> fp4_bf16_products{true};
   auto repack = [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
       if (m.kquant) {
@@ -283,12 +286,16 @@ FastQuantWeights RepackGgmlQuantPanels(GgmlBlockType type, const uint8_t* blocks
       }
       const int64_t c0 = p * panels::kCols, cols = std::min<int64_t>(panels::kCols, n - c0);
       const PanelColumns part(type, m, blocks, k, c0, cols);
-      internal::RepackQuantPanelsAs(part.w, dst + p * panel_bytes, form, coding);
+      if (!internal::RepackQuantPanelsAs(part.w, dst + p * panel_bytes, form, coding)
+               .fp4_bf16_products) {
+        fp4_bf16_products = false;
+      }
     }
   };
   ParallelForOrInline(pool, panels::Count(n), 1, repack);
   FastQuantWeights w = Described(m, n, k, form == QuantPanelForm::kBf16Pairs);
   w.q = dst;
+  w.fp4_bf16_products = m.decode == QuantDecode::kMxfp4 && fp4_bf16_products;
   return w;
 }
 

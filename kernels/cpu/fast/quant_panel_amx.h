@@ -33,7 +33,7 @@
 // (u = 2^-24), INT4 within (2^-16 + (K + 2G + 2)·u)·Σ s·(|q − 8| + |z − 8|)·|x| (2G: a group's
 // hi and lo products in one sum), plus AMX's flushing of bf16 denormal inputs (lo parts of tiny
 // x) and denormal sums. GGUF Q4_0 / Q4_1 panels (ggml_quant_panels.h: INT4 groups of 32, f16
-// scales, Q4_1's zero points in f32) take the INT4 route as well.
+// scales, Q4_1's zero points in f32) take the INT4 route as well, GGUF MXFP4 the FP4 one.
 #ifndef TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_AMX_H_
 #define TESSERA_KERNELS_CPU_FAST_QUANT_PANEL_AMX_H_
 

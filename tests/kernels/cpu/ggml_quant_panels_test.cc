@@ -235,11 +235,12 @@ TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
 }
 
 // The 4-bit pair panels' AMX route (quant_panel_amx.h) takes Q4_0 (symmetric, f16 d) and Q4_1
-// (affine: an f32 zero point per block) as INT4 groups of 32, and no other type's panels (K-quant
-// headers, byte codes, MXFP4 without the repack's bf16-exactness check); on the tile model it
-// follows llama.cpp's weights within its bound, every row alone and in 40-row calls (tiles made
-// in the walk, decoded panels) bit for bit, under an odd column split.
-TEST(GgmlQuantPanelsAmxTest, Q4RouteFollowsTheReferenceOnTheTileModel) {
+// (affine: an f32 zero point per block) as INT4 groups of 32, MXFP4 whose exponents keep every
+// scaled weight a normal bf16 (one exponent of 1 keeps the layer off it), and no other type's
+// panels (K-quant headers, byte codes); on the tile model it follows llama.cpp's weights within
+// its bound, every row alone and in 40-row calls (tiles made in the walk, decoded panels) bit for
+// bit, under an odd column split.
+TEST(GgmlQuantPanelsAmxTest, FourBitRouteFollowsTheReferenceOnTheTileModel) {
   if (!QuantPanelPairsAvailable()) GTEST_SKIP() << "no AVX-512 BF16 on this CPU";
   const char* env = std::getenv("TESSERA_QUANT_PANEL_AMX");
   if (env != nullptr && std::string_view(env) == "0") GTEST_SKIP() << "route turned off";
@@ -252,9 +253,14 @@ TEST(GgmlQuantPanelsAmxTest, Q4RouteFollowsTheReferenceOnTheTileModel) {
     const std::vector<uint8_t> blocks = RandomBlocks(t, n, k, rng);
     const Panels p = Repack(t, blocks, n, k, QuantPanelForm::kBf16Pairs);
     ASSERT_TRUE(p.w.pair_panels);
-    const bool q4 = t == T::kQ4_0 || t == T::kQ4_1;
-    ASSERT_EQ(QuantPanelAmxTakes(p.w), q4);
-    if (!q4) continue;
+    const bool q4 = t == T::kQ4_0 || t == T::kQ4_1, mx = t == T::kMxfp4;
+    ASSERT_EQ(QuantPanelAmxTakes(p.w), q4 || mx);
+    if (mx) {  // one block of the last panel with exponent 1: the whole layer stays off
+      std::vector<uint8_t> edge = blocks;
+      edge[(n - 1) * (k / 32) * GetGgmlBlockInfo(t).bytes] = 1;
+      EXPECT_FALSE(QuantPanelAmxTakes(Repack(t, edge, n, k, QuantPanelForm::kBf16Pairs).w));
+    }
+    if (!q4 && !mx) continue;
     std::normal_distribution<float> nd(0.0f, 1.0f);
     std::vector<float> x(rows * k);
     for (auto& v : x) v = nd(rng);
@@ -284,9 +290,11 @@ TEST(GgmlQuantPanelsAmxTest, Q4RouteFollowsTheReferenceOnTheTileModel) {
           bound += std::fabs(xv) * mag[i];
           plain += std::fabs(xv * w[i]);
         }
-        // The AMX route's bound: each group's hi and lo products in one f32 sum (2G), the folds.
-        const double tol = ((k + 2 * 32 + 3) * u + std::ldexp(1.0, -16)) * bound + u * plain +
-                           std::ldexp(1.0, -140);
+        // The AMX route's bound: hi and lo products in one f32 sum (INT4: per group of 32, then
+        // the folds; MXFP4: over K).
+        const double terms = mx ? 2 * k + 4 : k + 2 * 32 + 3;
+        const double tol =
+            (terms * u + std::ldexp(1.0, -16)) * bound + u * plain + std::ldexp(1.0, -140);
         ASSERT_NEAR(all[m * n + c], exact, tol) << "m " << m << " c " << c;
       }
     }
