@@ -76,9 +76,11 @@ if [[ ! -x "$cpu_bin/kernels_cpu_fast_test" ]]; then
   echo "no CPU binaries in PACK (packed with CPU=0)"
 else
   # The FP8 panel tests take the AMX route with the real instructions where AMX is granted.
-  # The quant panel and column split tests run the int16 route (vpdpwssd) on an Intel host.
+  # The quant panel and column split tests run the int16 route (vpdpwssd) on an Intel host, and
+  # the quant panel and GGUF panel tests the 4-bit pair panels' AMX route where AMX is granted.
   for t in kernels_cpu_fast_test kernels_cpu_fast_fp8_bf16_test kernels_cpu_fast_quant_panel_test \
-           engine_backend_cpu_column_split_test bf16_activations_test; do
+           kernels_cpu_fast_ggml_quant_panels_test engine_backend_cpu_column_split_test \
+           bf16_activations_test; do
     [[ -x "$cpu_bin/$t" ]] || { echo "$t: not in PACK"; continue; }
     timeout 120 "$cpu_bin/$t" >"$logs/$t.log" 2>&1
     echo "$t: exit $? ($(grep -E '^\[  (PASSED|FAILED) +\] [0-9]+ test' "$logs/$t.log" |

@@ -11,9 +11,10 @@
 set -eu
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 build="$(cd "$1" && pwd)"; out="$2"
-# CPU tests that take the AMX routes where a host grants AMX, and the int16 route (paths under BUILD_DIR/tests).
+# CPU tests that take the AMX routes where a host grants AMX (the 4-bit pair panels' too, GGUF's
+# among them), and the int16 route (paths under BUILD_DIR/tests).
 cpu_tests=(kernels/cpu/kernels_cpu_fast_test kernels/cpu/kernels_cpu_fast_fp8_bf16_test
-           kernels/cpu/kernels_cpu_fast_quant_panel_test
+           kernels/cpu/kernels_cpu_fast_quant_panel_test kernels/cpu/kernels_cpu_fast_ggml_quant_panels_test
            engine/backend/engine_backend_cpu_column_split_test engine/runtime/bf16_activations_test)
 cpu_targets=()
 if [[ "${CPU:-1}" == 1 ]]; then
