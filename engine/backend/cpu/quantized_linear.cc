@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
-#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/column_split.h"
@@ -57,9 +56,9 @@ void QuantizedLinear::InitFast() {
   if (std::getenv("TESSERA_QUANT_REFERENCE") != nullptr) return;
   if (InitInt8Dot()) return;
   const auto& s = w_.spec;
-  const bool nvfp4_int_acts =
-      s.weight_format == WeightFormat::kNvfp4 &&
-      (s.activation == ActivationFormat::kNvfp4 || s.activation == ActivationFormat::kInt8Block32);
+  const bool nvfp4_int_acts = s.weight_format == WeightFormat::kNvfp4 &&
+                              (s.activation == ActivationFormat::kNvfp4 ||
+                               s.activation == ActivationFormat::kInt8Block32);
   const bool tiles_fast = kf::Int4x16TilesVectorized();
   if (nvfp4_int_acts && s.k % 32 == 0 && tiles_fast) {
     // NVFP4 codes times int8 activation codes (VNNI or AVX2): exact per half block, so W4A4 takes
@@ -99,10 +98,8 @@ void QuantizedLinear::InitFast() {
     }
   }
   if (s.activation == ActivationFormat::kInt8Block32) {
-    const bool int4 =
-        s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq;
-    const bool bytes = s.weight_format == WeightFormat::kInt8 ||
-                       s.weight_format == WeightFormat::kInt3 ||
+    const bool int4 = s.weight_format == WeightFormat::kInt4 || s.weight_format == WeightFormat::kInt4Awq;
+    const bool bytes = s.weight_format == WeightFormat::kInt8 || s.weight_format == WeightFormat::kInt3 ||
                        s.weight_format == WeightFormat::kInt2;
     if ((!int4 && !bytes) || !w_.g_idx.empty() || s.k % 32 != 0) return;
     if (bytes) {
@@ -266,8 +263,8 @@ void QuantizedLinear::InitFast() {
                           s.activation == ActivationFormat::kInt16Group;
   const bool integer =
       (f.decode == kf::QuantDecode::kInt4 || f.decode == kf::QuantDecode::kInt8) && float_acts;
-  const bool fp4 =
-      float_acts && (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4);
+  const bool fp4 = float_acts &&
+                   (f.decode == kf::QuantDecode::kMxfp4 || f.decode == kf::QuantDecode::kNvfp4);
   // On AVX-512 BF16 the 4-bit codes (and byte codes of up to 6 bits) take the bf16-pair form:
   // exact activations as the hi + lo split, bf16 ones as hi alone, int16 ones on its int16 route
   // (bench/README.md, thirteenth and nineteenth sessions).
@@ -318,8 +315,7 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     // bf16 values and takes one vdpbf16ps per weight pair.
     xa.resize(rows * k);
     for_rows([&](int64_t r0, int64_t r1) {
-      for (int64_t i = r0 * k; i < r1 * k; ++i)
-        xa[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+      for (int64_t i = r0 * k; i < r1 * k; ++i) xa[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
     });
     xin = xa.data();
     if (fast_permute_) {  // a 4-bit layer left on FastQuantMatmul (an FP4 NaN scale code)
@@ -348,12 +344,11 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
       const int64_t b = r0 * k, e = r1 * k;
       // The vectorized quantizers give the reference's bytes and scales, and the codes' values.
       if (per_group) {
-        kf::FastQuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group,
-                                         kc::kFp8PerTokenGroupEps, qa.data() + b,
-                                         sa.data() + r0 * groups, xa.data() + b);
+        kf::FastQuantizeFp8PerTokenGroup(x + b, r1 - r0, k, s.activation_group, kc::kFp8PerTokenGroupEps,
+                                         qa.data() + b, sa.data() + r0 * groups, xa.data() + b);
       } else if (per_token) {
-        kf::FastQuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale,
-                                    qa.data() + b, sa.data() + r0, xa.data() + b);
+        kf::FastQuantizeFp8PerToken(x + b, r1 - r0, k, ub_ptr, kc::kFp8PerTokenMinScale, qa.data() + b,
+                                    sa.data() + r0, xa.data() + b);
       } else {
         kf::FastEncodeE4m3Divide(x + b, e - b, w_.input_scale, qa.data() + b, xa.data() + b);
       }
@@ -478,164 +473,6 @@ void QuantizedLinear::ForwardColumns(const float* x, int64_t rows, float* y,
   if (q8_ok_ && rows > 0) return ForwardInt8Acts(x, rows, y, split, scratch);
   if (fast_ok_ && rows > 0 && ForwardFast(x, rows, y, split, scratch)) return;
   ForwardReferenceSorted(x, rows, y, split);
-}
-
-void QuantizedLinear::ForwardReference(const float* x, int64_t rows, float* y) const {
-  kc::ScratchFrame scratch;
-  ForwardReferenceSorted(
-      GatherActOrder(x, rows, scratch), rows, y,
-      [this, rows](int64_t n, const ColumnRun& run) { RunColumnsOnPool(pool_, n, rows, run); });
-}
-
-void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float* y,
-                                             ColumnSplit split) const {
-  const auto& s = w_.spec;
-  const int64_t n = s.n, k = s.k;
-  if (w_.q == nullptr) {  // DropReferenceCodes
-    std::fill(y, y + rows * n, std::numeric_limits<float>::quiet_NaN());
-    return;
-  }
-  const float* bias = bias_.empty() ? nullptr : bias_.data();
-  std::function<void(int64_t, int64_t)> run;
-  // Activation buffers live for this call; quantization happens once, before the column split.
-  std::vector<uint8_t> qa, qa_scales;
-  std::vector<int8_t> qa8;
-  std::vector<float> sa, alpha, gscale;
-  std::vector<int32_t> azp;
-  kc::Fp8Activations fa;
-  kc::Int8Activations ia;
-  kc::Nvfp4Activations na;
-  std::vector<float> x_q8;
-  if (s.activation == ActivationFormat::kInt8Block32 && k % 32 == 0) {
-    // The int8-activation scheme's math: the float kernel on x rounded to int8 blocks of 32.
-    x_q8.resize(rows * k);
-    std::vector<int8_t> q(k);
-    std::vector<float> d(k / 32);
-    for (int64_t r = 0; r < rows; ++r) {
-      kf::QuantizeRowQ8Block32(x + r * k, k, q.data(), d.data());
-      for (int64_t i = 0; i < k; ++i) x_q8[r * k + i] = static_cast<float>(q[i]) * d[i / 32];
-    }
-    x = x_q8.data();
-  } else if (s.activation == ActivationFormat::kInt16Group) {
-    x_q8.resize(rows * k);  // the int16-activation scheme's math: the float kernel on x̂
-    RoundToInt16Groups(x, rows, x_q8.data());
-    x = x_q8.data();
-  } else if (s.activation == ActivationFormat::kBf16) {
-    // The bf16-activation scheme's math: the float kernel on x rounded to bf16.
-    x_q8.resize(rows * k);
-    for (int64_t i = 0; i < rows * k; ++i)
-      x_q8[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
-    x = x_q8.data();
-  }
-
-  switch (s.weight_format) {
-    case WeightFormat::kFp8E4m3: {
-      const kc::Fp8Weights fw = w_.AsFp8();
-      if (s.activation == ActivationFormat::kFloat || s.activation == ActivationFormat::kBf16) {
-        run = [&, fw](int64_t b, int64_t e) {
-          kc::MatmulFp8W8A16(fw, n, k, x, rows, bias, y, b, e);
-        };
-        break;
-      }
-      qa.resize(rows * k);
-      fa.q = qa.data();
-      if (s.activation_origin == ScaleOrigin::kStatic) {
-        kc::QuantizeFp8Static(x, rows * k, w_.input_scale, kc::Fp8ScaleOp::kDivide, qa.data());
-        sa.assign(1, w_.input_scale);
-        fa.layout = kc::Fp8ActScaleLayout::kPerTensor;
-      } else if (s.activation_scale == ScaleGranularity::kGroup) {
-        sa.resize(rows * kc::NumGroups(k, s.activation_group));
-        kc::QuantizeFp8PerTokenGroup(x, rows, k, s.activation_group, kc::kFp8PerTokenGroupEps,
-                                     qa.data(), sa.data());
-        fa.layout = kc::Fp8ActScaleLayout::kPerTokenGroup;
-        fa.group_size = s.activation_group;
-      } else {
-        sa.resize(rows);
-        const float ub = s.activation_scale_ub.value_or(0.0f);
-        kc::QuantizeFp8PerToken(x, rows, k, s.activation_scale_ub ? &ub : nullptr,
-                                kc::kFp8PerTokenMinScale, qa.data(), sa.data());
-        fa.layout = kc::Fp8ActScaleLayout::kPerToken;
-      }
-      fa.scales = sa.data();
-      run = [&, fw](int64_t b, int64_t e) { kc::MatmulFp8W8A8(fw, n, k, fa, rows, bias, y, b, e); };
-      break;
-    }
-    case WeightFormat::kInt8:
-      if (s.activation == ActivationFormat::kInt8) {
-        const kc::Int8Weights iw = w_.AsInt8();
-        qa8.resize(rows * k);
-        ia.q = qa8.data();
-        if (s.activation_origin == ScaleOrigin::kStatic) {
-          kc::QuantizeInt8Static(x, rows * k, w_.input_scale, w_.input_zero_point, qa8.data());
-          sa.assign(1, w_.input_scale);
-          azp.assign(1, w_.input_zero_point);
-          ia.per_token = false;
-          ia.azp = w_.input_zero_point != 0 ? azp.data() : nullptr;
-        } else if (s.activation_asymmetric) {
-          sa.resize(rows);
-          azp.resize(rows);
-          kc::QuantizeInt8PerTokenAsymmetric(x, rows, k, qa8.data(), sa.data(), azp.data());
-          ia.azp = azp.data();
-        } else {
-          sa.resize(rows);
-          kc::QuantizeInt8PerTokenSymmetric(x, rows, k, qa8.data(), sa.data());
-        }
-        ia.scales = sa.data();
-        run = [&, iw](int64_t b, int64_t e) {
-          kc::MatmulInt8W8A8(iw, n, k, ia, rows, bias, y, b, e);
-        };
-        break;
-      }
-      [[fallthrough]];
-    case WeightFormat::kInt4:
-    case WeightFormat::kInt3:
-    case WeightFormat::kInt2:
-    case WeightFormat::kInt4Awq: {
-      const kc::IntWeights iw = w_.AsInt();
-      run = [&, iw](int64_t b, int64_t e) {
-        kc::MatmulIntWeightOnly(iw, n, k, x, rows, bias, y, b, e);
-      };
-      break;
-    }
-    case WeightFormat::kNvfp4: {
-      const kc::Nvfp4Weights nw = w_.AsNvfp4();
-      if (s.activation != ActivationFormat::kNvfp4) {
-        run = [&, nw](int64_t b, int64_t e) {
-          kc::MatmulNvfp4W4A16(nw, n, k, x, rows, bias, y, b, e);
-        };
-        break;
-      }
-      qa.resize(rows * k / 2);
-      qa_scales.resize(rows * k / 16);
-      if (s.activation_origin == ScaleOrigin::kStatic) {
-        gscale.assign(1, w_.input_global_scale);
-        alpha.assign(1, kc::Nvfp4Alpha(nw.global_scale, w_.input_global_scale));
-      } else {
-        // Dynamic global scale per row (a per-tensor amax would couple the rows of a batch).
-        gscale.resize(rows);
-        kc::Nvfp4DynamicGlobalScalePerRow(x, rows, k, gscale.data());
-        alpha.resize(rows);
-        for (int64_t r = 0; r < rows; ++r) alpha[r] = kc::Nvfp4Alpha(nw.global_scale, gscale[r]);
-      }
-      const int64_t stride = gscale.size() == 1 ? 0 : 1;
-      kc::QuantizeNvfp4(x, rows, k, gscale.data(), stride, qa.data(), qa_scales.data());
-      na = {qa.data(), qa_scales.data(), alpha.data(), stride};
-      run = [&, nw](int64_t b, int64_t e) {
-        kc::MatmulNvfp4W4A4(nw, n, k, na, rows, bias, y, b, e);
-      };
-      break;
-    }
-    case WeightFormat::kMxfp4: {
-      const kc::Mxfp4Weights mw = w_.AsMxfp4();
-      run = [&, mw](int64_t b, int64_t e) {
-        kc::MatmulMxfp4W4A16(mw, n, k, x, rows, bias, y, b, e);
-      };
-      break;
-    }
-    default:
-      return;  // the plan never builds a QuantizedLinear for other formats
-  }
-  split(n, run);
 }
 
 }  // namespace tessera::backend::cpu
