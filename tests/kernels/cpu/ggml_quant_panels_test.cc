@@ -101,6 +101,30 @@ void Reference(T t, const std::vector<uint8_t>& blocks, int64_t c, int64_t k, st
   }
 }
 
+// y [rows, n] against the exact double sums of x times the reference weights, within
+// (terms·u + split)·Σ|x|·mag + u·Σ|x·w| (plus 2^-140 of absolute slack), u = 2^-24.
+void ExpectNearReference(T t, const std::vector<uint8_t>& blocks, const std::vector<float>& x,
+                         int64_t n, int64_t k, int64_t rows, const std::vector<float>& y,
+                         double terms, double split) {
+  const double u = std::ldexp(1.0, -24);
+  std::vector<float> w;
+  std::vector<double> mag;
+  for (int64_t c = 0; c < n; ++c) {
+    Reference(t, blocks, c, k, &w, &mag);
+    for (int64_t m = 0; m < rows; ++m) {
+      double exact = 0, bound = 0, plain = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        const double xv = x[m * k + i];
+        exact += xv * w[i];
+        bound += std::fabs(xv) * mag[i];
+        plain += std::fabs(xv * w[i]);
+      }
+      const double tol = (terms * u + split) * bound + u * plain + std::ldexp(1.0, -140);
+      ASSERT_NEAR(y[m * n + c], exact, tol) << "m " << m << " c " << c;
+    }
+  }
+}
+
 struct Panels {
   hwy::AlignedFreeUniquePtr<uint8_t[]> data;
   FastQuantWeights w;
@@ -178,25 +202,10 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
     const Panels p = Repack(t, src, n, k, form);
     ASSERT_EQ(p.w.pair_panels, pairs);
     const std::vector<float> all = RunPanels(p, x.data(), rows, n);
-    const double u = std::ldexp(1.0, -24), split = pairs ? std::ldexp(1.0, -16) : 0.0;
     const int64_t group = t == T::kQ6_K ? 16 : 32;
-    std::vector<float> w;
-    std::vector<double> mag;
-    for (int64_t c = 0; c < n; ++c) {
-      Reference(t, blocks, c, k, &w, &mag);
-      for (int64_t m = 0; m < rows; ++m) {
-        double exact = 0, bound = 0, plain = 0;
-        for (int64_t i = 0; i < k; ++i) {
-          const double xv = x[m * k + i];
-          exact += xv * w[i];
-          bound += std::fabs(xv) * mag[i];
-          plain += std::fabs(xv * w[i]);
-        }
-        const double tol =
-            ((k + group + 3) * u + split) * bound + u * plain + std::ldexp(1.0, -140);
-        ASSERT_NEAR(all[m * n + c], exact, tol) << "m " << m << " c " << c;
-      }
-    }
+    ExpectNearReference(t, blocks, x, n, k, rows, all, k + group + 3,
+                        pairs ? std::ldexp(1.0, -16) : 0.0);
+    if (HasFatalFailure()) return;
     // Each row alone (registers), and the batch under a split at an odd place, bit for bit.
     for (int64_t m = 0; m < rows; ++m) {
       const std::vector<float> one = RunPanels(p, x.data() + m * k, 1, 16);
@@ -277,27 +286,11 @@ TEST(GgmlQuantPanelsAmxTest, FourBitRouteFollowsTheReferenceOnTheTileModel) {
       return y;
     };
     const std::vector<float> all = run(0, rows, n);
-    const double u = std::ldexp(1.0, -24);
-    std::vector<float> w;
-    std::vector<double> mag;
-    for (int64_t c = 0; c < n; ++c) {
-      Reference(t, blocks, c, k, &w, &mag);
-      for (int64_t m = 0; m < rows; ++m) {
-        double exact = 0, bound = 0, plain = 0;
-        for (int64_t i = 0; i < k; ++i) {
-          const double xv = x[m * k + i];
-          exact += xv * w[i];
-          bound += std::fabs(xv) * mag[i];
-          plain += std::fabs(xv * w[i]);
-        }
-        // The AMX route's bound: hi and lo products in one f32 sum (INT4: per group of 32, then
-        // the folds; MXFP4: over K).
-        const double terms = mx ? 2 * k + 4 : k + 2 * 32 + 3;
-        const double tol =
-            (terms * u + std::ldexp(1.0, -16)) * bound + u * plain + std::ldexp(1.0, -140);
-        ASSERT_NEAR(all[m * n + c], exact, tol) << "m " << m << " c " << c;
-      }
-    }
+    // The AMX route's bound: hi and lo products in one f32 sum (INT4: per group of 32, then the
+    // folds; MXFP4: over K).
+    ExpectNearReference(t, blocks, x, n, k, rows, all, mx ? 2 * k + 4 : k + 2 * 32 + 3,
+                        std::ldexp(1.0, -16));
+    if (HasFatalFailure()) return;
     for (int64_t m = 0; m < rows; ++m) {
       const std::vector<float> one = run(m, 1, 16);
       ASSERT_EQ(std::memcmp(one.data(), all.data() + m * n, n * 4), 0) << "row " << m;
