@@ -36,7 +36,8 @@ GgmlBlockType TypeOf(const std::string& fmt) {
 // repacked per copy (256 MiB of distinct copies); the activations' bf16 split (the pair form:
 // every type but Q8_0 on AVX-512 BF16) inside the timing, rows over the pool, then the column
 // split, as DenseLinear does.
-void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int64_t k, int64_t m) {
+void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int64_t k,
+                        int64_t m) {
   const GgmlBlockType type = TypeOf(fmt);
   const kernels::cpu::GgmlBlockInfo info = kernels::cpu::GetGgmlBlockInfo(type);
   const int64_t stored = n * (k / info.elements) * info.bytes;
@@ -63,8 +64,8 @@ void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int
       }
     }
     c = kernels::cpu::HugePageBuffer(kf::GgmlQuantPanelsBytes(type, n, k));
-    views.push_back(
-        kf::RepackGgmlQuantPanels(type, src.data(), n, k, c.data(), kf::GgmlQuantPanelForm(type)));
+    views.push_back(kf::RepackGgmlQuantPanels(type, src.data(), n, k, c.data(),
+                                              kf::GgmlQuantPanelForm(type)));
   }
   const bool pairs = views[0].pair_panels;
   std::vector<float> x(m * k), y(m * n);

@@ -22,21 +22,14 @@ namespace tessera::backend::cpu {
 absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorView& view) {
   kernels::cpu::WeightEncoding enc;
   switch (view.dtype) {
-    case io::DType::kF32:
-      enc.dense = kernels::cpu::DenseType::kF32;
-      break;
-    case io::DType::kBF16:
-      enc.dense = kernels::cpu::DenseType::kBF16;
-      break;
-    case io::DType::kF16:
-      enc.dense = kernels::cpu::DenseType::kF16;
-      break;
+    case io::DType::kF32: enc.dense = kernels::cpu::DenseType::kF32; break;
+    case io::DType::kBF16: enc.dense = kernels::cpu::DenseType::kBF16; break;
+    case io::DType::kF16: enc.dense = kernels::cpu::DenseType::kF16; break;
     default:
       enc.ggml = io::GgmlBlockTypeOf(view.dtype);
       if (!enc.ggml) {
-        return absl::UnimplementedError(
-            absl::StrFormat("tensor '%s': weight dtype %s has no CPU kernel", view.name,
-                            io::DTypeName(view.dtype)));
+        return absl::UnimplementedError(absl::StrFormat(
+            "tensor '%s': weight dtype %s has no CPU kernel", view.name, io::DTypeName(view.dtype)));
       }
   }
   return enc;
@@ -47,9 +40,8 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
                                                                  kernels::cpu::ThreadPool* pool,
                                                                  DenseActivations activations) {
   if (weight.rank() != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("tensor '%s' has shape %s, expected a 2-D [out, in] weight", weight.name,
-                        weight.ShapeString()));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s' has shape %s, expected a 2-D [out, in] weight", weight.name, weight.ShapeString()));
   }
   auto enc = EncodingForDType(weight);
   if (!enc.ok()) return enc.status();
@@ -57,17 +49,16 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
-  if (activations == DenseActivations::kInt8Block32 &&
-      !(enc->ggml && kernels::cpu::fast::HasGgmlX16(*enc->ggml))) {
+  if (activations == DenseActivations::kInt8Block32 && !(enc->ggml && kernels::cpu::fast::HasGgmlX16(*enc->ggml))) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K "
         "weights, not %s",
         weight.name, io::DTypeName(weight.dtype)));
   }
   if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("tensor '%s': bf16 activations need bf16 weights, not %s", weight.name,
-                        io::DTypeName(weight.dtype)));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s': bf16 activations need bf16 weights, not %s", weight.name,
+        io::DTypeName(weight.dtype)));
   }
   auto layer = std::make_unique<DenseLinear>(*enc, weight, std::move(bias), pool, activations);
   // Repacked: the checkpoint's pages of this tensor are not read again by the layer (a tied
@@ -79,7 +70,11 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
 DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView& weight,
                          std::vector<float> bias, kernels::cpu::ThreadPool* pool,
                          DenseActivations activations)
-    : enc_(enc), weight_(weight), bias_(std::move(bias)), pool_(pool), activations_(activations) {
+    : enc_(enc),
+      weight_(weight),
+      bias_(std::move(bias)),
+      pool_(pool),
+      activations_(activations) {
   namespace kf = kernels::cpu::fast;
   const int64_t n = weight_.shape[0], k = weight_.shape[1];
   if (activations_ == DenseActivations::kInt8Block32) {
@@ -87,8 +82,8 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // layout for decode and batches, each type in its own form (Q4_K / Q5_K / Q6_K in the file's
     // numbers, 4.625 / 5.625 / 6.625 bits per weight).
     repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(*enc_.ggml, n, k));
-    fast_ =
-        kf::RepackGgmlX16OverPool(pool_, *enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
+    fast_ = kf::RepackGgmlX16OverPool(pool_, *enc_.ggml, weight_.bytes.data(), n, k,
+                                      repacked_.data());
     return;
   }
   if (enc_.ggml && activations_ == DenseActivations::kFloat &&
@@ -98,8 +93,8 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     panels_ = kf::RepackGgmlQuantPanels(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data(),
                                         kf::GgmlQuantPanelForm(*enc_.ggml), pool_);
     ggml_panels_ = true;
-    // Q4_0 / Q4_1 pair panels run as AMX tiles where granted (quant_panel_amx.h): the one-time
-    // self-check at load, not in the first request.
+    // Q4_0 / Q4_1 / MXFP4 pair panels run as AMX tiles where granted (quant_panel_amx.h): the
+    // one-time self-check at load, not in the first request.
     if (kf::QuantPanelAmxTakes(panels_)) kf::AmxBf16Usable();
     return;
   }
@@ -184,13 +179,14 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
       const int64_t stride = kf::Bf16DotActStride(k);
       uint16_t* hp = scratch.Alloc<uint16_t>(rows * stride);
       uint16_t* lp = scratch.Alloc<uint16_t>(rows * stride);
-      ForRows(pool_, rows,
-              [&](int64_t r0, int64_t r1) { kf::RoundActsToBf16(x, k, r0, r1, hp, lp, nullptr); });
+      ForRows(pool_, rows, [&](int64_t r0, int64_t r1) {
+        kf::RoundActsToBf16(x, k, r0, r1, hp, lp, nullptr);
+      });
       run = [=, this](int64_t b, int64_t e) {
         kf::QuantPanelPairMatmul(panels_, x, hp, lp, rows, bias, y, b, e, sums);
       };
     } else {
-      run = [=, this](int64_t b, int64_t e) {
+      run = [&](int64_t b, int64_t e) {
         kf::QuantPanelMatmul(panels_, x, rows, bias, y, b, e, sums);
       };
     }
@@ -244,17 +240,17 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
 
 std::string DenseLinear::Describe() const {
   if (fast_.format == kernels::cpu::fast::FastFormat::kBf16Pairs) {
-    return absl::StrCat(
-        "bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "hi+lo bf16",
-        kernels::cpu::fast::AmxBf16Usable() ? " act / cpu-amx-bf16" : " act / cpu-avx512-bf16");
+    return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "hi+lo bf16",
+                        kernels::cpu::fast::AmxBf16Usable() ? " act / cpu-amx-bf16"
+                                                            : " act / cpu-avx512-bf16");
   }
   if (ggml_panels_) {
-    return absl::StrCat(
-        io::DTypeName(weight_.dtype),
-        !panels_.pair_panels ? " / cpu-avx512-quant-panels"
-        : kernels::cpu::fast::QuantPanelAmxTakes(panels_) && kernels::cpu::fast::AmxBf16Usable()
-            ? " x hi+lo bf16 act / cpu-amx-bf16-quant-panels"
-            : " x hi+lo bf16 act / cpu-avx512-bf16-quant-panels");
+    const bool amx =
+        kernels::cpu::fast::QuantPanelAmxTakes(panels_) && kernels::cpu::fast::AmxBf16Usable();
+    return absl::StrCat(io::DTypeName(weight_.dtype),
+                        !panels_.pair_panels ? " / cpu-avx512-quant-panels"
+                        : amx                ? " x hi+lo bf16 act / cpu-amx-bf16-quant-panels"
+                                             : " x hi+lo bf16 act / cpu-avx512-bf16-quant-panels");
   }
   if (fast_.format == kernels::cpu::fast::FastFormat::kF16Panels) return "f16 / cpu-avx512-panels";
   if (fast_.format == kernels::cpu::fast::FastFormat::kF32Panels) return "f32 / cpu-avx512-panels";

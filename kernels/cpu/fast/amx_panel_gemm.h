@@ -93,16 +93,8 @@ inline AmxGemm Bf16PanelGemm(const FastWeights& w, const uint16_t* hi, const uin
 }
 inline AmxGemm Int8PanelGemm(const Int8DotWeights& w, const uint8_t* u8, int64_t rows,
                              int64_t n_begin, int64_t n_end) {
-  return {w.panels,
-          Int8QuadsBytes(1, w.k),
-          Int8PanelKTiles(w.k),
-          u8,
-          nullptr,
-          Int8DotActStride(w.k),
-          rows,
-          w.n,
-          n_begin,
-          n_end};
+  return {w.panels, Int8QuadsBytes(1, w.k), Int8PanelKTiles(w.k), u8, nullptr,
+          Int8DotActStride(w.k), rows, w.n, n_begin, n_end};
 }
 
 // bf16 panels: y = acc + bias.

@@ -34,8 +34,8 @@ bool Bf16DotAvailable() {
   return has;
 }
 
-void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t* hi, uint16_t* lo,
-                     float* x_rounded) {
+void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t* hi,
+                     uint16_t* lo, float* x_rounded) {
   const int64_t stride = Bf16DotActStride(k);
   for (int64_t r = r0; r < r1; ++r) {
     const float* src = x + r * k;
@@ -44,8 +44,7 @@ void RoundActsToBf16(const float* x, int64_t k, int64_t r0, int64_t r1, uint16_t
     std::fill(h + k, h + stride, uint16_t{0});
     if (lo != nullptr) {
       uint16_t* l = lo + r * stride;
-      for (int64_t i = 0; i < k; ++i)
-        l[i] = numeric::FloatToBf16(src[i] - numeric::Bf16ToFloat(h[i]));
+      for (int64_t i = 0; i < k; ++i) l[i] = numeric::FloatToBf16(src[i] - numeric::Bf16ToFloat(h[i]));
       std::fill(l + k, l + stride, uint16_t{0});
     }
     if (x_rounded != nullptr) {
@@ -106,8 +105,9 @@ struct Bf16Pairs : panels::FloatAccumulators {
 
 namespace internal {
 
-void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo, int64_t rows,
-                         const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+void Bf16DotMatmulAvx512(const FastWeights& w, const uint16_t* xb, const uint16_t* lo,
+                         int64_t rows, const float* bias, float* y, int64_t n_begin,
+                         int64_t n_end) {
   const int64_t pairs = (w.k + 1) / 2, stride = Bf16DotActStride(w.k) / 2;
   const auto* hi32 = reinterpret_cast<const int32_t*>(xb);
   const auto* lo32 = reinterpret_cast<const int32_t*>(lo);

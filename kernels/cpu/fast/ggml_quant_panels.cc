@@ -134,8 +134,8 @@ struct PanelColumns {
   std::vector<float> scales, zeros, offsets;
   FastQuantWeights w;
 
-  PanelColumns(GgmlBlockType type, const Mapping& m, const uint8_t* blocks, int64_t k, int64_t c0,
-               int64_t cols) {
+  PanelColumns(GgmlBlockType type, const Mapping& m, const uint8_t* blocks, int64_t k,
+               int64_t c0, int64_t cols) {
     const GgmlBlockInfo info = GetGgmlBlockInfo(type);
     const int64_t nb = k / info.elements, per_block = info.elements / m.group;
     const int64_t groups = k / m.group;
@@ -235,8 +235,8 @@ void RepackKQuantPanel(GgmlBlockType type, const Mapping& m, const uint8_t* bloc
         for (int i = 0; i < 16; ++i) {
           packed[i] = static_cast<uint8_t>(codes[2 * i] | (codes[2 * i + 1] << 4));
         }
-        internal::WriteCodeLanes(bytes ? codes : packed, bytes ? 32 : 16, bytes, pairs, m.centre, c,
-                                 head + geo.head);
+        internal::WriteCodeLanes(bytes ? codes : packed, bytes ? 32 : 16, bytes, pairs, m.centre,
+                                 c, head + geo.head);
       }
     }
   }
@@ -246,7 +246,8 @@ void RepackKQuantPanel(GgmlBlockType type, const Mapping& m, const uint8_t* bloc
 
 bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t n, int64_t k) {
   const GgmlBlockInfo info = GetGgmlBlockInfo(type);
-  if (!QuantPanelAvailable() || blocks == nullptr || n <= 0 || k <= 0 || k % info.elements != 0) {
+  if (!QuantPanelAvailable() || blocks == nullptr || n <= 0 || k <= 0 ||
+      k % info.elements != 0) {
     return false;
   }
   for (int64_t b = 0; b < n * (k / info.elements); ++b) {

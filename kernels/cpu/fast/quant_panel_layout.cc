@@ -33,7 +33,8 @@ QuantPanelGeometry QuantPanelGeometryOf(const FastQuantWeights& w) {
     case QuantDecode::kNvfp4:
       return {16, 16, 4};
     case QuantDecode::kInt8:  // one group per row when scale_k >= k
-      return {std::min(w.scale_k, w.k), IntegerHeadBytes(w), 8, w.kquant_panel_headers ? 64 : 0};
+      return {std::min(w.scale_k, w.k), IntegerHeadBytes(w), 8,
+              w.kquant_panel_headers ? 64 : 0};
     default:
       return {w.scale_k, IntegerHeadBytes(w), 4, w.kquant_panel_headers ? 64 : 0};
   }
@@ -56,9 +57,9 @@ QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w) {
     coding.symmetric =
         std::all_of(w.zeros, w.zeros + groups, [centre](float z) { return z == centre; });
     coding.half = std::all_of(w.scales, w.scales + groups, ExactInHalf) &&
-                  (coding.symmetric || std::all_of(w.zeros, w.zeros + groups, [centre](float z) {
-                     return ExactInHalf(z - centre);
-                   }));
+                  (coding.symmetric ||
+                   std::all_of(w.zeros, w.zeros + groups,
+                               [centre](float z) { return ExactInHalf(z - centre); }));
   }
   return coding;
 }
@@ -128,8 +129,8 @@ int64_t QuantPanelInt16Group(const FastQuantWeights& w) {
 }
 
 bool QuantPanelSupported(const FastQuantWeights& w) {
-  if (!QuantPanelAvailable() || w.q == nullptr || w.n <= 0 || w.k <= 0 || w.row_scale != nullptr ||
-      w.col_scale != nullptr || w.act_block_scales) {
+  if (!QuantPanelAvailable() || w.q == nullptr || w.n <= 0 || w.k <= 0 ||
+      w.row_scale != nullptr || w.col_scale != nullptr || w.act_block_scales) {
     return false;
   }
   switch (w.decode) {

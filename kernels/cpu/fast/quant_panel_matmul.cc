@@ -84,26 +84,26 @@ struct Job {
   int64_t panel_bytes, group_bytes, head_bytes;
   int64_t super_bytes, super_head;  // K-quant panels: a super-block, and its header
   float centre;                     // K-quant panels: the codes' centre
-  int64_t chunks;                   // 64-byte code chunks per group (G / kCodesPerLane)
-  int64_t g0, g1;                   // the groups of this block
-  const float* dec;         // decoded block: vector j · dec_panel + i (f32 form: block k i; pair
-  int64_t dec_panel;        // form: block pair i, 16 bf16 pairs) of panel j, 16 floats apart
+  int64_t chunks;         // 64-byte code chunks per group (G / kCodesPerLane)
+  int64_t g0, g1;         // the groups of this block
+  const float* dec;       // decoded block: vector j · dec_panel + i (f32 form: block k i; pair
+  int64_t dec_panel;      // form: block pair i, 16 bf16 pairs) of panel j, 16 floats apart
   const float* dec_scales;  // FP4: the block's scales, 16 per (panel j, group g): j · (g1 − g0) + g
-  const float* x;           // row m0, k = 0 (f32 form)
+  const float* x;         // row m0, k = 0 (f32 form)
   int64_t x_stride;
-  const int32_t* hi;  // pair form: row m0's bf16 pairs (hi; lo when split), k = 0
+  const int32_t* hi;      // pair form: row m0's bf16 pairs (hi; lo when split), k = 0
   const int32_t* lo;
-  int64_t pair_stride;      // pairs between rows
-  const float* sums;        // integer codes: Σ x over each group, row m0, group 0 (GroupSums;
-  int64_t sums_stride;      // int16 activations: Σx̂)
+  int64_t pair_stride;    // pairs between rows
+  const float* sums;      // integer codes: Σ x over each group, row m0, group 0 (GroupSums;
+  int64_t sums_stride;    // int16 activations: Σx̂)
   const float* act_scales;  // int16 activations: d of each group, row m0, group 0 (sums_stride)
-  float* tot;               // running totals [row][kTileVecs][16]
-  bool first, last;         // first / last block of K
-  bool symmetric;           // integer codes: headers of scales alone, no zero-point fold
-  float alpha;              // y = α · tot (NVFP4; 1 otherwise)
-  float* y;                 // y + m0 · y_stride + col0
+  float* tot;             // running totals [row][kTileVecs][16]
+  bool first, last;       // first / last block of K
+  bool symmetric;         // integer codes: headers of scales alone, no zero-point fold
+  float alpha;            // y = α · tot (NVFP4; 1 otherwise)
+  float* y;               // y + m0 · y_stride + col0
   int64_t y_stride;
-  const float* bias;  // bias + col0, or null
+  const float* bias;      // bias + col0, or null
   __mmask16 store[kTileVecs];
 };
 
@@ -310,7 +310,7 @@ void GroupTile(const Job& job) {
   if (!job.last) return;
   for (int j = 0; j < NV; ++j) {
     const __m512 b = job.bias != nullptr ? _mm512_maskz_loadu_ps(job.store[j], job.bias + 16 * j)
-                                         : _mm512_setzero_ps();
+                                       : _mm512_setzero_ps();
     for (int i = 0; i < MR; ++i) {
       __m512 v = _mm512_loadu_ps(job.tot + (i * kTileVecs + j) * 16);
       if constexpr (F == QuantDecode::kNvfp4) v = _mm512_mul_ps(_mm512_set1_ps(job.alpha), v);
@@ -587,6 +587,7 @@ void QuantPanelPairMatmul(const FastQuantWeights&, const float*, const uint16_t*
 void QuantPanelGroupSums(const FastQuantWeights&, const float*, int64_t, int64_t, float*) {}
 void QuantPanelInt16Matmul(const FastQuantWeights&, const Int16Acts&, int64_t, const float*, float*,
                            int64_t, int64_t) {}
+
 #endif
 
 }  // namespace tessera::kernels::cpu::fast

@@ -40,14 +40,9 @@ TEST(AmxPanelGemmTest, Int8MatchesTheReferenceBitForBit) {
   std::mt19937 rng(5);
   std::uniform_int_distribution<int> code(-128, 127);
   std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
-  for (const auto& [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35},
-                                   {16, 64, 1},
-                                   {33, 64, 16},
-                                   {31, 65, 17},
-                                   {64, 127, 32},
-                                   {70, 300, 33},
-                                   {5, 7, 3},
-                                   {96, 1024, 70}}) {
+  for (const auto& [n, k, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {16, 64, 1}, {33, 64, 16},
+        {31, 65, 17}, {64, 127, 32}, {70, 300, 33}, {5, 7, 3}, {96, 1024, 70}}) {
     for (const bool azp : {false, true}) {
       std::vector<int8_t> qw(n * k), qa(rows * k);
       for (auto& v : qw) v = static_cast<int8_t>(code(rng));
@@ -110,8 +105,8 @@ Bf16Problem MakeBf16(int64_t n, int64_t k, int64_t rows, uint32_t seed) {
   return p;
 }
 
-void RunBf16(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, int64_t rows, float* y,
-             int64_t n_begin, int64_t n_end) {
+void RunBf16(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, int64_t rows,
+             float* y, int64_t n_begin, int64_t n_end) {
   amx::PanelGemm<AmxModel>(amx::Bf16PanelGemm(p.panels, hi, lo, rows, n_begin, n_end),
                            amx::Bf16Kind{p.bias.data(), y});
 }
@@ -134,12 +129,9 @@ double Bf16Slack(const Bf16Problem& p, const uint16_t* hi, const uint16_t* lo, i
 }
 
 TEST(AmxPanelGemmTest, Bf16AccurateAndBatchInvariant) {
-  for (const auto& [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35},
-                                   {17, 31, 3},
-                                   {32, 32, 16},
-                                   {33, 33, 33},
-                                   {70, 545, 20},
-                                   {16, 2048, 2}}) {
+  for (const auto& [n, k, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{40, 200, 35}, {17, 31, 3}, {32, 32, 16},
+        {33, 33, 33}, {70, 545, 20}, {16, 2048, 2}}) {
     for (const bool split : {true, false}) {
       const Bf16Problem p = MakeBf16(n, k, rows, static_cast<uint32_t>(n * 7 + k));
       const int64_t stride = Bf16DotActStride(k);

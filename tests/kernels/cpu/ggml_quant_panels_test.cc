@@ -74,8 +74,8 @@ std::vector<uint8_t> RandomBlocks(T t, int64_t n, int64_t k, std::mt19937& rng) 
 
 // Column c's reference weights, and per weight the bound's magnitude |w − a| + |a|, a the
 // weight at the centre code (0 for symmetric types: |w|): |s|·(|q − c| + |z − c|).
-void Reference(T t, const std::vector<uint8_t>& blocks, int64_t c, int64_t k, std::vector<float>* w,
-               std::vector<double>* mag) {
+void Reference(T t, const std::vector<uint8_t>& blocks, int64_t c, int64_t k,
+               std::vector<float>* w, std::vector<double>* mag) {
   const GgmlBlockInfo info = GetGgmlBlockInfo(t);
   const int64_t nb = k / info.elements;
   const uint8_t* row = blocks.data() + c * nb * info.bytes;
@@ -130,7 +130,8 @@ struct Panels {
   FastQuantWeights w;
 };
 
-Panels Repack(T t, const std::vector<uint8_t>& blocks, int64_t n, int64_t k, QuantPanelForm form) {
+Panels Repack(T t, const std::vector<uint8_t>& blocks, int64_t n, int64_t k,
+              QuantPanelForm form) {
   Panels p;
   p.data = hwy::AllocateAligned<uint8_t>(GgmlQuantPanelsBytes(t, n, k));
   p.w = RepackGgmlQuantPanels(t, blocks.data(), n, k, p.data.get(), form);
@@ -156,24 +157,15 @@ std::vector<float> RunPanels(const Panels& p, const float* x, int64_t rows, int6
 
 std::string Name(T t) {
   switch (t) {
-    case T::kQ4_0:
-      return "Q4_0";
-    case T::kQ4_1:
-      return "Q4_1";
-    case T::kQ5_0:
-      return "Q5_0";
-    case T::kQ5_1:
-      return "Q5_1";
-    case T::kQ8_0:
-      return "Q8_0";
-    case T::kQ4_K:
-      return "Q4_K";
-    case T::kQ5_K:
-      return "Q5_K";
-    case T::kQ6_K:
-      return "Q6_K";
-    default:
-      return "MXFP4";
+    case T::kQ4_0: return "Q4_0";
+    case T::kQ4_1: return "Q4_1";
+    case T::kQ5_0: return "Q5_0";
+    case T::kQ5_1: return "Q5_1";
+    case T::kQ8_0: return "Q8_0";
+    case T::kQ4_K: return "Q4_K";
+    case T::kQ5_K: return "Q5_K";
+    case T::kQ6_K: return "Q6_K";
+    default: return "MXFP4";
   }
 }
 
@@ -226,8 +218,8 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
 TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
   const T t = GetParam();
   const int64_t n = 20, k = 512, groups = k / (t == T::kQ6_K ? 16 : 32);
-  const bool bytes =
-      t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ5_K || t == T::kQ6_K || t == T::kQ8_0;
+  const bool bytes = t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ5_K || t == T::kQ6_K ||
+                     t == T::kQ8_0;
   const int64_t group = t == T::kQ6_K ? 16 : 32;
   const int64_t codes = bytes ? 16 * group : 8 * group;  // per group of 16 columns
   // Q4_0 / Q5_0 / Q8_0: 16 f16 scales (the blocks' d); Q6_K: 16 f32 scales (d·sc); Q4_1 / Q5_1:
@@ -235,11 +227,11 @@ TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
   // (8 groups) 16 f16 d and 16 f16 dmin; MXFP4: 16 scale bytes.
   const bool half = t == T::kQ4_0 || t == T::kQ5_0 || t == T::kQ8_0;
   const bool kquant = t == T::kQ4_K || t == T::kQ5_K;
-  const int64_t head = t == T::kMxfp4 ? 16
-                       : kquant       ? 32 + 64 / 8
-                       : Affine(t)    ? 128
-                       : half         ? 32
-                                      : 64;
+  const int64_t head = t == T::kMxfp4  ? 16
+                       : kquant        ? 32 + 64 / 8
+                       : Affine(t)     ? 128
+                       : half          ? 32
+                                       : 64;
   EXPECT_EQ(GgmlQuantPanelsBytes(t, n, k), 2 * groups * (head + codes)) << Name(t);
 }
 

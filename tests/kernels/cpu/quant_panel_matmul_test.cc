@@ -269,12 +269,13 @@ std::string ParamName(const ::testing::TestParamInfo<std::tuple<QuantDecode, For
   return Name(std::get<0>(info.param)) + "_" + Name(std::get<1>(info.param));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Formats, QuantPanelTest,
-    ::testing::Combine(::testing::Values(QuantDecode::kInt4, QuantDecode::kInt8,
-                                         QuantDecode::kMxfp4, QuantDecode::kNvfp4),
-                       ::testing::Values(Form::kF32)),
-    ParamName);
+INSTANTIATE_TEST_SUITE_P(Formats, QuantPanelTest,
+                         ::testing::Combine(::testing::Values(QuantDecode::kInt4,
+                                                              QuantDecode::kInt8,
+                                                              QuantDecode::kMxfp4,
+                                                              QuantDecode::kNvfp4),
+                                            ::testing::Values(Form::kF32)),
+                         ParamName);
 // The bf16-pair form takes the 4-bit codes and byte codes of up to 6 bits.
 INSTANTIATE_TEST_SUITE_P(
     PairForm, QuantPanelTest,
@@ -326,7 +327,7 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
   // then one chunk whose lane c holds column c's four codes minus the centre, code i in byte
   // slot[i].
   const int64_t b8_group = 128 + 64, b8_panel = 2 * b8_group;
-  auto expect_byte_layout = [&](const Layer& b, float centre, const int(&slot)[4]) {
+  auto expect_byte_layout = [&](const Layer& b, float centre, const int (&slot)[4]) {
     ASSERT_EQ(QuantPanelsBytes(b.w), 2 * b8_panel);
     for (int64_t c = 0; c < 18; ++c) {
       for (int64_t g = 0; g < 2; ++g) {
@@ -336,7 +337,8 @@ TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
         EXPECT_EQ(z, b.zeros[c * 2 + g] - centre);
         for (int64_t i = 0; i < 4; ++i) {
           const int want = b.codes[c * 8 + 4 * g + i] - static_cast<int>(centre);
-          EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + slot[i]]), want) << c << " " << i;
+          EXPECT_EQ(static_cast<int8_t>(head[128 + 4 * (c % 16) + slot[i]]), want)
+              << c << " " << i;
         }
       }
     }
@@ -438,8 +440,8 @@ TEST(QuantPanelLayoutTest, HalfHeadersWhereEveryValueIsAnF16) {
       // Lane c of the first group's header: column c's centred zero point, then its scale.
       uint16_t h;
       std::memcpy(&h, l.panels.get() + 2 * 5, 2);
-      EXPECT_EQ(numeric::HalfToFloat(h),
-                symmetric ? l.scales[5 * (k / group)] : l.zeros[5 * (k / group)] - 8.0f);
+      EXPECT_EQ(numeric::HalfToFloat(h), symmetric ? l.scales[5 * (k / group)]
+                                                   : l.zeros[5 * (k / group)] - 8.0f);
       Layer f32 = Make(QuantDecode::kInt4, n, k, group, 23, form);
       f32.scales = l.scales;
       f32.zeros = l.zeros;
