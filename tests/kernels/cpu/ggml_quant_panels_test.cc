@@ -11,7 +11,7 @@
 //    Q8_0 panels are the file's size), Q4_K / Q5_K the blocks' own scale bytes (bytes per panel),
 //    and the blocks the panels cannot hold
 //    (a non-finite affine scale or offset, MXFP4's 0xFF) are refused;
-//  * Q4_0 / Q4_1 on the AMX route of the 4-bit pair panels (tile model), no other type there.
+//  * Q4_0 / Q4_1 / MXFP4 on the AMX route of the 4-bit pair panels (tile model), no other type there.
 #include "kernels/cpu/fast/ggml_quant_panels.h"
 
 #include <algorithm>
