@@ -350,7 +350,7 @@ void BM_Matmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k, i
 }
 
 // The distinct copies of WeightViews, each repacked once into the panel layout DenseLinear reads
-// on AVX-512 (bf16: RepackBf16Pairs, f16 / f32: RepackF16Panels / RepackF32Panels), one set cached
+// (bf16: RepackBf16Pairs, f16 / f32: RepackF16Panels / RepackF32Panels), one set cached
 // at a time.
 const std::vector<kf::FastWeights>& PanelViews(const std::string& fmt, int64_t n, int64_t k) {
   static std::vector<hwy::AlignedFreeUniquePtr<uint8_t[]>> packed;
@@ -377,12 +377,12 @@ const std::vector<kf::FastWeights>& PanelViews(const std::string& fmt, int64_t n
   return packed_views;
 }
 
-// ---- The AVX-512 f16 / f32 panel kernels DenseLinear runs for f16 and f32 weights
-// (float_panel_matmul.h), on f32 activations as they come. ----
+// ---- The f16 / f32 panel kernels DenseLinear runs for f16 and f32 weights
+// (float_panel_matmul.h; AVX-512, or AVX2 without it), on f32 activations as they come. ----
 void BM_FloatPanelMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k,
                          int64_t m) {
   if (!kf::F16PanelAvailable()) {
-    state.SkipWithError("no AVX-512 on this CPU");
+    state.SkipWithError("no AVX-512 or AVX2 on this CPU");
     return;
   }
   const auto kernel = fmt == "F32" ? kf::F32PanelMatmul : kf::F16PanelMatmul;

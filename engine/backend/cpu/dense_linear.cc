@@ -127,7 +127,8 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     kf::AmxBf16Usable();  // its one-time self-check at load, not in the first request
   }
   if (fast_.format == kf::FastFormat::kF16 && kf::F16PanelAvailable()) {
-    // f16 and f32 on AVX-512 (float_panel_matmul.h) read 16-column K panels: one stream per panel.
+    // f16 and f32 on AVX-512 or AVX2 (float_panel_matmul.h) read 16-column K panels: one stream
+    // per panel.
     repack_panels(kf::F16PanelsBytes, kf::RepackF16Panels);
   }
   if (fast_.format == kf::FastFormat::kF32 && kf::F32PanelAvailable()) {
@@ -252,8 +253,11 @@ std::string DenseLinear::Describe() const {
                         : amx                ? " x hi+lo bf16 act / cpu-amx-bf16-quant-panels"
                                              : " x hi+lo bf16 act / cpu-avx512-bf16-quant-panels");
   }
-  if (fast_.format == kernels::cpu::fast::FastFormat::kF16Panels) return "f16 / cpu-avx512-panels";
-  if (fast_.format == kernels::cpu::fast::FastFormat::kF32Panels) return "f32 / cpu-avx512-panels";
+  if (fast_.format == kernels::cpu::fast::FastFormat::kF16Panels ||
+      fast_.format == kernels::cpu::fast::FastFormat::kF32Panels) {
+    return absl::StrCat(fast_.format == kernels::cpu::fast::FastFormat::kF16Panels ? "f16" : "f32",
+                        " / cpu-", kernels::cpu::fast::FloatPanelTargetName(), "-panels");
+  }
   if (activations_ == DenseActivations::kInt8Block32) {
     return absl::StrCat(io::DTypeName(weight_.dtype), " x q8_0 act / cpu-",
                         kernels::cpu::fast::Int4x16KernelName());

@@ -1,6 +1,7 @@
 // AVX-512 kernels of float_panel_matmul.h: the f16 and f32 K panels run through the shared tile
 // driver (panel_gemm.h) with a policy that loads each panel's 16 weights of a k (f16 widened with
-// `vcvtph2ps`) and multiplies one broadcast f32 activation per row into them.
+// `vcvtph2ps`) and multiplies one broadcast f32 activation per row into them. Without AVX-512 the
+// calls go to the AVX2 twins (fma_panels_avx2.h).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
 // _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/fma_panels_avx2.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -24,10 +26,20 @@
 
 namespace tessera::kernels::cpu::fast {
 
-bool F16PanelAvailable() {
+namespace {
+
+bool Avx512FloatPanels() {
   static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
   return has;
 }
+
+}  // namespace
+
+bool F16PanelAvailable() {
+  return Avx512FloatPanels() || internal::FmaPanelsAvx2Available();
+}
+
+const char* FloatPanelTargetName() { return Avx512FloatPanels() ? "avx512" : "avx2"; }
 
 // k rows of 32 bytes, padded to whole 64-byte lines.
 int64_t F16PanelsBytes(int64_t n, int64_t k) {
@@ -88,12 +100,20 @@ struct FloatPanels : panels::FloatAccumulators {
 
 void F16PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
                     int64_t n_begin, int64_t n_end) {
+  if (!Avx512FloatPanels()) {
+    internal::F16PanelMatmulAvx2(w, x, rows, bias, y, n_begin, n_end);
+    return;
+  }
   panels::PanelMatmul(FloatPanels<true>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
                       n_begin, n_end);
 }
 
 void F32PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
                     int64_t n_begin, int64_t n_end) {
+  if (!Avx512FloatPanels()) {
+    internal::F32PanelMatmulAvx2(w, x, rows, bias, y, n_begin, n_end);
+    return;
+  }
   panels::PanelMatmul(FloatPanels<false>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
                       n_begin, n_end);
 }

@@ -1,7 +1,8 @@
-// f16 and f32 weights on AVX-512, multiplied in f32 with FMA: the kernel DenseLinear runs for
-// them, decode and prefill alike, on f32 activations (GGUF F16 / F32 checkpoints, F32 safetensors,
-// and any F16 tensor a precision plan keeps, such as the lm_head of an FP8 or NVFP4 plan over an
-// F16 model).
+// f16 and f32 weights on AVX-512 or AVX2 (+ FMA, F16C), multiplied in f32 with FMA: the kernel
+// DenseLinear runs for them, decode and prefill alike, on f32 activations (GGUF F16 / F32
+// checkpoints, F32 safetensors, and any F16 tensor a precision plan keeps, such as the lm_head of
+// an FP8 or NVFP4 plan over an F16 model). Without AVX-512 (or under TESSERA_CPU_ISA=avx2) the
+// same panels run fma_panels_avx2.h's 256-bit kernels, which give the same bits.
 //
 // Why: the row kernel (FastMatmul kF16 / kF32) reads four weight rows at a time, four streams that
 // each end after one or two 4 KiB pages at K = 2048, and streamed ~17-27 GB/s (f16) at batch 1
@@ -29,9 +30,13 @@
 
 namespace tessera::kernels::cpu::fast {
 
-// Whether this CPU runs F16PanelMatmul and F32PanelMatmul (CPUID: AVX-512 F, BW and VL).
+// Whether this CPU runs F16PanelMatmul and F32PanelMatmul (CPUID: AVX-512 F, BW and VL, or AVX2,
+// FMA and F16C).
 bool F16PanelAvailable();
 inline bool F32PanelAvailable() { return F16PanelAvailable(); }
+
+// "avx512" or "avx2": the kernels F16PanelMatmul and F32PanelMatmul run here (for plan labels).
+const char* FloatPanelTargetName();
 
 // Bytes of the panel layout of an [n, k] f16 / f32 matrix (64-byte aligned panels).
 int64_t F16PanelsBytes(int64_t n, int64_t k);

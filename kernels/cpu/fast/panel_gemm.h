@@ -22,7 +22,11 @@
 // `template <int NV> void Madd(int i, int64_t t, const WVec* w, Acc* acc) const` (row i of the
 // tile, K step t, into acc[0..NV)) and `template <int MR, int NV> void Finish(const TileJob&,
 // Acc (&)[MR][NV]) const` (the epilogue of the last K block); FloatAccumulators below gives the
-// f32 kernels theirs.
+// f32 kernels theirs. A policy may declare a smaller tile, `kRows` × `kVecs` (at most 6 × 4), for
+// a register file of 16 vectors (the AVX2 kernels, fma_panels_avx2.cc); the shape changes only
+// which accumulators share a K step's loads, never a lane's order, so results do not depend on it.
+// Include the header in one target region per translation unit: its templates take the target
+// attributes of the region they are defined in.
 #ifndef TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
 #define TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
 
@@ -53,6 +57,7 @@ struct TileJob {
   __mmask16 store[kTileVecs];  // lanes of each panel inside [n_begin, n_end)
 };
 
+#if !defined(TESSERA_PANEL_GEMM_AVX2_ONLY)  // fma_panels_avx2.cc's region has no zmm
 // The f32 kernels' accumulators and epilogue: output (m, n) = acc + bias[n], masked stores.
 struct FloatAccumulators {
   using Acc = __m512;
@@ -71,6 +76,7 @@ struct FloatAccumulators {
     }
   }
 };
+#endif
 
 template <int MR, int NV, class K>
 void Tile(const TileJob& a, const K& kernel) {
@@ -97,37 +103,42 @@ void Tile(const TileJob& a, const K& kernel) {
 template <class K>
 using TileFn = void (*)(const TileJob&, const K&);
 
-template <int MR, class K>
-constexpr TileFn<K> TileFor(int nv) {
-  switch (nv) {
-    case 1:
-      return &Tile<MR, 1, K>;
-    case 2:
-      return &Tile<MR, 2, K>;
-    case 3:
-      return &Tile<MR, 3, K>;
-    default:
-      return &Tile<MR, 4, K>;
+// The policy's tile shape (default kTileRows × kTileVecs).
+template <class K>
+constexpr int TileRowsOf() {
+  if constexpr (requires { K::kRows; }) {
+    return K::kRows;
+  } else {
+    return kTileRows;
+  }
+}
+template <class K>
+constexpr int TileVecsOf() {
+  if constexpr (requires { K::kVecs; }) {
+    return K::kVecs;
+  } else {
+    return kTileVecs;
   }
 }
 
-template <class K>
-TileFn<K> PickTile(int mr, int nv) {
-  static_assert(kTileRows == 6 && kTileVecs == 4, "PickTile covers 6 x 4 tiles");
-  switch (mr) {
-    case 1:
-      return TileFor<1, K>(nv);
-    case 2:
-      return TileFor<2, K>(nv);
-    case 3:
-      return TileFor<3, K>(nv);
-    case 4:
-      return TileFor<4, K>(nv);
-    case 5:
-      return TileFor<5, K>(nv);
-    default:
-      return TileFor<6, K>(nv);
+// Tile<MR, nv> for nv in [NV, TileVecsOf<K>()] (the last one for anything larger).
+template <int MR, class K, int NV = 1>
+TileFn<K> TileFor(int nv) {
+  if constexpr (NV < TileVecsOf<K>()) {
+    if (nv > NV) return TileFor<MR, K, NV + 1>(nv);
   }
+  return &Tile<MR, NV, K>;
+}
+
+// Tile<mr, nv> for mr in [MR, TileRowsOf<K>()] (the last one for anything larger).
+template <class K, int MR = 1>
+TileFn<K> PickTile(int mr, int nv) {
+  static_assert(TileRowsOf<K>() <= kTileRows && TileVecsOf<K>() <= kTileVecs,
+                "the park buffer and TileJob::store hold at most kTileRows x kTileVecs tiles");
+  if constexpr (MR < TileRowsOf<K>()) {
+    if (mr > MR) return PickTile<K, MR + 1>(mr, nv);
+  }
+  return TileFor<MR, K>(nv);
 }
 
 // y[m, n] for rows [0, rows) and columns [n_begin, n_end) of an [n, ·] matrix stored as
@@ -137,7 +148,8 @@ void PanelMatmul(const K& kernel, const uint8_t* data, int64_t panel_bytes, int6
                  int64_t n, int64_t rows, const float* bias, float* y, int64_t n_begin,
                  int64_t n_end) {
   if (rows <= 0 || n_begin >= n_end || steps <= 0) return;
-  const int64_t block = rows > kTileRows ? K::kBlockSteps : steps;
+  constexpr int kRows = TileRowsOf<K>(), kVecs = TileVecsOf<K>();
+  const int64_t block = rows > kRows ? K::kBlockSteps : steps;
   thread_local std::vector<float> park;
   if (block < steps && static_cast<int64_t>(park.size()) < rows * kTileVecs * 16) {
     park.resize(rows * kTileVecs * 16);
@@ -146,9 +158,9 @@ void PanelMatmul(const K& kernel, const uint8_t* data, int64_t panel_bytes, int6
   a.panel_bytes = panel_bytes;
   a.y_stride = n;
   const int64_t p_begin = n_begin / kCols, p_end = Count(n_end);
-  for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
-    const int nv = static_cast<int>(std::min<int64_t>(kTileVecs, p_end - p0));
-    for (int j = 0; j < kTileVecs; ++j) a.store[j] = StoreMask(p0 + j, n_begin, n_end);
+  for (int64_t p0 = p_begin; p0 < p_end; p0 += kVecs) {
+    const int nv = static_cast<int>(std::min<int64_t>(kVecs, p_end - p0));
+    for (int j = 0; j < kVecs; ++j) a.store[j] = StoreMask(p0 + j, n_begin, n_end);
     a.w = data + p0 * panel_bytes;
     a.col0 = p0 * kCols;
     a.bias = bias != nullptr ? bias + a.col0 : nullptr;
@@ -157,8 +169,8 @@ void PanelMatmul(const K& kernel, const uint8_t* data, int64_t panel_bytes, int6
       a.t1 = std::min(steps, t0 + block);
       a.first = t0 == 0;
       a.last = a.t1 == steps;
-      for (int64_t m0 = 0; m0 < rows; m0 += kTileRows) {
-        const int mr = static_cast<int>(std::min<int64_t>(kTileRows, rows - m0));
+      for (int64_t m0 = 0; m0 < rows; m0 += kRows) {
+        const int mr = static_cast<int>(std::min<int64_t>(kRows, rows - m0));
         a.park = park.empty() ? nullptr : park.data() + m0 * kTileVecs * 16;
         a.y = y + m0 * n + a.col0;
         PickTile<K>(mr, nv)(a, kernel.Rows(m0));

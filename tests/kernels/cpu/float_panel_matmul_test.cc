@@ -1,22 +1,25 @@
-// The AVX-512 f16 and f32 panel kernels (kernels/cpu/fast/float_panel_matmul.h) on random data and
-// odd shapes (odd K, K past the 1024 / 512-step K block with more rows than one tile, N not a
-// multiple of the 16-column panel or the 64-column tile, padded source rows), each test once per
-// weight type. Accuracy, each output against a sum
-// in double: within (K + 1)·u·(Σ|x·w| + |bias|), tight enough that dropping a k, the bias or the
-// odd last element fails. Batch invariance: every row alone vs. calls of 2..14 rows and column
-// splits at any column (masked stores), bit for bit. The repacked layout puts every element where
-// the header says; f16 subnormal weights are used exactly (vcvtph2ps does not flush them); the
-// row kernel (FastMatmul kF16 / kF32, the fallback without AVX-512) agrees within the same bound.
+// The f16 and f32 panel kernels (kernels/cpu/fast/float_panel_matmul.h), the AVX-512 ones and
+// their AVX2 twins (fma_panels_avx2.h), on random data and odd shapes (odd K, K past the 1024 /
+// 512-step K block with more rows than one tile, N not a multiple of the 16-column panel or the
+// 64-column tile, padded source rows), each test once per weight type and kernel. Accuracy, each
+// output against a sum in double: within (K + 1)·u·(Σ|x·w| + |bias|), tight enough that dropping
+// a k, the bias or the odd last element fails. Batch invariance: every row alone vs. calls of
+// 2..14 rows and column splits at any column (masked stores), bit for bit. The two kernels agree
+// bit for bit (one FMA sequence). The repacked layout puts every element where the header says;
+// f16 subnormal weights are used exactly (vcvtph2ps does not flush them); the row kernel
+// (FastMatmul kF16 / kF32, the fallback without the panels) agrees within the same bound.
 #include "kernels/cpu/fast/float_panel_matmul.h"
 
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/fma_panels_avx2.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -24,8 +27,16 @@ namespace {
 
 constexpr double kU = 1.0 / (1 << 24);
 
+// Which kernel a test runs: the public entry (AVX-512 here, or AVX2 without it) or the AVX2 one.
+enum class Kernel { kPublic, kAvx2 };
+
+bool Runs(Kernel kernel) {
+  return kernel == Kernel::kPublic ? F16PanelAvailable() : internal::FmaPanelsAvx2Available();
+}
+
 struct Problem {
   bool f32;
+  Kernel kernel = Kernel::kPublic;
   int64_t n, k, stride;  // stride in elements (>= k)
   std::vector<uint16_t> w;   // f16 weights
   std::vector<float> w32;    // f32 weights
@@ -42,12 +53,18 @@ struct Problem {
   }
   void Matmul(const float* xs, int64_t rows, const float* b, float* y, int64_t n_begin,
               int64_t n_end) const {
-    (f32 ? F32PanelMatmul : F16PanelMatmul)(panels, xs, rows, b, y, n_begin, n_end);
+    if (kernel == Kernel::kAvx2) {
+      (f32 ? internal::F32PanelMatmulAvx2 : internal::F16PanelMatmulAvx2)(panels, xs, rows, b, y,
+                                                                          n_begin, n_end);
+    } else {
+      (f32 ? F32PanelMatmul : F16PanelMatmul)(panels, xs, rows, b, y, n_begin, n_end);
+    }
   }
 };
 
-Problem Make(bool f32, int64_t n, int64_t k, int64_t rows, int64_t pad, uint32_t seed) {
-  Problem p{f32, n, k, k + pad, {}, {}, {}, {}, {}, nullptr, {}};
+Problem Make(bool f32, int64_t n, int64_t k, int64_t rows, int64_t pad, uint32_t seed,
+             Kernel kernel = Kernel::kPublic) {
+  Problem p{f32, kernel, n, k, k + pad, {}, {}, {}, {}, {}, nullptr, {}};
   std::mt19937 rng(seed);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   if (f32) {
@@ -72,7 +89,12 @@ Problem Make(bool f32, int64_t n, int64_t k, int64_t rows, int64_t pad, uint32_t
   return p;
 }
 
-class FloatPanelTest : public ::testing::TestWithParam<bool> {};
+// (f32 weights, kernel).
+class FloatPanelTest : public ::testing::TestWithParam<std::tuple<bool, Kernel>> {
+ protected:
+  bool F32() const { return std::get<0>(GetParam()); }
+  Kernel Which() const { return std::get<1>(GetParam()); }
+};
 
 void ExpectAccurate(const Problem& p, int64_t rows, const float* bias, const std::vector<float>& y,
                     const char* what) {
@@ -120,7 +142,7 @@ TEST(F32PanelTest, RepackPutsEveryElementInItsPanelSlot) {
 }
 
 TEST_P(FloatPanelTest, AccurateOnOddShapes) {
-  if (!F16PanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!Runs(Which())) GTEST_SKIP() << "no AVX-512 or AVX2 + FMA + F16C on this CPU";
   for (auto [n, k, rows, pad] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 1, 1, 0},
                                  {5, 31, 3, 1},
                                  {17, 32, 6, 0},
@@ -131,7 +153,7 @@ TEST_P(FloatPanelTest, AccurateOnOddShapes) {
                                  {9, 2100, 4, 0},
                                  {70, 2048, 8, 32},
                                  {65, 2500, 7, 0}}) {
-    Problem p = Make(GetParam(), n, k, rows, pad, static_cast<uint32_t>(n * 1000 + k));
+    Problem p = Make(F32(), n, k, rows, pad, static_cast<uint32_t>(n * 1000 + k), Which());
     std::vector<float> y(rows * n, std::nanf(""));
     p.Matmul(p.x.data(), rows, p.bias.data(), y.data(), 0, n);
     ExpectAccurate(p, rows, p.bias.data(), y, "panels");
@@ -144,10 +166,10 @@ TEST_P(FloatPanelTest, AccurateOnOddShapes) {
 }
 
 TEST_P(FloatPanelTest, BatchAndColumnSplitInvariant) {
-  if (!F16PanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!Runs(Which())) GTEST_SKIP() << "no AVX-512 or AVX2 + FMA + F16C on this CPU";
   for (auto [n, k] : {std::pair<int64_t, int64_t>{83, 2100}, {20, 96}, {7, 545}}) {
     const int64_t rows = 14;
-    Problem p = Make(GetParam(), n, k, rows, 0, static_cast<uint32_t>(k));
+    Problem p = Make(F32(), n, k, rows, 0, static_cast<uint32_t>(k), Which());
     std::vector<float> alone(rows * n);
     for (int64_t m = 0; m < rows; ++m) {  // one tile, the whole K in registers
       p.Matmul(p.x.data() + m * k, 1, p.bias.data(), alone.data() + m * n, 0, n);
@@ -166,10 +188,34 @@ TEST_P(FloatPanelTest, BatchAndColumnSplitInvariant) {
   }
 }
 
+// The AVX2 kernel is the AVX-512 one's FMA sequence on ymm halves: the same bits, for every tile
+// shape the two walk (6 x 4 panels there, 6 x 1 here) and with or without a bias.
+TEST_P(FloatPanelTest, Avx2KernelGivesTheAvx512Bits) {
+  if (Which() != Kernel::kAvx2) GTEST_SKIP() << "run once per weight type";
+  if (!internal::FmaPanelsAvx2Available() || !F16PanelAvailable() ||
+      std::string(FloatPanelTargetName()) != "avx512") {
+    GTEST_SKIP() << "needs AVX-512 and AVX2 (not under TESSERA_CPU_ISA=avx2)";
+  }
+  for (auto [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{70, 2048, 13},
+                            {37, 1100, 7},
+                            {5, 3, 1}}) {
+    Problem p = Make(F32(), n, k, rows, 0, static_cast<uint32_t>(n + k));
+    std::vector<float> want(rows * n), got(rows * n);
+    for (const float* b : {static_cast<const float*>(p.bias.data()), static_cast<const float*>(nullptr)}) {
+      p.kernel = Kernel::kPublic;
+      p.Matmul(p.x.data(), rows, b, want.data(), 0, n);
+      p.kernel = Kernel::kAvx2;
+      p.Matmul(p.x.data(), rows, b, got.data(), 0, n);
+      ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0) << n << " x " << k;
+    }
+  }
+}
+
 // The smallest f16 subnormal (2^-24) times 2^20 is 2^-4: used exactly, not flushed to zero.
-TEST(F16PanelTest, SubnormalWeightsAreExact) {
-  if (!F16PanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
-  Problem p = Make(false, 3, 64, 1, 0, 5);
+TEST_P(FloatPanelTest, SubnormalF16WeightsAreExact) {
+  if (F32()) GTEST_SKIP() << "f16 weights";
+  if (!Runs(Which())) GTEST_SKIP() << "no AVX-512 or AVX2 + FMA + F16C on this CPU";
+  Problem p = Make(false, 3, 64, 1, 0, 5, Which());
   p.x.assign(64, 0.0f);
   p.x[5] = std::ldexp(1.0f, 20);
   p.x[63] = 1.0f;
@@ -179,14 +225,17 @@ TEST(F16PanelTest, SubnormalWeightsAreExact) {
   }
   p.Repack();
   std::vector<float> y(3);
-  F16PanelMatmul(p.panels, p.x.data(), 1, nullptr, y.data(), 0, 3);
+  p.Matmul(p.x.data(), 1, nullptr, y.data(), 0, 3);
   for (int64_t n = 0; n < 3; ++n) EXPECT_EQ(y[n], 65504.0f + 0.0625f) << n;
 }
 
-INSTANTIATE_TEST_SUITE_P(WeightTypes, FloatPanelTest, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return info.param ? "F32" : "F16";
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    WeightTypesAndKernels, FloatPanelTest,
+    ::testing::Combine(::testing::Bool(), ::testing::Values(Kernel::kPublic, Kernel::kAvx2)),
+    [](const ::testing::TestParamInfo<std::tuple<bool, Kernel>>& info) {
+      return std::string(std::get<0>(info.param) ? "F32" : "F16") +
+             (std::get<1>(info.param) == Kernel::kAvx2 ? "Avx2" : "");
+    });
 
 }  // namespace
 }  // namespace tessera::kernels::cpu::fast

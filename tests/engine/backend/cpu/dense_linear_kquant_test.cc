@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/dense_linear.h"
 #include "engine/io/tensor_view.h"
 #include "gtest/gtest.h"
@@ -139,7 +140,7 @@ INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
                                            io::DType::kQ5_K, io::DType::kQ6_K));
 
 TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
-  if (!kernels::cpu::fast::F16PanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!kernels::cpu::fast::F16PanelAvailable()) GTEST_SKIP() << "no AVX-512 or AVX2 on this CPU";
   std::mt19937 rng(5);
   kernels::cpu::ThreadPool pool(2);
   std::vector<uint16_t> w(kN * kK);
@@ -152,7 +153,8 @@ TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
       absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(w.data()), w.size() * 2)};
   auto l = DenseLinear::Create(view, bias, &pool, DenseActivations::kFloat);
   ASSERT_TRUE(l.ok()) << l.status();
-  EXPECT_EQ((*l)->Describe(), "f16 / cpu-avx512-panels");
+  EXPECT_EQ((*l)->Describe(), absl::StrCat("f16 / cpu-", kernels::cpu::fast::FloatPanelTargetName(),
+                                           "-panels"));
   const std::vector<float> x = Normal(kRows * kK, rng);
   const std::vector<float> y = Forward(**l, x, kRows);
   for (int64_t m = 0; m < kRows; ++m) {
