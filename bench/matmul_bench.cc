@@ -26,6 +26,7 @@
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
+#include "kernels/cpu/fast/fma_panels_avx2.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
@@ -378,14 +379,20 @@ const std::vector<kf::FastWeights>& PanelViews(const std::string& fmt, int64_t n
 }
 
 // ---- The f16 / f32 panel kernels DenseLinear runs for f16 and f32 weights
-// (float_panel_matmul.h; AVX-512, or AVX2 without it), on f32 activations as they come. ----
+// (float_panel_matmul.h; AVX-512, or AVX2 without it), on f32 activations as they come.
+// BF16_FMA: bf16 pair panels in f32 FMA (Bf16PairsFmaMatmul, fma_panels_avx2.h), DenseLinear's
+// kernel for bf16 weights without AVX-512, run here on any CPU with AVX2. ----
 void BM_FloatPanelMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k,
                          int64_t m) {
-  if (!kf::F16PanelAvailable()) {
-    state.SkipWithError("no AVX-512 or AVX2 on this CPU");
+  const bool bf16 = fmt == "BF16_FMA";
+  if (bf16) fmt = "BF16";
+  if (bf16 ? !kf::internal::FmaPanelsAvx2Available() : !kf::F16PanelAvailable()) {
+    state.SkipWithError(bf16 ? "no AVX2 + FMA + F16C on this CPU" : "no AVX-512 or AVX2 on this CPU");
     return;
   }
-  const auto kernel = fmt == "F32" ? kf::F32PanelMatmul : kf::F16PanelMatmul;
+  const auto kernel = bf16 ? kf::Bf16PairsFmaMatmul
+                      : fmt == "F32" ? kf::F32PanelMatmul
+                                     : kf::F16PanelMatmul;
   TimeDense(state, Weights(fmt, n, k).stored_bytes, PanelViews(fmt, n, k), n, k, m,
             [m, kernel](const kf::FastWeights& fw, const float* x, float* y, int64_t b, int64_t e) {
               kernel(fw, x, m, nullptr, y, b, e);
@@ -540,7 +547,7 @@ void RegisterAll() {
       for (int64_t m : {1, 16, 128}) Register("BM_Matmul", BM_Matmul, f, s, m);
     }
   }
-  for (const char* f : {"F16", "F32"}) {
+  for (const char* f : {"F16", "F32", "BF16_FMA"}) {
     for (const Shape& s : tiny) {
       for (int64_t m : {1, 16, 128}) {
         if (m != 128 || prefill(s)) Register("BM_FloatPanelMatmul", BM_FloatPanelMatmul, f, s, m);

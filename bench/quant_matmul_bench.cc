@@ -14,6 +14,7 @@
 #include "bench/bench_common.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/fma_panels_avx2.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 #include "kernels/cpu/fast/quant_panel_amx.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
@@ -84,6 +85,10 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // activations converted to bf16 (hi + lo for W8A16) inside the timing, rows over the pool.
   // FP8_BF16ACT: W8A16 under --cpu_bf16_activations, on the panels as QuantizedLinear runs it:
   // x rounded to bf16 (hi alone) inside the timing, one vdpbf16ps per weight pair.
+  // *_PANEL_FMA: those panels in f32 FMA (Fp8PanelFmaMatmul, fma_panels_avx2.h), the engine's
+  // FP8 kernel without AVX-512, run here on any CPU with AVX2; f32 activations as they come.
+  const bool fma = fmt.ends_with("_PANEL_FMA");
+  if (fma) fmt = fmt.substr(0, fmt.size() - 4);
   const bool bf16_act = fmt == "FP8_BF16ACT";
   const bool panel = fmt == "FP8_PANEL" || fmt == "FP8_W8A8_PANEL" || bf16_act;
   if (panel) fmt = fmt == "FP8_W8A8_PANEL" ? "FP8_W8A8" : "FP8";
@@ -222,7 +227,11 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     state.SkipWithError("no AVX-512 VNNI on this CPU");
     return;
   }
-  if (panel && !kf::Fp8PanelSupported(w)) {
+  if (fma && !kf::internal::FmaPanelsAvx2Available()) {
+    state.SkipWithError("no AVX2 + FMA + F16C on this CPU");
+    return;
+  }
+  if (panel && !fma && !kf::Fp8PanelSupported(w)) {
     state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
   }
@@ -278,6 +287,15 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   size_t next = 0;
   for (auto _ : state) {
     use(copies[next]);
+    if (panel && fma) {
+      w.q = copies[next].panels.data();
+      next = (next + 1) % copies.size();
+      Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
+        kf::Fp8PanelFmaMatmul(w, x.data(), m, nullptr, y.data(), b, e);
+      });
+      benchmark::DoNotOptimize(y.data());
+      continue;
+    }
     if (panel) {
       w.q = copies[next].panels.data();
       next = (next + 1) % copies.size();
@@ -340,6 +358,8 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
                         "FP8_BF16ACT",
                         "FP8_PANEL",
                         "FP8_W8A8_PANEL",
+                        "FP8_PANEL_FMA",
+                        "FP8_W8A8_PANEL_FMA",
                         "INT4_G128",
                         "INT4_G128_PANEL",
                         "INT8_G128",

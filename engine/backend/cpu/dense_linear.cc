@@ -16,6 +16,7 @@
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/fast/quant_panel_amx.h"
 #include "kernels/cpu/scratch_arena.h"
+#include "kernels/numeric/half.h"
 
 namespace tessera::backend::cpu {
 
@@ -125,6 +126,10 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels.
     repack_panels(kf::Bf16PairsBytes, kf::RepackBf16Pairs);
     kf::AmxBf16Usable();  // its one-time self-check at load, not in the first request
+  } else if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16PairsFmaAvailable()) {
+    // Without AVX-512: the same panels in f32 FMA (fma_panels_avx2.h).
+    repack_panels(kf::Bf16PairsBytes, kf::RepackBf16Pairs);
+    bf16_fma_ = true;
   }
   if (fast_.format == kf::FastFormat::kF16 && kf::F16PanelAvailable()) {
     // f16 and f32 on AVX-512 or AVX2 (float_panel_matmul.h) read 16-column K panels: one stream
@@ -204,6 +209,22 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     acts16 = {rows, qp, dp, sp};
     acts16.s2 = sp2;
     run = [&](int64_t b, int64_t e) { kf::Int4x16Matmul(fast_, acts16, bias, y, b, e); };
+  } else if (bf16_fma_) {
+    // f32 activations as they are, or rounded to bf16 (once per call, rows over the pool).
+    const float* xs = x;
+    if (activations_ == DenseActivations::kBf16) {
+      const int64_t k = in_features();
+      float* rp = scratch.Alloc<float>(rows * k);
+      ForRows(pool_, rows, [&](int64_t r0, int64_t r1) {
+        for (int64_t i = r0 * k; i < r1 * k; ++i) {
+          rp[i] = numeric::Bf16ToFloat(numeric::FloatToBf16(x[i]));
+        }
+      });
+      xs = rp;
+    }
+    run = [=, this](int64_t b, int64_t e) {
+      kf::Bf16PairsFmaMatmul(fast_, xs, rows, bias, y, b, e);
+    };
   } else if (fast_.format == kf::FastFormat::kBf16Pairs ||
              (fast_.format == kf::FastFormat::kBF16 && activations_ == DenseActivations::kBf16)) {
     // bf16 weights (bf16_dot_matmul.h): the activations are converted once per call (hi + lo
@@ -240,6 +261,10 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
 }
 
 std::string DenseLinear::Describe() const {
+  if (bf16_fma_) {
+    return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "f32",
+                        " act / cpu-avx2-fma-panels");
+  }
   if (fast_.format == kernels::cpu::fast::FastFormat::kBf16Pairs) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "hi+lo bf16",
                         kernels::cpu::fast::AmxBf16Usable() ? " act / cpu-amx-bf16"

@@ -72,6 +72,8 @@ class DenseLinear : public Linear {
   // ggml_panels_; fast_ then unused.
   bool ggml_panels_ = false;
   kernels::cpu::fast::FastQuantWeights panels_;
+  // bf16 pair panels run by Bf16PairsFmaMatmul (no AVX-512): f32 activations, f32 FMA.
+  bool bf16_fma_ = false;
   // GGUF rows, tiles or quantized panels; bf16 pair, f16 and f32 K panels.
   kernels::cpu::HugePageBuffer repacked_;
   DenseActivations activations_ = DenseActivations::kFloat;

@@ -252,6 +252,12 @@ void QuantizedLinear::InitFast() {
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data(), pool_);
     fp8_panels_ok_ = true;
     kf::AmxBf16Usable();  // the panels run as AMX tiles there: its one-time self-check at load
+  } else if (fast_ok_ && panel_acts && kf::Fp8PanelFmaSupported(fast_)) {
+    // Without AVX-512: the same panels in f32 FMA (fma_panels_avx2.h), exact activations.
+    x16_ = kc::HugePageBuffer(kf::Fp8PairsBytes(s.n, s.k));
+    fast_ = kf::RepackFp8Pairs(fast_, x16_.data(), pool_);
+    fp8_panels_ok_ = true;
+    fp8_fma_ = true;
   }
   // Weight-only integer codes (INT4, and INT8 / INT3 / INT2 as bytes), MXFP4 and NVFP4 W4A16
   // with f32, bf16 or int16 activations: 16-column panels with the scales beside the codes
@@ -427,6 +433,10 @@ bool QuantizedLinear::ForwardFast(const float* x, int64_t rows, float* y, Column
     });
     return true;
   }
+  if (fp8_fma_) {  // f32 activations as they are (W8A8: the E4M3 values; bf16: rounded)
+    split(n, [&](int64_t b, int64_t e) { kf::Fp8PanelFmaMatmul(f, xin, rows, bias, y, b, e); });
+    return true;
+  }
   if (fp8_panels_ok_ || quant_pairs_) {
     // W8A8's E4M3 codes and --cpu_bf16_activations' rounding are bf16 values: hi alone. Exact
     // f32 activations (W8A16, W4A16) take the hi + lo split.
@@ -455,7 +465,8 @@ std::string QuantizedLinear::Describe() const {
   const bool amx = (fp8_panels_ok_ ||
                     (quant_panels_ok_ && kf::QuantPanelAmxTakes(fast_) && !uses_int16_route())) &&
                    kf::AmxBf16Usable();
-  return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel, amx ? " (cpu-amx-bf16)" : "");
+  return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
+                      amx ? " (cpu-amx-bf16)" : fp8_fma_ ? " (cpu-avx2-fma-panels)" : "");
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {

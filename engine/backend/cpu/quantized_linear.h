@@ -135,6 +135,7 @@ class QuantizedLinear : public Linear {
   std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift
   bool int8_dot_ok_ = false;            // x16_ holds the INT8 W8A8 panels
   bool fp8_panels_ok_ = false;          // x16_ holds FP8 panels (fast_.q points into them)
+  bool fp8_fma_ = false;                // ... run by Fp8PanelFmaMatmul (no AVX-512)
   bool quant_panels_ok_ = false;     // x16_ holds quantized panels with their scales (and zeros)
   // ... in the bf16-pair form (4-bit codes on AVX-512 BF16: QuantPanelPairMatmul).
   bool quant_pairs_ = false;

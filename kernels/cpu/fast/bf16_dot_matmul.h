@@ -9,8 +9,9 @@
 //    PyTorch runs a bf16 model and as llama.cpp's ggml_vec_dot_bf16 converts src1 for BF16
 //    weights; products of two bf16 are exact in f32, so the result is within (K/2 + 1)·u·Σ|hi·w|
 //    of Σ bf16(x)·w. Twice the split form's GEMM rate; changes results by bf16 rounding of x.
-// Without AVX-512 BF16 the caller runs FastMatmul (kBF16, the original rows) on x (split) or on
-// the rounded activations (`x_rounded`, bf16): the same products in another summation order.
+// Without AVX-512 the caller runs Bf16PairsFmaMatmul (below) on the same panels; on AVX-512
+// without BF16, FastMatmul (kBF16, the original rows) on x (split) or on the rounded activations
+// (`x_rounded`, bf16): the same products in another summation order.
 //
 // Why: the f32-activation kernel decodes each weight to f32 and uses one f32 FMA per product, so
 // prefill is capped at half the bf16-dot peak (bench/README.md, "Prefill GEMM against oneDNN").
@@ -77,6 +78,17 @@ FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst);
 // y [rows, w.n]. Requires Bf16DotAvailable(); callers split columns across threads.
 void Bf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
                    const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
+// Without AVX-512 (Bf16PairsFmaAvailable(): AVX2, FMA and F16C, no AVX-512 or TESSERA_CPU_ISA=
+// avx2), the same panels multiplied in f32 with FMA (fma_panels_avx2.h): output (m, n) is one f32
+// lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then + bias, the same for every row
+// count and column split. The f32 activations' own products, within (K + 1)·u·Σ|x·w| of the exact
+// sum; x [rows, k] is f32 (the activations, or their bf16 rounding for --cpu_bf16_activations).
+// Why: the row kernel (FastMatmul kBF16) read 22 GB/s at batch 1 and reached 73-93 GFLOP/s at
+// M = 16-128 on AVX2 (bench/README.md, twenty-first session).
+bool Bf16PairsFmaAvailable();
+void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias,
+                        float* y, int64_t n_begin, int64_t n_end);
 
 namespace internal {
 

@@ -6,7 +6,11 @@
 #include <algorithm>
 #include <vector>
 
+#include "hwy/aligned_allocator.h"
+
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/fp8_panel_matmul.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -27,7 +31,19 @@ bool FmaPanelsAvx2Available() {
 #endif
 }
 
+bool FmaPanelsAvx2InUse() {
+  static const bool in_use = !TESSERA_HAS_AVX512_WITH("avx512f") && FmaPanelsAvx2Available();
+  return in_use;
+}
+
 }  // namespace tessera::kernels::cpu::fast::internal
+
+namespace tessera::kernels::cpu::fast {
+
+bool Bf16PairsFmaAvailable() { return internal::FmaPanelsAvx2InUse(); }
+bool Fp8PanelFmaAvailable() { return internal::FmaPanelsAvx2InUse(); }
+
+}  // namespace tessera::kernels::cpu::fast
 
 #if defined(TESSERA_FMA_PANELS_X86)
 
@@ -110,21 +126,264 @@ struct FloatPanels : Avx2Accumulators {
   }
 };
 
+// A K pair of one panel's 16 columns as f32: w[c, 2t] (even) and w[c, 2t + 1] (odd), columns 0-7
+// and 8-15.
+struct PairWeights {
+  __m256 even_lo, even_hi, odd_lo, odd_hi;
+};
+
+// K-pair panels (bf16: 64 bytes a pair, FP8: 32), one broadcast activation per row and k, k = 2t
+// then 2t + 1: each lane's FMAs in K order, as the f32 panels'. Five rows: 10 accumulators, the
+// pair's four weight vectors and two broadcasts. x has an even row length (padded: PaddedActs).
+template <class Decode>
+struct PairPanels : Avx2Accumulators {
+  static constexpr int kRows = 5;
+  using WVec = PairWeights;
+  static constexpr int64_t kStepBytes = Decode::kStepBytes;
+  static constexpr int64_t kBlockSteps = 32768 / Decode::kStepBytes;  // 32 KiB per panel
+  const float* x;  // the tile's first row
+  int64_t stride;  // elements between rows (even)
+  Decode epilogue;
+  HWY_INLINE static WVec LoadW(const uint8_t* p) { return Decode::Load(p); }
+  PairPanels Rows(int64_t m0) const { return {{}, x + m0 * stride, stride, epilogue.Rows(m0)}; }
+  template <int NV>
+  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
+    const __m256 x0 = _mm256_set1_ps(x[i * stride + 2 * t]);
+    const __m256 x1 = _mm256_set1_ps(x[i * stride + 2 * t + 1]);
+    for (int j = 0; j < NV; ++j) {
+      acc[j].lo = _mm256_fmadd_ps(x0, w[j].even_lo, acc[j].lo);
+      acc[j].hi = _mm256_fmadd_ps(x0, w[j].even_hi, acc[j].hi);
+      acc[j].lo = _mm256_fmadd_ps(x1, w[j].odd_lo, acc[j].lo);
+      acc[j].hi = _mm256_fmadd_ps(x1, w[j].odd_hi, acc[j].hi);
+    }
+  }
+  template <int MR, int NV>
+  void Finish(const panels::TileJob& a, Acc (&acc)[MR][NV]) const {
+    if constexpr (Decode::kScaled) {
+      for (int j = 0; j < NV; ++j) {
+        for (int i = 0; i < MR; ++i) epilogue.Finish(a, i, j, acc[i][j]);
+      }
+    } else {
+      Avx2Accumulators::Finish<MR, NV>(a, acc);
+    }
+  }
+};
+
+// bf16 pair panels (RepackBf16Pairs): lane c of the 64-byte vector holds (w[c, 2t], w[c, 2t + 1])
+// as a dword, so the even weight is the dword shifted up 16 bits and the odd one its high half.
+struct Bf16Pairs {
+  static constexpr int64_t kStepBytes = 64;
+  static constexpr bool kScaled = false;
+  HWY_INLINE static PairWeights Load(const uint8_t* p) {
+    const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32));
+    const __m256i high = _mm256_set1_epi32(static_cast<int>(0xFFFF0000u));
+    return {_mm256_castsi256_ps(_mm256_slli_epi32(a, 16)),
+            _mm256_castsi256_ps(_mm256_slli_epi32(b, 16)),
+            _mm256_castsi256_ps(_mm256_and_si256(a, high)),
+            _mm256_castsi256_ps(_mm256_and_si256(b, high))};
+  }
+  Bf16Pairs Rows(int64_t) const { return {}; }
+  void Finish(const panels::TileJob&, int, int, Ymm16) const {}
+};
+
+// One K pair of FP8 pair panels (RepackFp8Pairs: column c's codes of pair t at bytes 32t + 2c
+// and 32t + 2c + 1, i.e. word c holds (even, odd) codes) as the f16 bits of code · 2^-8: the 16
+// columns' even codes and their odd ones, each column in its word. A code in a word's high byte,
+// shifted right one place arithmetically, has its sign at bit 15 (and 14) and its 7 exponent and
+// mantissa bits at 13-7: f16 puts one more exponent bit above E4M3's (bias 15 against 7), so with
+// bit 14 and the bits below the code cleared that is code · 2^-8 exactly, subnormal codes as f16
+// subnormals; the NaN codes (0x7F, 0xFF) never reach the panels.
+HWY_INLINE void Fp8PairToHalfBits(const uint8_t* p, __m256i* even, __m256i* odd) {
+  const __m256i words = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i keep = _mm256_set1_epi16(static_cast<int16_t>(0xBF80));
+  *even = _mm256_and_si256(_mm256_srai_epi16(_mm256_slli_epi16(words, 8), 1), keep);
+  *odd = _mm256_and_si256(_mm256_srai_epi16(words, 1), keep);
+}
+
+// fp8_panel_matmul.cc's epilogue on ymm halves, for row m's 16 columns from col (lanes in
+// `bits`): v = s(n) · acc (s carrying the decode's 2^8), for W8A8 row_scale(m) · (col_scale(n) ·
+// v), then + bias (bias_at_col: bias + col, or null).
+HWY_INLINE void Fp8Epilogue(const FastQuantWeights& w, int64_t m, int64_t col, unsigned bits,
+                            Ymm16 acc, const float* bias_at_col, float* dst) {
+  const __m256i masks[2] = {LaneMask(bits & 0xFFu), LaneMask(bits >> 8)};
+  const __m256 halves[2] = {acc.lo, acc.hi};
+  for (int h = 0; h < 2; ++h) {
+    const int64_t c = col + 8 * h;
+    const __m256 sw = w.scale_row_stride == 0 ? _mm256_set1_ps(w.scales[0])
+                                              : _mm256_maskload_ps(w.scales + c, masks[h]);
+    __m256 v = _mm256_mul_ps(_mm256_mul_ps(sw, _mm256_set1_ps(256.0f)), halves[h]);
+    if (w.row_scale != nullptr) {
+      if (w.col_scale != nullptr) {
+        const __m256 cs = w.col_scale_stride == 0 ? _mm256_set1_ps(w.col_scale[0])
+                                                  : _mm256_maskload_ps(w.col_scale + c, masks[h]);
+        v = _mm256_mul_ps(cs, v);
+      }
+      v = _mm256_mul_ps(_mm256_set1_ps(w.row_scale[m * w.row_scale_stride]), v);
+    }
+    if (bias_at_col != nullptr) {
+      v = _mm256_add_ps(v, _mm256_maskload_ps(bias_at_col + 8 * h, masks[h]));
+    }
+    _mm256_maskstore_ps(dst + 8 * h, masks[h], v);
+  }
+}
+
+// FP8 pair panels decoded in registers; the epilogue's weight scale carries the decode's 2^8.
+struct Fp8Pairs {
+  static constexpr int64_t kStepBytes = 32;
+  static constexpr bool kScaled = true;
+  const FastQuantWeights* w;
+  int64_t m0;  // the tile's first row
+  HWY_INLINE static PairWeights Load(const uint8_t* p) {
+    __m256i even, odd;
+    Fp8PairToHalfBits(p, &even, &odd);
+    return {_mm256_cvtph_ps(_mm256_castsi256_si128(even)),
+            _mm256_cvtph_ps(_mm256_extracti128_si256(even, 1)),
+            _mm256_cvtph_ps(_mm256_castsi256_si128(odd)),
+            _mm256_cvtph_ps(_mm256_extracti128_si256(odd, 1))};
+  }
+  Fp8Pairs Rows(int64_t m) const { return {w, m0 + m}; }
+  HWY_INLINE void Finish(const panels::TileJob& a, int i, int j, Ymm16 acc) const {
+    Fp8Epilogue(*w, m0 + i, a.col0 + 16 * j, a.store[j], acc,
+                a.bias != nullptr ? a.bias + 16 * j : nullptr, a.y + i * a.y_stride + 16 * j);
+  }
+};
+
+// `Policy` with another tile shape, R rows × V panels (each lane's FMA sequence is the same in
+// every shape, so results are too).
+template <class Policy, int R, int V>
+struct Shaped : Policy {
+  static constexpr int kRows = R;
+  static constexpr int kVecs = V;
+  Shaped Rows(int64_t m0) const { return {Policy::Rows(m0)}; }
+};
+
+// panels::PanelMatmul with `policy`, or for one row (decode) with GemvVecs panels per tile: a
+// 6 x 1 or 5 x 1 tile gives one row two FMA chains (a pair panel's step two FMAs deep each),
+// latency-bound below the weights' stream rate; more panels give it more chains.
+template <int GemvVecs, class Policy>
+void RunPanels(const Policy& policy, const uint8_t* data, int64_t panel_bytes, int64_t steps,
+               int64_t n, int64_t rows, const float* bias, float* y, int64_t n_begin,
+               int64_t n_end) {
+  if (rows == 1) {
+    return panels::PanelMatmul(Shaped<Policy, 1, GemvVecs>{policy}, data, panel_bytes, steps, n,
+                               rows, bias, y, n_begin, n_end);
+  }
+  panels::PanelMatmul(policy, data, panel_bytes, steps, n, rows, bias, y, n_begin, n_end);
+}
+
+// x as the pair kernels read it: rows of an even length, the odd K's last pair zero-padded (a
+// copy, only for odd K: x[k] would be the next row's first element, and Inf · 0 is NaN).
+const float* PaddedActs(const float* x, int64_t k, int64_t rows, std::vector<float>& copy) {
+  if (k % 2 == 0) return x;
+  copy.assign(rows * (k + 1), 0.0f);
+  for (int64_t m = 0; m < rows; ++m) {
+    std::copy(x + m * k, x + (m + 1) * k, copy.begin() + m * (k + 1));
+  }
+  return copy.data();
+}
+
+// Panels per one-row tile: f32 / f16 (one FMA per step and lane, the weights loaded as used) and
+// K pairs (two, the pair's four decoded vectors per panel held).
+constexpr int kFloatGemvVecs = 4;
+constexpr int kPairGemvVecs = 2;
+
+// Up to one tile of rows decodes the codes in registers; more rows decode kDecodePanels panels
+// at a time to f16 K panels first, each code once rather than once per 5-row tile.
+constexpr int64_t kRegisterRows = PairPanels<Fp8Pairs>::kRows;
+constexpr int64_t kDecodePanels = 4;
+
+// More rows: four panels at a time decoded to f16 K panels (float_panel_matmul.h's layout, code ·
+// 2^-8 exactly), the f16 panel kernel over them with no bias (y = the raw sums: the register
+// path's FMAs in the same K order, the odd K's zero pair included, which turns a -0 sum into +0
+// there too; so a row's bits do not depend on the route), then the epilogue over y. x: rows of
+// an even length (PaddedActs).
+void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                    float* y, int64_t n_begin, int64_t n_end) {
+  const int64_t code_bytes = Fp8PairsBytes(panels::kCols, w.k), pairs = (w.k + 1) / 2;
+  const int64_t half_bytes = panels::PairPanelBytes(w.k);  // pairs · 64
+  thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> buf;
+  thread_local int64_t capacity = 0;
+  if (capacity < kDecodePanels * half_bytes) {
+    capacity = kDecodePanels * half_bytes;
+    buf = hwy::AllocateAligned<uint8_t>(capacity);
+  }
+  for (int64_t p0 = n_begin / panels::kCols; p0 * panels::kCols < n_end; p0 += kDecodePanels) {
+    const int64_t np = std::min(kDecodePanels, panels::Count(n_end) - p0);
+    for (int64_t p = 0; p < np; ++p) {
+      const uint8_t* codes = w.q + (p0 + p) * code_bytes;
+      uint8_t* out = buf.get() + p * half_bytes;
+      for (int64_t t = 0; t < pairs; ++t) {
+        __m256i even, odd;
+        Fp8PairToHalfBits(codes + 32 * t, &even, &odd);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 * t), even);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 * t + 32), odd);
+      }
+    }
+    // The decoded panels as a matrix whose column 0 is column 16·p0 (y shifted to match; its
+    // row stride stays w.n).
+    const int64_t c0 = std::max(n_begin, p0 * panels::kCols);
+    const int64_t c1 = std::min(n_end, (p0 + np) * panels::kCols);
+    const int64_t shift = p0 * panels::kCols;
+    panels::PanelMatmul(FloatPanels<true>{{}, x, 2 * pairs}, buf.get(), half_bytes, 2 * pairs,
+                        w.n, rows, nullptr, y + shift, c0 - shift, c1 - shift);
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t p = c0 / panels::kCols; p * panels::kCols < c1; ++p) {
+        const unsigned bits = panels::StoreMask(p, c0, c1);
+        float* row = y + m * w.n + p * panels::kCols;
+        const Ymm16 acc{_mm256_maskload_ps(row, LaneMask(bits & 0xFFu)),
+                        _mm256_maskload_ps(row + 8, LaneMask(bits >> 8))};
+        Fp8Epilogue(w, m, p * panels::kCols, bits, acc,
+                    bias != nullptr ? bias + p * panels::kCols : nullptr, row);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void F16PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
-  panels::PanelMatmul(FloatPanels<true>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
+  RunPanels<kFloatGemvVecs>(FloatPanels<true>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
                       n_begin, n_end);
 }
 
 void F32PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
-  panels::PanelMatmul(FloatPanels<false>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias,
+  RunPanels<kFloatGemvVecs>(FloatPanels<false>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias,
                       y, n_begin, n_end);
 }
 
 }  // namespace tessera::kernels::cpu::fast::internal
+
+namespace tessera::kernels::cpu::fast {
+
+void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias,
+                        float* y, int64_t n_begin, int64_t n_end) {
+  using internal::PairPanels;
+  thread_local std::vector<float> padded;
+  const float* xs = internal::PaddedActs(x, w.k, rows, padded);
+  const int64_t stride = (w.k + 1) / 2 * 2;
+  internal::RunPanels<internal::kPairGemvVecs>(PairPanels<internal::Bf16Pairs>{{}, xs, stride, {}}, w.data, w.row_stride,
+                      stride / 2, w.n, rows, bias, y, n_begin, n_end);
+}
+
+void Fp8PanelFmaMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                       float* y, int64_t n_begin, int64_t n_end) {
+  using internal::PairPanels;
+  if (rows <= 0 || n_begin >= n_end) return;
+  thread_local std::vector<float> padded;
+  const float* xs = internal::PaddedActs(x, w.k, rows, padded);
+  if (rows > internal::kRegisterRows) {
+    return internal::Fp8DecodedGemm(w, xs, rows, bias, y, n_begin, n_end);
+  }
+  const int64_t stride = (w.k + 1) / 2 * 2;
+  const int64_t panel_bytes = Fp8PairsBytes(panels::kCols, w.k);
+  internal::RunPanels<internal::kPairGemvVecs>(PairPanels<internal::Fp8Pairs>{{}, xs, stride, {&w, 0}}, w.q, panel_bytes,
+                      stride / 2, w.n, rows, bias, y, n_begin, n_end);
+}
+
+}  // namespace tessera::kernels::cpu::fast
 
 HWY_POP_ATTRIBUTES
 
@@ -139,5 +398,14 @@ void F32PanelMatmulAvx2(const FastWeights&, const float*, int64_t, const float*,
                         int64_t) {}
 
 }  // namespace tessera::kernels::cpu::fast::internal
+
+namespace tessera::kernels::cpu::fast {
+
+void Bf16PairsFmaMatmul(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
+                        int64_t) {}
+void Fp8PanelFmaMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*,
+                       int64_t, int64_t) {}
+
+}  // namespace tessera::kernels::cpu::fast
 
 #endif

@@ -14,6 +14,7 @@
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -45,6 +46,20 @@ bool Fp8PanelSupported(const FastQuantWeights& w) {
   const bool per_tensor = w.scale_row_stride == 0 && w.scale_rows >= w.n;
   const bool per_row = w.scale_rows == 1 && w.scale_row_stride == 1;
   return Fp8Bf16Supported(w) && (per_tensor || per_row) && w.scale_k >= w.k && !w.act_block_scales;
+}
+
+bool Fp8PanelFmaSupported(const FastQuantWeights& w) {
+  if (!Fp8PanelFmaAvailable() || w.decode != QuantDecode::kFp8 || w.q == nullptr ||
+      w.scales == nullptr || w.n < 0 || w.k <= 0 || w.scale_k < w.k || w.act_block_scales ||
+      (w.row_scale == nullptr && w.col_scale != nullptr)) {
+    return false;
+  }
+  const bool per_tensor = w.scale_row_stride == 0 && w.scale_rows >= w.n;
+  const bool per_row = w.scale_rows == 1 && w.scale_row_stride == 1;
+  if (!per_tensor && !per_row) return false;
+  // The kernel multiplies each scale by 2^8 (its decoded codes are code · 2^-8): no overflow.
+  const float* end = w.scales + (per_row ? w.n : 1);
+  return std::all_of(w.scales, end, [](float s) { return std::abs(s) < 0x1p100f; });
 }
 
 int64_t Fp8PairsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }

@@ -66,6 +66,22 @@ FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst,
 void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                     int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
+// Without AVX-512 (Fp8PanelFmaAvailable(): AVX2, FMA and F16C, no AVX-512 or TESSERA_CPU_ISA=
+// avx2), the same panels multiplied in f32 with FMA (fma_panels_avx2.h): each code decoded
+// exactly (as code · 2^-8, through f16 bits and `vcvtph2ps`; the weight scale carries the 2^8),
+// output (m, n) one f32 lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then
+// Fp8PanelMatmul's epilogue. x [rows, k] f32: W8A16's activations (exact: within (K + 1)·u·Σ|x·w|
+// before the scale products' roundings) or their bf16 rounding, W8A8's E4M3 values. Requires
+// Fp8PanelFmaSupported(w) and w from RepackFp8Pairs. Why: FastQuantMatmul's FP8 kernel read 12.6
+// GB/s at batch 1 on AVX2 against a 35 GB/s triad (bench/README.md, twenty-first session).
+bool Fp8PanelFmaAvailable();
+// Whether Fp8PanelFmaMatmul takes `w` here: Fp8PanelFmaAvailable(), and Fp8PanelSupported's
+// shapes (per-tensor or per-row weight scales, finite and below 2^100, no K blocks) without its
+// AVX-512 BF16 check.
+bool Fp8PanelFmaSupported(const FastQuantWeights& w);
+void Fp8PanelFmaMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                       float* y, int64_t n_begin, int64_t n_end);
+
 namespace internal {
 
 // Fp8PanelMatmul's AMX route with `gemms` (amx.h; Fp8PanelMatmul passes the AMX instructions',

@@ -1,0 +1,264 @@
+// The AVX2 pair-panel kernels (kernels/cpu/fast/fma_panels_avx2.h): Bf16PairsFmaMatmul on
+// RepackBf16Pairs panels and Fp8PanelFmaMatmul on RepackFp8Pairs panels, on any CPU with AVX2,
+// FMA and F16C (they need no AVX-512, so they run on the AVX-512 machines too):
+//  * every output within (K + 1)·u·Σ|x·w| (+ the scale products' roundings) of the exact sum in
+//    double, on odd shapes: odd K (the activations' padded copy), K past the kernels' 32 KiB K
+//    blocks with more rows than a 5-row tile, N not a multiple of 16, with and without bias;
+//  * every row bit-identical alone and in calls of 2-13 rows (one row: 1 x 2-4 panel tiles; up
+//    to 5: 5-row tiles; FP8 beyond: codes decoded to f16 panels first, then the f16 kernel and the
+//    epilogue), and under column splits at odd places and at panel boundaries;
+//  * one-hot activations read every E4M3 code back exactly (y = fl(s · code), subnormal codes
+//    included) and every bf16 weight exactly;
+//  * an odd K's padding is zero, not the next row's first activation (an Inf there gave NaN).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/fma_panels_avx2.h"
+#include "kernels/cpu/fast/fp8_panel_matmul.h"
+#include "kernels/numeric/fp8.h"
+#include "kernels/numeric/half.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+constexpr double kU = 1.0 / (1 << 24);
+
+// One layer of either kind: weights as f32 values w(n, k) for the reference, the panels, and the
+// kernel call.
+struct Layer {
+  bool fp8 = false;
+  int64_t n = 0, k = 0;
+  std::vector<uint16_t> bf16;  // [n, k]
+  std::vector<uint8_t> codes;  // [n, k]
+  std::vector<float> scales, col_scale, row_scale, bias;
+  bool w8a8 = false;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
+  FastWeights dense;      // bf16 panels
+  FastQuantWeights quant;  // FP8 panels
+
+  double W(int64_t col, int64_t i) const {
+    return fp8 ? numeric::DecodeE4m3(codes[col * k + i]) : numeric::Bf16ToFloat(bf16[col * k + i]);
+  }
+  // The scale of output (m, n) over Σ x·w (1 for bf16).
+  double Scale(int64_t m, int64_t col) const {
+    if (!fp8) return 1.0;
+    double s = quant.scale_row_stride == 0 ? scales[0] : scales[col];
+    if (w8a8) s *= static_cast<double>(col_scale[col]) * row_scale[m];
+    return s;
+  }
+  // The panels of the weights as they are now (after Make, or after a test edits them).
+  void Repack() {
+    if (fp8) {
+      quant.q = codes.data();
+      quant = RepackFp8Pairs(quant, panels.get());
+      return;
+    }
+    FastWeights src;
+    src.format = FastFormat::kBF16;
+    src.data = reinterpret_cast<const uint8_t*>(bf16.data());
+    src.n = n;
+    src.k = k;
+    src.row_stride = 2 * k;
+    dense = RepackBf16Pairs(src, panels.get());
+  }
+  void Run(const float* x, int64_t rows, const float* b, float* y, int64_t n_begin,
+           int64_t n_end) const {
+    if (fp8) {
+      Fp8PanelFmaMatmul(quant, x, rows, b, y, n_begin, n_end);
+    } else {
+      Bf16PairsFmaMatmul(dense, x, rows, b, y, n_begin, n_end);
+    }
+  }
+};
+
+// kind: 0 bf16, 1 FP8 per-row W8A16, 2 FP8 per-tensor W8A16, 3 FP8 W8A8 (row / column scales).
+Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
+  Layer l;
+  l.fp8 = kind != 0;
+  l.n = n;
+  l.k = k;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::uniform_real_distribution<float> scale(1e-3f, 2e-2f);
+  for (int64_t i = 0; i < n; ++i) l.bias.push_back(nd(rng));
+  if (!l.fp8) {
+    l.bf16.resize(n * k);
+    for (auto& v : l.bf16) v = numeric::FloatToBf16(0.05f * nd(rng));
+    l.panels = hwy::AllocateAligned<uint8_t>(Bf16PairsBytes(n, k));
+    l.Repack();
+    return l;
+  }
+  l.codes.resize(n * k);
+  for (auto& c : l.codes) {
+    c = static_cast<uint8_t>(rng());
+    if ((c & 0x7F) == 0x7F) c ^= 1;  // no NaN codes (the loader refuses them)
+  }
+  const bool per_row = kind == 1;
+  l.w8a8 = kind == 3;
+  for (int64_t i = 0; i < (per_row ? n : 1); ++i) l.scales.push_back(scale(rng));
+  for (int64_t i = 0; i < n; ++i) l.col_scale.push_back(scale(rng));
+  for (int64_t i = 0; i < rows; ++i) l.row_scale.push_back(scale(rng));
+  FastQuantWeights& w = l.quant;
+  w.decode = QuantDecode::kFp8;
+  w.q = l.codes.data();
+  w.n = n;
+  w.k = k;
+  w.scale_k = k;
+  w.scales = l.scales.data();
+  w.scale_rows = per_row ? 1 : n;
+  w.scale_row_stride = per_row ? 1 : 0;
+  if (l.w8a8) {  // QuantizedLinear's W8A8 form: bare codes (unit scale), the scales in the epilogue
+    l.scales.assign(1, 1.0f);
+    w.scales = l.scales.data();
+    w.col_scale = l.col_scale.data();
+    w.col_scale_stride = 1;
+    w.row_scale = l.row_scale.data();
+    w.row_scale_stride = 1;
+  }
+  l.panels = hwy::AllocateAligned<uint8_t>(Fp8PairsBytes(n, k));
+  l.Repack();
+  return l;
+}
+
+std::vector<float> Acts(const Layer& l, int64_t rows, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * l.k);
+  for (auto& v : x) {
+    v = 2.0f * nd(rng);
+    // W8A8 multiplies E4M3 activation values.
+    if (l.w8a8) v = numeric::DecodeE4m3(numeric::EncodeE4m3(v));
+  }
+  return x;
+}
+
+void ExpectAccurate(const Layer& l, const std::vector<float>& x, int64_t rows, const float* bias,
+                    const std::vector<float>& y, const char* what) {
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t c = 0; c < l.n; ++c) {
+      double sum = 0, mag = 0;
+      for (int64_t i = 0; i < l.k; ++i) {
+        const double p = static_cast<double>(x[m * l.k + i]) * l.W(c, i);
+        sum += p;
+        mag += std::abs(p);
+      }
+      const double s = l.Scale(m, c), b = bias != nullptr ? bias[c] : 0.0;
+      const double exact = s * sum + b;
+      // The sum's bound, then up to three scale products and the bias add (u each).
+      const double bound = ((l.k + 1) * kU * mag + 4 * kU * std::abs(sum)) * std::abs(s) +
+                           kU * (std::abs(exact) + std::abs(b));
+      ASSERT_LE(std::abs(y[m * l.n + c] - exact), bound)
+          << what << " m " << m << " n " << c << " k " << l.k;
+    }
+  }
+}
+
+class FmaPairPanelsTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(FmaPairPanelsTest, AccurateOnOddShapes) {
+  if (!internal::FmaPanelsAvx2Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  for (auto [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                            {5, 3, 2},
+                            {17, 31, 6},
+                            {37, 33, 7},
+                            {16, 64, 11},
+                            {21, 1025, 13},
+                            {70, 2048, 5},
+                            {9, 2500, 12}}) {
+    const Layer l = Make(GetParam(), n, k, rows, static_cast<uint32_t>(n * 977 + k));
+    const std::vector<float> x = Acts(l, rows, static_cast<uint32_t>(k));
+    std::vector<float> y(rows * n, std::nanf(""));
+    l.Run(x.data(), rows, l.bias.data(), y.data(), 0, n);
+    ExpectAccurate(l, x, rows, l.bias.data(), y, "bias");
+    std::fill(y.begin(), y.end(), std::nanf(""));
+    l.Run(x.data(), rows, nullptr, y.data(), 0, n);
+    ExpectAccurate(l, x, rows, nullptr, y, "no bias");
+  }
+}
+
+TEST_P(FmaPairPanelsTest, BatchAndColumnSplitInvariant) {
+  if (!internal::FmaPanelsAvx2Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{83, 2100}, {20, 97}, {7, 545}}) {
+    const int64_t rows = 13;
+    const Layer l = Make(GetParam(), n, k, rows, static_cast<uint32_t>(k));
+    const std::vector<float> x = Acts(l, rows, 3);
+    std::vector<float> alone(rows * n);
+    for (int64_t m = 0; m < rows; ++m) {
+      // Row m alone: the W8A8 row scale of row m is the first of its call.
+      Layer one = Make(GetParam(), n, k, rows, static_cast<uint32_t>(k));
+      if (one.w8a8) one.quant.row_scale = l.row_scale.data() + m;
+      one.Run(x.data() + m * k, 1, l.bias.data(), alone.data() + m * n, 0, n);
+    }
+    for (int64_t r = 2; r <= rows; ++r) {
+      std::vector<float> y(r * n);
+      const int64_t step = r % 2 == 0 ? 5 : 16;  // odd places, and panel boundaries
+      for (int64_t b = 0; b < n; b += step) {
+        l.Run(x.data(), r, l.bias.data(), y.data(), b, std::min(n, b + step));
+      }
+      for (int64_t i = 0; i < r * n; ++i) {
+        ASSERT_EQ(std::memcmp(&y[i], &alone[i], 4), 0) << "rows " << r << " element " << i;
+      }
+    }
+  }
+}
+
+// An odd K's last pair: the pad must be zero. Row 1 starts with an Inf; row 0 stays finite.
+TEST_P(FmaPairPanelsTest, OddKPadsWithZeroNotTheNextRow) {
+  if (!internal::FmaPanelsAvx2Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  const int64_t n = 16, k = 7;
+  const Layer l = Make(GetParam(), n, k, 2, 11);
+  std::vector<float> x = Acts(l, 2, 5);
+  x[k] = INFINITY;
+  std::vector<float> y(2 * n);
+  l.Run(x.data(), 2, nullptr, y.data(), 0, n);
+  for (int64_t c = 0; c < n; ++c) EXPECT_TRUE(std::isfinite(y[c])) << c;
+}
+
+std::string KindName(const ::testing::TestParamInfo<int>& info) {
+  constexpr const char* kNames[] = {"Bf16", "Fp8PerRow", "Fp8PerTensor", "Fp8W8A8"};
+  return kNames[info.param];
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, FmaPairPanelsTest, ::testing::Values(0, 1, 2, 3), KindName);
+
+// One-hot rows: output c of row i is weight (c, i) times its scale, rounded once: every E4M3
+// code (column c holds code 2c + parity, so 128 columns cover the 254 finite codes and the two
+// NaN slots get 0) and every bf16 weight come back exactly.
+TEST(FmaPairPanelsExactTest, OneHotRowsReadEveryWeightBack) {
+  if (!internal::FmaPanelsAvx2Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  const int64_t n = 128, k = 2;
+  for (int kind : {0, 1}) {
+    Layer l = Make(kind, n, k, k, 9);
+    for (int64_t c = 0; c < n; ++c) {
+      for (int64_t i = 0; i < k; ++i) {
+        const uint8_t code = static_cast<uint8_t>(2 * c + i);
+        if (kind == 1) {
+          l.codes[c * k + i] = (code & 0x7F) == 0x7F ? 0 : code;
+        } else {
+          l.bf16[c * k + i] = static_cast<uint16_t>(0x3C00 + 0x101 * c + 7 * i);  // assorted
+        }
+      }
+    }
+    l.Repack();
+    const std::vector<float> x = {1.0f, 0.0f, 0.0f, 1.0f};  // rows e_0, e_1
+    std::vector<float> y(k * n);
+    l.Run(x.data(), k, nullptr, y.data(), 0, n);
+    for (int64_t i = 0; i < k; ++i) {
+      for (int64_t c = 0; c < n; ++c) {
+        const float want = static_cast<float>(l.Scale(i, c)) * static_cast<float>(l.W(c, i));
+        ASSERT_EQ(y[i * n + c], want) << "kind " << kind << " row " << i << " col " << c;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
