@@ -25,12 +25,12 @@
 #include "engine/model/ggml_quantize.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/fma_panels_avx2.h"
-#include "kernels/cpu/fast/int8_dot_matmul.h"
-#include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/quant/activation_quant.h"
@@ -387,10 +387,11 @@ void BM_FloatPanelMatmul(benchmark::State& state, std::string fmt, int64_t n, in
   const bool bf16 = fmt == "BF16_FMA";
   if (bf16) fmt = "BF16";
   if (bf16 ? !kf::internal::FmaPanelsAvx2Available() : !kf::F16PanelAvailable()) {
-    state.SkipWithError(bf16 ? "no AVX2 + FMA + F16C on this CPU" : "no AVX-512 or AVX2 on this CPU");
+    state.SkipWithError(bf16 ? "no AVX2 + FMA + F16C on this CPU"
+                             : "no AVX-512 or AVX2 on this CPU");
     return;
   }
-  const auto kernel = bf16 ? kf::Bf16PairsFmaMatmul
+  const auto kernel = bf16           ? kf::Bf16PairsFmaMatmul
                       : fmt == "F32" ? kf::F32PanelMatmul
                                      : kf::F16PanelMatmul;
   TimeDense(state, Weights(fmt, n, k).stored_bytes, PanelViews(fmt, n, k), n, k, m,

@@ -466,7 +466,9 @@ std::string QuantizedLinear::Describe() const {
                     (quant_panels_ok_ && kf::QuantPanelAmxTakes(fast_) && !uses_int16_route())) &&
                    kf::AmxBf16Usable();
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
-                      amx ? " (cpu-amx-bf16)" : fp8_fma_ ? " (cpu-avx2-fma-panels)" : "");
+                      amx        ? " (cpu-amx-bf16)"
+                      : fp8_fma_ ? " (cpu-avx2-fma-panels)"
+                                 : "");
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {

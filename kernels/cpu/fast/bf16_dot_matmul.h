@@ -20,8 +20,8 @@
 // pair t of K, the 16 columns' (w[n, 2t], w[n, 2t+1]) as one 64-byte vector, so one `vdpbf16ps`
 // multiplies a broadcast activation pair into 16 outputs (oneDNN's VNNI-style bf16 layout). Columns
 // past N, and K from K up to its next multiple of 32, are zero (whole 1 KiB K tiles: AMX's B
-// tiles, amx.h), and activation rows are zero-padded to the same K. Output lanes are columns, so there is no
-// horizontal reduction and K blocks can park 16 outputs per vector between passes.
+// tiles, amx.h), and activation rows are zero-padded to the same K. Output lanes are columns, so
+// there is no horizontal reduction and K blocks can park 16 outputs per vector between passes.
 //
 // AMX: where AmxBf16Usable(), Bf16DotMatmul runs the same panels as AMX tiles (amx_panel_gemm.h):
 // per output the K tiles in ascending order (hi then lo per tile), so also batch-invariant, but

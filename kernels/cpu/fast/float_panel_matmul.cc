@@ -35,9 +35,7 @@ bool Avx512FloatPanels() {
 
 }  // namespace
 
-bool F16PanelAvailable() {
-  return Avx512FloatPanels() || internal::FmaPanelsAvx2Available();
-}
+bool F16PanelAvailable() { return Avx512FloatPanels() || internal::FmaPanelsAvx2Available(); }
 
 const char* FloatPanelTargetName() { return Avx512FloatPanels() ? "avx512" : "avx2"; }
 

@@ -87,7 +87,8 @@ struct Avx2Accumulators {
       const __m256i m_lo = LaneMask(a.store[j] & 0xFFu), m_hi = LaneMask(a.store[j] >> 8);
       const bool bias = a.bias != nullptr;
       const __m256 b_lo = bias ? _mm256_maskload_ps(a.bias + 16 * j, m_lo) : _mm256_setzero_ps();
-      const __m256 b_hi = bias ? _mm256_maskload_ps(a.bias + 16 * j + 8, m_hi) : _mm256_setzero_ps();
+      const __m256 b_hi =
+          bias ? _mm256_maskload_ps(a.bias + 16 * j + 8, m_hi) : _mm256_setzero_ps();
       for (int i = 0; i < MR; ++i) {
         float* out = a.y + i * a.y_stride + 16 * j;
         _mm256_maskstore_ps(out, m_lo, bias ? _mm256_add_ps(acc[i][j].lo, b_lo) : acc[i][j].lo);
@@ -141,7 +142,7 @@ struct PairPanels : Avx2Accumulators {
   using WVec = PairWeights;
   static constexpr int64_t kStepBytes = Decode::kStepBytes;
   static constexpr int64_t kBlockSteps = 32768 / Decode::kStepBytes;  // 32 KiB per panel
-  const float* x;  // the tile's first row
+  const float* x;                                                     // the tile's first row
   int64_t stride;  // elements between rows (even)
   Decode epilogue;
   HWY_INLINE static WVec LoadW(const uint8_t* p) { return Decode::Load(p); }
@@ -325,8 +326,8 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
     const int64_t c0 = std::max(n_begin, p0 * panels::kCols);
     const int64_t c1 = std::min(n_end, (p0 + np) * panels::kCols);
     const int64_t shift = p0 * panels::kCols;
-    panels::PanelMatmul(FloatPanels<true>{{}, x, 2 * pairs}, buf.get(), half_bytes, 2 * pairs,
-                        w.n, rows, nullptr, y + shift, c0 - shift, c1 - shift);
+    panels::PanelMatmul(FloatPanels<true>{{}, x, 2 * pairs}, buf.get(), half_bytes, 2 * pairs, w.n,
+                        rows, nullptr, y + shift, c0 - shift, c1 - shift);
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t p = c0 / panels::kCols; p * panels::kCols < c1; ++p) {
         const unsigned bits = panels::StoreMask(p, c0, c1);
@@ -344,14 +345,14 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
 
 void F16PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
-  RunPanels<kFloatGemvVecs>(FloatPanels<true>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
-                      n_begin, n_end);
+  RunPanels<kFloatGemvVecs>(FloatPanels<true>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows,
+                            bias, y, n_begin, n_end);
 }
 
 void F32PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
-  RunPanels<kFloatGemvVecs>(FloatPanels<false>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias,
-                      y, n_begin, n_end);
+  RunPanels<kFloatGemvVecs>(FloatPanels<false>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows,
+                            bias, y, n_begin, n_end);
 }
 
 }  // namespace tessera::kernels::cpu::fast::internal
@@ -364,8 +365,9 @@ void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, cons
   thread_local std::vector<float> padded;
   const float* xs = internal::PaddedActs(x, w.k, rows, padded);
   const int64_t stride = (w.k + 1) / 2 * 2;
-  internal::RunPanels<internal::kPairGemvVecs>(PairPanels<internal::Bf16Pairs>{{}, xs, stride, {}}, w.data, w.row_stride,
-                      stride / 2, w.n, rows, bias, y, n_begin, n_end);
+  internal::RunPanels<internal::kPairGemvVecs>(PairPanels<internal::Bf16Pairs>{{}, xs, stride, {}},
+                                               w.data, w.row_stride, stride / 2, w.n, rows, bias, y,
+                                               n_begin, n_end);
 }
 
 void Fp8PanelFmaMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
@@ -379,8 +381,9 @@ void Fp8PanelFmaMatmul(const FastQuantWeights& w, const float* x, int64_t rows, 
   }
   const int64_t stride = (w.k + 1) / 2 * 2;
   const int64_t panel_bytes = Fp8PairsBytes(panels::kCols, w.k);
-  internal::RunPanels<internal::kPairGemvVecs>(PairPanels<internal::Fp8Pairs>{{}, xs, stride, {&w, 0}}, w.q, panel_bytes,
-                      stride / 2, w.n, rows, bias, y, n_begin, n_end);
+  internal::RunPanels<internal::kPairGemvVecs>(
+      PairPanels<internal::Fp8Pairs>{{}, xs, stride, {&w, 0}}, w.q, panel_bytes, stride / 2, w.n,
+      rows, bias, y, n_begin, n_end);
 }
 
 }  // namespace tessera::kernels::cpu::fast

@@ -1,8 +1,8 @@
 // The tile driver the 16-column panel kernels share (bf16_dot_matmul: bf16 K-pair panels;
-// float_panel_matmul: f16 and f32 K panels): the weights are stored as panels of 16 output columns, K-major,
-// one 64-byte (or 32-byte) vector per K step, so each output column is one f32 lane and each
-// output (m, n) is one accumulator lane that takes the K steps in ascending order, then + bias.
-// A tile is kTileRows rows × kTileVecs panels of accumulators (24 zmm); each K step loads
+// float_panel_matmul: f16 and f32 K panels): the weights are stored as panels of 16 output columns,
+// K-major, one 64-byte (or 32-byte) vector per K step, so each output column is one f32 lane and
+// each output (m, n) is one accumulator lane that takes the K steps in ascending order, then +
+// bias. A tile is kTileRows rows × kTileVecs panels of accumulators (24 zmm); each K step loads
 // kTileVecs weight vectors and lets the kernel's policy multiply them into every row. A call with
 // more rows than one tile walks K in blocks of the policy's kBlockSteps (the tile's weights for a
 // block stay in L2 and a row tile's activations in L1 while every row tile passes over them),

@@ -196,12 +196,12 @@ TEST_P(FloatPanelTest, Avx2KernelGivesTheAvx512Bits) {
       std::string(FloatPanelTargetName()) != "avx512") {
     GTEST_SKIP() << "needs AVX-512 and AVX2 (not under TESSERA_CPU_ISA=avx2)";
   }
-  for (auto [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{70, 2048, 13},
-                            {37, 1100, 7},
-                            {5, 3, 1}}) {
+  for (auto [n, k, rows] :
+       {std::tuple<int64_t, int64_t, int64_t>{70, 2048, 13}, {37, 1100, 7}, {5, 3, 1}}) {
     Problem p = Make(F32(), n, k, rows, 0, static_cast<uint32_t>(n + k));
     std::vector<float> want(rows * n), got(rows * n);
-    for (const float* b : {static_cast<const float*>(p.bias.data()), static_cast<const float*>(nullptr)}) {
+    for (const float* b :
+         {static_cast<const float*>(p.bias.data()), static_cast<const float*>(nullptr)}) {
       p.kernel = Kernel::kPublic;
       p.Matmul(p.x.data(), rows, b, want.data(), 0, n);
       p.kernel = Kernel::kAvx2;
@@ -229,13 +229,13 @@ TEST_P(FloatPanelTest, SubnormalF16WeightsAreExact) {
   for (int64_t n = 0; n < 3; ++n) EXPECT_EQ(y[n], 65504.0f + 0.0625f) << n;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    WeightTypesAndKernels, FloatPanelTest,
-    ::testing::Combine(::testing::Bool(), ::testing::Values(Kernel::kPublic, Kernel::kAvx2)),
-    [](const ::testing::TestParamInfo<std::tuple<bool, Kernel>>& info) {
-      return std::string(std::get<0>(info.param) ? "F32" : "F16") +
-             (std::get<1>(info.param) == Kernel::kAvx2 ? "Avx2" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(WeightTypesAndKernels, FloatPanelTest,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(Kernel::kPublic, Kernel::kAvx2)),
+                         [](const ::testing::TestParamInfo<std::tuple<bool, Kernel>>& info) {
+                           return std::string(std::get<0>(info.param) ? "F32" : "F16") +
+                                  (std::get<1>(info.param) == Kernel::kAvx2 ? "Avx2" : "");
+                         });
 
 }  // namespace
 }  // namespace tessera::kernels::cpu::fast

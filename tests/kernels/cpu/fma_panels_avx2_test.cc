@@ -41,7 +41,7 @@ struct Layer {
   std::vector<float> scales, col_scale, row_scale, bias;
   bool w8a8 = false;
   hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
-  FastWeights dense;      // bf16 panels
+  FastWeights dense;       // bf16 panels
   FastQuantWeights quant;  // FP8 panels
 
   double W(int64_t col, int64_t i) const {

@@ -153,8 +153,8 @@ TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
       absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(w.data()), w.size() * 2)};
   auto l = DenseLinear::Create(view, bias, &pool, DenseActivations::kFloat);
   ASSERT_TRUE(l.ok()) << l.status();
-  EXPECT_EQ((*l)->Describe(), absl::StrCat("f16 / cpu-", kernels::cpu::fast::FloatPanelTargetName(),
-                                           "-panels"));
+  EXPECT_EQ((*l)->Describe(),
+            absl::StrCat("f16 / cpu-", kernels::cpu::fast::FloatPanelTargetName(), "-panels"));
   const std::vector<float> x = Normal(kRows * kK, rng);
   const std::vector<float> y = Forward(**l, x, kRows);
   for (int64_t m = 0; m < kRows; ++m) {
