@@ -63,6 +63,7 @@ inline void XorStrided(uint8_t* p, int64_t count, int64_t step, uint8_t mask, ui
 // The registration of each file's benchmarks at the prefill / decode shapes `gemm`.
 void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm);   // quant_matmul_bench.cc
 void RegisterInt4x16Benchmarks(std::span<const Shape> gemm);       // int4_x16_bench.cc
+void RegisterInt8DotBenchmarks(std::span<const Shape> gemm);       // int8_dot_bench.cc
 void RegisterGgmlPanelBenchmarks(std::span<const Shape> gemm);     // ggml_panels_bench.cc
 void RegisterAttentionBenchmarks(kernels::cpu::ThreadPool* pool);  // attention_bench.cc
 

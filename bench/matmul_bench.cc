@@ -7,8 +7,9 @@
 // DenseLinear does. BM_Peak* measure the compute roofline (f32 FMA, VNNI, BF16 dot on zmm
 // registers, all pool threads) so GEMM rates can be quoted as a fraction of peak; with
 // TESSERA_HAVE_ONEDNN, onednn_bench.cc adds oneDNN's matmul on the same shapes. The quantized
-// formats' kernels (quant_matmul_bench.cc), the int8-activation tiles (int4_x16_bench.cc) and
-// attention / row kernels (attention_bench.cc) register from their own files.
+// formats' kernels (quant_matmul_bench.cc), the int8-activation tiles (int4_x16_bench.cc), INT8
+// W8A8 (int8_dot_bench.cc) and attention / row kernels (attention_bench.cc) register from their
+// own files.
 #include <benchmark/benchmark.h>
 #include <immintrin.h>
 
@@ -24,13 +25,12 @@
 #include "bench/bench_common.h"
 #include "engine/model/ggml_quantize.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
-#include "kernels/cpu/fast/fma_panels_avx2.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
-#include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/quant/activation_quant.h"
@@ -380,13 +380,13 @@ const std::vector<kf::FastWeights>& PanelViews(const std::string& fmt, int64_t n
 
 // ---- The f16 / f32 panel kernels DenseLinear runs for f16 and f32 weights
 // (float_panel_matmul.h; AVX-512, or AVX2 without it), on f32 activations as they come.
-// BF16_FMA: bf16 pair panels in f32 FMA (Bf16PairsFmaMatmul, fma_panels_avx2.h), DenseLinear's
+// BF16_FMA: bf16 pair panels in f32 FMA (Bf16PairsFmaMatmul, avx2_panels.h), DenseLinear's
 // kernel for bf16 weights without AVX-512, run here on any CPU with AVX2. ----
 void BM_FloatPanelMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t k,
                          int64_t m) {
   const bool bf16 = fmt == "BF16_FMA";
   if (bf16) fmt = "BF16";
-  if (bf16 ? !kf::internal::FmaPanelsAvx2Available() : !kf::F16PanelAvailable()) {
+  if (bf16 ? !kf::internal::Avx2PanelsAvailable() : !kf::F16PanelAvailable()) {
     state.SkipWithError(bf16 ? "no AVX2 + FMA + F16C on this CPU"
                              : "no AVX-512 or AVX2 on this CPU");
     return;
@@ -432,55 +432,6 @@ void BM_Bf16DotMatmul(benchmark::State& state, std::string fmt, int64_t n, int64
   }
   const double it = static_cast<double>(state.iterations());
   state.counters["weight_GB/s"] = benchmark::Counter(w.stored_bytes * it / 1e9, benchmark::Counter::kIsRate);
-  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
-}
-
-// ---- INT8 W8A8 (compressed-tensors int-quantized: per-channel weight scales, dynamic per-token
-// symmetric activations) on the VNNI panel kernel (int8_dot_matmul.h), as QuantizedLinear runs
-// it: the activations are quantized and shifted to u8 inside the timing (the fused quantizer, rows
-// split over the pool); random codes in 256 MiB of distinct copies. ----
-void BM_Int8DotMatmul(benchmark::State& state, std::string, int64_t n, int64_t k, int64_t m) {
-  if (!kf::Int8DotAvailable()) {
-    state.SkipWithError("no AVX-512 VNNI on this CPU");
-    return;
-  }
-  struct Copy {
-    hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
-    std::vector<int32_t> sums;
-    std::vector<float> scales;
-  };
-  const int64_t stored = n * k + 4 * n;
-  std::vector<Copy> copies(std::max<int64_t>(1, CoverBytes() / stored));
-  std::mt19937 rng(42);
-  std::vector<int8_t> q(n * k);
-  for (Copy& c : copies) {
-    for (auto& v : q) v = static_cast<int8_t>(rng());
-    c.panels = hwy::AllocateAligned<uint8_t>(kf::Int8QuadsBytes(n, k));
-    c.sums.resize(n);
-    kf::RepackInt8Quads(q.data(), n, k, c.panels.get(), c.sums.data());
-    c.scales.assign(n, 0.01f);
-  }
-  std::vector<float> x(m * k), y(m * n), sa(m);
-  std::vector<int8_t> qa(m * k);  // not read by the kernel (Int8Activations::q)
-  std::vector<uint8_t> u8(m * kf::Int8DotActStride(k));
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  for (auto& v : x) v = nd(rng);
-  size_t next = 0;
-  for (auto _ : state) {
-    const Copy& c = copies[next];
-    next = (next + 1) % copies.size();
-    Pool().ParallelFor(m, 1, [&](int64_t r0, int64_t r1) {
-      kf::QuantizeInt8PerTokenSymmetricU8(x.data(), k, r0, r1, sa.data(), u8.data());
-    });
-    const kf::Int8DotWeights w{c.panels.get(), c.sums.data(), c.scales.data(), true, n, k};
-    const kc::Int8Activations a{qa.data(), sa.data(), nullptr, true};
-    Pool().ParallelFor(n, ColumnGrain(m), [&](int64_t b, int64_t e) {
-      kf::Int8DotMatmul(w, u8.data(), a, m, nullptr, y.data(), b, e);
-    });
-    benchmark::DoNotOptimize(y.data());
-  }
-  const double it = static_cast<double>(state.iterations());
-  state.counters["weight_GB/s"] = benchmark::Counter(stored * it / 1e9, benchmark::Counter::kIsRate);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * m * n * k * it / 1e9, benchmark::Counter::kIsRate);
 }
 
@@ -568,9 +519,7 @@ void RegisterAll() {
       for (int64_t m : {1, 16, 128}) Register("BM_Bf16DotMatmul", BM_Bf16DotMatmul, f, s, m);
     }
   }
-  for (const Shape& s : gemm) {
-    for (int64_t m : {1, 16, 128}) Register("BM_Int8DotMatmul", BM_Int8DotMatmul, "INT8_W8A8", s, m);
-  }
+  RegisterInt8DotBenchmarks(gemm);
   for (const char* f : {"Q4_0", "Q8_0"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Q8ActMatmul", BM_Q8ActMatmul, f, s, m);

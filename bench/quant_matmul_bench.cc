@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
-#include "kernels/cpu/fast/fma_panels_avx2.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 #include "kernels/cpu/fast/quant_panel_amx.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
@@ -85,7 +85,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // activations converted to bf16 (hi + lo for W8A16) inside the timing, rows over the pool.
   // FP8_BF16ACT: W8A16 under --cpu_bf16_activations, on the panels as QuantizedLinear runs it:
   // x rounded to bf16 (hi alone) inside the timing, one vdpbf16ps per weight pair.
-  // *_PANEL_FMA: those panels in f32 FMA (Fp8PanelFmaMatmul, fma_panels_avx2.h), the engine's
+  // *_PANEL_FMA: those panels in f32 FMA (Fp8PanelFmaMatmul, avx2_panels.h), the engine's
   // FP8 kernel without AVX-512, run here on any CPU with AVX2; f32 activations as they come.
   const bool fma = fmt.ends_with("_PANEL_FMA");
   if (fma) fmt = fmt.substr(0, fmt.size() - 4);
@@ -227,7 +227,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     state.SkipWithError("no AVX-512 VNNI on this CPU");
     return;
   }
-  if (fma && !kf::internal::FmaPanelsAvx2Available()) {
+  if (fma && !kf::internal::Avx2PanelsAvailable()) {
     state.SkipWithError("no AVX2 + FMA + F16C on this CPU");
     return;
   }

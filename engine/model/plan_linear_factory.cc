@@ -84,7 +84,8 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
     view.bytes = absl::Span<const uint8_t>(reinterpret_cast<const uint8_t*>(owned_bf16_.back().data()),
                                            owned_bf16_.back().size() * 2);
     TESSERA_ASSIGN_OR_RETURN(auto l, backend::cpu::DenseLinear::Create(view, std::move(bias), pool_));
-    // bf16 repacked into the layer's panels (AVX-512 BF16): the dequantized copy is dead weight.
+    // bf16 repacked into the layer's panels (AVX-512 BF16, or AVX2's FMA panels): the dequantized
+    // copy is dead weight.
     if (l->reads_own_copy()) std::vector<uint16_t>().swap(owned_bf16_.back());
     return std::unique_ptr<backend::Linear>(std::move(l));
   }

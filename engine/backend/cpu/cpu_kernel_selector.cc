@@ -173,12 +173,12 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       if (spec->activation == ActivationFormat::kInt8) {
         // QuantizedLinear::InitInt8Dot takes the layer under the same two conditions. Asking
         // AmxInt8Usable here runs its one-time self-check at load, not in a request.
-        if (!kernels::cpu::fast::Int8DotAvailable() ||
+        if (!kernels::cpu::fast::Int8DotUsable() ||
             !kernels::cpu::fast::Int8DotSupportsK(spec->k)) {
           spec->kernel = "cpu/int8-w8a8-ref";
         } else {
-          spec->kernel =
-              kernels::cpu::fast::AmxInt8Usable() ? "cpu/int8-w8a8-amx" : "cpu/int8-w8a8-vnni";
+          const std::string name = kernels::cpu::fast::Int8DotKernelName();
+          spec->kernel = absl::StrCat("cpu/int8-w8a8-", name == "avx512-vnni" ? "vnni" : name);
         }
         break;
       }

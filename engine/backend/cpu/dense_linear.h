@@ -4,9 +4,10 @@
 // once at load into
 // the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), with int8
 // activations every GGUF block type but MXFP4 into the 16-column tiles of
-// kernels/cpu/fast/int4_x16.h, bf16 on CPUs with AVX-512 BF16 into the 16-column K-pair panels of
-// the vdpbf16ps kernel, and f16 and f32 on AVX-512 into the 16-column K panels of
-// float_panel_matmul.h, and with f32 activations on AVX-512 every GGUF block type into the
+// kernels/cpu/fast/int4_x16.h, bf16 into the 16-column K-pair panels of the vdpbf16ps kernel
+// (AVX-512 BF16) or of the f32 FMA one (AVX2 without AVX-512: kernels/cpu/fast/avx2_panels.h), f16
+// and f32 on AVX-512 or AVX2 into the 16-column K panels of float_panel_matmul.h, and with f32
+// activations on AVX-512 every GGUF block type into the
 // quantized panels of kernels/cpu/fast/ggml_quant_panels.h. A repacked tensor's pages of the
 // checkpoint map are given back (io::ReleaseMappedPages), so the weights are resident once.
 #ifndef TESSERA_ENGINE_BACKEND_CPU_DENSE_LINEAR_H_
@@ -35,7 +36,8 @@ absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorVi
 // quantizes each input row to int8 blocks of 32 per call and runs the VNNI kernel on the weights
 // repacked in 16-column tiles (kernels/cpu/fast/int4_x16.h).
 // kBf16 (bf16 weights only) rounds each input row to bf16 (kernels/cpu/fast/bf16_dot_matmul.h);
-// kFloat on bf16 weights runs the same kernel on the exact hi + lo split of the f32 rows.
+// kFloat on bf16 weights runs the same kernel on the exact hi + lo split of the f32 rows (on AVX2
+// without AVX-512 the FMA panels take the f32 rows themselves).
 enum class DenseActivations { kFloat, kInt8Block32, kBf16 };
 
 class DenseLinear : public Linear {

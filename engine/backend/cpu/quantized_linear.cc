@@ -253,7 +253,7 @@ void QuantizedLinear::InitFast() {
     fp8_panels_ok_ = true;
     kf::AmxBf16Usable();  // the panels run as AMX tiles there: its one-time self-check at load
   } else if (fast_ok_ && panel_acts && kf::Fp8PanelFmaSupported(fast_)) {
-    // Without AVX-512: the same panels in f32 FMA (fma_panels_avx2.h), exact activations.
+    // Without AVX-512: the same panels in f32 FMA (avx2_panels.h), exact activations.
     x16_ = kc::HugePageBuffer(kf::Fp8PairsBytes(s.n, s.k));
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data(), pool_);
     fp8_panels_ok_ = true;
@@ -467,7 +467,7 @@ std::string QuantizedLinear::Describe() const {
                    kf::AmxBf16Usable();
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
                       amx        ? " (cpu-amx-bf16)"
-                      : fp8_fma_ ? " (cpu-avx2-fma-panels)"
+                      : fp8_fma_ ? " (cpu-avx2-panels)"
                                  : "");
 }
 

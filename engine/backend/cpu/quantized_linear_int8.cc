@@ -53,7 +53,7 @@ bool QuantizedLinear::InitInt8Dot() {
   if (s.weight_format != WeightFormat::kInt8 || s.activation != ActivationFormat::kInt8) {
     return false;
   }
-  if (!kf::Int8DotAvailable() || !kf::Int8DotSupportsK(s.k) || w_.q == nullptr) return false;
+  if (!kf::Int8DotUsable() || !kf::Int8DotSupportsK(s.k) || w_.q == nullptr) return false;
   if (s.activation_origin == ScaleOrigin::kStatic && !kf::Int8DotSupportsAzp(w_.input_zero_point)) {
     return false;
   }

@@ -80,7 +80,7 @@ void Bf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
                    const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
 // Without AVX-512 (Bf16PairsFmaAvailable(): AVX2, FMA and F16C, no AVX-512 or TESSERA_CPU_ISA=
-// avx2), the same panels multiplied in f32 with FMA (fma_panels_avx2.h): output (m, n) is one f32
+// avx2), the same panels multiplied in f32 with FMA (avx2_panels.h): output (m, n) is one f32
 // lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then + bias, the same for every row
 // count and column split. The f32 activations' own products, within (K + 1)·u·Σ|x·w| of the exact
 // sum; x [rows, k] is f32 (the activations, or their bf16 rounding for --cpu_bf16_activations).

@@ -1,7 +1,7 @@
 // AVX-512 kernels of float_panel_matmul.h: the f16 and f32 K panels run through the shared tile
 // driver (panel_gemm.h) with a policy that loads each panel's 16 weights of a k (f16 widened with
 // `vcvtph2ps`) and multiplies one broadcast f32 activation per row into them. Without AVX-512 the
-// calls go to the AVX2 twins (fma_panels_avx2.h).
+// calls go to the AVX2 twins (avx2_panels.h).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
 // _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
@@ -14,8 +14,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/column_panels.h"
-#include "kernels/cpu/fast/fma_panels_avx2.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
@@ -35,7 +35,7 @@ bool Avx512FloatPanels() {
 
 }  // namespace
 
-bool F16PanelAvailable() { return Avx512FloatPanels() || internal::FmaPanelsAvx2Available(); }
+bool F16PanelAvailable() { return Avx512FloatPanels() || internal::Avx2PanelsAvailable(); }
 
 const char* FloatPanelTargetName() { return Avx512FloatPanels() ? "avx512" : "avx2"; }
 
@@ -94,29 +94,31 @@ struct FloatPanels : panels::FloatAccumulators {
   }
 };
 
+template <bool kF16>
+void FloatPanelMatmulAvx512(const FastWeights& w, const float* x, int64_t rows, const float* bias,
+                            float* y, int64_t n_begin, int64_t n_end) {
+  panels::PanelMatmul(FloatPanels<kF16>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
+                      n_begin, n_end);
+}
+
 }  // namespace
 
+HWY_POP_ATTRIBUTES
+
+// Outside the AVX-512 attributes: they run on AVX2-only CPUs too, and only then pick a path.
 void F16PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
                     int64_t n_begin, int64_t n_end) {
-  if (!Avx512FloatPanels()) {
-    internal::F16PanelMatmulAvx2(w, x, rows, bias, y, n_begin, n_end);
-    return;
-  }
-  panels::PanelMatmul(FloatPanels<true>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
-                      n_begin, n_end);
+  if (!Avx512FloatPanels())
+    return internal::F16PanelMatmulAvx2(w, x, rows, bias, y, n_begin, n_end);
+  FloatPanelMatmulAvx512<true>(w, x, rows, bias, y, n_begin, n_end);
 }
 
 void F32PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias, float* y,
                     int64_t n_begin, int64_t n_end) {
-  if (!Avx512FloatPanels()) {
-    internal::F32PanelMatmulAvx2(w, x, rows, bias, y, n_begin, n_end);
-    return;
-  }
-  panels::PanelMatmul(FloatPanels<false>{{}, x, w.k}, w.data, w.row_stride, w.k, w.n, rows, bias, y,
-                      n_begin, n_end);
+  if (!Avx512FloatPanels())
+    return internal::F32PanelMatmulAvx2(w, x, rows, bias, y, n_begin, n_end);
+  FloatPanelMatmulAvx512<false>(w, x, rows, bias, y, n_begin, n_end);
 }
-
-HWY_POP_ATTRIBUTES
 
 #else  // not x86-64 GCC/Clang: never called (F16PanelAvailable() is false), defined for the link.
 

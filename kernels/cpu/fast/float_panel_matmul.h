@@ -2,7 +2,7 @@
 // DenseLinear runs for them, decode and prefill alike, on f32 activations (GGUF F16 / F32
 // checkpoints, F32 safetensors, and any F16 tensor a precision plan keeps, such as the lm_head of
 // an FP8 or NVFP4 plan over an F16 model). Without AVX-512 (or under TESSERA_CPU_ISA=avx2) the
-// same panels run fma_panels_avx2.h's 256-bit kernels, which give the same bits.
+// same panels run avx2_panels.h's 256-bit kernels, which give the same bits.
 //
 // Why: the row kernel (FastMatmul kF16 / kF32) reads four weight rows at a time, four streams that
 // each end after one or two 4 KiB pages at K = 2048, and streamed ~17-27 GB/s (f16) at batch 1

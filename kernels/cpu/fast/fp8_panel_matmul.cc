@@ -15,7 +15,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <vector>
 
 #include "kernels/cpu/fast/amx_panel_gemm.h"
@@ -49,7 +51,12 @@ bool Fp8PanelSupported(const FastQuantWeights& w) {
 }
 
 bool Fp8PanelFmaSupported(const FastQuantWeights& w) {
-  if (!Fp8PanelFmaAvailable() || w.decode != QuantDecode::kFp8 || w.q == nullptr ||
+  // TESSERA_FP8_BF16=0, the escape hatch to FastQuantMatmul's Highway kernel, covers this one too.
+  static const bool enabled = [] {
+    const char* e = std::getenv("TESSERA_FP8_BF16");
+    return e == nullptr || std::string_view(e) != "0";
+  }();
+  if (!enabled || !Fp8PanelFmaAvailable() || w.decode != QuantDecode::kFp8 || w.q == nullptr ||
       w.scales == nullptr || w.n < 0 || w.k <= 0 || w.scale_k < w.k || w.act_block_scales ||
       (w.row_scale == nullptr && w.col_scale != nullptr)) {
     return false;

@@ -1,7 +1,8 @@
-// FP8 E4M3 weights in 16-column K-pair panels on AVX-512 BF16: the kernel QuantizedLinear runs for
-// FP8 W8A8 layers (static or per-token activation scales) and W8A16 (exact f32 activations as the
-// hi + lo split, or --cpu_bf16_activations) whose weight scales are per tensor or per output row,
-// decode and prefill alike; 2-D block scales keep fp8_bf16_matmul.h. (W8A16 with the split stayed
+// FP8 E4M3 weights in 16-column K-pair panels on AVX-512 BF16 (and on AVX2 without AVX-512, the
+// FMA form below): the kernel QuantizedLinear runs for FP8 W8A8 layers (static or per-token
+// activation scales) and W8A16 (exact f32 activations as the hi + lo split, or
+// --cpu_bf16_activations) whose weight scales are per tensor or per output row, decode and
+// prefill alike; 2-D block scales keep fp8_bf16_matmul.h. (W8A16 with the split stayed
 // row-major until side-by-side runs showed the panels as fast at batch 1 and 10-35% faster from
 // 16 rows: bench/README.md, eleventh session.)
 //
@@ -67,13 +68,17 @@ void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_
                     int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
 // Without AVX-512 (Fp8PanelFmaAvailable(): AVX2, FMA and F16C, no AVX-512 or TESSERA_CPU_ISA=
-// avx2), the same panels multiplied in f32 with FMA (fma_panels_avx2.h): each code decoded
+// avx2), the same panels multiplied in f32 with FMA (avx2_panels.h): each code decoded
 // exactly (as code · 2^-8, through f16 bits and `vcvtph2ps`; the weight scale carries the 2^8),
 // output (m, n) one f32 lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then
 // Fp8PanelMatmul's epilogue. x [rows, k] f32: W8A16's activations (exact: within (K + 1)·u·Σ|x·w|
-// before the scale products' roundings) or their bf16 rounding, W8A8's E4M3 values. Requires
-// Fp8PanelFmaSupported(w) and w from RepackFp8Pairs. Why: FastQuantMatmul's FP8 kernel read 12.6
-// GB/s at batch 1 on AVX2 against a 35 GB/s triad (bench/README.md, twenty-first session).
+// before the scale products' roundings, unless a product x · code · 2^-8 falls below f32's
+// normal range, |x · w| < ~2^-118) or their bf16 rounding, W8A8's E4M3 values. Up to 5 rows
+// decode in registers, more decode to f16 panels first; every route gives a row the same bits.
+// TESSERA_FP8_BF16=0 turns this kernel off too (FP8 then runs FastQuantMatmul's Highway kernel).
+// Requires Fp8PanelFmaSupported(w) and w from RepackFp8Pairs. Why: FastQuantMatmul's FP8 kernel
+// read 12.6 GB/s at batch 1 on AVX2 against a 35 GB/s triad (bench/README.md, twenty-first
+// session).
 bool Fp8PanelFmaAvailable();
 // Whether Fp8PanelFmaMatmul takes `w` here: Fp8PanelFmaAvailable(), and Fp8PanelSupported's
 // shapes (per-tensor or per-row weight scales, finite and below 2^100, no K blocks) without its

@@ -16,6 +16,7 @@
 
 #include "kernels/cpu/fast/amx.h"
 #include "kernels/cpu/fast/amx_panel_gemm.h"
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/column_panels.h"
 
 #include "kernels/cpu/quant/activation_quant.h"
@@ -38,6 +39,12 @@ int64_t PanelBytes(int64_t k) { return Int8PanelKTiles(k) * amx::kTileBytes; }
 bool Int8DotAvailable() {
   static const bool has = TESSERA_HAS_AVX512_WITH("avx512vnni");
   return has;
+}
+
+bool Int8DotUsable() { return Int8DotAvailable() || internal::Avx2PanelsAvailable(); }
+
+const char* Int8DotKernelName() {
+  return !Int8DotAvailable() ? "avx2" : AmxInt8Usable() ? "amx" : "avx512-vnni";
 }
 
 void Int8ActsToU8(const int8_t* q, int64_t k, int64_t r0, int64_t r1, uint8_t* u8) {
@@ -249,6 +256,8 @@ bool AmxInt8Usable() {
 
 void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
                    int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  if (!Int8DotAvailable())
+    return internal::Int8DotMatmulAvx2(w, u8, act, rows, bias, y, n_begin, n_end);
   if (AmxInt8Usable()) return internal::AmxInt8DotMatmul(w, u8, act, rows, bias, y, n_begin, n_end);
   Int8DotMatmulAvx512(w, u8, act, rows, bias, y, n_begin, n_end);
 }
@@ -260,7 +269,7 @@ void QuantizeInt8PerTokenSymmetricU8(const float* x, int64_t k, int64_t r0, int6
   QuantizeSymmetricU8Reference(x, k, r0, r1, scales, u8);
 }
 
-#else  // not x86-64 GCC/Clang: never called (Int8DotAvailable() is false), defined for the link.
+#else  // not x86-64 GCC/Clang: never called (Int8DotUsable() is false), defined for the link.
 
 void QuantizeInt8PerTokenSymmetricU8(const float* x, int64_t k, int64_t r0, int64_t r1,
                                      float* scales, uint8_t* u8) {

@@ -26,8 +26,17 @@
 
 namespace tessera::kernels::cpu::fast {
 
-// Whether this CPU runs Int8DotMatmul (CPUID: AVX-512 F, BW, VL and VNNI).
+// Whether this CPU runs Int8DotMatmul's AVX-512 kernel (CPUID: AVX-512 F, BW, VL and VNNI).
 bool Int8DotAvailable();
+
+// Whether this CPU runs Int8DotMatmul at all: Int8DotAvailable(), else AVX2 (avx2_panels.h: the
+// same panels and activations with `vpmaddwd`, the same exact integer sums and epilogue, so the
+// same bits). Without it QuantizedLinear runs the reference (bench/README.md, twenty-first
+// session: TinyLlama INT8 W8A8 on AVX2 prefilled 8 tok/s that way).
+bool Int8DotUsable();
+
+// "amx", "avx512-vnni" or "avx2": the kernel Int8DotMatmul runs here (plan labels).
+const char* Int8DotKernelName();
 
 // Whether the kernel takes a K (the int32 sum must not overflow): 0 < k < 2^16.
 inline bool Int8DotSupportsK(int64_t k) { return k > 0 && k < (int64_t{1} << 16); }
@@ -78,7 +87,7 @@ inline bool Int8DotSupportsAzp(int32_t azp) { return azp >= -128 && azp <= 127; 
 
 // MatmulInt8W8A8's contract for columns [n_begin, n_end), with the activations as u8 rows from
 // Int8ActsToU8 (a.q is not read; a.scales, a.azp and a.per_token are). Requires
-// Int8DotAvailable(), Int8DotSupportsK(w.k) and Int8DotSupportsAzp for every zero point.
+// Int8DotUsable(), Int8DotSupportsK(w.k) and Int8DotSupportsAzp for every zero point.
 void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& a,
                    int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
 

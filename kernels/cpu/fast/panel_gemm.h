@@ -1,20 +1,23 @@
 // The tile driver the 16-column panel kernels share (bf16_dot_matmul: bf16 K-pair panels;
-// float_panel_matmul: f16 and f32 K panels): the weights are stored as panels of 16 output columns,
+// float_panel_matmul: f16 and f32 K panels; FP8, INT8 and the 256-bit kernels of the same panels
+// in avx2_panels.cc): the weights are stored as panels of 16 output columns,
 // K-major, one 64-byte (or 32-byte) vector per K step, so each output column is one f32 lane and
 // each output (m, n) is one accumulator lane that takes the K steps in ascending order, then +
-// bias. A tile is kTileRows rows × kTileVecs panels of accumulators (24 zmm); each K step loads
+// bias. A tile is kTileRows rows × kTileVecs panels of accumulators (24 zmm; a policy may declare
+// a smaller one, below); each K step loads
 // kTileVecs weight vectors and lets the kernel's policy multiply them into every row. A call with
 // more rows than one tile walks K in blocks of the policy's kBlockSteps (the tile's weights for a
 // block stay in L2 and a row tile's activations in L1 while every row tile passes over them),
 // parking the accumulators in a buffer between blocks (a store and reload are exact); one row tile
 // runs the whole K in registers. So a row's result is bit-identical for every row count, tile
 // shape and column split: GEMV and prefill agree. Internal to kernels/cpu/fast. Include it inside
-// the region a kernel compiles for AVX-512 (its HWY_PUSH_ATTRIBUTES), and include <immintrin.h>,
-// <algorithm>, <vector> and column_panels.h *before* that region: the standard headers must not
-// be compiled with AVX-512 attributes (their inline functions are shared with the whole program),
-// and the include guards make the includes below no-ops there.
+// the region a kernel compiles for (its HWY_PUSH_ATTRIBUTES: AVX-512; or AVX2, with
+// TESSERA_PANEL_GEMM_AVX2_ONLY defined to leave out the zmm FloatAccumulators), and include
+// <immintrin.h>, <algorithm>, <vector> and column_panels.h *before* that region: the standard
+// headers must not be compiled with AVX-512 attributes (their inline functions are shared with the
+// whole program), and the include guards make the includes below no-ops there.
 //
-// A policy K provides: `Acc` (an accumulator vector: __m512 or __m512i), `static Acc Zero()`,
+// A policy K provides: `Acc` (an accumulator: __m512, __m512i, or two ymm), `static Acc Zero()`,
 // `static Acc Load(const float*)` and `static void Store(float*, Acc)` (the park buffer, exact for
 // either type), `WVec` (one panel's weights of one K step, as the kernel multiplies them),
 // `kStepBytes` (bytes of a K step in one panel), `kBlockSteps`, `static WVec LoadW(const
@@ -23,7 +26,7 @@
 // tile, K step t, into acc[0..NV)) and `template <int MR, int NV> void Finish(const TileJob&,
 // Acc (&)[MR][NV]) const` (the epilogue of the last K block); FloatAccumulators below gives the
 // f32 kernels theirs. A policy may declare a smaller tile, `kRows` × `kVecs` (at most 6 × 4), for
-// a register file of 16 vectors (the AVX2 kernels, fma_panels_avx2.cc); the shape changes only
+// a register file of 16 vectors (the AVX2 kernels, avx2_panels.cc); the shape changes only
 // which accumulators share a K step's loads, never a lane's order, so results do not depend on it.
 // Include the header in one target region per translation unit: its templates take the target
 // attributes of the region they are defined in.
@@ -57,7 +60,7 @@ struct TileJob {
   __mmask16 store[kTileVecs];  // lanes of each panel inside [n_begin, n_end)
 };
 
-#if !defined(TESSERA_PANEL_GEMM_AVX2_ONLY)  // fma_panels_avx2.cc's region has no zmm
+#if !defined(TESSERA_PANEL_GEMM_AVX2_ONLY)  // avx2_panels.cc's region has no zmm
 // The f32 kernels' accumulators and epilogue: output (m, n) = acc + bias[n], masked stores.
 struct FloatAccumulators {
   using Acc = __m512;

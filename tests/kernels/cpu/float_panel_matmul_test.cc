@@ -1,5 +1,5 @@
 // The f16 and f32 panel kernels (kernels/cpu/fast/float_panel_matmul.h), the AVX-512 ones and
-// their AVX2 twins (fma_panels_avx2.h), on random data and odd shapes (odd K, K past the 1024 /
+// their AVX2 twins (avx2_panels.h), on random data and odd shapes (odd K, K past the 1024 /
 // 512-step K block with more rows than one tile, N not a multiple of the 16-column panel or the
 // 64-column tile, padded source rows), each test once per weight type and kernel. Accuracy, each
 // output against a sum in double: within (K + 1)·u·(Σ|x·w| + |bias|), tight enough that dropping
@@ -19,7 +19,7 @@
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
-#include "kernels/cpu/fast/fma_panels_avx2.h"
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -31,7 +31,7 @@ constexpr double kU = 1.0 / (1 << 24);
 enum class Kernel { kPublic, kAvx2 };
 
 bool Runs(Kernel kernel) {
-  return kernel == Kernel::kPublic ? F16PanelAvailable() : internal::FmaPanelsAvx2Available();
+  return kernel == Kernel::kPublic ? F16PanelAvailable() : internal::Avx2PanelsAvailable();
 }
 
 struct Problem {
@@ -192,7 +192,7 @@ TEST_P(FloatPanelTest, BatchAndColumnSplitInvariant) {
 // shape the two walk (6 x 4 panels there, 6 x 1 here) and with or without a bias.
 TEST_P(FloatPanelTest, Avx2KernelGivesTheAvx512Bits) {
   if (Which() != Kernel::kAvx2) GTEST_SKIP() << "run once per weight type";
-  if (!internal::FmaPanelsAvx2Available() || !F16PanelAvailable() ||
+  if (!internal::Avx2PanelsAvailable() || !F16PanelAvailable() ||
       std::string(FloatPanelTargetName()) != "avx512") {
     GTEST_SKIP() << "needs AVX-512 and AVX2 (not under TESSERA_CPU_ISA=avx2)";
   }

@@ -1,24 +1,27 @@
-// The AVX-512 VNNI INT8 W8A8 kernel (kernels/cpu/fast/int8_dot_matmul.h) against the scalar
-// reference MatmulInt8W8A8, bit for bit: random codes and odd shapes (K not a multiple of 4, K past
-// the 2048-element K block, N not a multiple of the 16-column panel or the 64-column tile), 1..14
-// rows (one 6-row tile: K in registers; more: K blocks with parked accumulators), per-row and
-// per-tensor weight scales, per-token and static activation scales, symmetric and with zero
-// points, with and without bias, column splits at any column; and the extreme sums the int32
-// arithmetic must hold (codes -128 / 127 with the largest zero point, K = 2^16 - 1). Also the
-// layout and the u8 shift. Kernel cases skip on CPUs without AVX-512 VNNI.
+// The INT8 W8A8 kernels (kernels/cpu/fast/int8_dot_matmul.h: AVX-512 VNNI, and the AVX2 one of
+// avx2_panels.h, each run here) against the scalar reference MatmulInt8W8A8, bit for bit: random
+// codes and odd shapes (K not a multiple of 4, K past the 2048-element K block, N not a multiple of
+// the 16-column panel or the 64-column tile), 1..14 rows (one 6-row tile: K in registers; more: K
+// blocks with parked accumulators), per-row and per-tensor weight scales, per-token and static
+// activation scales, symmetric and with zero points, with and without bias, column splits at any
+// column; and the extreme sums the int32 arithmetic must hold (codes -128 / 127 with the largest
+// zero point, K = 2^16 - 1). Also the layout and the u8 shift. Kernel cases skip on CPUs without
+// the kernel's instructions.
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/quant/activation_quant.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -68,7 +71,10 @@ Data Make(const Case& c, uint32_t seed, int extreme = 0) {
   return d;
 }
 
-void ExpectBitExact(const Case& c, const Data& d, const char* what) {
+using Int8Kernel = void (*)(const Int8DotWeights&, const uint8_t*, const Int8Activations&, int64_t,
+                            const float*, float*, int64_t, int64_t);
+
+void ExpectBitExact(const Case& c, const Data& d, const char* what, Int8Kernel kernel) {
   Int8Weights rw{d.qw.data(), d.sw.data(), c.w_per_row, d.azp_adj.data()};
   Int8Activations ra{d.qa.data(), d.sa.data(), c.azp ? d.azp.data() : nullptr, c.per_token};
   const float* bias = c.bias ? d.bias.data() : nullptr;
@@ -77,7 +83,7 @@ void ExpectBitExact(const Case& c, const Data& d, const char* what) {
   const Int8DotWeights fw{d.panels.get(), d.col_sums.data(), d.sw.data(), c.w_per_row, c.n, c.k};
   // Column splits at odd places (not panel boundaries).
   for (int64_t b = 0; b < c.n; b += 13) {
-    Int8DotMatmul(fw, d.u8.data(), ra, c.rows, bias, got.data(), b, std::min(c.n, b + 13));
+    kernel(fw, d.u8.data(), ra, c.rows, bias, got.data(), b, std::min(c.n, b + 13));
   }
   for (int64_t i = 0; i < c.rows * c.n; ++i) {
     ASSERT_EQ(std::memcmp(&got[i], &ref[i], 4), 0)
@@ -150,8 +156,19 @@ TEST(Int8DotTest, FusedSymmetricQuantizerMatchesReference) {
   }
 }
 
-TEST(Int8DotTest, BitExactAgainstReference) {
-  if (!Int8DotAvailable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+// Int8DotMatmul where it runs AVX-512 VNNI (or AMX), and the AVX2 kernel on any CPU with AVX2.
+class Int8KernelTest : public ::testing::TestWithParam<bool> {
+ protected:
+  // The kernel under test, or null (skip) where this CPU lacks it.
+  static Int8Kernel Kernel() {
+    if (GetParam()) return internal::Avx2PanelsAvailable() ? internal::Int8DotMatmulAvx2 : nullptr;
+    return Int8DotAvailable() ? Int8DotMatmul : nullptr;
+  }
+};
+
+TEST_P(Int8KernelTest, BitExactAgainstReference) {
+  const Int8Kernel kernel = Kernel();
+  if (kernel == nullptr) GTEST_SKIP() << "not on this CPU";
   uint32_t seed = 1;
   for (auto [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 3, 2}, {17, 64, 6},
                             {37, 101, 7}, {70, 2049, 13}, {16, 4100, 14}, {65, 256, 1}}) {
@@ -159,13 +176,14 @@ TEST(Int8DotTest, BitExactAgainstReference) {
       const Case c{n, k, rows, (variant & 1) != 0, (variant & 2) != 0, (variant & 4) != 0,
                    variant % 3 != 0};
       const Data d = Make(c, seed++);
-      ASSERT_NO_FATAL_FAILURE(ExpectBitExact(c, d, "random"));
+      ASSERT_NO_FATAL_FAILURE(ExpectBitExact(c, d, "random", kernel));
     }
   }
 }
 
-TEST(Int8DotTest, ExtremeSumsStayExact) {
-  if (!Int8DotAvailable()) GTEST_SKIP() << "no AVX-512 VNNI on this CPU";
+TEST_P(Int8KernelTest, ExtremeSumsStayExact) {
+  const Int8Kernel kernel = Kernel();
+  if (kernel == nullptr) GTEST_SKIP() << "not on this CPU";
   const int64_t k = (int64_t{1} << 16) - 1;
   ASSERT_TRUE(Int8DotSupportsK(k));
   ASSERT_FALSE(Int8DotSupportsK(k + 1));
@@ -173,10 +191,15 @@ TEST(Int8DotTest, ExtremeSumsStayExact) {
     for (bool azp : {false, true}) {
       const Case c{16, k, 2, true, true, azp, true};
       const Data d = Make(c, 99, extreme);
-      ASSERT_NO_FATAL_FAILURE(ExpectBitExact(c, d, extreme > 0 ? "127s" : "-128s"));
+      ASSERT_NO_FATAL_FAILURE(ExpectBitExact(c, d, extreme > 0 ? "127s" : "-128s", kernel));
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Int8KernelTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "Avx2" : "Int8DotMatmul");
+                         });
 
 }  // namespace
 }  // namespace tessera::kernels::cpu::fast

@@ -13,10 +13,11 @@
 #include "kernels/cpu/fast/fast_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
-#include "kernels/cpu/fast/quant_panel_matmul.h"
+#include "kernels/cpu/fast/fp8_panel_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -34,7 +35,12 @@ TEST(IsaLimitTest, Avx2LimitReachesEveryKernel) {
   EXPECT_FALSE(Fp8Bf16Available());
   EXPECT_FALSE(Int8DotAvailable());
   EXPECT_FALSE(Bf16DotAvailable());
-  EXPECT_EQ(std::string(FloatPanelTargetName()), "avx2");  // the AVX2 twins, not the zmm kernels
+  // The AVX2 panel kernels instead of the zmm ones (and not the row kernels or the reference).
+  EXPECT_EQ(std::string(FloatPanelTargetName()), "avx2");
+  EXPECT_TRUE(Bf16PairsFmaAvailable());
+  EXPECT_TRUE(Fp8PanelFmaAvailable());
+  EXPECT_TRUE(Int8DotUsable());
+  EXPECT_EQ(std::string(Int8DotKernelName()), "avx2");
   EXPECT_FALSE(QuantPanelAvailable());
   EXPECT_FALSE(QuantPanelPairsAvailable());
   EXPECT_FALSE(AmxBf16Usable());

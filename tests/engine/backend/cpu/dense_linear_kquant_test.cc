@@ -16,6 +16,7 @@
 #include "engine/backend/cpu/dense_linear.h"
 #include "engine/io/tensor_view.h"
 #include "gtest/gtest.h"
+#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/ggml_dequant.h"
@@ -169,6 +170,56 @@ TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
     }
   }
   ExpectBatchInvariant(**l, x);
+}
+
+// bf16 weights on whichever panels this CPU runs (AVX-512 BF16: the hi + lo split; AVX2, also
+// under TESSERA_CPU_ISA=avx2: f32 FMA on the same panels), the label naming it, each output
+// within the split's bound of a double sum (the f32 form's is tighter), batch-invariant; and
+// --cpu_bf16_activations' rounding of x on the AVX2 panels.
+TEST(DenseLinearBf16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
+  namespace kf = kernels::cpu::fast;
+  std::mt19937 rng(6);
+  kernels::cpu::ThreadPool pool(2);
+  std::vector<uint16_t> w(kN * kK);
+  for (auto& v : w) v = numeric::FloatToBf16(0.05f * Normal(1, rng)[0]);
+  std::vector<float> bias = Normal(kN, rng);
+  const io::TensorView view{
+      "w",
+      io::DType::kBF16,
+      {kN, kK},
+      absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(w.data()), w.size() * 2)};
+  const std::vector<float> x = Normal(kRows * kK, rng);
+  for (DenseActivations acts : {DenseActivations::kFloat, DenseActivations::kBf16}) {
+    const bool bf16 = acts == DenseActivations::kBf16;
+    auto l = DenseLinear::Create(view, bias, &pool, acts);
+    ASSERT_TRUE(l.ok()) << l.status();
+    if (kf::Bf16DotAvailable()) {
+      EXPECT_NE((*l)->Describe().find(bf16 ? "bf16 x bf16 act" : "bf16 x hi+lo bf16 act"),
+                std::string::npos)
+          << (*l)->Describe();
+    } else if (kf::Bf16PairsFmaAvailable()) {
+      EXPECT_EQ((*l)->Describe(),
+                absl::StrCat("bf16 x ", bf16 ? "bf16" : "f32", " act / cpu-avx2-panels"));
+    } else {
+      GTEST_SKIP() << "neither AVX-512 BF16 nor AVX2 panels on this CPU";
+    }
+    const std::vector<float> y = Forward(**l, x, kRows);
+    for (int64_t m = 0; m < kRows; ++m) {
+      for (int64_t n = 0; n < kN; ++n) {
+        double sum = bias[n], mag = std::abs(bias[n]);
+        for (int64_t i = 0; i < kK; ++i) {
+          const float xi = x[m * kK + i];
+          const double a = bf16 ? numeric::Bf16ToFloat(numeric::FloatToBf16(xi)) : xi;
+          const double p = a * numeric::Bf16ToFloat(w[n * kK + i]);
+          sum += p;
+          mag += std::abs(p);
+        }
+        ASSERT_LE(std::abs(y[m * kN + n] - sum), (0x1p-16 * !bf16 + (kK + 2) * 0x1p-24) * mag)
+            << (bf16 ? "bf16 acts " : "f32 acts ") << m << " " << n;
+      }
+    }
+    ExpectBatchInvariant(**l, x);
+  }
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// AVX2 kernels of fma_panels_avx2.h: policies for the shared tile driver (panel_gemm.h) whose
+// AVX2 kernels of avx2_panels.h: policies for the shared tile driver (panel_gemm.h) whose
 // accumulator is one panel's 16 lanes as two ymm, compiled for AVX2 + FMA + F16C only (this
 // translation unit's region), so nothing here needs AVX-512.
-#include "kernels/cpu/fast/fma_panels_avx2.h"
+#include "kernels/cpu/fast/avx2_panels.h"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "hwy/aligned_allocator.h"
@@ -11,18 +12,19 @@
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
+#include "kernels/cpu/fast/int8_dot_matmul.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 
 #include "hwy/base.h"
-#define TESSERA_FMA_PANELS_X86 1
+#define TESSERA_AVX2_PANELS_X86 1
 #endif
 
 namespace tessera::kernels::cpu::fast::internal {
 
-bool FmaPanelsAvx2Available() {
-#if defined(TESSERA_FMA_PANELS_X86)
+bool Avx2PanelsAvailable() {
+#if defined(TESSERA_AVX2_PANELS_X86)
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                           __builtin_cpu_supports("f16c");
   return has;
@@ -31,8 +33,8 @@ bool FmaPanelsAvx2Available() {
 #endif
 }
 
-bool FmaPanelsAvx2InUse() {
-  static const bool in_use = !TESSERA_HAS_AVX512_WITH("avx512f") && FmaPanelsAvx2Available();
+bool Avx2PanelsInUse() {
+  static const bool in_use = !TESSERA_HAS_AVX512_WITH("avx512f") && Avx2PanelsAvailable();
   return in_use;
 }
 
@@ -40,12 +42,12 @@ bool FmaPanelsAvx2InUse() {
 
 namespace tessera::kernels::cpu::fast {
 
-bool Bf16PairsFmaAvailable() { return internal::FmaPanelsAvx2InUse(); }
-bool Fp8PanelFmaAvailable() { return internal::FmaPanelsAvx2InUse(); }
+bool Bf16PairsFmaAvailable() { return internal::Avx2PanelsInUse(); }
+bool Fp8PanelFmaAvailable() { return internal::Avx2PanelsInUse(); }
 
 }  // namespace tessera::kernels::cpu::fast
 
-#if defined(TESSERA_FMA_PANELS_X86)
+#if defined(TESSERA_AVX2_PANELS_X86)
 
 HWY_PUSH_ATTRIBUTES("avx2,fma,f16c")
 
@@ -135,7 +137,9 @@ struct PairWeights {
 
 // K-pair panels (bf16: 64 bytes a pair, FP8: 32), one broadcast activation per row and k, k = 2t
 // then 2t + 1: each lane's FMAs in K order, as the f32 panels'. Five rows: 10 accumulators, the
-// pair's four weight vectors and two broadcasts. x has an even row length (padded: PaddedActs).
+// pair's four weight vectors and two broadcasts. The driver walks the k / 2 whole pairs; an odd
+// K's last k is one more FMA in Finish (its odd partner is padding: no zero product is added,
+// which would turn a -0 sum into +0, and x is read only inside its rows).
 template <class Decode>
 struct PairPanels : Avx2Accumulators {
   static constexpr int kRows = 5;
@@ -143,14 +147,14 @@ struct PairPanels : Avx2Accumulators {
   static constexpr int64_t kStepBytes = Decode::kStepBytes;
   static constexpr int64_t kBlockSteps = 32768 / Decode::kStepBytes;  // 32 KiB per panel
   const float* x;                                                     // the tile's first row
-  int64_t stride;  // elements between rows (even)
+  int64_t k;  // elements per row (rows are k apart)
   Decode epilogue;
   HWY_INLINE static WVec LoadW(const uint8_t* p) { return Decode::Load(p); }
-  PairPanels Rows(int64_t m0) const { return {{}, x + m0 * stride, stride, epilogue.Rows(m0)}; }
+  PairPanels Rows(int64_t m0) const { return {{}, x + m0 * k, k, epilogue.Rows(m0)}; }
   template <int NV>
   HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
-    const __m256 x0 = _mm256_set1_ps(x[i * stride + 2 * t]);
-    const __m256 x1 = _mm256_set1_ps(x[i * stride + 2 * t + 1]);
+    const __m256 x0 = _mm256_set1_ps(x[i * k + 2 * t]);
+    const __m256 x1 = _mm256_set1_ps(x[i * k + 2 * t + 1]);
     for (int j = 0; j < NV; ++j) {
       acc[j].lo = _mm256_fmadd_ps(x0, w[j].even_lo, acc[j].lo);
       acc[j].hi = _mm256_fmadd_ps(x0, w[j].even_hi, acc[j].hi);
@@ -160,6 +164,16 @@ struct PairPanels : Avx2Accumulators {
   }
   template <int MR, int NV>
   void Finish(const panels::TileJob& a, Acc (&acc)[MR][NV]) const {
+    if (k % 2 != 0) {
+      for (int j = 0; j < NV; ++j) {
+        const WVec w = LoadW(a.w + j * a.panel_bytes + kStepBytes * (k / 2));
+        for (int i = 0; i < MR; ++i) {
+          const __m256 x0 = _mm256_set1_ps(x[i * k + k - 1]);
+          acc[i][j].lo = _mm256_fmadd_ps(x0, w.even_lo, acc[i][j].lo);
+          acc[i][j].hi = _mm256_fmadd_ps(x0, w.even_hi, acc[i][j].hi);
+        }
+      }
+    }
     if constexpr (Decode::kScaled) {
       for (int j = 0; j < NV; ++j) {
         for (int i = 0; i < MR; ++i) epilogue.Finish(a, i, j, acc[i][j]);
@@ -273,21 +287,28 @@ void RunPanels(const Policy& policy, const uint8_t* data, int64_t panel_bytes, i
   panels::PanelMatmul(policy, data, panel_bytes, steps, n, rows, bias, y, n_begin, n_end);
 }
 
-// x as the pair kernels read it: rows of an even length, the odd K's last pair zero-padded (a
-// copy, only for odd K: x[k] would be the next row's first element, and Inf · 0 is NaN).
-const float* PaddedActs(const float* x, int64_t k, int64_t rows, std::vector<float>& copy) {
-  if (k % 2 == 0) return x;
-  copy.assign(rows * (k + 1), 0.0f);
-  for (int64_t m = 0; m < rows; ++m) {
-    std::copy(x + m * k, x + (m + 1) * k, copy.begin() + m * (k + 1));
-  }
-  return copy.data();
-}
-
 // Panels per one-row tile: f32 / f16 (one FMA per step and lane, the weights loaded as used) and
 // K pairs (two, the pair's four decoded vectors per panel held).
 constexpr int kFloatGemvVecs = 4;
 constexpr int kPairGemvVecs = 2;
+
+// A PairPanels policy over its k / 2 whole pairs (RunPanels). K = 1 has none, and the driver runs
+// no Finish without a step: that row is padded to one pair instead (2 floats a row; its zero
+// partner adds a +0 product, the one case where one is added).
+template <class Policy>
+void RunPairPanels(const Policy& policy, const uint8_t* data, int64_t panel_bytes, int64_t n,
+                   int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  if (policy.k > 1) {
+    return RunPanels<kPairGemvVecs>(policy, data, panel_bytes, policy.k / 2, n, rows, bias, y,
+                                    n_begin, n_end);
+  }
+  std::vector<float> padded(2 * rows, 0.0f);
+  for (int64_t m = 0; m < rows; ++m) padded[2 * m] = policy.x[m];
+  Policy one = policy;
+  one.x = padded.data();
+  one.k = 2;
+  RunPanels<kPairGemvVecs>(one, data, panel_bytes, 1, n, rows, bias, y, n_begin, n_end);
+}
 
 // Up to one tile of rows decodes the codes in registers; more rows decode kDecodePanels panels
 // at a time to f16 K panels first, each code once rather than once per 5-row tile.
@@ -296,9 +317,8 @@ constexpr int64_t kDecodePanels = 4;
 
 // More rows: four panels at a time decoded to f16 K panels (float_panel_matmul.h's layout, code ·
 // 2^-8 exactly), the f16 panel kernel over them with no bias (y = the raw sums: the register
-// path's FMAs in the same K order, the odd K's zero pair included, which turns a -0 sum into +0
-// there too; so a row's bits do not depend on the route), then the epilogue over y. x: rows of
-// an even length (PaddedActs).
+// path's FMAs in the same K order, an odd K's last k included and its padding not, so a row's
+// bits do not depend on the route), then the epilogue over y.
 void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                     float* y, int64_t n_begin, int64_t n_end) {
   const int64_t code_bytes = Fp8PairsBytes(panels::kCols, w.k), pairs = (w.k + 1) / 2;
@@ -326,8 +346,8 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
     const int64_t c0 = std::max(n_begin, p0 * panels::kCols);
     const int64_t c1 = std::min(n_end, (p0 + np) * panels::kCols);
     const int64_t shift = p0 * panels::kCols;
-    panels::PanelMatmul(FloatPanels<true>{{}, x, 2 * pairs}, buf.get(), half_bytes, 2 * pairs, w.n,
-                        rows, nullptr, y + shift, c0 - shift, c1 - shift);
+    panels::PanelMatmul(FloatPanels<true>{{}, x, w.k}, buf.get(), half_bytes, w.k, w.n, rows,
+                        nullptr, y + shift, c0 - shift, c1 - shift);
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t p = c0 / panels::kCols; p * panels::kCols < c1; ++p) {
         const unsigned bits = panels::StoreMask(p, c0, c1);
@@ -341,7 +361,138 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
   }
 }
 
+// INT8 W8A8 quad panels (RepackInt8Quads: lane c of quad t's 64-byte vector holds w[c, 4t..4t+3])
+// with the u8 activations of Int8ActsToU8 (qa + 128): int8_dot_matmul.cc's policy with
+// `vpmaddwd` in place of `vpdpbusd`. Each 32-byte half of a quad vector (8 columns) is reordered
+// into the columns' (k0, k1) and (k2, k3) byte pairs and sign-extended to int16 words, and each
+// row's activation quad (widened to int16 once per call) broadcast as (u0, u1) and (u2, u3);
+// `vpmaddwd` multiplies the pairs (u ≤ 255 times |w| ≤ 128: no int16 saturation, as `vpmaddubsw`
+// would risk) and adds them into the column's int32 lane. The same exact integer sums as
+// `vpdpbusd`, in any order, and the same epilogue instructions: the AVX-512 kernel's bits, and the
+// reference's.
+struct Int8Quads {
+  struct Acc {
+    __m256i lo, hi;  // columns 0-7, 8-15
+  };
+  struct WVec {
+    __m256i k01_lo, k23_lo, k01_hi, k23_hi;  // int16 (w[c, 4t], w[c, 4t + 1]) per lane, ...
+  };
+  static constexpr int kRows = 4;  // 8 accumulators, 4 weight vectors, 2 broadcasts
+  static constexpr int kVecs = 1;
+  static constexpr int64_t kStepBytes = 64;
+  static constexpr int64_t kBlockSteps = 512;  // 32 KiB per panel
+  const int32_t* a16;       // the tile's first row of activations as int16 pairs (Widen16)
+  int64_t stride;           // pairs between rows
+  const int32_t* col_sums;  // Σ qw per column (from column 0)
+  const float* w_scales;    // per column when w_per_row (from column 0), else one
+  bool w_per_row;
+  const float* a_scales;  // per row when a_per_token (from the tile's first row), else one
+  const int32_t* azp;     // null (symmetric), or per row when a_per_token, else one
+  bool a_per_token;
+
+  static Acc Zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
+  static Acc Load(const float* p) {
+    return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 8))};
+  }
+  static void Store(float* p, Acc v) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v.lo);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + 8), v.hi);
+  }
+  // 8 columns' quads -> their (k0, k1) and (k2, k3) pairs as int16 words, column c in lane c.
+  HWY_INLINE static void Widen(const uint8_t* p, __m256i* k01, __m256i* k23) {
+    const __m256i pairs = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0,
+                                           1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15);
+    // Per 128-bit lane (4 columns): their k01 pairs, then their k23 pairs; then the k01 pairs of
+    // all 8 columns in the low half, the k23 pairs in the high half.
+    const __m256i s = _mm256_permute4x64_epi64(
+        _mm256_shuffle_epi8(_mm256_load_si256(reinterpret_cast<const __m256i*>(p)), pairs), 0xD8);
+    *k01 = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(s));
+    *k23 = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(s, 1));
+  }
+  HWY_INLINE static WVec LoadW(const uint8_t* p) {
+    WVec w;
+    Widen(p, &w.k01_lo, &w.k23_lo);
+    Widen(p + 32, &w.k01_hi, &w.k23_hi);
+    return w;
+  }
+  Int8Quads Rows(int64_t m0) const {
+    Int8Quads r = *this;
+    r.a16 = a16 + m0 * stride;
+    if (a_per_token) {
+      r.a_scales = a_scales + m0;
+      if (azp != nullptr) r.azp = azp + m0;
+    }
+    return r;
+  }
+  template <int NV>
+  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
+    const __m256i a01 = _mm256_set1_epi32(a16[i * stride + 2 * t]);
+    const __m256i a23 = _mm256_set1_epi32(a16[i * stride + 2 * t + 1]);
+    for (int j = 0; j < NV; ++j) {
+      acc[j].lo = _mm256_add_epi32(acc[j].lo, _mm256_madd_epi16(w[j].k01_lo, a01));
+      acc[j].hi = _mm256_add_epi32(acc[j].hi, _mm256_madd_epi16(w[j].k01_hi, a01));
+      acc[j].lo = _mm256_add_epi32(acc[j].lo, _mm256_madd_epi16(w[j].k23_lo, a23));
+      acc[j].hi = _mm256_add_epi32(acc[j].hi, _mm256_madd_epi16(w[j].k23_hi, a23));
+    }
+  }
+  // y = sa · (sw · float(acc − (128 + azp)·Σqw)) (+ bias): int8_dot_matmul.cc's epilogue on ymm
+  // halves, the reference's operations and order.
+  template <int MR, int NV>
+  void Finish(const panels::TileJob& a, Acc (&acc)[MR][NV]) const {
+    for (int j = 0; j < NV; ++j) {
+      for (int h = 0; h < 2; ++h) {
+        const __m256i m = LaneMask(h == 0 ? a.store[j] & 0xFFu : a.store[j] >> 8);
+        const int64_t col = a.col0 + 16 * j + 8 * h;
+        const __m256i sums = _mm256_maskload_epi32(col_sums + col, m);
+        const __m256 sw =
+            w_per_row ? _mm256_maskload_ps(w_scales + col, m) : _mm256_set1_ps(w_scales[0]);
+        const __m256 b = a.bias != nullptr ? _mm256_maskload_ps(a.bias + 16 * j + 8 * h, m)
+                                           : _mm256_setzero_ps();
+        for (int i = 0; i < MR; ++i) {
+          const int32_t zp = azp == nullptr ? 0 : azp[a_per_token ? i : 0];
+          const __m256i corr = _mm256_mullo_epi32(_mm256_set1_epi32(128 + zp), sums);
+          const __m256i sum = h == 0 ? acc[i][j].lo : acc[i][j].hi;
+          const __m256 f = _mm256_cvtepi32_ps(_mm256_sub_epi32(sum, corr));
+          const __m256 sa = _mm256_set1_ps(a_scales[a_per_token ? i : 0]);
+          __m256 v = _mm256_mul_ps(sa, _mm256_mul_ps(sw, f));
+          if (a.bias != nullptr) v = _mm256_add_ps(v, b);
+          _mm256_maskstore_ps(a.y + i * a.y_stride + 16 * j + 8 * h, m, v);
+        }
+      }
+    }
+  }
+};
+
 }  // namespace
+
+void Int8DotMatmulAvx2(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
+                       int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
+  // The u8 rows zero-extended to int16 once per call (a row's quad then broadcasts as two words
+  // pairs with no shuffle per row and step): 2 bytes per activation, rows · K in all.
+  const int64_t stride = Int8DotActStride(w.k);  // a multiple of 64
+  thread_local hwy::AlignedFreeUniquePtr<int16_t[]> a16;
+  thread_local int64_t capacity = 0;
+  if (capacity < rows * stride) {
+    capacity = rows * stride;
+    a16 = hwy::AllocateAligned<int16_t>(capacity);
+  }
+  for (int64_t i = 0; i < rows * stride; i += 16) {
+    _mm256_store_si256(
+        reinterpret_cast<__m256i*>(a16.get() + i),
+        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u8 + i))));
+  }
+  const Int8Quads kernel{reinterpret_cast<const int32_t*>(a16.get()),
+                         stride / 2,
+                         w.col_sums,
+                         w.scales,
+                         w.per_row,
+                         act.scales,
+                         act.azp,
+                         act.per_token};
+  panels::PanelMatmul(kernel, w.panels, Int8QuadsBytes(panels::kCols, w.k), (w.k + 3) / 4, w.n,
+                      rows, bias, y, n_begin, n_end);
+}
 
 void F16PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
@@ -361,36 +512,26 @@ namespace tessera::kernels::cpu::fast {
 
 void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
-  using internal::PairPanels;
-  thread_local std::vector<float> padded;
-  const float* xs = internal::PaddedActs(x, w.k, rows, padded);
-  const int64_t stride = (w.k + 1) / 2 * 2;
-  internal::RunPanels<internal::kPairGemvVecs>(PairPanels<internal::Bf16Pairs>{{}, xs, stride, {}},
-                                               w.data, w.row_stride, stride / 2, w.n, rows, bias, y,
-                                               n_begin, n_end);
+  internal::RunPairPanels(internal::PairPanels<internal::Bf16Pairs>{{}, x, w.k, {}}, w.data,
+                          w.row_stride, w.n, rows, bias, y, n_begin, n_end);
 }
 
 void Fp8PanelFmaMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                        float* y, int64_t n_begin, int64_t n_end) {
-  using internal::PairPanels;
   if (rows <= 0 || n_begin >= n_end) return;
-  thread_local std::vector<float> padded;
-  const float* xs = internal::PaddedActs(x, w.k, rows, padded);
-  if (rows > internal::kRegisterRows) {
-    return internal::Fp8DecodedGemm(w, xs, rows, bias, y, n_begin, n_end);
+  // (K = 1 has no whole pair for the decoded route's f16 kernel to match: registers for any rows.)
+  if (rows > internal::kRegisterRows && w.k > 1) {
+    return internal::Fp8DecodedGemm(w, x, rows, bias, y, n_begin, n_end);
   }
-  const int64_t stride = (w.k + 1) / 2 * 2;
-  const int64_t panel_bytes = Fp8PairsBytes(panels::kCols, w.k);
-  internal::RunPanels<internal::kPairGemvVecs>(
-      PairPanels<internal::Fp8Pairs>{{}, xs, stride, {&w, 0}}, w.q, panel_bytes, stride / 2, w.n,
-      rows, bias, y, n_begin, n_end);
+  internal::RunPairPanels(internal::PairPanels<internal::Fp8Pairs>{{}, x, w.k, {&w, 0}}, w.q,
+                          Fp8PairsBytes(panels::kCols, w.k), w.n, rows, bias, y, n_begin, n_end);
 }
 
 }  // namespace tessera::kernels::cpu::fast
 
 HWY_POP_ATTRIBUTES
 
-#else  // not x86-64 GCC/Clang: never called (FmaPanelsAvx2Available() is false), defined for the
+#else  // not x86-64 GCC/Clang: never called (Avx2PanelsAvailable() is false), defined for the
        // link.
 
 namespace tessera::kernels::cpu::fast::internal {
@@ -399,6 +540,8 @@ void F16PanelMatmulAvx2(const FastWeights&, const float*, int64_t, const float*,
                         int64_t) {}
 void F32PanelMatmulAvx2(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
                         int64_t) {}
+void Int8DotMatmulAvx2(const Int8DotWeights&, const uint8_t*, const Int8Activations&, int64_t,
+                       const float*, float*, int64_t, int64_t) {}
 
 }  // namespace tessera::kernels::cpu::fast::internal
 

@@ -1,4 +1,4 @@
-// The AVX2 pair-panel kernels (kernels/cpu/fast/fma_panels_avx2.h): Bf16PairsFmaMatmul on
+// The AVX2 pair-panel kernels (kernels/cpu/fast/avx2_panels.h): Bf16PairsFmaMatmul on
 // RepackBf16Pairs panels and Fp8PanelFmaMatmul on RepackFp8Pairs panels, on any CPU with AVX2,
 // FMA and F16C (they need no AVX-512, so they run on the AVX-512 machines too):
 //  * every output within (K + 1)·u·Σ|x·w| (+ the scale products' roundings) of the exact sum in
@@ -20,8 +20,8 @@
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
-#include "kernels/cpu/fast/fma_panels_avx2.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
@@ -51,7 +51,10 @@ struct Layer {
   double Scale(int64_t m, int64_t col) const {
     if (!fp8) return 1.0;
     double s = quant.scale_row_stride == 0 ? scales[0] : scales[col];
-    if (w8a8) s *= static_cast<double>(col_scale[col]) * row_scale[m];
+    if (w8a8) {
+      s *= static_cast<double>(col_scale[quant.col_scale_stride * col]) *
+           row_scale[quant.row_scale_stride * m];
+    }
     return s;
   }
   // The panels of the weights as they are now (after Make, or after a test edits them).
@@ -79,7 +82,8 @@ struct Layer {
   }
 };
 
-// kind: 0 bf16, 1 FP8 per-row W8A16, 2 FP8 per-tensor W8A16, 3 FP8 W8A8 (row / column scales).
+// kind: 0 bf16, 1 FP8 per-row W8A16, 2 FP8 per-tensor W8A16, 3 FP8 W8A8 (per-token row and
+// per-column weight scales), 4 FP8 W8A8 with static per-tensor scales (strides 0).
 Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
   Layer l;
   l.fp8 = kind != 0;
@@ -102,7 +106,7 @@ Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
     if ((c & 0x7F) == 0x7F) c ^= 1;  // no NaN codes (the loader refuses them)
   }
   const bool per_row = kind == 1;
-  l.w8a8 = kind == 3;
+  l.w8a8 = kind >= 3;
   for (int64_t i = 0; i < (per_row ? n : 1); ++i) l.scales.push_back(scale(rng));
   for (int64_t i = 0; i < n; ++i) l.col_scale.push_back(scale(rng));
   for (int64_t i = 0; i < rows; ++i) l.row_scale.push_back(scale(rng));
@@ -119,9 +123,9 @@ Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
     l.scales.assign(1, 1.0f);
     w.scales = l.scales.data();
     w.col_scale = l.col_scale.data();
-    w.col_scale_stride = 1;
+    w.col_scale_stride = kind == 3 ? 1 : 0;
     w.row_scale = l.row_scale.data();
-    w.row_scale_stride = 1;
+    w.row_scale_stride = kind == 3 ? 1 : 0;
   }
   l.panels = hwy::AllocateAligned<uint8_t>(Fp8PairsBytes(n, k));
   l.Repack();
@@ -164,7 +168,7 @@ void ExpectAccurate(const Layer& l, const std::vector<float>& x, int64_t rows, c
 class FmaPairPanelsTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(FmaPairPanelsTest, AccurateOnOddShapes) {
-  if (!internal::FmaPanelsAvx2Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  if (!internal::Avx2PanelsAvailable()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
   for (auto [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
                             {5, 3, 2},
                             {17, 31, 6},
@@ -184,27 +188,44 @@ TEST_P(FmaPairPanelsTest, AccurateOnOddShapes) {
   }
 }
 
+// Every row alone (full range, and split into 5- and 16-column calls: a one-row tile starting
+// mid-panel) against calls of 2-13 rows over the full range, from column 7 on (a tile starting
+// mid-panel) and split at odd places and panel boundaries; n = 83 takes the decoded FP8 route's
+// several four-panel passes in one call.
 TEST_P(FmaPairPanelsTest, BatchAndColumnSplitInvariant) {
-  if (!internal::FmaPanelsAvx2Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
-  for (auto [n, k] : {std::pair<int64_t, int64_t>{83, 2100}, {20, 97}, {7, 545}}) {
+  if (!internal::Avx2PanelsAvailable()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{83, 2100}, {20, 97}, {7, 545}, {70, 1}}) {
     const int64_t rows = 13;
-    const Layer l = Make(GetParam(), n, k, rows, static_cast<uint32_t>(k));
+    Layer l = Make(GetParam(), n, k, rows, static_cast<uint32_t>(k));
     const std::vector<float> x = Acts(l, rows, 3);
-    std::vector<float> alone(rows * n);
-    for (int64_t m = 0; m < rows; ++m) {
-      // Row m alone: the W8A8 row scale of row m is the first of its call.
-      Layer one = Make(GetParam(), n, k, rows, static_cast<uint32_t>(k));
-      if (one.w8a8) one.quant.row_scale = l.row_scale.data() + m;
-      one.Run(x.data() + m * k, 1, l.bias.data(), alone.data() + m * n, 0, n);
-    }
-    for (int64_t r = 2; r <= rows; ++r) {
-      std::vector<float> y(r * n);
-      const int64_t step = r % 2 == 0 ? 5 : 16;  // odd places, and panel boundaries
-      for (int64_t b = 0; b < n; b += step) {
-        l.Run(x.data(), r, l.bias.data(), y.data(), b, std::min(n, b + step));
+    const float* row_scale = l.quant.row_scale;
+    auto run_split = [&](const float* xs, int64_t r, float* y, int64_t first, int64_t step) {
+      if (first > 0) l.Run(xs, r, l.bias.data(), y, 0, std::min(n, first));
+      for (int64_t b = first; b < n; b += step) {
+        l.Run(xs, r, l.bias.data(), y, b, std::min(n, b + step));
       }
-      for (int64_t i = 0; i < r * n; ++i) {
-        ASSERT_EQ(std::memcmp(&y[i], &alone[i], 4), 0) << "rows " << r << " element " << i;
+    };
+    std::vector<float> alone(rows * n), split(n);
+    for (int64_t m = 0; m < rows; ++m) {
+      // Row m alone: a per-token W8A8 row scale of row m is the first of its call.
+      if (l.w8a8 && l.quant.row_scale_stride != 0) l.quant.row_scale = row_scale + m;
+      l.Run(x.data() + m * k, 1, l.bias.data(), alone.data() + m * n, 0, n);
+      for (int64_t step : {5, 16}) {
+        run_split(x.data() + m * k, 1, split.data(), 0, step);
+        ASSERT_EQ(std::memcmp(split.data(), alone.data() + m * n, 4 * n), 0)
+            << "row " << m << " alone, " << step << "-column calls";
+      }
+    }
+    l.quant.row_scale = row_scale;
+    for (int64_t r = 2; r <= rows; ++r) {
+      for (auto [first, step] :
+           {std::pair<int64_t, int64_t>{0, n}, {7, n}, {0, r % 2 == 0 ? 5 : 16}}) {
+        std::vector<float> y(r * n);
+        run_split(x.data(), r, y.data(), first, step);
+        for (int64_t i = 0; i < r * n; ++i) {
+          ASSERT_EQ(std::memcmp(&y[i], &alone[i], 4), 0)
+              << "rows " << r << " from " << first << " step " << step << " element " << i;
+        }
       }
     }
   }
@@ -212,7 +233,7 @@ TEST_P(FmaPairPanelsTest, BatchAndColumnSplitInvariant) {
 
 // An odd K's last pair: the pad must be zero. Row 1 starts with an Inf; row 0 stays finite.
 TEST_P(FmaPairPanelsTest, OddKPadsWithZeroNotTheNextRow) {
-  if (!internal::FmaPanelsAvx2Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  if (!internal::Avx2PanelsAvailable()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
   const int64_t n = 16, k = 7;
   const Layer l = Make(GetParam(), n, k, 2, 11);
   std::vector<float> x = Acts(l, 2, 5);
@@ -223,17 +244,19 @@ TEST_P(FmaPairPanelsTest, OddKPadsWithZeroNotTheNextRow) {
 }
 
 std::string KindName(const ::testing::TestParamInfo<int>& info) {
-  constexpr const char* kNames[] = {"Bf16", "Fp8PerRow", "Fp8PerTensor", "Fp8W8A8"};
+  constexpr const char* kNames[] = {"Bf16", "Fp8PerRow", "Fp8PerTensor", "Fp8W8A8",
+                                    "Fp8W8A8Static"};
   return kNames[info.param];
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, FmaPairPanelsTest, ::testing::Values(0, 1, 2, 3), KindName);
+INSTANTIATE_TEST_SUITE_P(Kinds, FmaPairPanelsTest, ::testing::Values(0, 1, 2, 3, 4), KindName);
 
 // One-hot rows: output c of row i is weight (c, i) times its scale, rounded once: every E4M3
 // code (column c holds code 2c + parity, so 128 columns cover the 254 finite codes and the two
-// NaN slots get 0) and every bf16 weight come back exactly.
+// NaN slots get 0) and every bf16 weight come back exactly, bit for bit (a zero weight as +0: the
+// sum starts at +0, so code 0x80's -0 product does not survive).
 TEST(FmaPairPanelsExactTest, OneHotRowsReadEveryWeightBack) {
-  if (!internal::FmaPanelsAvx2Available()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  if (!internal::Avx2PanelsAvailable()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
   const int64_t n = 128, k = 2;
   for (int kind : {0, 1}) {
     Layer l = Make(kind, n, k, k, 9);
@@ -253,11 +276,38 @@ TEST(FmaPairPanelsExactTest, OneHotRowsReadEveryWeightBack) {
     l.Run(x.data(), k, nullptr, y.data(), 0, n);
     for (int64_t i = 0; i < k; ++i) {
       for (int64_t c = 0; c < n; ++c) {
-        const float want = static_cast<float>(l.Scale(i, c)) * static_cast<float>(l.W(c, i));
-        ASSERT_EQ(y[i * n + c], want) << "kind " << kind << " row " << i << " col " << c;
+        float want = static_cast<float>(l.Scale(i, c)) * static_cast<float>(l.W(c, i));
+        if (want == 0.0f) want = 0.0f;  // +0
+        ASSERT_EQ(std::memcmp(&y[i * n + c], &want, 4), 0)
+            << "kind " << kind << " row " << i << " col " << c << ": " << y[i * n + c];
       }
     }
   }
+}
+
+// Which FP8 layers the FMA panels take (where they are in use: no AVX-512, or under
+// TESSERA_CPU_ISA=avx2): per-tensor and per-row scales, finite and below 2^100, no K blocks, no
+// column scale without a row scale.
+TEST(FmaPairPanelsExactTest, Fp8SupportedShapes) {
+  if (!Fp8PanelFmaAvailable()) GTEST_SKIP() << "the FMA panels are not in use on this CPU";
+  Layer l = Make(1, 20, 64, 1, 3);
+  EXPECT_TRUE(Fp8PanelFmaSupported(l.quant));
+  FastQuantWeights w = l.quant;
+  l.scales[7] = std::nanf("");
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  l.scales[7] = 0x1p101f;
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  l.scales[7] = 0x1p99f;
+  EXPECT_TRUE(Fp8PanelFmaSupported(w));
+  w.scale_k = 32;  // K blocks
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  w = l.quant;
+  w.scale_rows = 4;  // 2-D blocks of rows
+  w.scale_row_stride = 2;
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  w = l.quant;
+  w.col_scale = l.col_scale.data();  // a column scale without a row scale
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
 }
 
 }  // namespace
