@@ -23,15 +23,9 @@
 
 namespace tessera::kernels::cpu::fast::internal {
 
-bool Avx2PanelsAvailable() {
-#if defined(TESSERA_AVX2_PANELS_X86)
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                          __builtin_cpu_supports("f16c");
-  return has;
-#else
-  return false;
-#endif
-}
+bool HasAvx2Fma();  // q8_act_vnni.cc: AVX2, FMA and F16C, what the int8 tiles' AVX2 kernel needs
+
+bool Avx2PanelsAvailable() { return HasAvx2Fma(); }
 
 bool Avx2PanelsInUse() {
   static const bool in_use = !TESSERA_HAS_AVX512_WITH("avx512f") && Avx2PanelsAvailable();
@@ -369,8 +363,8 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
 // `vpmaddwd` multiplies the pairs (u ≤ 255 times |w| ≤ 128: no int16 saturation, as `vpmaddubsw`
 // would risk) and adds them into the column's int32 lane. The same exact integer sums as
 // `vpdpbusd`, in any order, and the same epilogue instructions: the AVX-512 kernel's bits, and the
-// reference's.
-struct Int8Quads {
+// reference's. acts: the activations as int16 pairs.
+struct Int8Quads : Int8TileArgs {
   struct Acc {
     __m256i lo, hi;  // columns 0-7, 8-15
   };
@@ -381,15 +375,6 @@ struct Int8Quads {
   static constexpr int kVecs = 1;
   static constexpr int64_t kStepBytes = 64;
   static constexpr int64_t kBlockSteps = 512;  // 32 KiB per panel
-  const int32_t* a16;       // the tile's first row of activations as int16 pairs (Widen16)
-  int64_t stride;           // pairs between rows
-  const int32_t* col_sums;  // Σ qw per column (from column 0)
-  const float* w_scales;    // per column when w_per_row (from column 0), else one
-  bool w_per_row;
-  const float* a_scales;  // per row when a_per_token (from the tile's first row), else one
-  const int32_t* azp;     // null (symmetric), or per row when a_per_token, else one
-  bool a_per_token;
-
   static Acc Zero() { return {_mm256_setzero_si256(), _mm256_setzero_si256()}; }
   static Acc Load(const float* p) {
     return {_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
@@ -416,19 +401,11 @@ struct Int8Quads {
     Widen(p + 32, &w.k01_hi, &w.k23_hi);
     return w;
   }
-  Int8Quads Rows(int64_t m0) const {
-    Int8Quads r = *this;
-    r.a16 = a16 + m0 * stride;
-    if (a_per_token) {
-      r.a_scales = a_scales + m0;
-      if (azp != nullptr) r.azp = azp + m0;
-    }
-    return r;
-  }
+  Int8Quads Rows(int64_t m0) const { return {At(m0)}; }
   template <int NV>
   HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
-    const __m256i a01 = _mm256_set1_epi32(a16[i * stride + 2 * t]);
-    const __m256i a23 = _mm256_set1_epi32(a16[i * stride + 2 * t + 1]);
+    const __m256i a01 = _mm256_set1_epi32(acts[i * act_stride + 2 * t]);
+    const __m256i a23 = _mm256_set1_epi32(acts[i * act_stride + 2 * t + 1]);
     for (int j = 0; j < NV; ++j) {
       acc[j].lo = _mm256_add_epi32(acc[j].lo, _mm256_madd_epi16(w[j].k01_lo, a01));
       acc[j].hi = _mm256_add_epi32(acc[j].hi, _mm256_madd_epi16(w[j].k01_hi, a01));
@@ -482,14 +459,8 @@ void Int8DotMatmulAvx2(const Int8DotWeights& w, const uint8_t* u8, const Int8Act
         reinterpret_cast<__m256i*>(a16.get() + i),
         _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u8 + i))));
   }
-  const Int8Quads kernel{reinterpret_cast<const int32_t*>(a16.get()),
-                         stride / 2,
-                         w.col_sums,
-                         w.scales,
-                         w.per_row,
-                         act.scales,
-                         act.azp,
-                         act.per_token};
+  const Int8Quads kernel{{reinterpret_cast<const int32_t*>(a16.get()), stride / 2, w.col_sums,
+                          w.scales, w.per_row, act.scales, act.azp, act.per_token}};
   panels::PanelMatmul(kernel, w.panels, Int8QuadsBytes(panels::kCols, w.k), (w.k + 3) / 4, w.n,
                       rows, bias, y, n_begin, n_end);
 }

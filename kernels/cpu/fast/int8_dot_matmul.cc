@@ -98,36 +98,21 @@ inline __m512i Dpbusd(__m512i acc, __m512i u8, __m512i s8) {
 }
 
 // One K quad of 16 columns is a 64-byte vector; a block of 512 quads is 32 KiB per panel.
-struct Int8Quads {
+// acts: the u8 activations as quads.
+struct Int8Quads : internal::Int8TileArgs {
   using Acc = __m512i;
   using WVec = __m512i;
   static constexpr int64_t kStepBytes = 64;
   static constexpr int64_t kBlockSteps = 512;
-  const int32_t* x32;       // the tile's first row of u8 activations, as quads
-  int64_t xs;               // quads between rows
-  const int32_t* col_sums;  // Σ qw per column (from column 0)
-  const float* w_scales;    // per column when w_per_row (from column 0), else one
-  bool w_per_row;
-  const float* a_scales;  // per row when a_per_token (from the tile's first row), else one
-  const int32_t* azp;     // null (symmetric), or per row when a_per_token, else one
-  bool a_per_token;
 
   static Acc Zero() { return _mm512_setzero_si512(); }
   static Acc Load(const float* p) { return _mm512_loadu_si512(p); }
   static void Store(float* p, Acc v) { _mm512_storeu_si512(p, v); }
   static WVec LoadW(const uint8_t* p) { return _mm512_load_si512(p); }
-  Int8Quads Rows(int64_t m0) const {
-    Int8Quads r = *this;
-    r.x32 = x32 + m0 * xs;
-    if (a_per_token) {
-      r.a_scales = a_scales + m0;
-      if (azp != nullptr) r.azp = azp + m0;
-    }
-    return r;
-  }
+  Int8Quads Rows(int64_t m0) const { return {At(m0)}; }
   template <int NV>
   HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
-    const __m512i xv = _mm512_set1_epi32(x32[i * xs + t]);
+    const __m512i xv = _mm512_set1_epi32(acts[i * act_stride + t]);
     for (int j = 0; j < NV; ++j) acc[j] = Dpbusd(acc[j], xv, w[j]);
   }
   // y = sa · (sw · float(acc − (128 + azp)·Σqw)) (+ bias): the reference's operations and order;
@@ -197,14 +182,8 @@ void QuantizeSymmetricU8Avx512(const float* x, int64_t k, int64_t r0, int64_t r1
 void Int8DotMatmulAvx512(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
                          int64_t rows, const float* bias, float* y, int64_t n_begin,
                          int64_t n_end) {
-  const Int8Quads kernel{reinterpret_cast<const int32_t*>(u8),
-                         Int8DotActStride(w.k) / 4,
-                         w.col_sums,
-                         w.scales,
-                         w.per_row,
-                         act.scales,
-                         act.azp,
-                         act.per_token};
+  const Int8Quads kernel{{reinterpret_cast<const int32_t*>(u8), Int8DotActStride(w.k) / 4,
+                          w.col_sums, w.scales, w.per_row, act.scales, act.azp, act.per_token}};
   panels::PanelMatmul(kernel, w.panels, PanelBytes(w.k), (w.k + 3) / 4, w.n, rows, bias, y,
                       n_begin, n_end);
 }

@@ -91,6 +91,33 @@ inline bool Int8DotSupportsAzp(int32_t azp) { return azp >= -128 && azp <= 127; 
 void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& a,
                    int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
+namespace internal {
+
+// What the INT8 panel policies (int8_dot_matmul.cc's, avx2_panels.cc's) carry for a row tile
+// besides their vectors: its activations (in 32-bit units: u8 quads, or int16 pairs) and the
+// epilogue's scales, zero points and column sums.
+struct Int8TileArgs {
+  const int32_t* acts;      // the tile's first row
+  int64_t act_stride;       // 32-bit units between rows
+  const int32_t* col_sums;  // Σ qw per column (from column 0)
+  const float* w_scales;    // per column when w_per_row (from column 0), else one
+  bool w_per_row;
+  const float* a_scales;  // per row when a_per_token (from the tile's first row), else one
+  const int32_t* azp;     // null (symmetric), or per row when a_per_token, else one
+  bool a_per_token;
+  // The same for the row tile starting m0 rows further down.
+  Int8TileArgs At(int64_t m0) const {
+    Int8TileArgs r = *this;
+    r.acts = acts + m0 * act_stride;
+    if (a_per_token) {
+      r.a_scales = a_scales + m0;
+      if (azp != nullptr) r.azp = azp + m0;
+    }
+    return r;
+  }
+};
+
+}  // namespace internal
 }  // namespace tessera::kernels::cpu::fast
 
 #endif  // TESSERA_KERNELS_CPU_FAST_INT8_DOT_MATMUL_H_
