@@ -90,8 +90,11 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   const bool fma = fmt.ends_with("_PANEL_FMA");
   if (fma) fmt = fmt.substr(0, fmt.size() - 4);
   const bool bf16_act = fmt == "FP8_BF16ACT";
-  const bool panel = fmt == "FP8_PANEL" || fmt == "FP8_W8A8_PANEL" || bf16_act;
-  if (panel) fmt = fmt == "FP8_W8A8_PANEL" ? "FP8_W8A8" : "FP8";
+  const bool block_panel = fmt == "FP8_BLOCK_PANEL";
+  const bool panel = fmt == "FP8_PANEL" || fmt == "FP8_W8A8_PANEL" || bf16_act || block_panel;
+  if (panel) {
+    fmt = fmt == "FP8_W8A8_PANEL" ? "FP8_W8A8" : block_panel ? "FP8_BLOCK_SCALED" : "FP8";
+  }
   // INT4_G128_PANEL, INT8_G128_PANEL, NVFP4_PANEL, MXFP4_PANEL: the same layers on the 16-column
   // panels (quant_panel_matmul.h), as QuantizedLinear runs GPTQ / AWQ / compressed-tensors
   // weight-only, NVFP4 W4A16 and MXFP4 layers with f32 activations; INT4_G128, INT8_G128, NVFP4
@@ -110,8 +113,11 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
                            fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL" || pairs;
   if (quant_panel && !pairs) fmt = fmt.substr(0, fmt.size() - 6);
   // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
-  // activation scales, both folded per block (FastQuantWeights::act_block_scales).
-  const bool block = fmt == "FP8_BLOCK_W8A8";
+  // activation scales, both folded per block (FastQuantWeights::act_block_scales; the AVX-512 BF16
+  // kernel). FP8_BLOCK_SCALED: the same layers as QuantizedLinear runs them without AVX-512 BF16,
+  // the activations scaled per group beforehand (not timed) and FastQuantMatmul's Highway kernel;
+  // FP8_BLOCK_PANEL_FMA: those on the FMA panels (avx2_panels.h), since the twenty-first session.
+  const bool block = fmt == "FP8_BLOCK_W8A8" || fmt == "FP8_BLOCK_SCALED";
   const int64_t k_blocks = (k + 127) / 128;
   std::vector<float> act_block_scales(m * k_blocks, 0.02f);
   if (block) {
@@ -121,10 +127,12 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     w.scale_rows = 128;
     w.scale_row_stride = k_blocks;
     w.scale_k = 128;
-    w.act_block_scales = true;
-    w.act_block_scale = act_block_scales.data();
-    w.act_block_row_stride = k_blocks;
-    w.act_block_stride = 1;
+    if (fmt == "FP8_BLOCK_W8A8") {
+      w.act_block_scales = true;
+      w.act_block_scale = act_block_scales.data();
+      w.act_block_row_stride = k_blocks;
+      w.act_block_stride = 1;
+    }
   } else if (fmt == "FP8" || fmt == "FP8_W8A8") {
     w.decode = kf::QuantDecode::kFp8;
     q_bytes = n * k;
@@ -360,6 +368,8 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
                         "FP8_W8A8_PANEL",
                         "FP8_PANEL_FMA",
                         "FP8_W8A8_PANEL_FMA",
+                        "FP8_BLOCK_SCALED",
+                        "FP8_BLOCK_PANEL_FMA",
                         "INT4_G128",
                         "INT4_G128_PANEL",
                         "INT8_G128",

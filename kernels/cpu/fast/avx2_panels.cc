@@ -4,6 +4,7 @@
 #include "kernels/cpu/fast/avx2_panels.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <vector>
 
@@ -144,6 +145,15 @@ struct PairPanels : Avx2Accumulators {
   int64_t k;  // elements per row (rows are k apart)
   Decode epilogue;
   HWY_INLINE static WVec LoadW(const uint8_t* p) { return Decode::Load(p); }
+  // The driver's load (panel_gemm.h): K-block scales depend on the panel and the step.
+  HWY_INLINE WVec LoadWAt(const panels::TileJob& a, int j, int64_t t) const {
+    const uint8_t* p = a.w + j * a.panel_bytes + kStepBytes * t;
+    if constexpr (Decode::kScalesAtDecode) {
+      return epilogue.LoadScaled(p, a.col0 + panels::kCols * j, t);
+    } else {
+      return Decode::Load(p);
+    }
+  }
   PairPanels Rows(int64_t m0) const { return {{}, x + m0 * k, k, epilogue.Rows(m0)}; }
   template <int NV>
   HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
@@ -160,7 +170,7 @@ struct PairPanels : Avx2Accumulators {
   void Finish(const panels::TileJob& a, Acc (&acc)[MR][NV]) const {
     if (k % 2 != 0) {
       for (int j = 0; j < NV; ++j) {
-        const WVec w = LoadW(a.w + j * a.panel_bytes + kStepBytes * (k / 2));
+        const WVec w = LoadWAt(a, j, k / 2);
         for (int i = 0; i < MR; ++i) {
           const __m256 x0 = _mm256_set1_ps(x[i * k + k - 1]);
           acc[i][j].lo = _mm256_fmadd_ps(x0, w.even_lo, acc[i][j].lo);
@@ -183,6 +193,7 @@ struct PairPanels : Avx2Accumulators {
 struct Bf16Pairs {
   static constexpr int64_t kStepBytes = 64;
   static constexpr bool kScaled = false;
+  static constexpr bool kScalesAtDecode = false;
   HWY_INLINE static PairWeights Load(const uint8_t* p) {
     const __m256i a = _mm256_load_si256(reinterpret_cast<const __m256i*>(p));
     const __m256i b = _mm256_load_si256(reinterpret_cast<const __m256i*>(p + 32));
@@ -214,14 +225,16 @@ HWY_INLINE void Fp8PairToHalfBits(const uint8_t* p, __m256i* even, __m256i* odd)
 // `bits`): v = s(n) · acc (s carrying the decode's 2^8), for W8A8 row_scale(m) · (col_scale(n) ·
 // v), then + bias (bias_at_col: bias + col, or null).
 HWY_INLINE void Fp8Epilogue(const FastQuantWeights& w, int64_t m, int64_t col, unsigned bits,
-                            Ymm16 acc, const float* bias_at_col, float* dst) {
+                            Ymm16 acc, const float* bias_at_col, float* dst, bool scale_folded) {
   const __m256i masks[2] = {LaneMask(bits & 0xFFu), LaneMask(bits >> 8)};
   const __m256 halves[2] = {acc.lo, acc.hi};
   for (int h = 0; h < 2; ++h) {
     const int64_t c = col + 8 * h;
     const __m256 sw = w.scale_row_stride == 0 ? _mm256_set1_ps(w.scales[0])
                                               : _mm256_maskload_ps(w.scales + c, masks[h]);
-    __m256 v = _mm256_mul_ps(_mm256_mul_ps(sw, _mm256_set1_ps(256.0f)), halves[h]);
+    // K-block scales were folded into the decoded weights (Fp8BlockPairs).
+    __m256 v = scale_folded ? halves[h]
+                            : _mm256_mul_ps(_mm256_mul_ps(sw, _mm256_set1_ps(256.0f)), halves[h]);
     if (w.row_scale != nullptr) {
       if (w.col_scale != nullptr) {
         const __m256 cs = w.col_scale_stride == 0 ? _mm256_set1_ps(w.col_scale[0])
@@ -241,6 +254,7 @@ HWY_INLINE void Fp8Epilogue(const FastQuantWeights& w, int64_t m, int64_t col, u
 struct Fp8Pairs {
   static constexpr int64_t kStepBytes = 32;
   static constexpr bool kScaled = true;
+  static constexpr bool kScalesAtDecode = false;
   const FastQuantWeights* w;
   int64_t m0;  // the tile's first row
   HWY_INLINE static PairWeights Load(const uint8_t* p) {
@@ -254,7 +268,42 @@ struct Fp8Pairs {
   Fp8Pairs Rows(int64_t m) const { return {w, m0 + m}; }
   HWY_INLINE void Finish(const panels::TileJob& a, int i, int j, Ymm16 acc) const {
     Fp8Epilogue(*w, m0 + i, a.col0 + 16 * j, a.store[j], acc,
-                a.bias != nullptr ? a.bias + 16 * j : nullptr, a.y + i * a.y_stride + 16 * j);
+                a.bias != nullptr ? a.bias + 16 * j : nullptr, a.y + i * a.y_stride + 16 * j,
+                false);
+  }
+};
+
+// FP8 pair panels with K-block scales (DeepSeek / Qwen3-FP8 128 x 128 blocks; activations
+// already scaled per block, as FastQuantMatmul's Highway kernel takes them): each step's decoded
+// weights times their block's scale (· 2^8), so w = fl(code · s) exactly as that kernel
+// dequantizes, and no weight scale in the epilogue. A panel's 16 columns share a row block and a
+// step's pair a K block (Fp8PanelFmaSupported); K blocks are 2^shift steps.
+struct Fp8BlockPairs {
+  static constexpr int64_t kStepBytes = 32;
+  static constexpr bool kScaled = true;
+  static constexpr bool kScalesAtDecode = true;
+  const FastQuantWeights* w;
+  int64_t m0;  // the tile's first row
+  int shift;   // log2(steps per K block)
+  Fp8BlockPairs Rows(int64_t m) const { return {w, m0 + m, shift}; }
+  // The K-block scales of the row block holding column col.
+  HWY_INLINE const float* RowScales(int64_t col) const {
+    return w->scales + (col / w->scale_rows) * w->scale_row_stride;
+  }
+  // Step t's weights times s · 2^8 (s from row_scales).
+  HWY_INLINE PairWeights LoadScaledFrom(const uint8_t* p, const float* row_scales,
+                                        int64_t t) const {
+    PairWeights v = Fp8Pairs::Load(p);
+    const __m256 s = _mm256_set1_ps(row_scales[t >> shift] * 256.0f);
+    return {_mm256_mul_ps(v.even_lo, s), _mm256_mul_ps(v.even_hi, s), _mm256_mul_ps(v.odd_lo, s),
+            _mm256_mul_ps(v.odd_hi, s)};
+  }
+  HWY_INLINE PairWeights LoadScaled(const uint8_t* p, int64_t col, int64_t t) const {
+    return LoadScaledFrom(p, RowScales(col), t);
+  }
+  HWY_INLINE void Finish(const panels::TileJob& a, int i, int j, Ymm16 acc) const {
+    Fp8Epilogue(*w, m0 + i, a.col0 + 16 * j, a.store[j], acc,
+                a.bias != nullptr ? a.bias + 16 * j : nullptr, a.y + i * a.y_stride + 16 * j, true);
   }
 };
 
@@ -310,25 +359,38 @@ constexpr int64_t kRegisterRows = PairPanels<Fp8Pairs>::kRows;
 constexpr int64_t kDecodePanels = 4;
 
 // More rows: four panels at a time decoded to f16 K panels (float_panel_matmul.h's layout, code ·
-// 2^-8 exactly), the f16 panel kernel over them with no bias (y = the raw sums: the register
-// path's FMAs in the same K order, an odd K's last k included and its padding not, so a row's
-// bits do not depend on the route), then the epilogue over y.
+// 2^-8 exactly), or with K-block scales (shift >= 0: K blocks of 2^shift steps) to f32 K panels
+// of code · s, the float panel kernel over them with no bias (y = the raw sums: the register
+// path's weights and FMAs in the same K order, an odd K's last k included and its padding not,
+// so a row's bits do not depend on the route), then the epilogue over y.
 void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
-                    float* y, int64_t n_begin, int64_t n_end) {
+                    float* y, int64_t n_begin, int64_t n_end, int shift) {
+  const bool blocks = shift >= 0;
   const int64_t code_bytes = Fp8PairsBytes(panels::kCols, w.k), pairs = (w.k + 1) / 2;
-  const int64_t half_bytes = panels::PairPanelBytes(w.k);  // pairs · 64
+  const int64_t panel_bytes = pairs * (blocks ? 128 : 64);  // f32 or f16 K panels, whole pairs
   thread_local hwy::AlignedFreeUniquePtr<uint8_t[]> buf;
   thread_local int64_t capacity = 0;
-  if (capacity < kDecodePanels * half_bytes) {
-    capacity = kDecodePanels * half_bytes;
+  if (capacity < kDecodePanels * panel_bytes) {
+    capacity = kDecodePanels * panel_bytes;
     buf = hwy::AllocateAligned<uint8_t>(capacity);
   }
   for (int64_t p0 = n_begin / panels::kCols; p0 * panels::kCols < n_end; p0 += kDecodePanels) {
     const int64_t np = std::min(kDecodePanels, panels::Count(n_end) - p0);
     for (int64_t p = 0; p < np; ++p) {
       const uint8_t* codes = w.q + (p0 + p) * code_bytes;
-      uint8_t* out = buf.get() + p * half_bytes;
+      uint8_t* out = buf.get() + p * panel_bytes;
+      const Fp8BlockPairs scaled{&w, 0, shift};
+      const float* row_scales = blocks ? scaled.RowScales((p0 + p) * panels::kCols) : nullptr;
       for (int64_t t = 0; t < pairs; ++t) {
+        if (blocks) {
+          const PairWeights v = scaled.LoadScaledFrom(codes + 32 * t, row_scales, t);
+          float* f = reinterpret_cast<float*>(out + 128 * t);
+          _mm256_store_ps(f, v.even_lo);
+          _mm256_store_ps(f + 8, v.even_hi);
+          _mm256_store_ps(f + 16, v.odd_lo);
+          _mm256_store_ps(f + 24, v.odd_hi);
+          continue;
+        }
         __m256i even, odd;
         Fp8PairToHalfBits(codes + 32 * t, &even, &odd);
         _mm256_store_si256(reinterpret_cast<__m256i*>(out + 64 * t), even);
@@ -339,9 +401,14 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
     // row stride stays w.n).
     const int64_t c0 = std::max(n_begin, p0 * panels::kCols);
     const int64_t c1 = std::min(n_end, (p0 + np) * panels::kCols);
-    const int64_t shift = p0 * panels::kCols;
-    panels::PanelMatmul(FloatPanels<true>{{}, x, w.k}, buf.get(), half_bytes, w.k, w.n, rows,
-                        nullptr, y + shift, c0 - shift, c1 - shift);
+    const int64_t col0 = p0 * panels::kCols;
+    if (blocks) {
+      panels::PanelMatmul(FloatPanels<false>{{}, x, w.k}, buf.get(), panel_bytes, w.k, w.n, rows,
+                          nullptr, y + col0, c0 - col0, c1 - col0);
+    } else {
+      panels::PanelMatmul(FloatPanels<true>{{}, x, w.k}, buf.get(), panel_bytes, w.k, w.n, rows,
+                          nullptr, y + col0, c0 - col0, c1 - col0);
+    }
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t p = c0 / panels::kCols; p * panels::kCols < c1; ++p) {
         const unsigned bits = panels::StoreMask(p, c0, c1);
@@ -349,7 +416,7 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
         const Ymm16 acc{_mm256_maskload_ps(row, LaneMask(bits & 0xFFu)),
                         _mm256_maskload_ps(row + 8, LaneMask(bits >> 8))};
         Fp8Epilogue(w, m, p * panels::kCols, bits, acc,
-                    bias != nullptr ? bias + p * panels::kCols : nullptr, row);
+                    bias != nullptr ? bias + p * panels::kCols : nullptr, row, blocks);
       }
     }
   }
@@ -490,12 +557,20 @@ void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, cons
 void Fp8PanelFmaMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                        float* y, int64_t n_begin, int64_t n_end) {
   if (rows <= 0 || n_begin >= n_end) return;
-  // (K = 1 has no whole pair for the decoded route's f16 kernel to match: registers for any rows.)
+  // K-block scales (Fp8PanelFmaSupported: a power-of-two number of steps per block).
+  const int shift = w.scale_k < w.k ? std::countr_zero(static_cast<uint64_t>(w.scale_k / 2)) : -1;
+  // (K = 1 has no whole pair for the decoded route's kernel to match: registers for any rows.)
   if (rows > internal::kRegisterRows && w.k > 1) {
-    return internal::Fp8DecodedGemm(w, x, rows, bias, y, n_begin, n_end);
+    return internal::Fp8DecodedGemm(w, x, rows, bias, y, n_begin, n_end, shift);
+  }
+  const int64_t panel_bytes = Fp8PairsBytes(panels::kCols, w.k);
+  if (shift >= 0) {
+    return internal::RunPairPanels(
+        internal::PairPanels<internal::Fp8BlockPairs>{{}, x, w.k, {&w, 0, shift}}, w.q, panel_bytes,
+        w.n, rows, bias, y, n_begin, n_end);
   }
   internal::RunPairPanels(internal::PairPanels<internal::Fp8Pairs>{{}, x, w.k, {&w, 0}}, w.q,
-                          Fp8PairsBytes(panels::kCols, w.k), w.n, rows, bias, y, n_begin, n_end);
+                          panel_bytes, w.n, rows, bias, y, n_begin, n_end);
 }
 
 }  // namespace tessera::kernels::cpu::fast

@@ -57,16 +57,24 @@ bool Fp8PanelFmaSupported(const FastQuantWeights& w) {
     return e == nullptr || std::string_view(e) != "0";
   }();
   if (!enabled || !Fp8PanelFmaAvailable() || w.decode != QuantDecode::kFp8 || w.q == nullptr ||
-      w.scales == nullptr || w.n < 0 || w.k <= 0 || w.scale_k < w.k || w.act_block_scales ||
-      (w.row_scale == nullptr && w.col_scale != nullptr)) {
+      w.scales == nullptr || w.n < 0 || w.k <= 0 || w.scale_k <= 0 || w.scale_rows <= 0 ||
+      w.act_block_scales || (w.row_scale == nullptr && w.col_scale != nullptr)) {
     return false;
   }
-  const bool per_tensor = w.scale_row_stride == 0 && w.scale_rows >= w.n;
-  const bool per_row = w.scale_rows == 1 && w.scale_row_stride == 1;
-  if (!per_tensor && !per_row) return false;
+  const bool per_tensor = w.scale_row_stride == 0 && w.scale_rows >= w.n && w.scale_k >= w.k;
+  const bool per_row = w.scale_rows == 1 && w.scale_row_stride == 1 && w.scale_k >= w.k;
+  // K blocks (scaled activations: no row or column scales): a power-of-two width of whole K
+  // pairs, and row blocks of whole panels, so that one scale covers a panel's step.
+  const int64_t k_blocks = (w.k + w.scale_k - 1) / w.scale_k;
+  const bool blocks = w.scale_k < w.k && w.scale_k % 2 == 0 && (w.scale_k & (w.scale_k - 1)) == 0 &&
+                      (w.scale_rows % panels::kCols == 0 || w.scale_rows >= w.n) &&
+                      w.scale_row_stride == k_blocks && w.row_scale == nullptr;
+  if (!per_tensor && !per_row && !blocks) return false;
   // The kernel multiplies each scale by 2^8 (its decoded codes are code · 2^-8): no overflow.
-  const float* end = w.scales + (per_row ? w.n : 1);
-  return std::all_of(w.scales, end, [](float s) { return std::abs(s) < 0x1p100f; });
+  const int64_t count = blocks    ? (w.n + w.scale_rows - 1) / w.scale_rows * k_blocks
+                        : per_row ? w.n
+                                  : 1;
+  return std::all_of(w.scales, w.scales + count, [](float s) { return std::abs(s) < 0x1p100f; });
 }
 
 int64_t Fp8PairsBytes(int64_t n, int64_t k) { return panels::Count(n) * PanelBytes(k); }

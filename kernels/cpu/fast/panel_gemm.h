@@ -25,11 +25,13 @@
 // `template <int NV> void Madd(int i, int64_t t, const WVec* w, Acc* acc) const` (row i of the
 // tile, K step t, into acc[0..NV)) and `template <int MR, int NV> void Finish(const TileJob&,
 // Acc (&)[MR][NV]) const` (the epilogue of the last K block); FloatAccumulators below gives the
-// f32 kernels theirs. A policy may declare a smaller tile, `kRows` × `kVecs` (at most 6 × 4), for
-// a register file of 16 vectors (the AVX2 kernels, avx2_panels.cc); the shape changes only
-// which accumulators share a K step's loads, never a lane's order, so results do not depend on it.
-// Include the header in one target region per translation unit: its templates take the target
-// attributes of the region they are defined in.
+// f32 kernels theirs. A policy whose weights depend on where they are (avx2_panels.cc's FP8 with
+// K-block scales) provides `WVec LoadWAt(const TileJob&, int j, int64_t t) const` instead. A policy
+// may declare a smaller tile, `kRows` × `kVecs` (at most 6 × 4), for a register file of 16 vectors
+// (the AVX2 kernels, avx2_panels.cc); the shape changes only which accumulators share a K step's
+// loads, never a lane's order, so results do not depend on it. Include the header in one target
+// region per translation unit: its templates take the target attributes of the region they are
+// defined in.
 #ifndef TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
 #define TESSERA_KERNELS_CPU_FAST_PANEL_GEMM_H_
 
@@ -91,7 +93,13 @@ void Tile(const TileJob& a, const K& kernel) {
   }
   for (int64_t t = a.t0; t < a.t1; ++t) {
     typename K::WVec wv[NV];
-    for (int j = 0; j < NV; ++j) wv[j] = K::LoadW(a.w + j * a.panel_bytes + K::kStepBytes * t);
+    for (int j = 0; j < NV; ++j) {
+      if constexpr (requires { kernel.LoadWAt(a, j, t); }) {
+        wv[j] = kernel.LoadWAt(a, j, t);  // weights that depend on the panel and step
+      } else {
+        wv[j] = K::LoadW(a.w + j * a.panel_bytes + K::kStepBytes * t);
+      }
+    }
     for (int i = 0; i < MR; ++i) kernel.template Madd<NV>(i, t, wv, acc[i]);
   }
   if (!a.last) {

@@ -11,6 +11,7 @@
 //    included) and every bf16 weight exactly;
 //  * an odd K's padding is zero, not the next row's first activation (an Inf there gave NaN).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -44,12 +45,17 @@ struct Layer {
   FastWeights dense;       // bf16 panels
   FastQuantWeights quant;  // FP8 panels
 
+  bool Blocks() const { return fp8 && quant.scale_k < k; }
+  // The weight, with its K-block scale when there are K blocks.
   double W(int64_t col, int64_t i) const {
-    return fp8 ? numeric::DecodeE4m3(codes[col * k + i]) : numeric::Bf16ToFloat(bf16[col * k + i]);
+    if (!fp8) return numeric::Bf16ToFloat(bf16[col * k + i]);
+    const double code = numeric::DecodeE4m3(codes[col * k + i]);
+    if (!Blocks()) return code;
+    return code * scales[(col / quant.scale_rows) * quant.scale_row_stride + i / quant.scale_k];
   }
-  // The scale of output (m, n) over Σ x·w (1 for bf16).
+  // The scale of output (m, n) over Σ x·w (1 for bf16 and K blocks).
   double Scale(int64_t m, int64_t col) const {
-    if (!fp8) return 1.0;
+    if (!fp8 || Blocks()) return 1.0;
     double s = quant.scale_row_stride == 0 ? scales[0] : scales[col];
     if (w8a8) {
       s *= static_cast<double>(col_scale[quant.col_scale_stride * col]) *
@@ -83,7 +89,9 @@ struct Layer {
 };
 
 // kind: 0 bf16, 1 FP8 per-row W8A16, 2 FP8 per-tensor W8A16, 3 FP8 W8A8 (per-token row and
-// per-column weight scales), 4 FP8 W8A8 with static per-tensor scales (strides 0).
+// per-column weight scales), 4 FP8 W8A8 with static per-tensor scales (strides 0), 5 FP8 with
+// K-block and row-block weight scales (DeepSeek / Qwen3-FP8 layers, activations pre-scaled; K = 1
+// and 2 have no block below K: one block).
 Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
   Layer l;
   l.fp8 = kind != 0;
@@ -106,8 +114,14 @@ Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
     if ((c & 0x7F) == 0x7F) c ^= 1;  // no NaN codes (the loader refuses them)
   }
   const bool per_row = kind == 1;
-  l.w8a8 = kind >= 3;
-  for (int64_t i = 0; i < (per_row ? n : 1); ++i) l.scales.push_back(scale(rng));
+  l.w8a8 = kind == 3 || kind == 4;
+  // Kind 5: K blocks of a power of two below K (16 when K > 16), row blocks of 32.
+  const int64_t block_k =
+      kind == 5 && k > 2 ? std::min<int64_t>(16, std::bit_floor(static_cast<uint64_t>(k - 1))) : k;
+  const bool blocks = block_k < k;  // else per tensor
+  const int64_t k_blocks = (k + block_k - 1) / block_k, row_blocks = (n + 31) / 32;
+  const int64_t count = blocks ? row_blocks * k_blocks : per_row ? n : 1;
+  for (int64_t i = 0; i < count; ++i) l.scales.push_back(scale(rng));
   for (int64_t i = 0; i < n; ++i) l.col_scale.push_back(scale(rng));
   for (int64_t i = 0; i < rows; ++i) l.row_scale.push_back(scale(rng));
   FastQuantWeights& w = l.quant;
@@ -115,10 +129,10 @@ Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
   w.q = l.codes.data();
   w.n = n;
   w.k = k;
-  w.scale_k = k;
+  w.scale_k = block_k;
   w.scales = l.scales.data();
-  w.scale_rows = per_row ? 1 : n;
-  w.scale_row_stride = per_row ? 1 : 0;
+  w.scale_rows = per_row ? 1 : blocks ? 32 : n;
+  w.scale_row_stride = per_row ? 1 : blocks ? k_blocks : 0;
   if (l.w8a8) {  // QuantizedLinear's W8A8 form: bare codes (unit scale), the scales in the epilogue
     l.scales.assign(1, 1.0f);
     w.scales = l.scales.data();
@@ -156,8 +170,9 @@ void ExpectAccurate(const Layer& l, const std::vector<float>& x, int64_t rows, c
       }
       const double s = l.Scale(m, c), b = bias != nullptr ? bias[c] : 0.0;
       const double exact = s * sum + b;
-      // The sum's bound, then up to three scale products and the bias add (u each).
-      const double bound = ((l.k + 1) * kU * mag + 4 * kU * std::abs(sum)) * std::abs(s) +
+      // The sum's bound (K blocks: one more rounding per weight, code · s), then up to three
+      // scale products and the bias add (u each).
+      const double bound = ((l.k + 2) * kU * mag + 4 * kU * std::abs(sum)) * std::abs(s) +
                            kU * (std::abs(exact) + std::abs(b));
       ASSERT_LE(std::abs(y[m * l.n + c] - exact), bound)
           << what << " m " << m << " n " << c << " k " << l.k;
@@ -244,12 +259,12 @@ TEST_P(FmaPairPanelsTest, OddKPadsWithZeroNotTheNextRow) {
 }
 
 std::string KindName(const ::testing::TestParamInfo<int>& info) {
-  constexpr const char* kNames[] = {"Bf16", "Fp8PerRow", "Fp8PerTensor", "Fp8W8A8",
-                                    "Fp8W8A8Static"};
+  constexpr const char* kNames[] = {"Bf16",    "Fp8PerRow",     "Fp8PerTensor",
+                                    "Fp8W8A8", "Fp8W8A8Static", "Fp8Blocks"};
   return kNames[info.param];
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, FmaPairPanelsTest, ::testing::Values(0, 1, 2, 3, 4), KindName);
+INSTANTIATE_TEST_SUITE_P(Kinds, FmaPairPanelsTest, ::testing::Values(0, 1, 2, 3, 4, 5), KindName);
 
 // One-hot rows: output c of row i is weight (c, i) times its scale, rounded once: every E4M3
 // code (column c holds code 2c + parity, so 128 columns cover the 254 finite codes and the two
@@ -299,7 +314,21 @@ TEST(FmaPairPanelsExactTest, Fp8SupportedShapes) {
   EXPECT_FALSE(Fp8PanelFmaSupported(w));
   l.scales[7] = 0x1p99f;
   EXPECT_TRUE(Fp8PanelFmaSupported(w));
-  w.scale_k = 32;  // K blocks
+  w.scale_k = 32;  // K blocks, but per-row scales
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  // K blocks of whole pairs, a power of two, row blocks of whole panels: taken.
+  Layer b = Make(5, 40, 64, 1, 3);
+  EXPECT_TRUE(Fp8PanelFmaSupported(b.quant));
+  w = b.quant;
+  w.scale_k = 24;  // not a power of two
+  w.scale_row_stride = 3;
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  w = b.quant;
+  w.scale_rows = 8;  // row blocks inside a panel
+  w.scale_row_stride = 4;
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  w = b.quant;
+  w.row_scale = b.row_scale.data();  // row scales with K blocks: the epilogue has none
   EXPECT_FALSE(Fp8PanelFmaSupported(w));
   w = l.quant;
   w.scale_rows = 4;  // 2-D blocks of rows
