@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/fast/fp8_panel_matmul.h"
 #include "tests/kernels/cpu/fast_quant_test_util.h"
 
 namespace tessera::backend::cpu {
@@ -200,14 +201,20 @@ TEST(FastQuantTest, DropReferenceCodesKeepsForward) {
   bytes.Forward(x.data(), 3, after.data());
   EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
   EXPECT_EQ(bytes.weights().bytes.empty(), bytes.uses_fast_path() && Wide());
-  // FP8 W8A16 with 2-D block scales decodes the codes where they are: it keeps them.
+  // FP8 W8A16 with 2-D block scales decodes the codes where they are (the BF16 and Highway
+  // kernels): it keeps them. Without AVX-512 it runs the FMA panels (avx2_panels.h), which hold
+  // the codes, so they go.
   QuantizedLinear plain(
       Fp8(37, 256, ScaleGranularity::kBlock, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 5),
       {}, nullptr);
+  plain.Forward(x.data(), 3, before.data());
   plain.DropReferenceCodes();
-  EXPECT_FALSE(plain.weights().bytes.empty());
+  plain.Forward(x.data(), 3, after.data());
+  EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
+  const bool fma_panels = kernels::cpu::fast::Fp8PanelFmaAvailable() && plain.uses_fast_path();
+  EXPECT_EQ(plain.weights().bytes.empty(), fma_panels);
   plain.ForwardReference(x.data(), 3, ref.data());
-  EXPECT_FALSE(std::isnan(ref[0]));
+  EXPECT_EQ(std::isnan(ref[0]), fma_panels);
 }
 
 // --cpu_int8_activations on INT8 / INT3 / INT2 weight-only layers: the byte tiles (kU8x16)
