@@ -1,5 +1,6 @@
 // QuantizedLinear's INT8 W8A8 path: int8 weights with int8 activations (compressed-tensors
-// int-quantized, Quark int8) on the VNNI panel kernel of kernels/cpu/fast/int8_dot_matmul.h.
+// int-quantized, Quark int8) on the panel kernel of kernels/cpu/fast/int8_dot_matmul.h (VNNI, or
+// AVX2's `vpmaddwd` without it).
 // The activations are quantized by the reference quantizers' exact arithmetic (the dynamic
 // symmetric one fused with the kernel's u8 shift) and the kernel is bit-identical to
 // MatmulInt8W8A8, so this path and ForwardReference agree bit for bit. Also the byte tiles for

@@ -50,7 +50,12 @@ std::vector<Linear::ByteSpan> QuantizedLinear::weight_spans() const {
   if (q8_ok_ || int8_dot_ok_ || quant_panels_ok_) return {{x16_.data(), x16_.size()}};
   if (fp8_panels_ok_) {  // the panels hold the codes; the weight scales stay where they were
     const kc::Fp8Weights fw = w_.AsFp8();
-    const int64_t count = fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? w_.spec.n : 1;
+    // (Block scales reach the panels too, on AVX2: avx2_panels.h.)
+    const int64_t count =
+        fw.layout == kc::Fp8WeightScaleLayout::kPerRow ? w_.spec.n
+        : fw.layout == kc::Fp8WeightScaleLayout::kBlock
+            ? kc::NumGroups(w_.spec.n, fw.block_n) * kc::NumGroups(w_.spec.k, fw.block_k)
+            : 1;
     return {{x16_.data(), x16_.size()},
             {reinterpret_cast<const uint8_t*>(fw.scales), count * static_cast<int64_t>(sizeof(float))}};
   }

@@ -133,8 +133,8 @@ struct PairWeights {
 // K-pair panels (bf16: 64 bytes a pair, FP8: 32), one broadcast activation per row and k, k = 2t
 // then 2t + 1: each lane's FMAs in K order, as the f32 panels'. Five rows: 10 accumulators, the
 // pair's four weight vectors and two broadcasts. The driver walks the k / 2 whole pairs; an odd
-// K's last k is one more FMA in Finish (its odd partner is padding: no zero product is added,
-// which would turn a -0 sum into +0, and x is read only inside its rows).
+// K's last k is one more FMA in Finish (its odd partner is padding, so x is read only inside its
+// rows and needs no padded copy).
 template <class Decode>
 struct PairPanels : Avx2Accumulators {
   static constexpr int kRows = 5;
@@ -230,11 +230,14 @@ HWY_INLINE void Fp8Epilogue(const FastQuantWeights& w, int64_t m, int64_t col, u
   const __m256 halves[2] = {acc.lo, acc.hi};
   for (int h = 0; h < 2; ++h) {
     const int64_t c = col + 8 * h;
-    const __m256 sw = w.scale_row_stride == 0 ? _mm256_set1_ps(w.scales[0])
-                                              : _mm256_maskload_ps(w.scales + c, masks[h]);
-    // K-block scales were folded into the decoded weights (Fp8BlockPairs).
-    __m256 v = scale_folded ? halves[h]
-                            : _mm256_mul_ps(_mm256_mul_ps(sw, _mm256_set1_ps(256.0f)), halves[h]);
+    // K-block scales were folded into the decoded weights (Fp8BlockPairs), and their layout has
+    // no per-column scale to read (w.scales + c would run past the block scales).
+    __m256 v = halves[h];
+    if (!scale_folded) {
+      const __m256 sw = w.scale_row_stride == 0 ? _mm256_set1_ps(w.scales[0])
+                                                : _mm256_maskload_ps(w.scales + c, masks[h]);
+      v = _mm256_mul_ps(_mm256_mul_ps(sw, _mm256_set1_ps(256.0f)), v);
+    }
     if (w.row_scale != nullptr) {
       if (w.col_scale != nullptr) {
         const __m256 cs = w.col_scale_stride == 0 ? _mm256_set1_ps(w.col_scale[0])
@@ -512,24 +515,36 @@ struct Int8Quads : Int8TileArgs {
 
 void Int8DotMatmulAvx2(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
                        int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  // The u8 rows zero-extended to int16 once per call (a row's quad then broadcasts as two words
-  // pairs with no shuffle per row and step): 2 bytes per activation, rows · K in all.
+  // The u8 rows zero-extended to int16 (a row's quad then broadcasts as two word pairs with no
+  // shuffle per row and step), kWideRows rows at a time so that the buffer stays small (rows are
+  // independent: the chunks change no result).
+  constexpr int64_t kWideRows = 64;
   const int64_t stride = Int8DotActStride(w.k);  // a multiple of 64
   thread_local hwy::AlignedFreeUniquePtr<int16_t[]> a16;
   thread_local int64_t capacity = 0;
-  if (capacity < rows * stride) {
-    capacity = rows * stride;
+  const int64_t chunk = std::min(rows, kWideRows);
+  if (capacity < chunk * stride) {
+    capacity = chunk * stride;
     a16 = hwy::AllocateAligned<int16_t>(capacity);
   }
-  for (int64_t i = 0; i < rows * stride; i += 16) {
-    _mm256_store_si256(
-        reinterpret_cast<__m256i*>(a16.get() + i),
-        _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(u8 + i))));
+  for (int64_t m0 = 0; m0 < rows; m0 += kWideRows) {
+    const int64_t mr = std::min(kWideRows, rows - m0);
+    const uint8_t* src = u8 + m0 * stride;
+    for (int64_t i = 0; i < mr * stride; i += 16) {
+      _mm256_store_si256(
+          reinterpret_cast<__m256i*>(a16.get() + i),
+          _mm256_cvtepu8_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+    }
+    Int8Activations part = act;
+    if (act.per_token) {
+      part.scales = act.scales + m0;
+      if (act.azp != nullptr) part.azp = act.azp + m0;
+    }
+    const Int8Quads kernel{{reinterpret_cast<const int32_t*>(a16.get()), stride / 2, w.col_sums,
+                            w.scales, w.per_row, part.scales, part.azp, part.per_token}};
+    panels::PanelMatmul(kernel, w.panels, Int8QuadsBytes(panels::kCols, w.k), (w.k + 3) / 4, w.n,
+                        mr, bias, y + m0 * w.n, n_begin, n_end);
   }
-  const Int8Quads kernel{{reinterpret_cast<const int32_t*>(a16.get()), stride / 2, w.col_sums,
-                          w.scales, w.per_row, act.scales, act.azp, act.per_token}};
-  panels::PanelMatmul(kernel, w.panels, Int8QuadsBytes(panels::kCols, w.k), (w.k + 3) / 4, w.n,
-                      rows, bias, y, n_begin, n_end);
 }
 
 void F16PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,

@@ -2,7 +2,8 @@
 // FMA form below): the kernel QuantizedLinear runs for FP8 W8A8 layers (static or per-token
 // activation scales) and W8A16 (exact f32 activations as the hi + lo split, or
 // --cpu_bf16_activations) whose weight scales are per tensor or per output row, decode and
-// prefill alike; 2-D block scales keep fp8_bf16_matmul.h. (W8A16 with the split stayed
+// prefill alike; 2-D block scales keep fp8_bf16_matmul.h on AVX-512 BF16 (the FMA form takes
+// them too, below). (W8A16 with the split stayed
 // row-major until side-by-side runs showed the panels as fast at batch 1 and 10-35% faster from
 // 16 rows: bench/README.md, eleventh session.)
 //
@@ -73,16 +74,21 @@ void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_
 // output (m, n) one f32 lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then
 // Fp8PanelMatmul's epilogue. x [rows, k] f32: W8A16's activations (exact: within (K + 1)·u·Σ|x·w|
 // before the scale products' roundings, unless a product x · code · 2^-8 falls below f32's
-// normal range, |x · w| < ~2^-118) or their bf16 rounding, W8A8's E4M3 values. Up to 5 rows
-// decode in registers, more decode to f16 panels first; every route gives a row the same bits.
+// normal range, |x · w| < ~2^-118) or their bf16 rounding, W8A8's E4M3 values. With K-block
+// scales (DeepSeek / Qwen3-FP8; the activations scaled per block beforehand, as QuantizedLinear
+// does for the Highway kernel) each decoded weight is multiplied by its block's scale first, w =
+// fl(code · s) as that kernel dequantizes (one more rounding per weight, (K + 2)·u), and the
+// epilogue has no weight scale. Up to 5 rows decode in registers, more decode to f16 panels (f32
+// with K blocks) first; every route gives a row the same bits.
 // TESSERA_FP8_BF16=0 turns this kernel off too (FP8 then runs FastQuantMatmul's Highway kernel).
 // Requires Fp8PanelFmaSupported(w) and w from RepackFp8Pairs. Why: FastQuantMatmul's FP8 kernel
 // read 12.6 GB/s at batch 1 on AVX2 against a 35 GB/s triad (bench/README.md, twenty-first
 // session).
 bool Fp8PanelFmaAvailable();
-// Whether Fp8PanelFmaMatmul takes `w` here: Fp8PanelFmaAvailable(), and Fp8PanelSupported's
-// shapes (per-tensor or per-row weight scales, finite and below 2^100, no K blocks) without its
-// AVX-512 BF16 check.
+// Whether Fp8PanelFmaMatmul takes `w` here: Fp8PanelFmaAvailable(), and per-tensor or per-row
+// weight scales (Fp8PanelSupported's shapes), or K blocks of a power-of-two width of whole pairs
+// with row blocks of whole 16-column panels (or one row block) and no row scale; every scale
+// finite and below 2^100; not act_block_scales.
 bool Fp8PanelFmaSupported(const FastQuantWeights& w);
 void Fp8PanelFmaMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                        float* y, int64_t n_begin, int64_t n_end);

@@ -44,6 +44,7 @@ bool Int8DotAvailable() {
 bool Int8DotUsable() { return Int8DotAvailable() || internal::Avx2PanelsAvailable(); }
 
 const char* Int8DotKernelName() {
+  if (!Int8DotUsable()) return "none";
   return !Int8DotAvailable() ? "avx2" : AmxInt8Usable() ? "amx" : "avx512-vnni";
 }
 

@@ -35,7 +35,8 @@ bool Int8DotAvailable();
 // session: TinyLlama INT8 W8A8 on AVX2 prefilled 8 tok/s that way).
 bool Int8DotUsable();
 
-// "amx", "avx512-vnni" or "avx2": the kernel Int8DotMatmul runs here (plan labels).
+// "amx", "avx512-vnni" or "avx2": the kernel Int8DotMatmul runs here (plan labels); "none" where
+// !Int8DotUsable().
 const char* Int8DotKernelName();
 
 // Whether the kernel takes a K (the int32 sum must not overflow): 0 < k < 2^16.

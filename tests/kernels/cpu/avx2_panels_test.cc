@@ -1,14 +1,17 @@
 // The AVX2 pair-panel kernels (kernels/cpu/fast/avx2_panels.h): Bf16PairsFmaMatmul on
-// RepackBf16Pairs panels and Fp8PanelFmaMatmul on RepackFp8Pairs panels, on any CPU with AVX2,
-// FMA and F16C (they need no AVX-512, so they run on the AVX-512 machines too):
-//  * every output within (K + 1)·u·Σ|x·w| (+ the scale products' roundings) of the exact sum in
-//    double, on odd shapes: odd K (the activations' padded copy), K past the kernels' 32 KiB K
-//    blocks with more rows than a 5-row tile, N not a multiple of 16, with and without bias;
-//  * every row bit-identical alone and in calls of 2-13 rows (one row: 1 x 2-4 panel tiles; up
-//    to 5: 5-row tiles; FP8 beyond: codes decoded to f16 panels first, then the f16 kernel and the
-//    epilogue), and under column splits at odd places and at panel boundaries;
+// RepackBf16Pairs panels and Fp8PanelFmaMatmul on RepackFp8Pairs panels (per-row, per-tensor,
+// W8A8 and K-block scales), on any CPU with AVX2, FMA and F16C (they need no AVX-512, so they run
+// on the AVX-512 machines too):
+//  * every output within (K + 2)·u·Σ|x·w| (+ the scale products' roundings) of the exact sum in
+//    double, on odd shapes: K = 1 (padded to a pair), odd K (the last k in the epilogue), K past
+//    the kernels' 32 KiB K blocks with more rows than a 5-row tile, N not a multiple of 16, with
+//    and without bias;
+//  * every row bit-identical alone and in calls of 2-13 rows (one row: 1 x 2 panel tiles; up to
+//    5: 5-row tiles; FP8 beyond: codes decoded to f16 panels, f32 with K blocks, first, then the
+//    float kernel and the epilogue), and under column splits at odd places and at panel
+//    boundaries;
 //  * one-hot activations read every E4M3 code back exactly (y = fl(s · code), subnormal codes
-//    included) and every bf16 weight exactly;
+//    included; with K blocks each block's scale) and every bf16 weight exactly;
 //  * an odd K's padding is zero, not the next row's first activation (an Inf there gave NaN).
 #include <algorithm>
 #include <bit>
@@ -115,11 +118,13 @@ Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
   }
   const bool per_row = kind == 1;
   l.w8a8 = kind == 3 || kind == 4;
-  // Kind 5: K blocks of a power of two below K (16 when K > 16), row blocks of 32.
+  // Kind 5: K blocks of the largest power of two below K up to 128 (DeepSeek's width); row
+  // blocks of 32, or one row block of n + 3 rows (not a whole number of panels) for n <= 32.
   const int64_t block_k =
-      kind == 5 && k > 2 ? std::min<int64_t>(16, std::bit_floor(static_cast<uint64_t>(k - 1))) : k;
+      kind == 5 && k > 2 ? std::min<int64_t>(128, std::bit_floor(static_cast<uint64_t>(k - 1))) : k;
   const bool blocks = block_k < k;  // else per tensor
-  const int64_t k_blocks = (k + block_k - 1) / block_k, row_blocks = (n + 31) / 32;
+  const int64_t block_n = n <= 32 ? n + 3 : 32;
+  const int64_t k_blocks = (k + block_k - 1) / block_k, row_blocks = (n + block_n - 1) / block_n;
   const int64_t count = blocks ? row_blocks * k_blocks : per_row ? n : 1;
   for (int64_t i = 0; i < count; ++i) l.scales.push_back(scale(rng));
   for (int64_t i = 0; i < n; ++i) l.col_scale.push_back(scale(rng));
@@ -131,7 +136,7 @@ Layer Make(int kind, int64_t n, int64_t k, int64_t rows, uint32_t seed) {
   w.k = k;
   w.scale_k = block_k;
   w.scales = l.scales.data();
-  w.scale_rows = per_row ? 1 : blocks ? 32 : n;
+  w.scale_rows = per_row ? 1 : blocks ? block_n : n;
   w.scale_row_stride = per_row ? 1 : blocks ? k_blocks : 0;
   if (l.w8a8) {  // QuantizedLinear's W8A8 form: bare codes (unit scale), the scales in the epilogue
     l.scales.assign(1, 1.0f);
@@ -301,7 +306,8 @@ TEST(FmaPairPanelsExactTest, OneHotRowsReadEveryWeightBack) {
 }
 
 // Which FP8 layers the FMA panels take (where they are in use: no AVX-512, or under
-// TESSERA_CPU_ISA=avx2): per-tensor and per-row scales, finite and below 2^100, no K blocks, no
+// TESSERA_CPU_ISA=avx2): per-tensor and per-row scales, K blocks of a power-of-two width and
+// whole-panel row blocks, finite and below 2^100, no
 // column scale without a row scale.
 TEST(FmaPairPanelsExactTest, Fp8SupportedShapes) {
   if (!Fp8PanelFmaAvailable()) GTEST_SKIP() << "the FMA panels are not in use on this CPU";
@@ -323,6 +329,12 @@ TEST(FmaPairPanelsExactTest, Fp8SupportedShapes) {
   w.scale_k = 24;  // not a power of two
   w.scale_row_stride = 3;
   EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  w.scale_k = 1;  // odd: a pair would straddle two blocks
+  w.scale_row_stride = 64;
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
+  w = b.quant;
+  w.scale_row_stride += 1;  // not the blocks per row
+  EXPECT_FALSE(Fp8PanelFmaSupported(w));
   w = b.quant;
   w.scale_rows = 8;  // row blocks inside a panel
   w.scale_row_stride = 4;
@@ -337,6 +349,37 @@ TEST(FmaPairPanelsExactTest, Fp8SupportedShapes) {
   w = l.quant;
   w.col_scale = l.col_scale.data();  // a column scale without a row scale
   EXPECT_FALSE(Fp8PanelFmaSupported(w));
+}
+
+// K blocks: one-hot rows read each weight back as fl(code · s) of its block's scale, bit for bit
+// (k = 4: blocks of 2, row blocks of 32 columns; every code in some column).
+TEST(FmaPairPanelsExactTest, OneHotRowsReadBlockScaledWeights) {
+  if (!internal::Avx2PanelsAvailable()) GTEST_SKIP() << "no AVX2 + FMA + F16C";
+  const int64_t n = 128, k = 4;
+  Layer l = Make(5, n, k, k, 13);
+  ASSERT_TRUE(l.Blocks());
+  for (int64_t c = 0; c < n; ++c) {
+    for (int64_t i = 0; i < k; ++i) {
+      const uint8_t code = static_cast<uint8_t>(2 * c + (i % 2));
+      l.codes[c * k + i] = (code & 0x7F) == 0x7F ? 0 : code;
+    }
+  }
+  l.Repack();
+  std::vector<float> x(k * k, 0.0f);
+  for (int64_t i = 0; i < k; ++i) x[i * k + i] = 1.0f;  // rows e_0 .. e_3
+  for (int64_t rows : {int64_t{1}, k}) {  // one row (registers) and all four (registers too)
+    std::vector<float> y(rows * n);
+    l.Run(x.data(), rows, nullptr, y.data(), 0, n);
+    for (int64_t i = 0; i < rows; ++i) {
+      for (int64_t c = 0; c < n; ++c) {
+        const float s =
+            l.scales[(c / l.quant.scale_rows) * l.quant.scale_row_stride + i / l.quant.scale_k];
+        float want = numeric::DecodeE4m3(l.codes[c * k + i]) * s;
+        if (want == 0.0f) want = 0.0f;  // +0
+        ASSERT_EQ(std::memcmp(&y[i * n + c], &want, 4), 0) << "row " << i << " col " << c;
+      }
+    }
+  }
 }
 
 }  // namespace

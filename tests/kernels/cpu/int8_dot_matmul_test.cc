@@ -170,8 +170,14 @@ TEST_P(Int8KernelTest, BitExactAgainstReference) {
   const Int8Kernel kernel = Kernel();
   if (kernel == nullptr) GTEST_SKIP() << "not on this CPU";
   uint32_t seed = 1;
-  for (auto [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1}, {5, 3, 2}, {17, 64, 6},
-                            {37, 101, 7}, {70, 2049, 13}, {16, 4100, 14}, {65, 256, 1}}) {
+  for (auto [n, k, rows] : {std::tuple<int64_t, int64_t, int64_t>{1, 1, 1},
+                            {5, 3, 2},
+                            {17, 64, 6},
+                            {37, 101, 7},
+                            {70, 2049, 13},
+                            {16, 4100, 14},
+                            {65, 256, 1},
+                            {33, 300, 70}}) {
     for (int variant = 0; variant < 8; ++variant) {
       const Case c{n, k, rows, (variant & 1) != 0, (variant & 2) != 0, (variant & 4) != 0,
                    variant % 3 != 0};
