@@ -5,7 +5,8 @@
 // (TESSERA_CPU_ISA=avx2): F16PanelMatmul and F32PanelMatmul (float_panel_matmul.h),
 // Bf16PairsFmaMatmul (bf16_dot_matmul.h) and Fp8PanelFmaMatmul (fp8_panel_matmul.h), the latter
 // two defined in avx2_panels.cc, and Int8DotMatmul (int8_dot_matmul.h; also on AVX-512 CPUs
-// without VNNI). The ones declared here are what tests compare with their AVX-512 twins.
+// without VNNI; its kernel in int8_dot_avx2.cc). The ones declared here are what tests compare with
+// their AVX-512 twins.
 //
 // Why: without them those layers ran row kernels: f16 / f32 / bf16 FastMatmul read 21-29 GB/s at
 // batch 1 and reached 61-94 GFLOP/s at M = 16-128 of the ~225 the FMA units give, FP8

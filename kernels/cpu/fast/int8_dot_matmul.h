@@ -94,7 +94,7 @@ void Int8DotMatmul(const Int8DotWeights& w, const uint8_t* u8, const Int8Activat
 
 namespace internal {
 
-// What the INT8 panel policies (int8_dot_matmul.cc's, avx2_panels.cc's) carry for a row tile
+// What the INT8 panel policies (int8_dot_matmul.cc's, int8_dot_avx2.cc's) carry for a row tile
 // besides their vectors: its activations (in 32-bit units: u8 quads, or int16 pairs) and the
 // epilogue's scales, zero points and column sums.
 struct Int8TileArgs {
