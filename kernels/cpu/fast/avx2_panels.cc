@@ -245,13 +245,20 @@ HWY_INLINE void Fp8Epilogue(const FastQuantWeights& w, int64_t m, int64_t col, u
   }
 }
 
-// FP8 pair panels decoded in registers; the epilogue's weight scale carries the decode's 2^8.
-struct Fp8Pairs {
+// FP8 pair panels decoded in registers. Without K blocks the epilogue's weight scale carries the
+// decode's 2^8. With them (kBlocks: DeepSeek / Qwen3-FP8 128 x 128 blocks; activations already
+// scaled per block, as FastQuantMatmul's Highway kernel takes them) each step's decoded weights
+// are multiplied by their block's scale (· 2^8), so w = fl(code · s) exactly as that kernel
+// dequantizes, and the epilogue has no weight scale. A panel's 16 columns share a row block and
+// a step's pair a K block (Fp8PanelFmaSupported); K blocks are 2^shift steps.
+template <bool kBlocks>
+struct Fp8PairsOf {
   static constexpr int64_t kStepBytes = 32;
   static constexpr bool kScaled = true;
-  static constexpr bool kScalesAtDecode = false;
+  static constexpr bool kScalesAtDecode = kBlocks;
   const FastQuantWeights* w;
-  int64_t m0;  // the tile's first row
+  int64_t m0;     // the tile's first row
+  int shift = 0;  // kBlocks: log2(steps per K block)
   HWY_INLINE static PairWeights Load(const uint8_t* p) {
     __m256i even, odd;
     Fp8PairToHalfBits(p, &even, &odd);
@@ -260,35 +267,15 @@ struct Fp8Pairs {
             _mm256_cvtph_ps(_mm256_castsi256_si128(odd)),
             _mm256_cvtph_ps(_mm256_extracti128_si256(odd, 1))};
   }
-  Fp8Pairs Rows(int64_t m) const { return {w, m0 + m}; }
-  HWY_INLINE void Finish(const panels::TileJob& a, int i, int j, Ymm16 acc) const {
-    Fp8Epilogue(*w, m0 + i, a.col0 + 16 * j, a.store[j], acc,
-                a.bias != nullptr ? a.bias + 16 * j : nullptr, a.y + i * a.y_stride + 16 * j,
-                false);
-  }
-};
-
-// FP8 pair panels with K-block scales (DeepSeek / Qwen3-FP8 128 x 128 blocks; activations
-// already scaled per block, as FastQuantMatmul's Highway kernel takes them): each step's decoded
-// weights times their block's scale (· 2^8), so w = fl(code · s) exactly as that kernel
-// dequantizes, and no weight scale in the epilogue. A panel's 16 columns share a row block and a
-// step's pair a K block (Fp8PanelFmaSupported); K blocks are 2^shift steps.
-struct Fp8BlockPairs {
-  static constexpr int64_t kStepBytes = 32;
-  static constexpr bool kScaled = true;
-  static constexpr bool kScalesAtDecode = true;
-  const FastQuantWeights* w;
-  int64_t m0;  // the tile's first row
-  int shift;   // log2(steps per K block)
-  Fp8BlockPairs Rows(int64_t m) const { return {w, m0 + m, shift}; }
-  // The K-block scales of the row block holding column col.
+  Fp8PairsOf Rows(int64_t m) const { return {w, m0 + m, shift}; }
+  // kBlocks: the K-block scales of the row block holding column col.
   HWY_INLINE const float* RowScales(int64_t col) const {
     return w->scales + (col / w->scale_rows) * w->scale_row_stride;
   }
-  // Step t's weights times s · 2^8 (s from row_scales).
+  // kBlocks: step t's weights times s · 2^8 (s from row_scales).
   HWY_INLINE PairWeights LoadScaledFrom(const uint8_t* p, const float* row_scales,
                                         int64_t t) const {
-    PairWeights v = Fp8Pairs::Load(p);
+    PairWeights v = Load(p);
     const __m256 s = _mm256_set1_ps(row_scales[t >> shift] * 256.0f);
     return {_mm256_mul_ps(v.even_lo, s), _mm256_mul_ps(v.even_hi, s), _mm256_mul_ps(v.odd_lo, s),
             _mm256_mul_ps(v.odd_hi, s)};
@@ -298,9 +285,12 @@ struct Fp8BlockPairs {
   }
   HWY_INLINE void Finish(const panels::TileJob& a, int i, int j, Ymm16 acc) const {
     Fp8Epilogue(*w, m0 + i, a.col0 + 16 * j, a.store[j], acc,
-                a.bias != nullptr ? a.bias + 16 * j : nullptr, a.y + i * a.y_stride + 16 * j, true);
+                a.bias != nullptr ? a.bias + 16 * j : nullptr, a.y + i * a.y_stride + 16 * j,
+                kBlocks);
   }
 };
+using Fp8Pairs = Fp8PairsOf<false>;
+using Fp8BlockPairs = Fp8PairsOf<true>;
 
 // `Policy` with another tile shape, R rows × V panels (each lane's FMA sequence is the same in
 // every shape, so results are too).
