@@ -219,7 +219,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     w.q = copies[0].panels.data();
   }
   if (quant_panel && !kf::QuantPanelSupported(w)) {
-    state.SkipWithError("no AVX-512 on this CPU");
+    state.SkipWithError("no AVX2 or AVX-512 on this CPU");
     return;
   }
   if (pairs && !pairs_i16 && !kf::QuantPanelPairsSupported(w)) {
@@ -243,7 +243,8 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     state.SkipWithError("no AVX-512 BF16 on this CPU");
     return;
   }
-  if (!kf::FastQuantSupported(w)) {
+  // Without AVX-512 the 4-bit formats run on the panels alone (their f32 form's AVX2 kernel).
+  if (!quant_panel && !kf::FastQuantSupported(w)) {
     state.SkipWithError("not supported on this target");
     return;
   }

@@ -44,15 +44,18 @@ bool TakeInt8Activations(quant::LinearSpec* spec, const char* kernel) {
 // NVFP4 and MXFP4 tiles are not taken: QuantizedLinear::InitFast's check).
 bool Int8TilesFast() { return kernels::cpu::fast::Int4x16TilesVectorized(); }
 
-// The f32-activation 4-bit kernels (INT4, NVFP4, MXFP4) run here (AVX-512), else the reference.
-bool FourBitF32Fast() { return kernels::cpu::fast::FastQuant4BitAvailable(); }
+// The f32-activation 4-bit kernels (INT4, NVFP4, MXFP4) run here: FastQuantMatmul and the panels
+// on AVX-512, the panels' AVX2 kernel on AVX2 (QuantPanelAvailable); else the reference.
+bool FourBitF32Fast() {
+  return kernels::cpu::fast::FastQuant4BitAvailable() || kernels::cpu::fast::QuantPanelAvailable();
+}
 
 // The plan's note on a 4-bit layer that takes int8 activations only because its f32 kernel is
 // missing here.
 void NoteFourBitFallback(bool int8_for_all, quant::LinearSpec* spec) {
   if (int8_for_all) return;
   absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
-                  "int8 activations: the f32-activation 4-bit kernel needs AVX-512");
+                  "int8 activations: the f32-activation 4-bit kernel needs AVX2 or AVX-512");
 }
 
 // INT8 / INT3 / INT2 weight-only codes (a byte each) with f32 activations: FastQuantMatmul's
@@ -114,8 +117,8 @@ bool CpuKernelSelector::TakeInt16Activations(quant::LinearSpec* spec, const char
 }
 
 bool CpuKernelSelector::Int8ForFourBit() const {
-  return Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks &&
-                          !kernels::cpu::fast::FastQuant4BitAvailable() && Int8TilesFast());
+  return Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && !FourBitF32Fast() &&
+                          Int8TilesFast());
 }
 
 absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {

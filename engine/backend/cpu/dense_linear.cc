@@ -15,6 +15,7 @@
 #include "kernels/cpu/fast/parallel_repack.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/fast/quant_panel_amx.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/scratch_arena.h"
 #include "kernels/numeric/half.h"
 
@@ -89,7 +90,8 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   }
   if (enc_.ggml && activations_ == DenseActivations::kFloat &&
       kf::GgmlQuantPanelsSupported(*enc_.ggml, weight_.bytes.data(), n, k)) {
-    // Exact activations on AVX-512: the quantized panels, decode and prefill alike.
+    // Exact activations: the quantized panels (AVX-512, or the f32 form's AVX2 kernel), decode and
+    // prefill alike.
     repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlQuantPanelsBytes(*enc_.ggml, n, k));
     panels_ = kf::RepackGgmlQuantPanels(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data(),
                                         kf::GgmlQuantPanelForm(*enc_.ggml), pool_);
@@ -274,7 +276,9 @@ std::string DenseLinear::Describe() const {
     const bool amx =
         kernels::cpu::fast::QuantPanelAmxTakes(panels_) && kernels::cpu::fast::AmxBf16Usable();
     return absl::StrCat(io::DTypeName(weight_.dtype),
-                        !panels_.pair_panels ? " / cpu-avx512-quant-panels"
+                        !panels_.pair_panels
+                            ? absl::StrCat(" / cpu-", kernels::cpu::fast::QuantPanelTargetName(),
+                                           "-quant-panels")
                         : amx                ? " x hi+lo bf16 act / cpu-amx-bf16-quant-panels"
                                              : " x hi+lo bf16 act / cpu-avx512-bf16-quant-panels");
   }

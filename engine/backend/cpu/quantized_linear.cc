@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <functional>
+#include <string>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 #include "engine/backend/cpu/column_split.h"
@@ -276,7 +278,13 @@ void QuantizedLinear::InitFast() {
   // On AVX-512 BF16 the 4-bit codes (and byte codes of up to 6 bits) take the bf16-pair form:
   // exact activations as the hi + lo split, bf16 ones as hi alone, int16 ones on its int16 route
   // (bench/README.md, thirteenth and nineteenth sessions).
-  if (fast_ok_ && (integer || fp4) && kf::QuantPanelSupported(fast_)) {
+  // Without AVX-512 FastQuantMatmul has no 4-bit decoder: the f32 panels' AVX2 kernel alone
+  // takes those layers (quant_panel_avx2.cc), under FastQuantSupported's shape rules, which the
+  // plan's "-fast" label follows (CpuKernelSelector).
+  const bool four_bit = f.decode == kf::QuantDecode::kInt4 || fp4;
+  const bool panels_alone = !fast_ok_ && four_bit && !kf::FastQuant4BitAvailable() &&
+                            s.k % 32 == 0 && (fp4 || f.scale_k % 32 == 0);
+  if ((fast_ok_ || panels_alone) && (integer || fp4) && kf::QuantPanelSupported(fast_)) {
     // int16 activations on 8-bit byte codes: the int16 route's own pair form.
     const bool int16_only = s.activation == ActivationFormat::kInt16Group &&
                             !kf::QuantPanelPairsSupported(fast_) && kf::QuantPanelInt16Takes(fast_);
@@ -289,6 +297,7 @@ void QuantizedLinear::InitFast() {
                                   pool_);
     fast_permute_ = false;
     quant_panels_ok_ = true;
+    fast_ok_ = true;
     // 4-bit pair panels run as AMX tiles where granted (quant_panel_amx.h: FP4, INT4 in groups
     // of whole 32s): the one-time self-check at load, not in the first request.
     if (kf::QuantPanelAmxTakes(fast_)) kf::AmxBf16Usable();
@@ -467,10 +476,12 @@ std::string QuantizedLinear::Describe() const {
   const bool amx = (fp8_panels_ok_ ||
                     (quant_panels_ok_ && kf::QuantPanelAmxTakes(fast_) && !uses_int16_route())) &&
                    kf::AmxBf16Usable();
+  const bool avx2_panels =
+      fp8_fma_ || (quant_panels_ok_ && std::string_view(kf::QuantPanelTargetName()) == "avx2");
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
-                      amx        ? " (cpu-amx-bf16)"
-                      : fp8_fma_ ? " (cpu-avx2-panels)"
-                                 : "");
+                      amx           ? " (cpu-amx-bf16)"
+                      : avx2_panels ? " (cpu-avx2-panels)"
+                                    : "");
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {

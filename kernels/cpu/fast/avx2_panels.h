@@ -26,6 +26,7 @@
 #include <cstdint>
 
 #include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 
 namespace tessera::kernels::cpu::fast::internal {
@@ -49,6 +50,18 @@ void F32PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, cons
 // Requires Avx2PanelsAvailable().
 void Int8DotMatmulAvx2(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,
                        int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
+// QuantPanelMatmul's contract (quant_panel_matmul.h) on f32-form panels (quant_panel_avx2.cc):
+// the AVX-512 f32 form's bits. Requires Avx2PanelsAvailable().
+void QuantPanelMatmulAvx2(const FastQuantWeights& w, const float* x, int64_t rows,
+                          const float* bias, float* y, int64_t n_begin, int64_t n_end,
+                          const float* group_sums);
+
+// sums[m · (k / group) + g] = Σ x[m, k] over group g's k for rows [0, rows) (x rows k apart), in
+// one fixed order: 16 lanes, k ascending in each, then a fixed reduction (a group size not a
+// multiple of 16: k ascending). Both forms' kernels and QuantPanelGroupSums take these, so every
+// row gets the same sums in any call. Requires Avx2PanelsAvailable().
+void GroupSumsRows(const float* x, int64_t rows, int64_t k, int64_t group, float* sums);
 
 }  // namespace tessera::kernels::cpu::fast::internal
 

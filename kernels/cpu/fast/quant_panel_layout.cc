@@ -4,6 +4,7 @@
 #include <cstring>
 #include <utility>
 
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/numeric/e8m0.h"
@@ -89,12 +90,15 @@ uint32_t PairOrderLane(const uint8_t* b) {
 }  // namespace
 
 bool QuantPanelAvailable() {
-  static const bool has = TESSERA_HAS_AVX512_WITH("avx512f");
+  // Without AVX-512 the f32 form runs its AVX2 kernel (quant_panel_avx2.cc).
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512f") || internal::Avx2PanelsInUse();
   return has;
 }
 
+const char* QuantPanelTargetName() { return internal::Avx2PanelsInUse() ? "avx2" : "avx512"; }
+
 bool QuantPanelPairsAvailable() {
-  static const bool has = QuantPanelAvailable() && TESSERA_HAS_AVX512_WITH("avx512bf16");
+  static const bool has = TESSERA_HAS_AVX512_WITH("avx512bf16");
   return has;
 }
 

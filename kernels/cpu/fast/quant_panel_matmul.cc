@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/int16_act_quant.h"
@@ -394,28 +395,6 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
   }
 }
 
-// sums[m · groups + g] = Σ x[m, k] over group g's k, in one fixed order (16 lanes, k ascending in
-// each, then the lanes' fixed reduction; a group size not a multiple of 16: k ascending), so that
-// every row gets the same sums in any call.
-void GroupSums(const float* x, int64_t rows, int64_t k, int64_t group, float* sums) {
-  const int64_t groups = k / group;
-  for (int64_t m = 0; m < rows; ++m) {
-    for (int64_t g = 0; g < groups; ++g) {
-      const float* p = x + m * k + g * group;
-      float s;
-      if (group % 16 == 0) {
-        __m512 v = _mm512_loadu_ps(p);
-        for (int64_t i = 16; i < group; i += 16) v = _mm512_add_ps(v, _mm512_loadu_ps(p + i));
-        s = _mm512_reduce_add_ps(v);
-      } else {
-        s = 0.0f;
-        for (int64_t i = 0; i < group; ++i) s += p[i];
-      }
-      sums[m * groups + g] = s;
-    }
-  }
-}
-
 // Any form, with the call's activations in that form.
 template <QuantDecode F, Acts A, Header H>
 void Run(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float* bias, float* y,
@@ -445,7 +424,7 @@ void Run(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float
   const float* group_sums = a.sums;  // int16 activations: Σx̂ from the quantizer
   if (zero_folds && A != Acts::kInt16 && a.sums == nullptr) {
     sums.resize(rows * groups);
-    GroupSums(a.x, rows, w.k, group, sums.data());
+    internal::GroupSumsRows(a.x, rows, w.k, group, sums.data());
     group_sums = sums.data();
   }
   Job job;
@@ -531,13 +510,13 @@ void Dispatch(const FastQuantWeights& w, const CallActs& a, int64_t rows, const 
   }
 }
 
-}  // namespace
-
-void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
-                      float* y, int64_t n_begin, int64_t n_end, const float* group_sums) {
-  if (w.pair_panels) return;
+// The f32 form on AVX-512 (QuantPanelMatmul, below the region, picks it).
+void F32FormAvx512(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                   float* y, int64_t n_begin, int64_t n_end, const float* group_sums) {
   Dispatch<Acts::kF32>(w, CallActs{.x = x, .sums = group_sums}, rows, bias, y, n_begin, n_end);
 }
+
+}  // namespace
 
 void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint16_t* hi,
                           const uint16_t* lo, int64_t rows, const float* bias, float* y,
@@ -561,13 +540,6 @@ void QuantPanelPairMatmul(const FastQuantWeights& w, const float* x, const uint1
   Dispatch<Acts::kBf16>(w, a, rows, bias, y, n_begin, n_end);
 }
 
-void QuantPanelGroupSums(const FastQuantWeights& w, const float* x, int64_t r0, int64_t r1,
-                         float* sums) {
-  if (QuantPanelGroupSumsCount(w, 1) == 0 || r1 <= r0) return;
-  const int64_t group = internal::QuantPanelGeometryOf(w).group, groups = w.k / group;
-  GroupSums(x + r0 * w.k, r1 - r0, w.k, group, sums + r0 * groups);
-}
-
 void QuantPanelInt16Matmul(const FastQuantWeights& w, const Int16Acts& acts, int64_t rows,
                            const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (QuantPanelInt16Group(w) == 0) return;
@@ -577,6 +549,23 @@ void QuantPanelInt16Matmul(const FastQuantWeights& w, const Int16Acts& acts, int
 }
 
 HWY_POP_ATTRIBUTES
+
+// Outside the AVX-512 region: AVX2 CPUs enter here (the f32 form's AVX2 kernel, avx2_panels.h).
+void QuantPanelMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                      float* y, int64_t n_begin, int64_t n_end, const float* group_sums) {
+  if (w.pair_panels) return;
+  if (internal::Avx2PanelsInUse()) {
+    return internal::QuantPanelMatmulAvx2(w, x, rows, bias, y, n_begin, n_end, group_sums);
+  }
+  F32FormAvx512(w, x, rows, bias, y, n_begin, n_end, group_sums);
+}
+
+void QuantPanelGroupSums(const FastQuantWeights& w, const float* x, int64_t r0, int64_t r1,
+                         float* sums) {
+  if (QuantPanelGroupSumsCount(w, 1) == 0 || r1 <= r0) return;
+  const int64_t group = internal::QuantPanelGeometryOf(w).group, groups = w.k / group;
+  internal::GroupSumsRows(x + r0 * w.k, r1 - r0, w.k, group, sums + r0 * groups);
+}
 
 #else  // not x86-64 GCC/Clang: never called (QuantPanelAvailable() is false), for the link.
 

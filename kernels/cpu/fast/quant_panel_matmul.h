@@ -116,8 +116,12 @@ namespace tessera::kernels::cpu::fast {
 // QuantPanelPairMatmul leaves y as it was on 8-bit ones).
 enum class QuantPanelForm { kF32, kBf16Pairs, kInt16Pairs };
 
-// Whether this CPU runs the panel kernel (AVX-512 F, BW and VL; not under TESSERA_CPU_ISA=avx2).
+// Whether this CPU runs the panel kernel: AVX-512 F, BW and VL (every form), or AVX2 + FMA +
+// F16C (the f32 form alone, quant_panel_avx2.cc; also under TESSERA_CPU_ISA=avx2).
 bool QuantPanelAvailable();
+
+// Where the f32 form runs: "avx512", or "avx2" (for the plan's kernel labels).
+const char* QuantPanelTargetName();
 
 // Whether it runs the bf16-pair form too (QuantPanelAvailable() and AVX-512 BF16).
 bool QuantPanelPairsAvailable();

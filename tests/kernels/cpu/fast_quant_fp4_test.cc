@@ -15,7 +15,7 @@ using namespace fast_quant_testing;  // NOLINT: the shared fixtures of these tes
 
 TEST(FastQuantTest, Nvfp4) {
   for (const auto& [n, k] : {std::pair<int64_t, int64_t>{37, 32}, {5, 288}, {67, 64}, {3, 16}}) {
-    const bool fast = Wide() && k % 32 == 0;  // k = 16: reference
+    const bool fast = QuantPanels() && k % 32 == 0;  // k = 16: reference
     const bool tiles = Int8Tiles() && k % 32 == 0;
     CheckLayer(
         [&] {
@@ -53,13 +53,13 @@ TEST(FastQuantTest, Mxfp4) {
           return Fp4(WeightFormat::kMxfp4, n, k, ActivationFormat::kFloat, ScaleOrigin::kDynamic,
                      9);
         },
-        "mxfp4", Wide());
+        "mxfp4", QuantPanels());
     CheckLayer(  // --cpu_bf16_activations
         [&] {
           return Fp4(WeightFormat::kMxfp4, n, k, ActivationFormat::kBf16, ScaleOrigin::kDynamic,
                      9);
         },
-        "mxfp4 bf16 act", Wide());
+        "mxfp4 bf16 act", QuantPanels());
     // --cpu_int8_activations: the int8 tiles, against the reference on the same activations.
     CheckLayer(
         [&] {
@@ -103,7 +103,7 @@ TEST(FastQuantTest, Mxfp4) {
   }
 }
 
-// f32-activation FP4 layers run on the 4-bit panels (AVX-512), which hold the codes and the
+// f32-activation FP4 layers run on the 4-bit panels (AVX-512 or AVX2), which hold the codes and the
 // block scales: DropReferenceCodes frees both and Forward is unchanged.
 TEST(FastQuantTest, Fp4PanelsDropReferenceCodes) {
   for (const auto fmt : {WeightFormat::kMxfp4, WeightFormat::kNvfp4}) {
@@ -115,8 +115,8 @@ TEST(FastQuantTest, Fp4PanelsDropReferenceCodes) {
     lin.DropReferenceCodes();
     lin.Forward(x.data(), 3, after.data());
     EXPECT_EQ(before, after);
-    EXPECT_EQ(lin.weights().bytes.empty(), Wide());
-    EXPECT_EQ(lin.weights().scale_bytes.empty(), Wide());
+    EXPECT_EQ(lin.weights().bytes.empty(), QuantPanels());
+    EXPECT_EQ(lin.weights().scale_bytes.empty(), QuantPanels());
   }
 }
 

@@ -141,7 +141,7 @@ TEST(FastQuantTest, Int4WeightOnly) {
                                 {33, 80, -1},
                                 {33, 96, -1},
                                 {3, 256, 64}}) {
-    const bool fast = Wide() && k % 32 == 0 && (g < 0 || g % 32 == 0);  // group 16: reference
+    const bool fast = QuantPanels() && k % 32 == 0 && (g < 0 || g % 32 == 0);  // group 16: reference
     CheckLayer([&] { return Int4(n, k, g, 3); }, "int4", fast);
     // --cpu_bf16_activations: bf16 activations (the bf16-pair panels, hi alone), against the
     // reference on the same rounded activations.
@@ -184,23 +184,23 @@ TEST(FastQuantTest, DropReferenceCodesKeepsForward) {
     lin.ForwardReference(x.data(), 3, ref.data());
     EXPECT_TRUE(std::isnan(ref[0]));
   }
-  // INT4 with f32 activations runs on its panels (AVX-512), which hold the codes too.
+  // INT4 with f32 activations runs on its panels (AVX-512 or AVX2), which hold the codes too.
   QuantizedLinear panels(Int4(37, 256, 128, 5), {}, nullptr);
   panels.Forward(x.data(), 3, before.data());
   panels.DropReferenceCodes();
   panels.Forward(x.data(), 3, after.data());
   EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
-  EXPECT_EQ(panels.weights().bytes.empty(), panels.uses_fast_path() && Wide());
-  EXPECT_EQ(panels.weights().scales.empty(), panels.uses_fast_path() && Wide());
+  EXPECT_EQ(panels.weights().bytes.empty(), panels.uses_fast_path() && QuantPanels());
+  EXPECT_EQ(panels.weights().scales.empty(), panels.uses_fast_path() && QuantPanels());
   panels.ForwardReference(x.data(), 3, ref.data());
-  EXPECT_EQ(std::isnan(ref[0]), panels.uses_fast_path() && Wide());  // no codes, no scales
+  EXPECT_EQ(std::isnan(ref[0]), panels.uses_fast_path() && QuantPanels());  // no codes, no scales
   // INT8 weight-only with f32 activations runs on the same panels.
   QuantizedLinear bytes(IntCodes(8, 37, 256, 128, 5), {}, nullptr);
   bytes.Forward(x.data(), 3, before.data());
   bytes.DropReferenceCodes();
   bytes.Forward(x.data(), 3, after.data());
   EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
-  EXPECT_EQ(bytes.weights().bytes.empty(), bytes.uses_fast_path() && Wide());
+  EXPECT_EQ(bytes.weights().bytes.empty(), bytes.uses_fast_path() && QuantPanels());
   // FP8 W8A16 with 2-D block scales decodes the codes where they are (the BF16 and Highway
   // kernels): it keeps them. Without AVX-512 it runs the FMA panels (avx2_panels.h), which hold
   // the codes, so they go.
@@ -366,7 +366,7 @@ TEST(FastQuantTest, Int4ActOrder) {
       SCOPED_TRACE(testing::Message() << n << "x" << k << " g" << g << (uniform ? "" : " ragged")
                                       << (int8_acts ? " q8 acts" : ""));
       // Ragged groups (not GPTQ's) keep a g_idx and the reference path.
-      CheckLayer(make, "int4 act-order", Wide() && uniform);
+      CheckLayer(make, "int4 act-order", QuantPanels() && uniform);
       const PackedWeights original = make();
       const QuantizedLinear lin(make(), {}, nullptr);
       std::vector<float> w_orig(k), w_layer(k);

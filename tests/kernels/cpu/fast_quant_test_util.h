@@ -23,6 +23,7 @@
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
 #include "kernels/cpu/quant/int_weight_only_matmul.h"
 #include "kernels/cpu/thread_pool.h"
@@ -38,10 +39,10 @@ using quant::WeightFormat;
 
 using MakeWeights = std::function<PackedWeights()>;
 
-// The 4-bit fast kernels need 16 f32 lanes; elsewhere those layers stay on the reference path.
-inline bool Wide() {
-  return std::string(kernels::cpu::fast::FastTargetName()).rfind("AVX3", 0) == 0;
-}
+// Whether f32-activation 4-bit and byte-code layers run on the quantized panels (AVX-512, or the
+// f32 form's AVX2 kernel), which hold their codes and scales; elsewhere the 4-bit layers stay on
+// the reference path.
+inline bool QuantPanels() { return kernels::cpu::fast::QuantPanelAvailable(); }
 
 // Whether the int8 tiles run a vector kernel (AVX-512 VNNI or AVX2).
 inline bool Int8Tiles() { return kernels::cpu::fast::Int4x16TilesVectorized(); }

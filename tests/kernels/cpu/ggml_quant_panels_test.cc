@@ -25,6 +25,7 @@
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/quant_panel_amx.h"
@@ -208,6 +209,18 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
     for (const int64_t r : {4, 6}) {
       const std::vector<float> part = RunPanels(p, x.data(), r, 16);
       ASSERT_EQ(std::memcmp(part.data(), all.data(), r * n * 4), 0) << r << " rows";
+    }
+    // The f32 form's AVX2 kernel gives the AVX-512 kernel's bits (K-quant headers included).
+    if (!pairs && internal::Avx2PanelsAvailable() && !internal::Avx2PanelsInUse()) {
+      for (const int64_t r : {1, 2, 3, 5, 6, 9}) {
+        std::vector<float> avx2(r * n, -7.0f);
+        internal::QuantPanelMatmulAvx2(p.w, x.data(), r, nullptr, avx2.data(), 3, n, nullptr);
+        const std::vector<float> want = RunPanels(p, x.data(), r, n);
+        for (int64_t m = 0; m < r; ++m) {
+          ASSERT_EQ(std::memcmp(avx2.data() + m * n + 3, want.data() + m * n + 3, (n - 3) * 4), 0)
+              << "AVX2, " << r << " rows, row " << m;
+        }
+      }
     }
     // The panels hold every scale and code: the blocks can go.
     std::fill(src.begin(), src.end(), 0xEE);

@@ -41,8 +41,10 @@ TEST(IsaLimitTest, Avx2LimitReachesEveryKernel) {
   EXPECT_TRUE(Fp8PanelFmaAvailable());
   EXPECT_TRUE(Int8DotUsable());
   EXPECT_EQ(std::string(Int8DotKernelName()), "avx2");
-  EXPECT_FALSE(QuantPanelAvailable());
+  EXPECT_TRUE(QuantPanelAvailable());  // the f32 form alone, on its AVX2 kernel
+  EXPECT_EQ(std::string(QuantPanelTargetName()), "avx2");
   EXPECT_FALSE(QuantPanelPairsAvailable());
+  EXPECT_FALSE(QuantPanelInt16Available());
   EXPECT_FALSE(AmxBf16Usable());
   EXPECT_FALSE(AmxInt8Usable());
 }

@@ -27,11 +27,16 @@ std::string Tiles(std::string label) {
   return label;
 }
 
-// An f32-activation 4-bit kernel label ("...-fast"), or "...-ref" where that kernel cannot run
-// (it needs AVX-512: FastQuant4BitAvailable).
+// Whether the f32-activation 4-bit kernels run here: AVX-512 (FastQuantMatmul and the panels) or
+// AVX2 (the panels' f32 form).
+bool F32FourBitFast() {
+  return kernels::cpu::fast::FastQuant4BitAvailable() || kernels::cpu::fast::QuantPanelAvailable();
+}
+
+// An f32-activation 4-bit kernel label ("...-fast"), or "...-ref" where that kernel cannot run.
 std::string F32FourBit(std::string label) {
   const std::string fast = "-fast";
-  if (!kernels::cpu::fast::FastQuant4BitAvailable() && label.ends_with(fast) &&
+  if (!F32FourBitFast() && label.ends_with(fast) &&
       label.find("gguf") == std::string::npos) {
     label.replace(label.size() - fast.size(), fast.size(), "-ref");
   }
@@ -179,11 +184,11 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
 
 // The default (Int8Activations::kGgufBlocks, `tessera` without --cpu_int8_activations): the GGUF
 // block formats take the int8 tiles where a vector kernel runs them and keep f32 activations
-// elsewhere; INT4 / MXFP4 / NVFP4 W4A16 keep f32 activations where their f32 kernel runs (AVX-512)
-// and take the tiles, with a note in the reason, where only the tiles do (AVX2).
+// elsewhere; INT4 / MXFP4 / NVFP4 W4A16 keep f32 activations where their f32 kernel runs (AVX-512
+// or AVX2) and take the tiles, with a note in the reason, where only the tiles do.
 TEST(CpuKernelSelectorTest, DefaultInt8ActivationsCoverGgufBlocksOnly) {
   const bool tiles = Int8TileSuffix() != "portable";
-  const bool f32_four_bit = kernels::cpu::fast::FastQuant4BitAvailable();
+  const bool f32_four_bit = F32FourBitFast();
   for (const auto& [fmt, group, int8_label, f32_label] :
        {std::tuple{WeightFormat::kGgufQ4_0, 0, "cpu/gguf-q4_0-vnni", "cpu/gguf-q4_0-fast"},
         std::tuple{WeightFormat::kGgufQ6_K, 0, "cpu/gguf-q6_k-vnni", "cpu/gguf-q6_k-dequant"},
@@ -201,7 +206,7 @@ TEST(CpuKernelSelectorTest, DefaultInt8ActivationsCoverGgufBlocksOnly) {
     const bool takes_tiles = tiles && (!four_bit || !f32_four_bit);
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kGgufBlocks).Select(&s).ok());
     EXPECT_EQ(s.kernel, takes_tiles ? Tiles(int8_label) : F32FourBit(f32_label));
-    EXPECT_EQ(s.reason.find("needs AVX-512") != std::string::npos, takes_tiles && four_bit)
+    EXPECT_EQ(s.reason.find("needs AVX2 or AVX-512") != std::string::npos, takes_tiles && four_bit)
         << s.reason;
     ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone).Select(&exact).ok());
     EXPECT_EQ(exact.kernel, F32FourBit(f32_label));
@@ -244,7 +249,7 @@ TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
 // bf16-pair panels); a layer on the reference kernel (INT4 group 16) or with W4A4 keeps its
 // activations.
 TEST(CpuKernelSelectorTest, Bf16ActivationsForFourBitWeightOnly) {
-  const bool fast = kernels::cpu::fast::FastQuant4BitAvailable();
+  const bool fast = F32FourBitFast();
   for (const auto& [fmt, act, group, label] :
        {std::tuple{WeightFormat::kInt4, ActivationFormat::kFloat, 128, "cpu/int-wo-bf16-act"},
         std::tuple{WeightFormat::kInt4Awq, ActivationFormat::kFloat, 64, "cpu/int-wo-bf16-act"},
