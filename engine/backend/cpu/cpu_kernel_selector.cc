@@ -50,12 +50,13 @@ bool FourBitF32Fast() {
   return kernels::cpu::fast::FastQuant4BitAvailable() || kernels::cpu::fast::QuantPanelAvailable();
 }
 
-// The plan's note on a 4-bit layer that takes int8 activations only because its f32 kernel is
-// missing here.
+// The plan's note on a 4-bit layer that takes int8 activations by default (without AVX-512).
 void NoteFourBitFallback(bool int8_for_all, quant::LinearSpec* spec) {
   if (int8_for_all) return;
   absl::StrAppend(&spec->reason, spec->reason.empty() ? "" : "; ",
-                  "int8 activations: the f32-activation 4-bit kernel needs AVX2 or AVX-512");
+                  "int8 activations: without AVX-512 the int8 tiles decode 4-bit layers about "
+                  "twice as fast as the exact f32 panels (--cpu_int8_activations=false keeps "
+                  "f32 activations)");
 }
 
 // INT8 / INT3 / INT2 weight-only codes (a byte each) with f32 activations: FastQuantMatmul's
@@ -117,8 +118,10 @@ bool CpuKernelSelector::TakeInt16Activations(quant::LinearSpec* spec, const char
 }
 
 bool CpuKernelSelector::Int8ForFourBit() const {
-  return Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && !FourBitF32Fast() &&
-                          Int8TilesFast());
+  // Without AVX-512 the exact f32 panels (AVX2) decode at about half the int8 tiles' rate at
+  // batch 1 (bench/README.md, twenty-second session): the tiles stay the default there.
+  return Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks &&
+                          !kernels::cpu::fast::FastQuant4BitAvailable() && Int8TilesFast());
 }
 
 absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {

@@ -8,8 +8,8 @@
 // the AVX-512 kernel's bits, whatever the tile shape, row count or column split.
 //
 // Tiles: a tile is MR rows × NH halves of 8 columns. Up to 6 rows decode the codes in registers
-// (one row over 8 halves, 2-3 rows over 4, 4-6 rows over 2: at most 12 accumulators beside the
-// codes, the decoded weights and a broadcast activation in the 16 ymm); more rows decode a K block
+// (one row over 4 halves, 2-4 rows over 2, 5-6 rows over 1: at most 8 accumulators and NH code
+// vectors beside the decoded weight and a broadcast activation in the 16 ymm); more rows decode a K block
 // of four panels to f32 values once, which 6-row tiles then read from L2 as the f32 panels of
 // avx2_panels.cc do.
 //
@@ -192,20 +192,24 @@ void HalfTile(const HalfJob& job, int h0) {
         }
       }
     } else {
+      // Every half's chunk at once, then code by code: MR · NH independent FMA chains (a half's
+      // codes one after another left one row's decode waiting on each FMA's latency).
       for (int64_t t = 0; t < job.chunks; ++t) {
+        Codes<F> codes[NH];
         for (int j = 0; j < NH; ++j) {
           const int h = h0 + j;
-          const Codes<F> codes =
-              Codes<F>::Load(HalfHead(job, h, g) + job.head_bytes + 64 * t + 32 * (h % 2));
-          const float* xt = xg + kPerLane * t;
-          ForCodes<kPerLane>([&](auto c) {
-            const __m256 w = codes.template Value<c.value>();
+          codes[j] = Codes<F>::Load(HalfHead(job, h, g) + job.head_bytes + 64 * t + 32 * (h % 2));
+        }
+        const float* xt = xg + kPerLane * t;
+        ForCodes<kPerLane>([&](auto c) {
+          for (int j = 0; j < NH; ++j) {
+            const __m256 w = codes[j].template Value<c.value>();
             for (int i = 0; i < MR; ++i) {
               acc[i][j] =
                   _mm256_fmadd_ps(_mm256_set1_ps(xt[i * job.x_stride + c.value]), w, acc[i][j]);
             }
-          });
-        }
+          }
+        });
       }
     }
     // The group's sum into the totals, as the AVX-512 kernel folds it.
@@ -267,26 +271,18 @@ void HalfTile(const HalfJob& job, int h0) {
 
 using TileFn = void (*)(const HalfJob&, int);
 
-// The halves a register tile of `rows` rows spans: 12 accumulators at most.
-constexpr int HalvesFor(int rows) { return rows == 1 ? 8 : rows <= 3 ? 4 : 2; }
+// The halves a register tile of `rows` rows spans: its chunks' codes (NH), MR · NH accumulators,
+// a decoded weight, a broadcast and FP4's two constants within the 16 ymm.
+constexpr int HalvesFor(int rows) { return rows == 1 ? 4 : rows <= 4 ? 2 : 1; }
 
 template <int MR, bool kDecoded, QuantDecode F, Head H>
 TileFn ForHalves(int nh) {
   if constexpr (kDecoded || HalvesFor(MR) == 2) {
     return &HalfTile<MR, 2, kDecoded, F, H>;
-  } else if constexpr (HalvesFor(MR) == 4) {
-    return nh >= 4 ? &HalfTile<MR, 4, kDecoded, F, H> : &HalfTile<MR, 2, kDecoded, F, H>;
+  } else if constexpr (HalvesFor(MR) == 1) {
+    return &HalfTile<MR, 1, kDecoded, F, H>;
   } else {
-    switch (nh) {
-      case 2:
-        return &HalfTile<MR, 2, kDecoded, F, H>;
-      case 4:
-        return &HalfTile<MR, 4, kDecoded, F, H>;
-      case 6:
-        return &HalfTile<MR, 6, kDecoded, F, H>;
-      default:
-        return &HalfTile<MR, 8, kDecoded, F, H>;
-    }
+    return nh >= 4 ? &HalfTile<MR, 4, kDecoded, F, H> : &HalfTile<MR, 2, kDecoded, F, H>;
   }
 }
 
