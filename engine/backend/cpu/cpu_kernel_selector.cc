@@ -22,7 +22,7 @@ namespace tessera::backend::cpu {
 // "-ref" the scalar reference kernels. A layer whose layout a fast kernel cannot take (FP8
 // block-scaled W8A8 with blocks not a multiple of 16 wide, INT4 group 16, K
 // not a multiple of 32 for the 4-bit formats, INT8 / INT3 / INT2 groups that are not whole
-// vectors, FP8 NaN codes, a CPU without AVX-512 for the f32-activation 4-bit kernels) falls back
+// vectors, FP8 NaN codes, a CPU without AVX2 for the f32-activation 4-bit kernels) falls back
 // to the reference kernel of the same scheme.
 namespace {
 

@@ -1,5 +1,6 @@
 // Quantized weights with f32 (or bf16) activations on 16-column panels: the kernel QuantizedLinear
-// runs on AVX-512 CPUs for integer weight-only layers (GPTQ, AWQ, compressed-tensors: INT4 as
+// runs on AVX-512 CPUs (and, in its f32 form, on AVX2 ones: quant_panel_avx2.cc, the same bits)
+// for integer weight-only layers (GPTQ, AWQ, compressed-tensors: INT4 as
 // kU4Pairs codes, INT8 / INT3 / INT2 as one code per byte, a scale and zero point per (column,
 // group)), MXFP4 (gpt-oss: E2M1 codes, an E8M0 scale per 32) and NVFP4 W4A16 (E2M1 codes, a
 // UE4M3 scale per 16, a global alpha), decode and prefill alike.
