@@ -275,12 +275,12 @@ std::string DenseLinear::Describe() const {
   if (ggml_panels_) {
     const bool amx =
         kernels::cpu::fast::QuantPanelAmxTakes(panels_) && kernels::cpu::fast::AmxBf16Usable();
-    return absl::StrCat(io::DTypeName(weight_.dtype),
-                        !panels_.pair_panels
-                            ? absl::StrCat(" / cpu-", kernels::cpu::fast::QuantPanelTargetName(),
-                                           "-quant-panels")
-                        : amx                ? " x hi+lo bf16 act / cpu-amx-bf16-quant-panels"
-                                             : " x hi+lo bf16 act / cpu-avx512-bf16-quant-panels");
+    return absl::StrCat(
+        io::DTypeName(weight_.dtype),
+        !panels_.pair_panels
+            ? absl::StrCat(" / cpu-", kernels::cpu::fast::QuantPanelTargetName(), "-quant-panels")
+        : amx ? " x hi+lo bf16 act / cpu-amx-bf16-quant-panels"
+              : " x hi+lo bf16 act / cpu-avx512-bf16-quant-panels");
   }
   if (fast_.format == kernels::cpu::fast::FastFormat::kF16Panels ||
       fast_.format == kernels::cpu::fast::FastFormat::kF32Panels) {

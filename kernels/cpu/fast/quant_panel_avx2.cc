@@ -9,8 +9,8 @@
 //
 // Tiles: a tile is MR rows × NH halves of 8 columns. Up to 6 rows decode the codes in registers
 // (one row over 4 halves, 2-4 rows over 2, 5-6 rows over 1: at most 8 accumulators and NH code
-// vectors beside the decoded weight and a broadcast activation in the 16 ymm); more rows decode a K block
-// of four panels to f32 values once, which 6-row tiles then read from L2 as the f32 panels of
+// vectors beside the decoded weight and a broadcast activation in the 16 ymm); more rows decode a K
+// block of four panels to f32 values once, which 6-row tiles then read from L2 as the f32 panels of
 // avx2_panels.cc do.
 //
 // Decode per 8 weights: INT4 codes XORed with 8 once per chunk, each nibble shifted to the top and
@@ -83,8 +83,8 @@ struct HalfJob {
   float alpha;  // y = α · tot (NVFP4; 1 otherwise)
   float* y;     // y + m0 · y_stride + the tile's first column
   int64_t y_stride;
-  const float* bias;          // bias + the tile's first column, or null
-  unsigned store[kHalves];    // lanes of each half inside [n_begin, n_end)
+  const float* bias;        // bias + the tile's first column, or null
+  unsigned store[kHalves];  // lanes of each half inside [n_begin, n_end)
 };
 
 HWY_INLINE int64_t GroupAt(const HalfJob& job, int64_t g) {
@@ -104,7 +104,8 @@ struct Codes {
   static HWY_INLINE Codes Load(const uint8_t* p) {
     __m256i c = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
     // INT4: q XOR 8 read as a signed nibble is q − 8.
-    if constexpr (F == QuantDecode::kInt4) c = _mm256_xor_si256(c, _mm256_set1_epi32(static_cast<int>(0x88888888u)));
+    if constexpr (F == QuantDecode::kInt4)
+      c = _mm256_xor_si256(c, _mm256_set1_epi32(static_cast<int>(0x88888888u)));
     return {c};
   }
   template <int C>
@@ -126,9 +127,8 @@ struct Codes {
 // Body(std::integral_constant<int, C>) for C = 0 .. N − 1, unrolled (shift counts as immediates).
 template <int N, class Body>
 HWY_INLINE void ForCodes(Body&& body) {
-  [&]<int... C>(std::integer_sequence<int, C...>) {
-    (body(std::integral_constant<int, C>{}), ...);
-  }(std::make_integer_sequence<int, N>{});
+  [&]<int... C>(std::integer_sequence<int, C...>) { (body(std::integral_constant<int, C>{}), ...); }
+  (std::make_integer_sequence<int, N>{});
 }
 
 // An FP4 half's 8 scales from its header bytes, as quant_panel_decode-inl.h's GroupScales.
@@ -137,8 +137,7 @@ HWY_INLINE __m256 HalfScales(const uint8_t* p) {
   const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
   if constexpr (F == QuantDecode::kNvfp4) {
     const __m256i v = _mm256_slli_epi32(_mm256_cvtepi8_epi32(bytes), 20);
-    const __m256i bits =
-        _mm256_and_si256(v, _mm256_set1_epi32(static_cast<int32_t>(0x87F00000u)));
+    const __m256i bits = _mm256_and_si256(v, _mm256_set1_epi32(static_cast<int32_t>(0x87F00000u)));
     return _mm256_mul_ps(_mm256_castsi256_ps(bits), _mm256_set1_ps(1.329227995784916e36f));
   } else {
     const __m256i e = _mm256_cvtepu8_epi32(bytes);
@@ -160,7 +159,8 @@ HWY_INLINE __m256 HeaderValues(const uint8_t* p) {
 
 // 8 unsigned header bytes (K-quant scales or mins) as f32.
 HWY_INLINE __m256 ByteValues(const uint8_t* p) {
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  return _mm256_cvtepi32_ps(
+      _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
 }
 
 // Halves [h0, h0 + NH) of the column tile, rows [0, MR) of the job, groups [g0, g1).
@@ -185,7 +185,8 @@ void HalfTile(const HalfJob& job, int h0) {
       const float* dg = job.dec + (g - job.g0) * group * 8;
       for (int64_t kk = 0; kk < group; ++kk) {
         __m256 w[NH];
-        for (int j = 0; j < NH; ++j) w[j] = _mm256_loadu_ps(dg + ((h0 + j) * job.dec_half + kk) * 8);
+        for (int j = 0; j < NH; ++j)
+          w[j] = _mm256_loadu_ps(dg + ((h0 + j) * job.dec_half + kk) * 8);
         for (int i = 0; i < MR; ++i) {
           const __m256 xv = _mm256_set1_ps(xg[i * job.x_stride + kk]);
           for (int j = 0; j < NH; ++j) acc[i][j] = _mm256_fmadd_ps(xv, w[j], acc[i][j]);
@@ -258,8 +259,8 @@ void HalfTile(const HalfJob& job, int h0) {
   for (int j = 0; j < NH; ++j) {
     const int h = h0 + j;
     const __m256i mask = LaneMask(job.store[h]);
-    const __m256 b = job.bias != nullptr ? _mm256_maskload_ps(job.bias + 8 * h, mask)
-                                         : _mm256_setzero_ps();
+    const __m256 b =
+        job.bias != nullptr ? _mm256_maskload_ps(job.bias + 8 * h, mask) : _mm256_setzero_ps();
     for (int i = 0; i < MR; ++i) {
       __m256 v = _mm256_loadu_ps(job.tot + (i * kHalves + h) * 8);
       if constexpr (F == QuantDecode::kNvfp4) v = _mm256_mul_ps(_mm256_set1_ps(job.alpha), v);
@@ -411,7 +412,8 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
 template <QuantDecode F>
 void RunInteger(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                 float* y, int64_t n_begin, int64_t n_end, const float* sums) {
-  if (w.kquant_panel_headers) return Run<F, Head::kKQuant>(w, x, rows, bias, y, n_begin, n_end, sums);
+  if (w.kquant_panel_headers)
+    return Run<F, Head::kKQuant>(w, x, rows, bias, y, n_begin, n_end, sums);
   if (w.half_panel_headers) return Run<F, Head::kF16>(w, x, rows, bias, y, n_begin, n_end, sums);
   Run<F, Head::kF32>(w, x, rows, bias, y, n_begin, n_end, sums);
 }

@@ -42,7 +42,7 @@ void Shape(Layer& l, Header h) {
 }
 
 std::vector<float> Multiply(const Layer& l, const float* x, int64_t rows, int64_t b, int64_t e,
-                       bool avx2) {
+                            bool avx2) {
   std::vector<float> y(rows * l.n, -7.0f);
   if (avx2) {
     internal::QuantPanelMatmulAvx2(l.w, x, rows, l.bias.data(), y.data(), b, e, nullptr);
@@ -89,7 +89,8 @@ TEST(QuantPanelAvx2Test, BitIdenticalToTheAvx512F32Form) {
     }
     const std::vector<float> x = Activations(13, c.k, static_cast<uint32_t>(c.k));
     for (const int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 13}) {
-      for (const auto& [b, e] : std::vector<std::pair<int64_t, int64_t>>{{0, 37}, {5, 30}, {16, 37}}) {
+      for (const auto& [b, e] :
+           std::vector<std::pair<int64_t, int64_t>>{{0, 37}, {5, 30}, {16, 37}}) {
         const std::vector<float> want = Multiply(l, x.data(), rows, b, e, false);
         const std::vector<float> got = Multiply(l, x.data(), rows, b, e, true);
         ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)

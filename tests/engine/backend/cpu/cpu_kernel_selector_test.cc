@@ -36,8 +36,7 @@ bool F32FourBitFast() {
 // An f32-activation 4-bit kernel label ("...-fast"), or "...-ref" where that kernel cannot run.
 std::string F32FourBit(std::string label) {
   const std::string fast = "-fast";
-  if (!F32FourBitFast() && label.ends_with(fast) &&
-      label.find("gguf") == std::string::npos) {
+  if (!F32FourBitFast() && label.ends_with(fast) && label.find("gguf") == std::string::npos) {
     label.replace(label.size() - fast.size(), fast.size(), "-ref");
   }
   return label;
