@@ -23,6 +23,8 @@
 // across 2 or 3 threads.
 #include <cmath>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -194,6 +196,10 @@ TEST(FastQuantTest, DropReferenceCodesKeepsForward) {
   EXPECT_EQ(panels.weights().scales.empty(), panels.uses_fast_path() && QuantPanels());
   panels.ForwardReference(x.data(), 3, ref.data());
   EXPECT_EQ(std::isnan(ref[0]), panels.uses_fast_path() && QuantPanels());  // no codes, no scales
+  // Without AVX-512 the plan says which kernel runs them.
+  EXPECT_EQ(panels.Describe().find("(cpu-avx2-panels)") != std::string::npos,
+            std::string_view(kernels::cpu::fast::QuantPanelTargetName()) == "avx2")
+      << panels.Describe();
   // INT8 weight-only with f32 activations runs on the same panels.
   QuantizedLinear bytes(IntCodes(8, 37, 256, 128, 5), {}, nullptr);
   bytes.Forward(x.data(), 3, before.data());

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -97,12 +98,13 @@ TEST_P(DenseLinearKQuantTest, Int8TilesFollowTheReferenceAndAreBatchInvariant) {
   ExpectBatchInvariant(**int8, x);
 }
 
-// f32 activations on AVX-512: the quantized panels (ggml_quant_panels.h), within their bound of
+// f32 activations on AVX-512 or AVX2: the quantized panels (ggml_quant_panels.h; AVX2: their f32
+// form's ymm kernel, labelled so), within their bound of
 // a double sum of the reference's weights ((K + G + 3)·u with G ≤ 64, and the hi + lo split's
 // 2^-16, per |x|·|s|·(|q − c| + |z − c|); the weight at the centre code lies within its group's
 // codes' weights, so |s|·|z − c| ≤ max|w|), a row alone equal to the same row in a batch.
 TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
-  if (!kernels::cpu::fast::QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!kernels::cpu::fast::QuantPanelAvailable()) GTEST_SKIP() << "no AVX2 on this CPU";
   std::mt19937 rng(static_cast<uint32_t>(GetParam()) + 1);
   kernels::cpu::ThreadPool pool(2);
   const std::vector<uint8_t> bytes = RandomBlocks(GetParam(), rng);
@@ -110,6 +112,9 @@ TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
   auto l = DenseLinear::Create(view, {}, &pool, DenseActivations::kFloat);
   ASSERT_TRUE(l.ok()) << l.status();
   EXPECT_NE((*l)->Describe().find("quant-panels"), std::string::npos) << (*l)->Describe();
+  if (std::string_view(kernels::cpu::fast::QuantPanelTargetName()) == "avx2") {
+    EXPECT_NE((*l)->Describe().find(" / cpu-avx2-quant-panels"), std::string::npos);
+  }
   EXPECT_TRUE((*l)->reads_own_copy());
   const kernels::cpu::GgmlBlockType type = *io::GgmlBlockTypeOf(GetParam());
   const int64_t block = kernels::cpu::GetGgmlBlockInfo(type).elements;
