@@ -44,7 +44,7 @@ void BM_GgmlQuantPanels(benchmark::State& state, std::string fmt, int64_t n, int
   std::vector<uint8_t> src(stored);
   uint64_t seed = 42;
   if (!kf::QuantPanelAvailable()) {
-    state.SkipWithError("no AVX-512 on this CPU");
+    state.SkipWithError("no AVX2 or AVX-512 on this CPU");
     return;
   }
   std::vector<kernels::cpu::HugePageBuffer> copies(std::max<int64_t>(1, CoverBytes() / stored));

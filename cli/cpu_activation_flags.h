@@ -17,9 +17,10 @@ inline const FlagSpec kCpuInt8ActivationsFlag = {
     "int8 (Q8_0-block) activations and integer kernels, which change results slightly. Default: "
     "GGUF Q4_0/Q4_1/Q5_0/Q5_1/Q8_0/Q4_K/Q5_K/Q6_K layers on a CPU with AVX-512 VNNI or AVX2, as "
     "llama.cpp runs GGUF models, and INT4/NVFP4 W4A16/MXFP4 layers on a CPU with AVX2 but not "
-    "AVX-512 (their f32-activation kernel needs AVX-512). Given: also INT4/INT8/INT3/INT2 "
-    "weight-only, NVFP4 W4A16 and MXFP4 everywhere. =false: exact f32 activations everywhere "
-    "(the scalar reference kernels where no f32 kernel runs)"};
+    "AVX-512 (there about twice as fast at batch 1 as their exact f32-activation kernel). Given: "
+    "also INT4/INT8/INT3/INT2 weight-only, NVFP4 W4A16 and MXFP4 everywhere. =false: exact f32 "
+    "activations everywhere (the scalar reference kernels where no f32 kernel runs: without "
+    "AVX2)"};
 
 // The layers --cpu_int8_activations covers: absent the GGUF block formats, given (=true) every
 // format with int8-activation tiles, =false none.

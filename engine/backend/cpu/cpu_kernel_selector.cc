@@ -227,7 +227,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/nvfp4-w4a16-bf16-act")) break;
       if (TakeInt16Activations(spec, "cpu/nvfp4-w4a16", FourBitF32Fast())) break;
       spec->kernel = spec->activation == ActivationFormat::kNvfp4 ? "cpu/nvfp4-w4a4-int"
-                     : FourBitF32Fast()                           ? "cpu/nvfp4-w4a16-fast"
+                     : FourBitF32Fast() && spec->k % 32 == 0      ? "cpu/nvfp4-w4a16-fast"
                                                                   : "cpu/nvfp4-w4a16-ref";
       break;
     case WeightFormat::kMxfp4:
@@ -237,7 +237,8 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       }
       if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/mxfp4-w4a16-bf16-act")) break;
       if (TakeInt16Activations(spec, "cpu/mxfp4-w4a16", FourBitF32Fast())) break;
-      spec->kernel = FourBitF32Fast() ? "cpu/mxfp4-w4a16-fast" : "cpu/mxfp4-w4a16-ref";
+      spec->kernel = FourBitF32Fast() && spec->k % 32 == 0 ? "cpu/mxfp4-w4a16-fast"
+                                                           : "cpu/mxfp4-w4a16-ref";
       break;
     case WeightFormat::kGgufQ4_0:
     case WeightFormat::kGgufQ4_1:

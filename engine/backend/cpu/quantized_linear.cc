@@ -478,9 +478,13 @@ std::string QuantizedLinear::Describe() const {
                    kf::AmxBf16Usable();
   const bool avx2_panels =
       fp8_fma_ || (quant_panels_ok_ && std::string_view(kf::QuantPanelTargetName()) == "avx2");
+  // The selector labels from the spec alone; the values (an FP4 NaN scale code without AVX-512)
+  // can still keep a layer off its fast kernel, which the plan then says.
+  const bool reference = !uses_fast_path() && w_.spec.kernel.ends_with("-fast");
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
                       amx           ? " (cpu-amx-bf16)"
                       : avx2_panels ? " (cpu-avx2-panels)"
+                      : reference   ? " (scalar reference: the fast kernel does not take this layer)"
                                     : "");
 }
 

@@ -13,12 +13,12 @@
 // that is a multiple of 32, per-channel included, zero points; codes repacked into nibble pairs
 // at load; act-order layers with their input channels sorted by group first, as Marlin does);
 // NVFP4 W4A16 and W4A4; MXFP4 W4A16 (4-bit formats: K % 32 == 0; with f32 or bf16 activations on
-// AVX-512 on the 16-column panels of quant_panel_matmul.h, scales beside the codes, in its
-// bf16-pair form where the CPU has AVX-512 BF16, unless an FP4 scale is a NaN code); 2/3/8-bit
-// weight-only as byte
-// codes (groups of a multiple of 16 or one per row). Everything else (INT4 group 16, byte-code
-// groups of other sizes, SIMD targets narrower than AVX-512 for the 4-bit formats) runs the
-// scalar reference kernels.
+// the 16-column panels of quant_panel_matmul.h, scales beside the codes, in its bf16-pair form
+// where the CPU has AVX-512 BF16 and in its f32 form on other AVX-512 CPUs and on AVX2 ones; an
+// FP4 layer with a NaN scale code stays on FastQuantMatmul, which needs AVX-512); 2/3/8-bit
+// weight-only as byte codes (groups of a multiple of 16 or one per row). Everything else (INT4
+// group 16, byte-code groups of other sizes, the 4-bit formats on CPUs without AVX2, FP4 NaN scale
+// codes without AVX-512) runs the scalar reference kernels, and the plan's label says so.
 // TESSERA_QUANT_REFERENCE=1 in the environment forces the reference kernels (A/B measurements).
 // Int8 activations (spec.activation == kInt8Block32, chosen by CpuKernelSelector under
 // --cpu_int8_activations for integer weight-only layers, NVFP4 W4A16 and MXFP4): each input row

@@ -1,12 +1,14 @@
 // The 16-column panel kernels on CPUs without AVX-512 (AVX2 + FMA + F16C: Zen 2 / Zen 3, Intel
 // client cores): the same panels the AVX-512 kernels read, one panel as two ymm of 8 columns;
 // f16, f32, bf16 and FP8 weights multiplied in f32 with 256-bit FMA, INT8 W8A8 in exact int32
-// with `vpmaddwd`. Entered through the public kernels when AVX-512 is absent or turned off
+// with `vpmaddwd`, and the quantized panels' f32 form (INT4, byte codes, MXFP4, NVFP4, GGUF
+// blocks). Entered through the public kernels when AVX-512 is absent or turned off
 // (TESSERA_CPU_ISA=avx2): F16PanelMatmul and F32PanelMatmul (float_panel_matmul.h),
 // Bf16PairsFmaMatmul (bf16_dot_matmul.h) and Fp8PanelFmaMatmul (fp8_panel_matmul.h), the latter
-// two defined in avx2_panels.cc, and Int8DotMatmul (int8_dot_matmul.h; also on AVX-512 CPUs
-// without VNNI; its kernel in int8_dot_avx2.cc). The ones declared here are what tests compare with
-// their AVX-512 twins.
+// two defined in avx2_panels.cc, Int8DotMatmul (int8_dot_matmul.h; also on AVX-512 CPUs
+// without VNNI; its kernel in int8_dot_avx2.cc) and QuantPanelMatmul (quant_panel_matmul.h; its
+// kernel in quant_panel_avx2.cc). The ones declared here are what tests compare with their
+// AVX-512 twins.
 //
 // Why: without them those layers ran row kernels: f16 / f32 / bf16 FastMatmul read 21-29 GB/s at
 // batch 1 and reached 61-94 GFLOP/s at M = 16-128 of the ~225 the FMA units give, FP8
@@ -59,8 +61,9 @@ void QuantPanelMatmulAvx2(const FastQuantWeights& w, const float* x, int64_t row
 
 // sums[m · (k / group) + g] = Σ x[m, k] over group g's k for rows [0, rows) (x rows k apart), in
 // one fixed order: 16 lanes, k ascending in each, then a fixed reduction (a group size not a
-// multiple of 16: k ascending). Both forms' kernels and QuantPanelGroupSums take these, so every
-// row gets the same sums in any call. Requires Avx2PanelsAvailable().
+// multiple of 16: k ascending). The quantized panels' kernels of every form and ISA, and
+// QuantPanelGroupSums, take these (AVX2 code, which every AVX-512 CPU runs), so every row gets
+// the same sums in any call. Requires Avx2PanelsAvailable().
 void GroupSumsRows(const float* x, int64_t rows, int64_t k, int64_t group, float* sums);
 
 }  // namespace tessera::kernels::cpu::fast::internal

@@ -1,6 +1,7 @@
 // GGUF block weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) repacked at load
 // into the quantized-weight panels of quant_panel_matmul.h, which DenseLinear runs for them with
-// exact f32 activations (--cpu_int8_activations=false) on AVX-512 CPUs.
+// exact f32 activations (--cpu_int8_activations=false) on AVX-512 CPUs, and in the f32 form on
+// AVX2 ones.
 //
 // Why: those layers ran FastMatmul's per-column row kernels (Q4_0 / Q8_0 repacked rows, the other
 // types decoded to f32 tiles), whose batch-1 decode streamed 27% (Q4_0), 50% (Q8_0) and 18%

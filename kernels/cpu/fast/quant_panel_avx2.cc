@@ -47,7 +47,7 @@ namespace {
 constexpr int kTilePanels = 4;
 constexpr int kHalves = 2 * kTilePanels;
 // Rows decoded in registers; more rows decode blocks of this many k (whole groups, at least one):
-// 64 KiB of f32 per four panels, read from L2 by every row tile.
+// 128 KiB of f32 per four panels, read from L2 by every row tile.
 constexpr int kRegisterRows = 6;
 constexpr int64_t kBlockK = 512;
 constexpr int kBlockRows = 6;

@@ -110,8 +110,8 @@
 
 namespace tessera::kernels::cpu::fast {
 
-// How a layer's panels hold their codes: f32 form (QuantPanelMatmul, any AVX-512 CPU, every
-// supported format), bf16 pairs (QuantPanelPairMatmul, AVX-512 BF16, 4-bit codes and byte codes
+// How a layer's panels hold their codes: f32 form (QuantPanelMatmul, any AVX-512 or AVX2 CPU,
+// every supported format), bf16 pairs (QuantPanelPairMatmul, AVX-512 BF16, 4-bit codes and byte codes
 // of at most 6 bits; QuantPanelInt16Matmul too), or the same pair layout for the int16 route
 // alone (kInt16Pairs: every byte code, 8-bit ones too, whose values no bf16 pair table holds;
 // QuantPanelPairMatmul leaves y as it was on 8-bit ones).

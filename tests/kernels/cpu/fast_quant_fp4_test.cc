@@ -3,9 +3,11 @@
 // (--cpu_bf16_activations) and with int8 activations (the int8 tiles); tolerance and batch
 // invariance as in fast_quant_test.cc.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/fast/fast_quant_matmul.h"
 #include "tests/kernels/cpu/fast_quant_test_util.h"
 
 namespace tessera::backend::cpu {
@@ -81,10 +83,17 @@ TEST(FastQuantTest, Mxfp4) {
   PackedWeights f32_nan =
       Fp4(WeightFormat::kMxfp4, 16, 64, ActivationFormat::kFloat, ScaleOrigin::kDynamic, 9);
   f32_nan.scale_bytes[5] = 0xFF;
+  f32_nan.spec.kernel = "cpu/mxfp4-w4a16-fast";  // the selector's label: it sees no scale bytes
   const QuantizedLinear f32_lin(std::move(f32_nan), {}, nullptr);
   f32_lin.Forward(x.data(), 1, y.data());
   EXPECT_TRUE(std::isnan(y[2])) << y[2];
   EXPECT_FALSE(std::isnan(y[3])) << y[3];
+  // Without AVX-512 no fast kernel takes it (the panels refuse NaN scales, FastQuantMatmul's
+  // table decoder needs 16 lanes): the plan says the reference runs.
+  EXPECT_EQ(f32_lin.Describe().find("(scalar reference") != std::string::npos,
+            !f32_lin.uses_fast_path())
+      << f32_lin.Describe();
+  EXPECT_EQ(f32_lin.uses_fast_path(), kernels::cpu::fast::FastQuant4BitAvailable());
   // And with bf16 activations, whose rounded values the table decoder takes in its lane order:
   // the other columns as the reference computes them.
   PackedWeights bf16_nan =

@@ -174,7 +174,7 @@ class GgmlQuantPanelsTest : public ::testing::TestWithParam<T> {};
 
 TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
   const T t = GetParam();
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
   std::mt19937 rng(static_cast<uint32_t>(t) + 3);
   const int64_t n = 37, k = 768, rows = 9;
   std::vector<uint8_t> blocks = RandomBlocks(t, n, k, rng);
@@ -310,7 +310,7 @@ INSTANTIATE_TEST_SUITE_P(Types, GgmlQuantPanelsTest,
                          [](const ::testing::TestParamInfo<T>& info) { return Name(info.param); });
 
 TEST(GgmlQuantPanelsSupportTest, RefusesWhatThePanelsCannotHold) {
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
   std::mt19937 rng(1);
   std::vector<uint8_t> q41 = RandomBlocks(T::kQ4_1, 3, 64, rng);
   EXPECT_TRUE(GgmlQuantPanelsSupported(T::kQ4_1, q41.data(), 3, 64));

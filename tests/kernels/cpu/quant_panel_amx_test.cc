@@ -39,11 +39,12 @@ namespace {
 using panel_test::Form;
 using panel_test::Layer;
 
-// The CPU runs the route's tile maker (AVX-512), and TESSERA_QUANT_PANEL_AMX=0 does not turn it
-// off.
+// The CPU runs the route's tile maker (AVX-512: QuantPanelAvailable alone is true on AVX2 too,
+// for the f32 form), and TESSERA_QUANT_PANEL_AMX=0 does not turn it off.
 bool RouteRunsHere() {
   const char* e = std::getenv("TESSERA_QUANT_PANEL_AMX");
-  return QuantPanelAvailable() && (e == nullptr || std::string_view(e) != "0");
+  return QuantPanelAvailable() && std::string_view(QuantPanelTargetName()) == "avx512" &&
+         (e == nullptr || std::string_view(e) != "0");
 }
 
 // INT4 headers: f32 with fractional zero points, f32 with integer ones (scales off the f16 grid),

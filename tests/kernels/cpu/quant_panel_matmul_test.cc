@@ -139,7 +139,7 @@ TEST_P(QuantPanelTest, AccurateAndBatchInvariantOnOddShapes) {
 // Group sums a caller computes once per call (QuantPanelGroupSums, rows in two ranges) give the
 // bits of the kernel's own, in both forms; layers that fold none (symmetric, FP4) need none.
 TEST(QuantPanelGroupSumsTest, CallerSumsGiveTheKernelsBits) {
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
   for (const QuantDecode format : {QuantDecode::kInt4, QuantDecode::kInt8}) {
     for (const Form form : {Form::kF32, Form::kSplit}) {
       if (form == Form::kSplit && !QuantPanelPairsAvailable()) continue;
@@ -400,7 +400,7 @@ void ExpectSymmetricLayerStoresScalesAlone(QuantDecode format, Form form) {
 }
 
 TEST(QuantPanelLayoutTest, SymmetricLayersStoreScalesAlone) {
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt4, Form::kF32);
   ExpectSymmetricLayerStoresScalesAlone(QuantDecode::kInt8, Form::kF32);
   if (!QuantPanelPairsAvailable()) return;
@@ -416,7 +416,7 @@ TEST(QuantPanelLayoutTest, SymmetricLayersStoreScalesAlone) {
 // zero points): headers of f16 values, half the header bytes, outputs bit-identical to the same
 // layer with f32 headers; symmetric too. One scale off the f16 grid keeps f32 headers.
 TEST(QuantPanelLayoutTest, HalfHeadersWhereEveryValueIsAnF16) {
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
   const int64_t n = 37, k = 256, group = 64, groups = panels::Count(n) * (k / group);
   std::vector<Form> forms = {Form::kF32};
   if (QuantPanelPairsAvailable()) {
@@ -468,7 +468,7 @@ TEST(QuantPanelLayoutTest, HalfHeadersWhereEveryValueIsAnF16) {
 TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {
   const Layer l = Make(QuantDecode::kInt4, 16, 64, 32, 1);
   const FastQuantWeights& w = l.w;
-  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  if (!QuantPanelAvailable()) GTEST_SKIP() << "no AVX2 or AVX-512 on this CPU";
   EXPECT_TRUE(QuantPanelSupported(w));
   FastQuantWeights odd = w;  // groups of 4: consistent but not whole 8-code chunks
   odd.scale_k = 4;

@@ -246,6 +246,25 @@ TEST(CpuKernelSelectorTest, Fp4Int8ActivationTiles) {
   }
 }
 
+// NVFP4 / MXFP4 W4A16 with K not a whole number of 32s: no fast kernel takes them
+// (FastQuantSupported, and QuantizedLinear's panels on AVX2), so the label says the reference.
+TEST(CpuKernelSelectorTest, Fp4KOutsideWholeThirtyTwosRunsTheReference) {
+  for (const auto& [fmt, group, label] :
+       {std::tuple{WeightFormat::kNvfp4, 16, "cpu/nvfp4-w4a16"},
+        std::tuple{WeightFormat::kMxfp4, 32, "cpu/mxfp4-w4a16"}}) {
+    for (const int64_t k : {48, 256}) {
+      LinearSpec s;
+      s.module = "model.layers.0.mlp.up_proj";
+      s.n = 64;
+      s.k = k;
+      s.weight_format = fmt;
+      s.group_size = group;
+      ASSERT_TRUE(CpuKernelSelector(Int8Activations::kNone).Select(&s).ok());
+      EXPECT_EQ(s.kernel, F32FourBit(std::string(label) + (k % 32 == 0 ? "-fast" : "-ref"))) << k;
+    }
+  }
+}
+
 // --cpu_bf16_activations on 4-bit weight-only layers: bf16 activations on their fast kernel (the
 // bf16-pair panels); a layer on the reference kernel (INT4 group 16) or with W4A4 keeps its
 // activations.
