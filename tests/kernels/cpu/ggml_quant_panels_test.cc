@@ -210,15 +210,18 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
       const std::vector<float> part = RunPanels(p, x.data(), r, 16);
       ASSERT_EQ(std::memcmp(part.data(), all.data(), r * n * 4), 0) << r << " rows";
     }
-    // The f32 form's AVX2 kernel gives the AVX-512 kernel's bits (K-quant headers included).
+    // The f32 form's AVX2 kernel gives the AVX-512 kernel's bits (K-quant headers included),
+    // with a bias, over all columns and from an odd one.
     if (!pairs && internal::Avx2PanelsAvailable() && !internal::Avx2PanelsInUse()) {
+      std::vector<float> bias(n);
+      for (auto& v : bias) v = nd(rng);
       for (const int64_t r : {1, 2, 3, 5, 6, 9}) {
-        std::vector<float> avx2(r * n, -7.0f);
-        internal::QuantPanelMatmulAvx2(p.w, x.data(), r, nullptr, avx2.data(), 3, n, nullptr);
-        const std::vector<float> want = RunPanels(p, x.data(), r, n);
-        for (int64_t m = 0; m < r; ++m) {
-          ASSERT_EQ(std::memcmp(avx2.data() + m * n + 3, want.data() + m * n + 3, (n - 3) * 4), 0)
-              << "AVX2, " << r << " rows, row " << m;
+        for (const int64_t b : {0, 3}) {
+          std::vector<float> avx2(r * n, -7.0f), want(r * n, -7.0f);
+          internal::QuantPanelMatmulAvx2(p.w, x.data(), r, bias.data(), avx2.data(), b, n, nullptr);
+          QuantPanelMatmul(p.w, x.data(), r, bias.data(), want.data(), b, n);
+          ASSERT_EQ(std::memcmp(avx2.data(), want.data(), r * n * 4), 0)
+              << "AVX2, " << r << " rows from column " << b;
         }
       }
     }

@@ -1,13 +1,15 @@
 // The f32 form's AVX2 kernel (kernels/cpu/fast/quant_panel_avx2.cc) against the AVX-512 f32
 // form, bit for bit, on every format and header the f32 form holds (INT4 and 8-bit byte codes
-// with f32 or f16 headers, with zero points or symmetric; MXFP4; NVFP4), per-group and
-// per-channel, with K past the decoded path's block: every row count from 1 to 8 and 13 (each
-// register tile shape and the decoded blocks), columns in odd ranges and in whole panels. Where the
-// CPU has no AVX-512 the comparison is skipped; the whole quant panel suite then runs this kernel
-// against the exact sums (TESSERA_CPU_ISA=avx2 in tools/test.sh's second pass).
+// with f32 or f16 headers, with zero points or symmetric, INT3 / INT2 centres; MXFP4; NVFP4),
+// per-group and per-channel, with K past the decoded path's block: every row count from 1 to 8 and
+// 13 (each register tile shape and the decoded blocks), columns in odd ranges, in whole panels and
+// over two whole column tiles, the group sums computed by the kernel or given by the caller. Where
+// the CPU has no AVX-512 the comparison is skipped; the whole quant panel suite then runs this
+// kernel against the exact sums (TESSERA_CPU_ISA=avx2 in tools/test.sh's second pass).
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -41,11 +43,27 @@ void Shape(Layer& l, Header h) {
   Repack(l);
 }
 
+// Byte codes of `bits` bits (INT3 / INT2: a centre of 4 / 2), zero points in their range.
+void Narrow(Layer& l, int bits) {
+  if (l.format != QuantDecode::kInt8 || bits == 8) return;
+  const int levels = 1 << bits;
+  for (auto& c : l.codes) c = static_cast<uint8_t>(c % levels);
+  l.codes[0] = static_cast<uint8_t>(levels - 1);
+  l.q = l.codes;
+  for (auto& z : l.zeros) z = std::fmod(z, static_cast<float>(levels - 1));
+  Repack(l);
+}
+
+// y for rows [0, rows), columns [b, e): the AVX-512 f32 form, or the AVX2 kernel computing the
+// group sums itself (`given` false) or taking QuantPanelGroupSums's, as the engine passes them.
 std::vector<float> Multiply(const Layer& l, const float* x, int64_t rows, int64_t b, int64_t e,
-                            bool avx2) {
+                            bool avx2, bool given = false) {
   std::vector<float> y(rows * l.n, -7.0f);
+  std::vector<float> sums(QuantPanelGroupSumsCount(l.w, rows));
+  if (given) QuantPanelGroupSums(l.w, x, 0, rows, sums.data());
   if (avx2) {
-    internal::QuantPanelMatmulAvx2(l.w, x, rows, l.bias.data(), y.data(), b, e, nullptr);
+    internal::QuantPanelMatmulAvx2(l.w, x, rows, l.bias.data(), y.data(), b, e,
+                                   given && !sums.empty() ? sums.data() : nullptr);
   } else {
     QuantPanelMatmul(l.w, x, rows, l.bias.data(), y.data(), b, e);
   }
@@ -60,6 +78,7 @@ TEST(QuantPanelAvx2Test, BitIdenticalToTheAvx512F32Form) {
     QuantDecode format;
     int64_t k, group;  // group: the integer formats' (k: per channel)
     Header header;
+    int bits = 8;  // byte codes
   };
   const std::vector<Case> cases = {
       {QuantDecode::kInt4, 1088, 32, Header::kF32},
@@ -71,16 +90,23 @@ TEST(QuantPanelAvx2Test, BitIdenticalToTheAvx512F32Form) {
       {QuantDecode::kInt8, 640, 64, Header::kF16},
       {QuantDecode::kInt8, 1024, 128, Header::kSymmetric},
       {QuantDecode::kInt8, 200, 200, Header::kF32},  // per channel, not a multiple of 16
+      {QuantDecode::kInt8, 512, 64, Header::kSymmetricF16},
+      {QuantDecode::kInt8, 768, 128, Header::kF32, 3},  // INT3: centre 4
+      {QuantDecode::kInt8, 256, 32, Header::kF16, 2},   // INT2: centre 2
       {QuantDecode::kMxfp4, 1088, 0, Header::kF32},
       {QuantDecode::kNvfp4, 1040, 0, Header::kF32},
   };
   for (const Case& c : cases) {
-    Layer l = Make(c.format, 37, c.k, c.group, static_cast<uint32_t>(c.k + c.group));
+    // 133 columns: two whole column tiles of four panels (eight halves) and one panel more.
+    Layer l = Make(c.format, 133, c.k, c.group, static_cast<uint32_t>(c.k + c.group));
+    Narrow(l, c.bits);
     Shape(l, c.header);
     SCOPED_TRACE(panel_test::Name(c.format) + " k " + std::to_string(c.k) + " group " +
-                 std::to_string(c.group) + " header " + std::to_string(static_cast<int>(c.header)));
+                 std::to_string(c.group) + " header " + std::to_string(static_cast<int>(c.header)) +
+                 " bits " + std::to_string(c.bits));
     ASSERT_TRUE(QuantPanelSupported(l.w));
     ASSERT_FALSE(l.w.pair_panels);
+    if (c.format == QuantDecode::kInt8) ASSERT_EQ(l.w.panel_centre, 1 << (c.bits - 1));
     if (c.header == Header::kF16 || c.header == Header::kSymmetricF16) {
       ASSERT_TRUE(l.w.half_panel_headers);
     }
@@ -90,11 +116,14 @@ TEST(QuantPanelAvx2Test, BitIdenticalToTheAvx512F32Form) {
     const std::vector<float> x = Activations(13, c.k, static_cast<uint32_t>(c.k));
     for (const int64_t rows : {1, 2, 3, 4, 5, 6, 7, 8, 13}) {
       for (const auto& [b, e] :
-           std::vector<std::pair<int64_t, int64_t>>{{0, 37}, {5, 30}, {16, 37}}) {
+           std::vector<std::pair<int64_t, int64_t>>{{0, 133}, {5, 30}, {16, 37}, {70, 133}}) {
         const std::vector<float> want = Multiply(l, x.data(), rows, b, e, false);
-        const std::vector<float> got = Multiply(l, x.data(), rows, b, e, true);
-        ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
-            << rows << " rows, columns [" << b << ", " << e << ")";
+        for (const bool given : {false, true}) {
+          const std::vector<float> got = Multiply(l, x.data(), rows, b, e, true, given);
+          ASSERT_EQ(std::memcmp(want.data(), got.data(), want.size() * 4), 0)
+              << rows << " rows, columns [" << b << ", " << e << ")"
+              << (given ? ", sums given" : "");
+        }
       }
     }
   }
