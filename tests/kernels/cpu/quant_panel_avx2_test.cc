@@ -106,7 +106,9 @@ TEST(QuantPanelAvx2Test, BitIdenticalToTheAvx512F32Form) {
                  " bits " + std::to_string(c.bits));
     ASSERT_TRUE(QuantPanelSupported(l.w));
     ASSERT_FALSE(l.w.pair_panels);
-    if (c.format == QuantDecode::kInt8) ASSERT_EQ(l.w.panel_centre, 1 << (c.bits - 1));
+    if (c.format == QuantDecode::kInt8) {
+      ASSERT_EQ(l.w.panel_centre, 1 << (c.bits - 1));
+    }
     if (c.header == Header::kF16 || c.header == Header::kSymmetricF16) {
       ASSERT_TRUE(l.w.half_panel_headers);
     }
