@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up (Debian packages), builds everything (CUDA code too when nvcc exists) and runs every
-# test with ctest (again as an AVX2-only CPU on AVX-512 machines), then checks that the README's
+# test with ctest (again as an AVX2-only CPU on AVX-512 machines, and as one without AVX-512 BF16 /
+# AMX on machines with them), then checks that the README's
 # first command (tools/run.sh) serves. Exits non-zero on any failure. This is the README's test
 # command and CI's.
 set -euo pipefail
@@ -11,10 +12,16 @@ ROOT=$(pwd)
 cd "${BUILD_DIR:-build/release}"
 ctest --output-on-failure -j "${JOBS:-2}" --timeout 900
 # Once more as an AVX2-only CPU where this one has AVX-512 (TESSERA_CPU_ISA=avx2:
-# kernels/cpu/fast/isa_limit.h): the kernels that Zen 2 / Zen 3 and older Intel users run.
+# kernels/cpu/fast/isa_limit.h): the kernels that Zen 2 / Zen 3 and older Intel users run; and
+# where it has AVX-512 BF16 or AMX, once more without them (TESSERA_CPU_ISA=avx512-vnni): the
+# kernels of Cascade Lake and Ice Lake servers.
 if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
   echo "== again with TESSERA_CPU_ISA=avx2 =="
   TESSERA_CPU_ISA=avx2 ctest --output-on-failure -j "${JOBS:-2}" --timeout 900
+  if grep -qwE 'avx512_bf16|amx_tile' /proc/cpuinfo 2>/dev/null; then
+    echo "== again with TESSERA_CPU_ISA=avx512-vnni =="
+    TESSERA_CPU_ISA=avx512-vnni ctest --output-on-failure -j "${JOBS:-2}" --timeout 900
+  fi
 fi
 # The README's first command: tools/run.sh builds the server and serves the demo model until
 # /readyz answers (on ports of its own, so a running server does not interfere).

@@ -48,7 +48,8 @@ bool AmxAvailable() {
   static const bool ok = [] {
     const char* off = std::getenv("TESSERA_DISABLE_AMX");
     if (off != nullptr && off[0] != '\0' && off[0] != '0') return false;
-    if (!Avx512Allowed()) return false;  // the AMX kernels' epilogues are AVX-512
+    // The AMX kernels' epilogues are AVX-512; TESSERA_CPU_ISA=avx512-vnni turns AMX off alone.
+    if (!Avx512Allowed() || !AmxAllowed()) return false;
     return ProbeAmx();
   }();
   return ok;

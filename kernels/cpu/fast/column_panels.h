@@ -63,12 +63,13 @@ FastWeights RepackFloatPanels(const FastWeights& src, FastFormat format, int64_t
 }
 
 // AVX-512 F, BW and VL plus one extension ("avx512bf16", "avx512vnni"): the kernels' CPU check
-// (and not turned off by TESSERA_CPU_ISA=avx2: isa_limit.h).
+// (and not turned off by TESSERA_CPU_ISA: isa_limit.h).
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define TESSERA_HAS_AVX512_WITH(extension)                                                  \
   (::tessera::kernels::cpu::fast::Avx512Allowed() && __builtin_cpu_supports("avx512f") &&  \
    __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&              \
-   __builtin_cpu_supports(extension))
+   __builtin_cpu_supports(extension) &&                                                    \
+   ::tessera::kernels::cpu::fast::Avx512ExtensionAllowed(extension))
 #else
 #define TESSERA_HAS_AVX512_WITH(extension) false
 #endif

@@ -39,7 +39,8 @@ bool Fp8Bf16Available() {
                           __builtin_cpu_supports("avx512bw") &&
                           __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                           __builtin_cpu_supports("avx512vbmi") &&
-                          __builtin_cpu_supports("avx512bf16");
+                          __builtin_cpu_supports("avx512bf16") &&
+                          Avx512ExtensionAllowed("avx512bf16");
   return has;
 #else
   return false;

@@ -7,28 +7,52 @@
 #include "hwy/targets.h"
 
 namespace tessera::kernels::cpu::fast {
+namespace {
 
-bool Avx512Allowed() {
+enum class CpuIsa { kNative, kAvx2, kAvx512Vnni };
+
+CpuIsa Limit() {
   // A function-local static: right whenever it is first asked, even from another static
   // initializer.
-  static const bool allowed = [] {
+  static const CpuIsa limit = [] {
     const char* isa = std::getenv("TESSERA_CPU_ISA");
-    if (isa == nullptr || isa[0] == '\0') return true;
+    if (isa == nullptr || isa[0] == '\0') return CpuIsa::kNative;
+    if (std::strcmp(isa, "avx512-vnni") == 0) {
+      // Highway's x86 targets here stop at AVX3_DL (Ice Lake's set), which needs no BF16.
+      return CpuIsa::kAvx512Vnni;
+    }
     if (std::strcmp(isa, "avx2") != 0) {
-      std::fprintf(stderr, "TESSERA_CPU_ISA=%s ignored: the only value is avx2\n", isa);
-      return true;
+      std::fprintf(stderr, "TESSERA_CPU_ISA=%s ignored: the values are avx2 and avx512-vnni\n",
+                   isa);
+      return CpuIsa::kNative;
     }
     // Highway orders x86 targets best first in increasing bits: every bit below HWY_AVX2 is an
     // AVX-512 target. Dispatch reads the chosen target on every call, so this holds from here on.
     hwy::DisableTargets(HWY_AVX2 - 1);
-    return false;
+    return CpuIsa::kAvx2;
   }();
-  return allowed;
+  return limit;
 }
 
-namespace {
 // Asked before main(), so that no Highway kernel dispatches to an AVX-512 target first.
-const bool kAskedAtStart = Avx512Allowed();
+const CpuIsa kAskedAtStart = Limit();
+
 }  // namespace
+
+bool Avx512Allowed() { return Limit() != CpuIsa::kAvx2; }
+
+bool Avx512ExtensionAllowed(const char* extension) {
+  switch (Limit()) {
+    case CpuIsa::kNative:
+      return true;
+    case CpuIsa::kAvx2:
+      return false;
+    case CpuIsa::kAvx512Vnni:
+      return std::strcmp(extension, "avx512bf16") != 0 && std::strcmp(extension, "avx512fp16") != 0;
+  }
+  return true;
+}
+
+bool AmxAllowed() { return Limit() == CpuIsa::kNative; }
 
 }  // namespace tessera::kernels::cpu::fast

@@ -1,6 +1,7 @@
-// TESSERA_CPU_ISA=avx2 (isa_limit.h) takes effect: tools/test.sh runs the suite a second time with
-// it, and this test fails that run if the switch did not reach every kind of kernel (a misspelt
-// variable or an unlinked start-up check would otherwise pass silently as a plain second run).
+// TESSERA_CPU_ISA=avx2 and =avx512-vnni (isa_limit.h) take effect: tools/test.sh runs the suite
+// again with each, and these tests fail that run if the switch did not reach every kind of kernel
+// (a misspelt variable or an unlinked start-up check would otherwise pass silently as a plain
+// rerun).
 #include "kernels/cpu/fast/isa_limit.h"
 
 #include <cstdlib>
@@ -47,6 +48,37 @@ TEST(IsaLimitTest, Avx2LimitReachesEveryKernel) {
   EXPECT_FALSE(QuantPanelInt16Available());
   EXPECT_FALSE(AmxBf16Usable());
   EXPECT_FALSE(AmxInt8Usable());
+}
+
+// As a Cascade Lake / Ice Lake server: the AVX-512 kernels stay, those needing AVX-512 BF16 or AMX
+// go (their AVX-512 F / VNNI fallbacks instead).
+TEST(IsaLimitTest, Avx512VnniLimitTakesBf16AndAmxAway) {
+  const char* isa = std::getenv("TESSERA_CPU_ISA");
+  if (isa == nullptr || std::strcmp(isa, "avx512-vnni") != 0) {
+    GTEST_SKIP() << "TESSERA_CPU_ISA is not avx512-vnni";
+  }
+  if (!__builtin_cpu_supports("avx512f")) GTEST_SKIP() << "no AVX-512 on this CPU";
+  EXPECT_TRUE(Avx512Allowed());
+  EXPECT_FALSE(Avx512ExtensionAllowed("avx512bf16"));
+  EXPECT_TRUE(Avx512ExtensionAllowed("avx512vnni"));
+  EXPECT_FALSE(AmxAllowed());
+  EXPECT_EQ(std::string(FastTargetName()).rfind("AVX3", 0), 0u) << FastTargetName();
+  EXPECT_FALSE(Fp8Bf16Available());
+  EXPECT_FALSE(Bf16DotAvailable());
+  EXPECT_FALSE(QuantPanelPairsAvailable());
+  EXPECT_FALSE(AmxBf16Usable());
+  EXPECT_FALSE(AmxInt8Usable());
+  EXPECT_EQ(std::string(FloatPanelTargetName()), "avx512");
+  EXPECT_TRUE(QuantPanelAvailable());
+  EXPECT_EQ(std::string(QuantPanelTargetName()), "avx512");
+  // Neither the AVX2 bf16 / FP8 FMA panels (they serve CPUs without AVX-512).
+  EXPECT_FALSE(Bf16PairsFmaAvailable());
+  EXPECT_FALSE(Fp8PanelFmaAvailable());
+  if (__builtin_cpu_supports("avx512vnni")) {
+    EXPECT_EQ(std::string(Int8DotKernelName()), "avx512-vnni");
+    EXPECT_TRUE(QuantPanelInt16Available());
+    EXPECT_EQ(Int4x16KernelInUse(), Int4x16Kernel::kAvx512Vnni);
+  }
 }
 
 }  // namespace
