@@ -129,7 +129,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     repack_panels(kf::Bf16PairsBytes, kf::RepackBf16Pairs);
     kf::AmxBf16Usable();  // its one-time self-check at load, not in the first request
   } else if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16PairsFmaAvailable()) {
-    // Without AVX-512: the same panels in f32 FMA (avx2_panels.h).
+    // Without AVX-512 BF16: the same panels in f32 FMA (zmm on AVX-512, avx2_panels.h without).
     repack_panels(kf::Bf16PairsBytes, kf::RepackBf16Pairs);
     bf16_fma_ = true;
   }
@@ -265,7 +265,7 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
 std::string DenseLinear::Describe() const {
   if (bf16_fma_) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "f32",
-                        " act / cpu-avx2-panels");
+                        " act / cpu-", kernels::cpu::fast::FloatPanelTargetName(), "-panels");
   }
   if (fast_.format == kernels::cpu::fast::FastFormat::kBf16Pairs) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "hi+lo bf16",

@@ -36,7 +36,8 @@ bool Avx2PanelsInUse() {
 
 namespace tessera::kernels::cpu::fast {
 
-bool Bf16PairsFmaAvailable() { return internal::Avx2PanelsInUse(); }
+// AVX-512 CPUs without AVX-512 BF16 run the same panels in zmm (float_panel_matmul.cc).
+bool Bf16PairsFmaAvailable() { return internal::Avx2PanelsAvailable() && !Bf16DotAvailable(); }
 bool Fp8PanelFmaAvailable() { return internal::Avx2PanelsInUse(); }
 
 }  // namespace tessera::kernels::cpu::fast
@@ -425,8 +426,9 @@ void F32PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, cons
 
 namespace tessera::kernels::cpu::fast {
 
-void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias,
-                        float* y, int64_t n_begin, int64_t n_end) {
+
+void internal::Bf16PairsFmaMatmulAvx2(const FastWeights& w, const float* x, int64_t rows,
+                                      const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   internal::RunPairPanels(internal::PairPanels<internal::Bf16Pairs>{{}, x, w.k, {}}, w.data,
                           w.row_stride, w.n, rows, bias, y, n_begin, n_end);
 }
@@ -468,8 +470,8 @@ void F32PanelMatmulAvx2(const FastWeights&, const float*, int64_t, const float*,
 
 namespace tessera::kernels::cpu::fast {
 
-void Bf16PairsFmaMatmul(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
-                        int64_t) {}
+void internal::Bf16PairsFmaMatmulAvx2(const FastWeights&, const float*, int64_t, const float*,
+                                      float*, int64_t, int64_t) {}
 void Fp8PanelFmaMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*,
                        int64_t, int64_t) {}
 

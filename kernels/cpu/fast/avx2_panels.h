@@ -48,6 +48,11 @@ void F16PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, cons
 void F32PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end);
 
+// Bf16PairsFmaMatmul's contract (bf16_dot_matmul.h) on ymm: the AVX-512 kernel's bits. Requires
+// Avx2PanelsAvailable().
+void Bf16PairsFmaMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
+                            float* y, int64_t n_begin, int64_t n_end);
+
 // Int8DotMatmul's contract (int8_dot_matmul.h) on its quad panels with `vpmaddwd`: the same bits.
 // Requires Avx2PanelsAvailable().
 void Int8DotMatmulAvx2(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,

@@ -9,9 +9,8 @@
 //    PyTorch runs a bf16 model and as llama.cpp's ggml_vec_dot_bf16 converts src1 for BF16
 //    weights; products of two bf16 are exact in f32, so the result is within (K/2 + 1)·u·Σ|hi·w|
 //    of Σ bf16(x)·w. Twice the split form's GEMM rate; changes results by bf16 rounding of x.
-// Without AVX-512 the caller runs Bf16PairsFmaMatmul (below) on the same panels; on AVX-512
-// without BF16, FastMatmul (kBF16, the original rows) on x (split) or on the rounded activations
-// (`x_rounded`, bf16): the same products in another summation order.
+// Without AVX-512 BF16 the caller runs Bf16PairsFmaMatmul (below) on the same panels: f32 FMA on
+// x (or on the rounded activations for bf16 ones), in zmm on AVX-512 and ymm on AVX2.
 //
 // Why: the f32-activation kernel decodes each weight to f32 and uses one f32 FMA per product, so
 // prefill is capped at half the bf16-dot peak (bench/README.md, "Prefill GEMM against oneDNN").
@@ -79,13 +78,15 @@ FastWeights RepackBf16Pairs(const FastWeights& src, uint8_t* dst);
 void Bf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo, int64_t rows,
                    const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
-// Without AVX-512 (Bf16PairsFmaAvailable(): AVX2, FMA and F16C, no AVX-512 or TESSERA_CPU_ISA=
-// avx2), the same panels multiplied in f32 with FMA (avx2_panels.h): output (m, n) is one f32
-// lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then + bias, the same for every row
-// count and column split. The f32 activations' own products, within (K + 1)·u·Σ|x·w| of the exact
-// sum; x [rows, k] is f32 (the activations, or their bf16 rounding for --cpu_bf16_activations).
-// Why: the row kernel (FastMatmul kBF16) read 22 GB/s at batch 1 and reached 73-93 GFLOP/s at
-// M = 16-128 on AVX2 (bench/README.md, twenty-first session).
+// Without AVX-512 BF16 (Bf16PairsFmaAvailable(): AVX2, FMA and F16C, and no AVX-512 BF16, or
+// TESSERA_CPU_ISA=avx2 / avx512-vnni), the same panels multiplied in f32 with FMA: zmm on AVX-512
+// CPUs (Skylake-SP, Cascade Lake, Ice Lake; float_panel_matmul.cc), ymm without (avx2_panels.h),
+// the same bits. Output (m, n) is one f32 lane, acc = fma(x[m, k], w[n, k], acc) for k ascending,
+// then + bias, the same for every row count and column split. The f32 activations' own products,
+// within (K + 1)·u·Σ|x·w| of the exact sum; x [rows, k] is f32 (the activations, or their bf16
+// rounding for --cpu_bf16_activations). Why: the row kernel (FastMatmul kBF16) read 22 GB/s at
+// batch 1 and reached 73-93 GFLOP/s at M = 16-128 on AVX2 (bench/README.md, twenty-first
+// session), and as AVX-512 without BF16 22-28 GB/s and 154-162 GFLOP/s at M = 128 (twenty-second).
 bool Bf16PairsFmaAvailable();
 void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end);

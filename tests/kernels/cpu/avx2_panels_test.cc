@@ -12,7 +12,8 @@
 //    boundaries;
 //  * one-hot activations read every E4M3 code back exactly (y = fl(s · code), subnormal codes
 //    included; with K blocks each block's scale) and every bf16 weight exactly;
-//  * an odd K's padding is zero, not the next row's first activation (an Inf there gave NaN).
+//  * an odd K's padding is zero, not the next row's first activation (an Inf there gave NaN);
+//  * the bf16 kernel's zmm twin (AVX-512 CPUs without AVX-512 BF16) gives its bits.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -20,12 +21,14 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/avx2_panels.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 #include "kernels/numeric/fp8.h"
 #include "kernels/numeric/half.h"
@@ -377,6 +380,31 @@ TEST(FmaPairPanelsExactTest, OneHotRowsReadBlockScaledWeights) {
         float want = numeric::DecodeE4m3(l.codes[c * k + i]) * s;
         if (want == 0.0f) want = 0.0f;  // +0
         ASSERT_EQ(std::memcmp(&y[i * n + c], &want, 4), 0) << "row " << i << " col " << c;
+      }
+    }
+  }
+}
+
+// On AVX-512 CPUs without AVX-512 BF16 Bf16PairsFmaMatmul runs the zmm twin (float_panel_matmul.cc):
+// the AVX2 kernel's bits, at every row count (register tiles of 1-5 rows, K blocks), K = 1, odd K,
+// with and without bias, and from a column inside a panel.
+TEST(FmaPairPanelsExactTest, Bf16Avx512TwinGivesTheAvx2Bits) {
+  if (!internal::Avx2PanelsAvailable() || std::string(FloatPanelTargetName()) != "avx512") {
+    GTEST_SKIP() << "needs AVX-512 and AVX2 (not under TESSERA_CPU_ISA=avx2)";
+  }
+  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{70, 2600}, {37, 1}, {37, 301}, {5, 64}}) {
+    const Layer l = Make(0, n, k, 13, static_cast<uint32_t>(n + k));
+    const std::vector<float> x = Acts(l, 13, 3);
+    for (const int64_t rows : {1, 2, 4, 5, 6, 11, 13}) {
+      for (const float* b : {static_cast<const float*>(l.bias.data()),
+                             static_cast<const float*>(nullptr)}) {
+        for (const int64_t begin : {int64_t{0}, int64_t{3}}) {
+          std::vector<float> zmm(rows * n, -7.0f), ymm(rows * n, -7.0f);
+          Bf16PairsFmaMatmul(l.dense, x.data(), rows, b, zmm.data(), begin, n);
+          internal::Bf16PairsFmaMatmulAvx2(l.dense, x.data(), rows, b, ymm.data(), begin, n);
+          ASSERT_EQ(std::memcmp(zmm.data(), ymm.data(), zmm.size() * 4), 0)
+              << n << " x " << k << ", " << rows << " rows from column " << begin;
+        }
       }
     }
   }

@@ -71,8 +71,8 @@ TEST(IsaLimitTest, Avx512VnniLimitTakesBf16AndAmxAway) {
   EXPECT_EQ(std::string(FloatPanelTargetName()), "avx512");
   EXPECT_TRUE(QuantPanelAvailable());
   EXPECT_EQ(std::string(QuantPanelTargetName()), "avx512");
-  // Neither the AVX2 bf16 / FP8 FMA panels (they serve CPUs without AVX-512).
-  EXPECT_FALSE(Bf16PairsFmaAvailable());
+  // bf16 weights on the FMA pair panels in zmm (the AVX2 FP8 ones serve CPUs without AVX-512).
+  EXPECT_TRUE(Bf16PairsFmaAvailable());
   EXPECT_FALSE(Fp8PanelFmaAvailable());
   if (__builtin_cpu_supports("avx512vnni")) {
     EXPECT_EQ(std::string(Int8DotKernelName()), "avx512-vnni");

@@ -204,7 +204,8 @@ TEST(DenseLinearBf16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
           << (*l)->Describe();
     } else if (kf::Bf16PairsFmaAvailable()) {
       EXPECT_EQ((*l)->Describe(),
-                absl::StrCat("bf16 x ", bf16 ? "bf16" : "f32", " act / cpu-avx2-panels"));
+                absl::StrCat("bf16 x ", bf16 ? "bf16" : "f32", " act / cpu-",
+                             kf::FloatPanelTargetName(), "-panels"));
     } else {
       GTEST_SKIP() << "neither AVX-512 BF16 nor AVX2 panels on this CPU";
     }
