@@ -31,6 +31,7 @@
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/ggml_repack.h"
 #include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/isa_limit.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/quant/activation_quant.h"
@@ -474,9 +475,12 @@ void RegisterAll() {
                                __builtin_cpu_supports("avx512vnni") != 0, 4.0, "GOP/s")
       ->UseRealTime()
       ->Unit(benchmark::kMicrosecond);
-  benchmark::RegisterBenchmark("BM_PeakBf16Dot", BM_Peak, PeakBf16Run,
-                               __builtin_cpu_supports("avx512bf16") != 0, 4.0, "GFLOP/s")
-      ->UseRealTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark(
+      "BM_PeakBf16Dot", BM_Peak, PeakBf16Run,
+      __builtin_cpu_supports("avx512bf16") != 0 && kf::Avx512ExtensionAllowed("avx512bf16"), 4.0,
+      "GFLOP/s")
+      ->UseRealTime()
+      ->Unit(benchmark::kMicrosecond);
 
   const Shape big[] = {{"4096x4096", 4096, 4096}, {"4096x14336", 14336, 4096},
                        {"14336x4096", 4096, 14336}};

@@ -86,7 +86,7 @@ void Bf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
 // within (K + 1)·u·Σ|x·w| of the exact sum; x [rows, k] is f32 (the activations, or their bf16
 // rounding for --cpu_bf16_activations). Why: the row kernel (FastMatmul kBF16) read 22 GB/s at
 // batch 1 and reached 73-93 GFLOP/s at M = 16-128 on AVX2 (bench/README.md, twenty-first
-// session), and as AVX-512 without BF16 22-28 GB/s and 154-162 GFLOP/s at M = 128 (twenty-second).
+// session), and as AVX-512 without BF16 22-29 GB/s and 107-173 GFLOP/s at M = 128 (twenty-second).
 bool Bf16PairsFmaAvailable();
 void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end);

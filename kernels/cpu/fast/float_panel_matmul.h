@@ -35,7 +35,8 @@ namespace tessera::kernels::cpu::fast {
 bool F16PanelAvailable();
 inline bool F32PanelAvailable() { return F16PanelAvailable(); }
 
-// "avx512" or "avx2": the kernels F16PanelMatmul and F32PanelMatmul run here (for plan labels).
+// "avx512" or "avx2": the kernels F16PanelMatmul, F32PanelMatmul and Bf16PairsFmaMatmul run here
+// (for plan labels).
 const char* FloatPanelTargetName();
 
 // Bytes of the panel layout of an [n, k] f16 / f32 matrix (64-byte aligned panels).

@@ -18,7 +18,14 @@ CpuIsa Limit() {
     const char* isa = std::getenv("TESSERA_CPU_ISA");
     if (isa == nullptr || isa[0] == '\0') return CpuIsa::kNative;
     if (std::strcmp(isa, "avx512-vnni") == 0) {
-      // Highway's x86 targets here stop at AVX3_DL (Ice Lake's set), which needs no BF16.
+      // Debian 12's Highway stops at AVX3 / AVX3_DL (Ice Lake's set), which need no BF16; later
+      // versions add targets that do, which this switch must take away too.
+#if defined(HWY_AVX3_ZEN4)
+      hwy::DisableTargets(HWY_AVX3_ZEN4);
+#endif
+#if defined(HWY_AVX3_SPR)
+      hwy::DisableTargets(HWY_AVX3_SPR);
+#endif
       return CpuIsa::kAvx512Vnni;
     }
     if (std::strcmp(isa, "avx2") != 0) {
@@ -48,7 +55,8 @@ bool Avx512ExtensionAllowed(const char* extension) {
     case CpuIsa::kAvx2:
       return false;
     case CpuIsa::kAvx512Vnni:
-      return std::strcmp(extension, "avx512bf16") != 0 && std::strcmp(extension, "avx512fp16") != 0;
+      return std::strcmp(extension, "avx512bf16") != 0 &&
+             std::strcmp(extension, "avx512fp16") != 0 && std::strcmp(extension, "avxvnni") != 0;
   }
   return true;
 }

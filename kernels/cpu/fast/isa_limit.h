@@ -15,9 +15,10 @@ namespace tessera::kernels::cpu::fast {
 // False under TESSERA_CPU_ISA=avx2.
 bool Avx512Allowed();
 
-// Whether an AVX-512 extension named as __builtin_cpu_supports names it may be used: false for
-// "avx512bf16" and "avx512fp16" under TESSERA_CPU_ISA=avx2 or avx512-vnni (every extension under
-// avx2: Avx512Allowed), true otherwise.
+// Whether an extension named as __builtin_cpu_supports names it may be used: false for
+// "avx512bf16", "avx512fp16" and "avxvnni" (the VEX form Alder Lake and Sapphire Rapids have, and
+// Cascade Lake / Ice Lake do not) under TESSERA_CPU_ISA=avx512-vnni, false for every one under
+// avx2 (Avx512Allowed), true otherwise.
 bool Avx512ExtensionAllowed(const char* extension);
 
 // Whether AMX tiles may be used: false under TESSERA_CPU_ISA=avx2 or avx512-vnni.

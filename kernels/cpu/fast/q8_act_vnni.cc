@@ -28,6 +28,7 @@
 
 #include "hwy/base.h"
 #include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/isa_limit.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
 
 namespace tessera::kernels::cpu::fast::internal {
@@ -48,7 +49,9 @@ bool HasVnni() {
 bool HasAvxVnni() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   static const bool has = [] {
-    if (!Avx512Allowed() || !__builtin_cpu_supports("avx2")) return false;
+    if (!Avx512Allowed() || !Avx512ExtensionAllowed("avxvnni") || !__builtin_cpu_supports("avx2")) {
+      return false;
+    }
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
     return (eax & (1u << 4)) != 0;

@@ -1,7 +1,8 @@
-// The AVX2 pair-panel kernels (kernels/cpu/fast/avx2_panels.h): Bf16PairsFmaMatmul on
+// The FMA pair-panel kernels (kernels/cpu/fast/avx2_panels.h): Bf16PairsFmaMatmul on
 // RepackBf16Pairs panels and Fp8PanelFmaMatmul on RepackFp8Pairs panels (per-row, per-tensor,
-// W8A8 and K-block scales), on any CPU with AVX2, FMA and F16C (they need no AVX-512, so they run
-// on the AVX-512 machines too):
+// W8A8 and K-block scales), on any CPU with AVX2, FMA and F16C (FP8 in ymm everywhere; bf16 in zmm
+// on AVX-512 CPUs, this one included, and in ymm under TESSERA_CPU_ISA=avx2, the twin test below
+// comparing the two):
 //  * every output within (K + 2)·u·Σ|x·w| (+ the scale products' roundings) of the exact sum in
 //    double, on odd shapes: K = 1 (padded to a pair), odd K (the last k in the epilogue), K past
 //    the kernels' 32 KiB K blocks with more rows than a 5-row tile, N not a multiple of 16, with
@@ -392,18 +393,20 @@ TEST(FmaPairPanelsExactTest, Bf16Avx512TwinGivesTheAvx2Bits) {
   if (!internal::Avx2PanelsAvailable() || std::string(FloatPanelTargetName()) != "avx512") {
     GTEST_SKIP() << "needs AVX-512 and AVX2 (not under TESSERA_CPU_ISA=avx2)";
   }
-  for (const auto& [n, k] : {std::pair<int64_t, int64_t>{70, 2600}, {37, 1}, {37, 301}, {5, 64}}) {
+  for (const auto& [n, k] :
+       {std::pair<int64_t, int64_t>{70, 2600}, {70, 2601}, {37, 1}, {37, 301}, {5, 64}}) {
     const Layer l = Make(0, n, k, 13, static_cast<uint32_t>(n + k));
     const std::vector<float> x = Acts(l, 13, 3);
     for (const int64_t rows : {1, 2, 4, 5, 6, 11, 13}) {
       for (const float* b : {static_cast<const float*>(l.bias.data()),
                              static_cast<const float*>(nullptr)}) {
-        for (const int64_t begin : {int64_t{0}, int64_t{3}}) {
+        for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, n}, {3, n - 2}}) {
           std::vector<float> zmm(rows * n, -7.0f), ymm(rows * n, -7.0f);
-          Bf16PairsFmaMatmul(l.dense, x.data(), rows, b, zmm.data(), begin, n);
-          internal::Bf16PairsFmaMatmulAvx2(l.dense, x.data(), rows, b, ymm.data(), begin, n);
+          Bf16PairsFmaMatmul(l.dense, x.data(), rows, b, zmm.data(), begin, end);
+          internal::Bf16PairsFmaMatmulAvx2(l.dense, x.data(), rows, b, ymm.data(), begin, end);
           ASSERT_EQ(std::memcmp(zmm.data(), ymm.data(), zmm.size() * 4), 0)
-              << n << " x " << k << ", " << rows << " rows from column " << begin;
+              << n << " x " << k << ", " << rows << " rows, columns [" << begin << ", " << end
+              << ")";
         }
       }
     }
