@@ -125,9 +125,14 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     fast_ = kf::RepackPanelsOverPool(pool_, fast_, bytes, repack, repacked_.data());
   };
   if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16DotAvailable()) {
-    // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels.
+    // bf16 x bf16 on AVX-512 BF16 (bf16_dot_matmul.h) reads 16-column K-pair panels. Exact f32
+    // activations without AMX multiply them in f32 FMA instead (zmm): two instructions per weight
+    // pair as the hi + lo split's two vdpbf16ps, at its rate or above here, and the products of
+    // the activations themselves (bench/README.md, twenty-second session). AMX tiles, and bf16
+    // activations' one vdpbf16ps per pair, stay on the dot kernel.
     repack_panels(kf::Bf16PairsBytes, kf::RepackBf16Pairs);
-    kf::AmxBf16Usable();  // its one-time self-check at load, not in the first request
+    // AmxBf16Usable: its one-time self-check at load, not in the first request.
+    bf16_fma_ = activations_ == DenseActivations::kFloat && !kf::AmxBf16Usable();
   } else if (fast_.format == kf::FastFormat::kBF16 && kf::Bf16PairsFmaAvailable()) {
     // Without AVX-512 BF16: the same panels in f32 FMA (zmm on AVX-512, avx2_panels.h without).
     repack_panels(kf::Bf16PairsBytes, kf::RepackBf16Pairs);

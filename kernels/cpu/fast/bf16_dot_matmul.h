@@ -10,7 +10,9 @@
 //    weights; products of two bf16 are exact in f32, so the result is within (K/2 + 1)·u·Σ|hi·w|
 //    of Σ bf16(x)·w. Twice the split form's GEMM rate; changes results by bf16 rounding of x.
 // Without AVX-512 BF16 the caller runs Bf16PairsFmaMatmul (below) on the same panels: f32 FMA on
-// x (or on the rounded activations for bf16 ones), in zmm on AVX-512 and ymm on AVX2.
+// x (or on the rounded activations for bf16 ones), in zmm on AVX-512 and ymm on AVX2; DenseLinear
+// also runs it for exact activations where AMX does not take the split (as fast here, and exact
+// products).
 //
 // Why: the f32-activation kernel decodes each weight to f32 and uses one f32 FMA per product, so
 // prefill is capped at half the bf16-dot peak (bench/README.md, "Prefill GEMM against oneDNN").

@@ -177,10 +177,10 @@ TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
   ExpectBatchInvariant(**l, x);
 }
 
-// bf16 weights on whichever panels this CPU runs (AVX-512 BF16: the hi + lo split; AVX2, also
-// under TESSERA_CPU_ISA=avx2: f32 FMA on the same panels), the label naming it, each output
-// within the split's bound of a double sum (the f32 form's is tighter), batch-invariant; and
-// --cpu_bf16_activations' rounding of x on the AVX2 panels.
+// bf16 weights on whichever panels this CPU runs (exact activations: f32 FMA on the pair panels,
+// zmm or ymm, or the hi + lo split where AMX runs it; bf16 activations: vdpbf16ps on AVX-512 BF16,
+// else the FMA panels on the rounded x), the label naming it, each output within the split's
+// bound of a double sum (the f32 form's is tighter), batch-invariant.
 TEST(DenseLinearBf16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
   namespace kf = kernels::cpu::fast;
   std::mt19937 rng(6);
@@ -198,11 +198,12 @@ TEST(DenseLinearBf16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
     const bool bf16 = acts == DenseActivations::kBf16;
     auto l = DenseLinear::Create(view, bias, &pool, acts);
     ASSERT_TRUE(l.ok()) << l.status();
-    if (kf::Bf16DotAvailable()) {
+    // Exact activations take the f32 FMA panels wherever AMX does not run the split.
+    if (kf::Bf16DotAvailable() && (bf16 || kf::AmxBf16Usable())) {
       EXPECT_NE((*l)->Describe().find(bf16 ? "bf16 x bf16 act" : "bf16 x hi+lo bf16 act"),
                 std::string::npos)
           << (*l)->Describe();
-    } else if (kf::Bf16PairsFmaAvailable()) {
+    } else if (kf::Bf16PairsFmaAvailable() || kf::Bf16DotAvailable()) {
       EXPECT_EQ((*l)->Describe(),
                 absl::StrCat("bf16 x ", bf16 ? "bf16" : "f32", " act / cpu-",
                              kf::FloatPanelTargetName(), "-panels"));
