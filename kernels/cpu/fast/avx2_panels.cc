@@ -426,7 +426,6 @@ void F32PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, cons
 
 namespace tessera::kernels::cpu::fast {
 
-
 void internal::Bf16PairsFmaMatmulAvx2(const FastWeights& w, const float* x, int64_t rows,
                                       const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   internal::RunPairPanels(internal::PairPanels<internal::Bf16Pairs>{{}, x, w.k, {}}, w.data,
