@@ -10,6 +10,7 @@
 #include "engine/backend/cpu/column_split.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/fast_quant_matmul.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
@@ -476,16 +477,19 @@ std::string QuantizedLinear::Describe() const {
   const bool amx = (fp8_panels_ok_ ||
                     (quant_panels_ok_ && kf::QuantPanelAmxTakes(fast_) && !uses_int16_route())) &&
                    kf::AmxBf16Usable();
-  const bool avx2_panels =
-      fp8_fma_ || (quant_panels_ok_ && std::string_view(kf::QuantPanelTargetName()) == "avx2");
+  // FMA panels: FP8 in zmm or ymm (fp8_panel_matmul.h), the quantized panels' f32 form on AVX2.
+  const char* fma_panels =
+      fp8_fma_ ? kf::FloatPanelTargetName()
+      : quant_panels_ok_ && std::string_view(kf::QuantPanelTargetName()) == "avx2" ? "avx2"
+                                                                                   : nullptr;
   // The selector labels from the spec alone; the values (an FP4 NaN scale code without AVX-512)
   // can still keep a layer off its fast kernel, which the plan then says.
   const bool reference = !uses_fast_path() && w_.spec.kernel.ends_with("-fast");
   return absl::StrCat(w_.spec.SchemeName(), " / ", w_.spec.kernel,
-                      amx           ? " (cpu-amx-bf16)"
-                      : avx2_panels ? " (cpu-avx2-panels)"
-                      : reference   ? " (scalar reference: the fast kernel does not take this layer)"
-                                    : "");
+                      amx                     ? " (cpu-amx-bf16)"
+                      : fma_panels != nullptr ? absl::StrCat(" (cpu-", fma_panels, "-panels)")
+                      : reference ? " (scalar reference: the fast kernel does not take this layer)"
+                                  : "");
 }
 
 void QuantizedLinear::Forward(const float* x, int64_t rows, float* y) const {

@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -38,7 +39,7 @@ namespace tessera::kernels::cpu::fast {
 
 // AVX-512 CPUs without AVX-512 BF16 run the same panels in zmm (float_panel_matmul.cc).
 bool Bf16PairsFmaAvailable() { return internal::Avx2PanelsAvailable() && !Bf16DotAvailable(); }
-bool Fp8PanelFmaAvailable() { return internal::Avx2PanelsInUse(); }
+bool Fp8PanelFmaAvailable() { return internal::Avx2PanelsAvailable() && !Fp8Bf16Available(); }
 
 }  // namespace tessera::kernels::cpu::fast
 
@@ -432,8 +433,8 @@ void internal::Bf16PairsFmaMatmulAvx2(const FastWeights& w, const float* x, int6
                           w.row_stride, w.n, rows, bias, y, n_begin, n_end);
 }
 
-void Fp8PanelFmaMatmul(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
-                       float* y, int64_t n_begin, int64_t n_end) {
+void internal::Fp8PanelFmaMatmulAvx2(const FastQuantWeights& w, const float* x, int64_t rows,
+                                     const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (rows <= 0 || n_begin >= n_end) return;
   // K-block scales (Fp8PanelFmaSupported: a power-of-two number of steps per block).
   const int shift = w.scale_k < w.k ? std::countr_zero(static_cast<uint64_t>(w.scale_k / 2)) : -1;
@@ -471,8 +472,8 @@ namespace tessera::kernels::cpu::fast {
 
 void internal::Bf16PairsFmaMatmulAvx2(const FastWeights&, const float*, int64_t, const float*,
                                       float*, int64_t, int64_t) {}
-void Fp8PanelFmaMatmul(const FastQuantWeights&, const float*, int64_t, const float*, float*,
-                       int64_t, int64_t) {}
+void internal::Fp8PanelFmaMatmulAvx2(const FastQuantWeights&, const float*, int64_t, const float*,
+                                     float*, int64_t, int64_t) {}
 
 }  // namespace tessera::kernels::cpu::fast
 

@@ -54,6 +54,11 @@ void F32PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, cons
 void Bf16PairsFmaMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                             float* y, int64_t n_begin, int64_t n_end);
 
+// Fp8PanelFmaMatmul's contract (fp8_panel_matmul.h) on ymm: the zmm kernel's bits
+// (fp8_fma_avx512.cc). Requires Avx2PanelsAvailable().
+void Fp8PanelFmaMatmulAvx2(const FastQuantWeights& w, const float* x, int64_t rows,
+                           const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
 // Int8DotMatmul's contract (int8_dot_matmul.h) on its quad panels with `vpmaddwd`: the same bits.
 // Requires Avx2PanelsAvailable().
 void Int8DotMatmulAvx2(const Int8DotWeights& w, const uint8_t* u8, const Int8Activations& act,

@@ -1,8 +1,7 @@
 // The FMA pair-panel kernels (kernels/cpu/fast/avx2_panels.h): Bf16PairsFmaMatmul on
 // RepackBf16Pairs panels and Fp8PanelFmaMatmul on RepackFp8Pairs panels (per-row, per-tensor,
-// W8A8 and K-block scales), on any CPU with AVX2, FMA and F16C (FP8 in ymm everywhere; bf16 in zmm
-// on AVX-512 CPUs, this one included, and in ymm under TESSERA_CPU_ISA=avx2, the twin test below
-// comparing the two):
+// W8A8 and K-block scales), on any CPU with AVX2, FMA and F16C (in zmm on AVX-512 CPUs, this one
+// included, and in ymm under TESSERA_CPU_ISA=avx2, the twin tests below comparing the two):
 //  * every output within (K + 2)·u·Σ|x·w| (+ the scale products' roundings) of the exact sum in
 //    double, on odd shapes: K = 1 (padded to a pair), odd K (the last k in the epilogue), K past
 //    the kernels' 32 KiB K blocks with more rows than a 5-row tile, N not a multiple of 16, with
@@ -14,7 +13,7 @@
 //  * one-hot activations read every E4M3 code back exactly (y = fl(s · code), subnormal codes
 //    included; with K blocks each block's scale) and every bf16 weight exactly;
 //  * an odd K's padding is zero, not the next row's first activation (an Inf there gave NaN);
-//  * the bf16 kernel's zmm twin (AVX-512 CPUs without AVX-512 BF16) gives its bits.
+//  * the bf16 and FP8 kernels' zmm twins (AVX-512 CPUs without AVX-512 BF16) give their bits.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -407,6 +406,36 @@ TEST(FmaPairPanelsExactTest, Bf16Avx512TwinGivesTheAvx2Bits) {
           ASSERT_EQ(std::memcmp(zmm.data(), ymm.data(), zmm.size() * 4), 0)
               << n << " x " << k << ", " << rows << " rows, columns [" << begin << ", " << end
               << ")";
+        }
+      }
+    }
+  }
+}
+
+// On AVX-512 CPUs without AVX-512 BF16 Fp8PanelFmaMatmul runs the zmm twin (fp8_fma_avx512.cc):
+// the AVX2 kernel's bits for every FP8 kind, through both routes (registers up to 5 rows, decoded
+// f16 / f32 panels beyond), K = 1, odd K, K past a K block and the 32 KiB steps, with and without
+// bias, over all columns and inside panels.
+TEST(FmaPairPanelsExactTest, Fp8Avx512TwinGivesTheAvx2Bits) {
+  if (!internal::Avx2PanelsAvailable() || std::string(FloatPanelTargetName()) != "avx512") {
+    GTEST_SKIP() << "needs AVX-512 and AVX2 (not under TESSERA_CPU_ISA=avx2)";
+  }
+  for (int kind = 1; kind <= 5; ++kind) {
+    for (const auto& [n, k] :
+         {std::pair<int64_t, int64_t>{70, 2600}, {70, 2601}, {37, 1}, {37, 301}, {5, 64}}) {
+      const Layer l = Make(kind, n, k, 13, static_cast<uint32_t>(kind + n + k));
+      const std::vector<float> x = Acts(l, 13, 5);
+      for (const int64_t rows : {1, 2, 5, 6, 11, 13}) {
+        for (const float* b :
+             {static_cast<const float*>(l.bias.data()), static_cast<const float*>(nullptr)}) {
+          for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, n}, {3, n - 2}}) {
+            std::vector<float> zmm(rows * n, -7.0f), ymm(rows * n, -7.0f);
+            Fp8PanelFmaMatmul(l.quant, x.data(), rows, b, zmm.data(), begin, end);
+            internal::Fp8PanelFmaMatmulAvx2(l.quant, x.data(), rows, b, ymm.data(), begin, end);
+            ASSERT_EQ(std::memcmp(zmm.data(), ymm.data(), zmm.size() * 4), 0)
+                << "kind " << kind << ", " << n << " x " << k << ", " << rows << " rows, columns ["
+                << begin << ", " << end << ")";
+          }
         }
       }
     }

@@ -72,9 +72,9 @@ TEST(IsaLimitTest, Avx512VnniLimitTakesBf16AndAmxAway) {
   EXPECT_EQ(std::string(FloatPanelTargetName()), "avx512");
   EXPECT_TRUE(QuantPanelAvailable());
   EXPECT_EQ(std::string(QuantPanelTargetName()), "avx512");
-  // bf16 weights on the FMA pair panels in zmm (the AVX2 FP8 ones serve CPUs without AVX-512).
+  // bf16 and FP8 weights on the FMA pair panels, in zmm.
   EXPECT_TRUE(Bf16PairsFmaAvailable());
-  EXPECT_FALSE(Fp8PanelFmaAvailable());
+  EXPECT_TRUE(Fp8PanelFmaAvailable());
   if (__builtin_cpu_supports("avx512vnni")) {
     EXPECT_EQ(std::string(Int8DotKernelName()), "avx512-vnni");
     EXPECT_TRUE(QuantPanelInt16Available());
