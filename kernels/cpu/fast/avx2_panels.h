@@ -4,9 +4,9 @@
 // with `vpmaddwd`, and the quantized panels' f32 form (INT4, byte codes, MXFP4, NVFP4, GGUF
 // blocks). Entered through the public kernels when AVX-512 is absent or turned off
 // (TESSERA_CPU_ISA=avx2): F16PanelMatmul and F32PanelMatmul (float_panel_matmul.h),
-// Bf16PairsFmaMatmul (bf16_dot_matmul.h; defined in float_panel_matmul.cc, which runs a zmm twin
-// on AVX-512 CPUs without BF16) and Fp8PanelFmaMatmul (fp8_panel_matmul.h; defined in
-// avx2_panels.cc), Int8DotMatmul (int8_dot_matmul.h; also on AVX-512 CPUs
+// Bf16PairsFmaMatmul (bf16_dot_matmul.h; defined in float_panel_matmul.cc) and Fp8PanelFmaMatmul
+// (fp8_panel_matmul.h; defined in fp8_fma_avx512.cc), both of which run zmm twins on AVX-512 CPUs
+// without BF16, Int8DotMatmul (int8_dot_matmul.h; also on AVX-512 CPUs
 // without VNNI; its kernel in int8_dot_avx2.cc) and QuantPanelMatmul (quant_panel_matmul.h; its
 // kernel in quant_panel_avx2.cc). The ones declared here are what tests compare with their
 // AVX-512 twins.
@@ -38,8 +38,9 @@ namespace tessera::kernels::cpu::fast::internal {
 bool Avx2PanelsAvailable();
 
 // Avx2PanelsAvailable() on a CPU without AVX-512 (or under TESSERA_CPU_ISA=avx2): where the
-// public entries run these kernels (Fp8PanelFmaAvailable, the float and quantized panels'
-// target; Bf16PairsFmaAvailable is also true on AVX-512 CPUs without BF16, in zmm).
+// public entries run these kernels (the float and quantized panels' target;
+// Bf16PairsFmaAvailable and Fp8PanelFmaAvailable are also true on AVX-512 CPUs without BF16, whose
+// calls run the zmm twins).
 bool Avx2PanelsInUse();
 
 // F16PanelMatmul / F32PanelMatmul's contract (float_panel_matmul.h). Require

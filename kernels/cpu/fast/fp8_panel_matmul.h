@@ -68,8 +68,9 @@ FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst,
 void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                     int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
-// Without AVX-512 (Fp8PanelFmaAvailable(): AVX2, FMA and F16C, no AVX-512 or TESSERA_CPU_ISA=
-// avx2), the same panels multiplied in f32 with FMA (avx2_panels.h): each code decoded
+// Without AVX-512 BF16 (Fp8PanelFmaAvailable(): AVX2, FMA and F16C, and no AVX-512 BF16, or
+// TESSERA_CPU_ISA=avx2 / avx512-vnni), the same panels multiplied in f32 with FMA, in zmm on
+// AVX-512 CPUs (fp8_fma_avx512.cc) and ymm without (avx2_panels.h), the same bits: each code decoded
 // exactly (as code · 2^-8, through f16 bits and `vcvtph2ps`; the weight scale carries the 2^8),
 // output (m, n) one f32 lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then
 // Fp8PanelMatmul's epilogue. x [rows, k] f32: W8A16's activations (exact: within (K + 1)·u·Σ|x·w|
