@@ -85,8 +85,9 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // activations converted to bf16 (hi + lo for W8A16) inside the timing, rows over the pool.
   // FP8_BF16ACT: W8A16 under --cpu_bf16_activations, on the panels as QuantizedLinear runs it:
   // x rounded to bf16 (hi alone) inside the timing, one vdpbf16ps per weight pair.
-  // *_PANEL_FMA: those panels in f32 FMA (Fp8PanelFmaMatmul, avx2_panels.h), the engine's
-  // FP8 kernel without AVX-512, run here on any CPU with AVX2; f32 activations as they come.
+  // *_PANEL_FMA: those panels in f32 FMA (Fp8PanelFmaMatmul: zmm on AVX-512 CPUs, ymm under
+  // TESSERA_CPU_ISA=avx2), the engine's FP8 kernel where the BF16 one does not run, run here on
+  // any CPU with AVX2; f32 activations as they come.
   const bool fma = fmt.ends_with("_PANEL_FMA");
   if (fma) fmt = fmt.substr(0, fmt.size() - 4);
   const bool bf16_act = fmt == "FP8_BF16ACT";
@@ -116,7 +117,7 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   // activation scales, both folded per block (FastQuantWeights::act_block_scales; the AVX-512 BF16
   // kernel). FP8_BLOCK_SCALED: the same layers as QuantizedLinear runs them without AVX-512 BF16,
   // the activations scaled per group beforehand (not timed) and FastQuantMatmul's Highway kernel;
-  // FP8_BLOCK_PANEL_FMA: those on the FMA panels (avx2_panels.h), since the twenty-first session.
+  // FP8_BLOCK_PANEL_FMA: those on the FMA panels (zmm / ymm), since the twenty-first session.
   const bool block = fmt == "FP8_BLOCK_W8A8" || fmt == "FP8_BLOCK_SCALED";
   const int64_t k_blocks = (k + 127) / 128;
   std::vector<float> act_block_scales(m * k_blocks, 0.02f);

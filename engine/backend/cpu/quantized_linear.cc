@@ -161,8 +161,8 @@ void QuantizedLinear::InitFast() {
           // kernel does not take the layer (no AVX-512 BF16: AVX2 CPUs, AVX-512 before Cooper
           // Lake / Zen 4; blocks not 32 wide; TESSERA_FP8_BF16=0) the Highway kernel takes the
           // same terms as (code · act scale) · (code · weight scale), summed along K: the
-          // reassociation FastQuantMatmul's bound allows, instead of the scalar reference; on
-          // AVX2 the FMA panels take those terms (avx2_panels.h) where their block shapes fit.
+          // reassociation FastQuantMatmul's bound allows, instead of the scalar reference; the FMA
+          // panels (fp8_panel_matmul.h, zmm or ymm) take those terms where their block shapes fit.
           if (fw.block_n <= 0 || fw.block_k <= 0) return;
           if (group_acts && s.activation_group != fw.block_k) return;
           f.scales = fw.scales;
@@ -245,8 +245,8 @@ void QuantizedLinear::InitFast() {
   fast_ok_ = kf::FastQuantSupported(fast_);
   // FP8 with per-tensor / per-row weight scales runs on 16-column panels (fp8_panel_matmul.h),
   // for every activation form: W8A8's E4M3 codes and bf16 activations take hi alone, exact f32
-  // ones the hi + lo split; 2-D block scales stay on the row-major kernel (on AVX2 without AVX-512
-  // the FMA panels take them, and every other form: avx2_panels.h); TESSERA_FP8_BF16=0 sends FP8
+  // ones the hi + lo split; 2-D block scales stay on the row-major kernel (where the BF16 kernel
+  // does not run the FMA panels take them, and every other form); TESSERA_FP8_BF16=0 sends FP8
   // to the Highway f32 kernel. The panels were as fast at one row and faster from 16
   // (bench/README.md, eleventh session), with bit-identical rows at any row count.
   const bool panel_acts = s.activation == ActivationFormat::kFp8 ||
@@ -258,7 +258,8 @@ void QuantizedLinear::InitFast() {
     fp8_panels_ok_ = true;
     kf::AmxBf16Usable();  // the panels run as AMX tiles there: its one-time self-check at load
   } else if (fast_ok_ && panel_acts && kf::Fp8PanelFmaSupported(fast_)) {
-    // Without AVX-512: the same panels in f32 FMA (avx2_panels.h), exact activations.
+    // Without the BF16 kernel: the same panels in f32 FMA (zmm on AVX-512, ymm on AVX2), exact
+    // activations.
     x16_ = kc::HugePageBuffer(kf::Fp8PairsBytes(s.n, s.k));
     fast_ = kf::RepackFp8Pairs(fast_, x16_.data(), pool_);
     fp8_panels_ok_ = true;

@@ -123,8 +123,9 @@ class QuantizedLinear : public Linear {
   bool fast_ok_ = false;
   // 4-bit formats on FastQuantMatmul (not the 4-bit panels): activations in its lane order.
   bool fast_permute_ = false;
-  // FP8 block-scaled W8A8 without AVX-512 BF16: the Highway kernel takes the activations as code
-  // times scale and folds the weight block scales into the decoded weights (W8A16's form).
+  // FP8 block-scaled W8A8 without AVX-512 BF16: the FMA panels (or, for block shapes they do not
+  // take, the Highway kernel) take the activations as code times scale and fold the weight block
+  // scales into the decoded weights (W8A16's form).
   bool fp8_scaled_acts_ = false;
   kernels::cpu::fast::FastWeights q8_;  // int8-activation kernel's view of the weights
   // The 16-column int8-activation tiles q8_ points into (INT4 / INT8 / INT3 / INT2, NVFP4,
@@ -135,7 +136,7 @@ class QuantizedLinear : public Linear {
   std::vector<int32_t> int8_col_sums_;  // Σ_k q[n, k] for the kernel's u8 shift
   bool int8_dot_ok_ = false;            // x16_ holds the INT8 W8A8 panels
   bool fp8_panels_ok_ = false;          // x16_ holds FP8 panels (fast_.q points into them)
-  bool fp8_fma_ = false;                // ... run by Fp8PanelFmaMatmul (no AVX-512)
+  bool fp8_fma_ = false;                // ... run by Fp8PanelFmaMatmul (no BF16 FP8 kernel here)
   bool quant_panels_ok_ = false;     // x16_ holds quantized panels with their scales (and zeros)
   // ... in the bf16-pair form (4-bit codes on AVX-512 BF16: QuantPanelPairMatmul).
   bool quant_pairs_ = false;

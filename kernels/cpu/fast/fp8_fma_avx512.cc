@@ -1,5 +1,5 @@
-// Fp8PanelFmaMatmul (fp8_panel_matmul.h) on AVX-512 CPUs without AVX-512 BF16 (Skylake-SP,
-// Cascade Lake, Ice Lake servers, or TESSERA_CPU_ISA=avx512-vnni): the FP8 pair panels multiplied
+// Fp8PanelFmaMatmul (fp8_panel_matmul.h) on AVX-512 CPUs without the BF16 FP8 kernel (no AVX-512
+// BF16, DQ or VBMI: Skylake-SP to Ice Lake servers, Cooper Lake, or TESSERA_CPU_ISA=avx512-vnni): the FP8 pair panels multiplied
 // in f32 FMA in zmm, where the AVX2 kernel (avx2_panels.cc) takes two ymm per panel. The same
 // decode (a code in a word's high byte, shifted right one place arithmetically and masked with
 // 0xBF80, is the f16 of code · 2^-8; `vcvtph2ps` widens it exactly), the same FMA sequence per

@@ -1,6 +1,6 @@
-// FP8 E4M3 weights in 16-column K-pair panels on AVX-512 BF16 (and on AVX2 without AVX-512, the
-// FMA form below): the kernel QuantizedLinear runs for FP8 W8A8 layers (static or per-token
-// activation scales) and W8A16 (exact f32 activations as the hi + lo split, or
+// FP8 E4M3 weights in 16-column K-pair panels on AVX-512 BF16 (and, where that kernel does not
+// run, the FMA form below, in zmm or ymm): the kernel QuantizedLinear runs for FP8 W8A8 layers
+// (static or per-token activation scales) and W8A16 (exact f32 activations as the hi + lo split, or
 // --cpu_bf16_activations) whose weight scales are per tensor or per output row, decode and
 // prefill alike; 2-D block scales keep fp8_bf16_matmul.h on AVX-512 BF16 (the FMA form takes
 // them too, below). (W8A16 with the split stayed
@@ -68,9 +68,11 @@ FastQuantWeights RepackFp8Pairs(const FastQuantWeights& w, uint8_t* dst,
 void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_t* lo,
                     int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end);
 
-// Without AVX-512 BF16 (Fp8PanelFmaAvailable(): AVX2, FMA and F16C, and no AVX-512 BF16, or
-// TESSERA_CPU_ISA=avx2 / avx512-vnni), the same panels multiplied in f32 with FMA, in zmm on
-// AVX-512 CPUs (fp8_fma_avx512.cc) and ymm without (avx2_panels.h), the same bits: each code decoded
+// Where the BF16 kernel does not run (Fp8PanelFmaAvailable(): AVX2, FMA and F16C, and not
+// Fp8Bf16Available(), which needs AVX-512 BF16, DQ and VBMI: AVX2 CPUs, Skylake-SP to Ice Lake,
+// Cooper Lake, or TESSERA_CPU_ISA=avx2 / avx512-vnni), the same panels multiplied in f32 with
+// FMA, in zmm on AVX-512 CPUs (fp8_fma_avx512.cc) and ymm without (avx2_panels.h), the same
+// bits: each code decoded
 // exactly (as code · 2^-8, through f16 bits and `vcvtph2ps`; the weight scale carries the 2^8),
 // output (m, n) one f32 lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then
 // Fp8PanelMatmul's epilogue. x [rows, k] f32: W8A16's activations (exact: within (K + 1)·u·Σ|x·w|

@@ -308,9 +308,9 @@ TEST(FmaPairPanelsExactTest, OneHotRowsReadEveryWeightBack) {
   }
 }
 
-// Which FP8 layers the FMA panels take (where they are in use: no AVX-512, or under
-// TESSERA_CPU_ISA=avx2): per-tensor and per-row scales, K blocks of a power-of-two width and
-// whole-panel row blocks, finite and below 2^100, no
+// Which FP8 layers the FMA panels take (where they are in use: no BF16 FP8 kernel, or under
+// TESSERA_CPU_ISA=avx2 / avx512-vnni): per-tensor and per-row scales, K blocks of a power-of-two
+// width and whole-panel row blocks, finite and below 2^100, no
 // column scale without a row scale.
 TEST(FmaPairPanelsExactTest, Fp8SupportedShapes) {
   if (!Fp8PanelFmaAvailable()) GTEST_SKIP() << "the FMA panels are not in use on this CPU";
@@ -428,7 +428,8 @@ TEST(FmaPairPanelsExactTest, Fp8Avx512TwinGivesTheAvx2Bits) {
       for (const int64_t rows : {1, 2, 5, 6, 11, 13}) {
         for (const float* b :
              {static_cast<const float*>(l.bias.data()), static_cast<const float*>(nullptr)}) {
-          for (const auto& [begin, end] : {std::pair<int64_t, int64_t>{0, n}, {3, n - 2}}) {
+          for (const auto& [begin, end] :
+               {std::pair<int64_t, int64_t>{0, n}, {3, n - 2}, {std::min<int64_t>(40, n - 1), n}}) {
             std::vector<float> zmm(rows * n, -7.0f), ymm(rows * n, -7.0f);
             Fp8PanelFmaMatmul(l.quant, x.data(), rows, b, zmm.data(), begin, end);
             internal::Fp8PanelFmaMatmulAvx2(l.quant, x.data(), rows, b, ymm.data(), begin, end);

@@ -218,6 +218,12 @@ TEST(FastQuantTest, DropReferenceCodesKeepsForward) {
   plain.Forward(x.data(), 3, after.data());
   EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * 4), 0);
   const bool fma_panels = plain.Describe().find("-panels)") != std::string::npos;
+  if (fma_panels) {  // the ISA the FMA panels run in
+    EXPECT_NE(plain.Describe().find(std::string("(cpu-") +
+                                    kernels::cpu::fast::FloatPanelTargetName() + "-panels)"),
+              std::string::npos)
+        << plain.Describe();
+  }
   EXPECT_EQ(plain.weights().bytes.empty(), fma_panels);
   plain.ForwardReference(x.data(), 3, ref.data());
   EXPECT_EQ(std::isnan(ref[0]), fma_panels);

@@ -19,6 +19,7 @@
 #include "engine/quant/packed_weights.h"
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/fast_matmul.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int8_dot_matmul.h"
