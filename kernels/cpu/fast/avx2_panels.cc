@@ -12,6 +12,7 @@
 
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/fp8_bf16_matmul.h"
 #include "kernels/cpu/fast/fp8_panel_matmul.h"
 
@@ -37,7 +38,7 @@ bool Avx2PanelsInUse() {
 
 namespace tessera::kernels::cpu::fast {
 
-// AVX-512 CPUs without AVX-512 BF16 run the same panels in zmm (float_panel_matmul.cc).
+// AVX-512 CPUs without AVX-512 BF16 run the same panels in zmm (fma_pairs_avx512.cc).
 bool Bf16PairsFmaAvailable() { return internal::Avx2PanelsAvailable() && !Bf16DotAvailable(); }
 bool Fp8PanelFmaAvailable() { return internal::Avx2PanelsAvailable() && !Fp8Bf16Available(); }
 
@@ -345,11 +346,14 @@ void RunPairPanels(const Policy& policy, const uint8_t* data, int64_t panel_byte
 constexpr int64_t kRegisterRows = PairPanels<Fp8Pairs>::kRows;
 constexpr int64_t kDecodePanels = 4;
 
+}  // namespace
+
 // More rows: four panels at a time decoded to f16 K panels (float_panel_matmul.h's layout, code ·
 // 2^-8 exactly), or with K-block scales (shift >= 0: K blocks of 2^shift steps) to f32 K panels
 // of code · s, the float panel kernel over them with no bias (y = the raw sums: the register
 // path's weights and FMAs in the same K order, an odd K's last k included and its padding not,
-// so a row's bits do not depend on the route), then the epilogue over y.
+// so a row's bits do not depend on the route), then the epilogue over y. The float panels run in
+// zmm on AVX-512 CPUs (the same bits), where the decode and the epilogue are a small share.
 void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
                     float* y, int64_t n_begin, int64_t n_end, int shift) {
   const bool blocks = shift >= 0;
@@ -389,12 +393,16 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
     const int64_t c0 = std::max(n_begin, p0 * panels::kCols);
     const int64_t c1 = std::min(n_end, (p0 + np) * panels::kCols);
     const int64_t col0 = p0 * panels::kCols;
+    FastWeights decoded;
+    decoded.format = blocks ? FastFormat::kF32Panels : FastFormat::kF16Panels;
+    decoded.data = buf.get();
+    decoded.n = w.n;
+    decoded.k = w.k;
+    decoded.row_stride = panel_bytes;
     if (blocks) {
-      panels::PanelMatmul(FloatPanels<false>{{}, x, w.k}, buf.get(), panel_bytes, w.k, w.n, rows,
-                          nullptr, y + col0, c0 - col0, c1 - col0);
+      F32PanelMatmul(decoded, x, rows, nullptr, y + col0, c0 - col0, c1 - col0);
     } else {
-      panels::PanelMatmul(FloatPanels<true>{{}, x, w.k}, buf.get(), panel_bytes, w.k, w.n, rows,
-                          nullptr, y + col0, c0 - col0, c1 - col0);
+      F16PanelMatmul(decoded, x, rows, nullptr, y + col0, c0 - col0, c1 - col0);
     }
     for (int64_t m = 0; m < rows; ++m) {
       for (int64_t p = c0 / panels::kCols; p * panels::kCols < c1; ++p) {
@@ -408,8 +416,6 @@ void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, con
     }
   }
 }
-
-}  // namespace
 
 void F16PanelMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, const float* bias,
                         float* y, int64_t n_begin, int64_t n_end) {
@@ -465,6 +471,8 @@ void F16PanelMatmulAvx2(const FastWeights&, const float*, int64_t, const float*,
                         int64_t) {}
 void F32PanelMatmulAvx2(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
                         int64_t) {}
+void Fp8DecodedGemm(const FastQuantWeights&, const float*, int64_t, const float*, float*, int64_t,
+                    int64_t, int) {}
 
 }  // namespace tessera::kernels::cpu::fast::internal
 

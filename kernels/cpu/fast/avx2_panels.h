@@ -4,12 +4,11 @@
 // with `vpmaddwd`, and the quantized panels' f32 form (INT4, byte codes, MXFP4, NVFP4, GGUF
 // blocks). Entered through the public kernels when AVX-512 is absent or turned off
 // (TESSERA_CPU_ISA=avx2): F16PanelMatmul and F32PanelMatmul (float_panel_matmul.h),
-// Bf16PairsFmaMatmul (bf16_dot_matmul.h; defined in float_panel_matmul.cc) and Fp8PanelFmaMatmul
-// (fp8_panel_matmul.h; defined in fp8_fma_avx512.cc), both of which run zmm twins on AVX-512 CPUs
-// without BF16, Int8DotMatmul (int8_dot_matmul.h; also on AVX-512 CPUs
-// without VNNI; its kernel in int8_dot_avx2.cc) and QuantPanelMatmul (quant_panel_matmul.h; its
-// kernel in quant_panel_avx2.cc). The ones declared here are what tests compare with their
-// AVX-512 twins.
+// Bf16PairsFmaMatmul (bf16_dot_matmul.h) and Fp8PanelFmaMatmul (fp8_panel_matmul.h), both
+// defined in fma_pairs_avx512.cc, which runs zmm twins of them on AVX-512 CPUs without BF16,
+// Int8DotMatmul (int8_dot_matmul.h; also on AVX-512 CPUs without VNNI; its kernel in
+// int8_dot_avx2.cc) and QuantPanelMatmul (quant_panel_matmul.h; its kernel in quant_panel_avx2.cc).
+// The ones declared here are what tests compare with their AVX-512 twins.
 //
 // Why: without them those layers ran row kernels: f16 / f32 / bf16 FastMatmul read 21-29 GB/s at
 // batch 1 and reached 61-94 GFLOP/s at M = 16-128 of the ~225 the FMA units give, FP8
@@ -56,9 +55,16 @@ void Bf16PairsFmaMatmulAvx2(const FastWeights& w, const float* x, int64_t rows, 
                             float* y, int64_t n_begin, int64_t n_end);
 
 // Fp8PanelFmaMatmul's contract (fp8_panel_matmul.h) on ymm: the zmm kernel's bits
-// (fp8_fma_avx512.cc). Requires Avx2PanelsAvailable().
+// (fma_pairs_avx512.cc). Requires Avx2PanelsAvailable().
 void Fp8PanelFmaMatmulAvx2(const FastQuantWeights& w, const float* x, int64_t rows,
                            const float* bias, float* y, int64_t n_begin, int64_t n_end);
+
+// Fp8PanelFmaMatmul's route beyond 5 rows (K > 1), for the ymm and zmm kernels alike: four panels
+// at a time decoded to f16 K panels (f32 of code · s with K blocks of 2^shift steps; shift -1:
+// none), F16PanelMatmul / F32PanelMatmul over them, then the epilogue: the register route's bits.
+// Requires Avx2PanelsAvailable().
+void Fp8DecodedGemm(const FastQuantWeights& w, const float* x, int64_t rows, const float* bias,
+                    float* y, int64_t n_begin, int64_t n_end, int shift);
 
 // Int8DotMatmul's contract (int8_dot_matmul.h) on its quad panels with `vpmaddwd`: the same bits.
 // Requires Avx2PanelsAvailable().

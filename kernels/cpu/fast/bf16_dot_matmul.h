@@ -82,7 +82,7 @@ void Bf16DotMatmul(const FastWeights& w, const uint16_t* hi, const uint16_t* lo,
 
 // Without AVX-512 BF16 (Bf16PairsFmaAvailable(): AVX2, FMA and F16C, and no AVX-512 BF16, or
 // TESSERA_CPU_ISA=avx2 / avx512-vnni), the same panels multiplied in f32 with FMA: zmm on AVX-512
-// CPUs (Skylake-SP, Cascade Lake, Ice Lake; float_panel_matmul.cc), ymm without (avx2_panels.h),
+// CPUs (Skylake-SP, Cascade Lake, Ice Lake; fma_pairs_avx512.cc), ymm without (avx2_panels.h),
 // the same bits. Output (m, n) is one f32 lane, acc = fma(x[m, k], w[n, k], acc) for k ascending,
 // then + bias, the same for every row count and column split. The f32 activations' own products,
 // within (K + 1)·u·Σ|x·w| of the exact sum; x [rows, k] is f32 (the activations, or their bf16

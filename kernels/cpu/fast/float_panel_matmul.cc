@@ -1,9 +1,7 @@
 // AVX-512 kernels of float_panel_matmul.h: the f16 and f32 K panels run through the shared tile
 // driver (panel_gemm.h) with a policy that loads each panel's 16 weights of a k (f16 widened with
-// `vcvtph2ps`) and multiplies one broadcast f32 activation per row into them; and the bf16 K-pair
-// panels of bf16_dot_matmul.h in f32 FMA on AVX-512 CPUs without AVX-512 BF16 (Bf16PairsFmaMatmul:
-// Skylake-SP, Cascade Lake, Ice Lake servers). Without AVX-512 the calls go to the AVX2 twins
-// (avx2_panels.h).
+// `vcvtph2ps`) and multiplies one broadcast f32 activation per row into them. Without AVX-512 the
+// calls go to the AVX2 twins (avx2_panels.h).
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12 reports a false "may be used uninitialized" inside its own avx512fintrin.h (the
 // _mm512_undefined_* placeholders of its mask intrinsics) once they are inlined here.
@@ -17,7 +15,6 @@
 #include <vector>
 
 #include "kernels/cpu/fast/avx2_panels.h"
-#include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/column_panels.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -104,65 +101,6 @@ void FloatPanelMatmulAvx512(const FastWeights& w, const float* x, int64_t rows, 
                       n_begin, n_end);
 }
 
-// bf16 K-pair panels (RepackBf16Pairs: lane c of a step's 64 bytes holds (w[c, 2t], w[c, 2t + 1])
-// as a dword) in f32 FMA: the even weight is the dword shifted up 16 bits, the odd one its high
-// half, each multiplied into its broadcast f32 activation, k = 2t then 2t + 1: the AVX2 policy's
-// sequence per lane (avx2_panels.cc's PairPanels<Bf16Pairs>), so the same bits. Five rows: 20
-// accumulators, a step's 8 weight vectors and two broadcasts in the 32 zmm. An odd K's last k is
-// one more FMA in Finish (its partner is padding), so x is read only inside its rows.
-struct Bf16FmaPairs : panels::FloatAccumulators {
-  static constexpr int kRows = 5;
-  struct WVec {
-    __m512 even, odd;
-  };
-  static constexpr int64_t kStepBytes = 64;
-  static constexpr int64_t kBlockSteps = 512;  // 32 KiB per panel
-  const float* x;  // the tile's first row
-  int64_t k;       // elements per row (rows are k apart)
-  HWY_INLINE static WVec LoadW(const uint8_t* p) {
-    const __m512i v = _mm512_load_si512(p);
-    return {_mm512_castsi512_ps(_mm512_slli_epi32(v, 16)),
-            _mm512_castsi512_ps(
-                _mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))))};
-  }
-  Bf16FmaPairs Rows(int64_t m0) const { return {{}, x + m0 * k, k}; }
-  template <int NV>
-  HWY_INLINE void Madd(int i, int64_t t, const WVec* w, Acc* acc) const {
-    const __m512 x0 = _mm512_set1_ps(x[i * k + 2 * t]);
-    const __m512 x1 = _mm512_set1_ps(x[i * k + 2 * t + 1]);
-    for (int j = 0; j < NV; ++j) {
-      acc[j] = _mm512_fmadd_ps(x0, w[j].even, acc[j]);
-      acc[j] = _mm512_fmadd_ps(x1, w[j].odd, acc[j]);
-    }
-  }
-  template <int MR, int NV>
-  void Finish(const panels::TileJob& a, Acc (&acc)[MR][NV]) const {
-    if (k % 2 != 0) {
-      for (int j = 0; j < NV; ++j) {
-        const WVec w = LoadW(a.w + j * a.panel_bytes + kStepBytes * (k / 2));
-        for (int i = 0; i < MR; ++i) {
-          acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(x[i * k + k - 1]), w.even, acc[i][j]);
-        }
-      }
-    }
-    FloatAccumulators::Finish<MR, NV>(a, acc);
-  }
-};
-
-void Bf16PairsFmaMatmulAvx512(const FastWeights& w, const float* x, int64_t rows,
-                              const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  if (w.k > 1) {
-    return panels::PanelMatmul(Bf16FmaPairs{{}, x, w.k}, w.data, w.row_stride, w.k / 2, w.n, rows,
-                               bias, y, n_begin, n_end);
-  }
-  // K = 1 has no whole pair (the driver runs no Finish without a step): one padded pair per row,
-  // as the AVX2 kernel does (its zero partner adds a +0 product).
-  std::vector<float> padded(2 * rows, 0.0f);
-  for (int64_t m = 0; m < rows; ++m) padded[2 * m] = x[m];
-  panels::PanelMatmul(Bf16FmaPairs{{}, padded.data(), 2}, w.data, w.row_stride, 1, w.n, rows, bias,
-                      y, n_begin, n_end);
-}
-
 }  // namespace
 
 HWY_POP_ATTRIBUTES
@@ -182,23 +120,12 @@ void F32PanelMatmul(const FastWeights& w, const float* x, int64_t rows, const fl
   FloatPanelMatmulAvx512<false>(w, x, rows, bias, y, n_begin, n_end);
 }
 
-void Bf16PairsFmaMatmul(const FastWeights& w, const float* x, int64_t rows, const float* bias,
-                        float* y, int64_t n_begin, int64_t n_end) {
-  if (rows <= 0 || n_begin >= n_end) return;
-  if (!Avx512FloatPanels()) {
-    return internal::Bf16PairsFmaMatmulAvx2(w, x, rows, bias, y, n_begin, n_end);
-  }
-  Bf16PairsFmaMatmulAvx512(w, x, rows, bias, y, n_begin, n_end);
-}
-
 #else  // not x86-64 GCC/Clang: never called (F16PanelAvailable() is false), defined for the link.
 
 void F16PanelMatmul(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
                     int64_t) {}
 void F32PanelMatmul(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
                     int64_t) {}
-void Bf16PairsFmaMatmul(const FastWeights&, const float*, int64_t, const float*, float*, int64_t,
-                        int64_t) {}
 
 #endif
 

@@ -71,7 +71,7 @@ void Fp8PanelMatmul(const FastQuantWeights& w, const uint16_t* hi, const uint16_
 // Where the BF16 kernel does not run (Fp8PanelFmaAvailable(): AVX2, FMA and F16C, and not
 // Fp8Bf16Available(), which needs AVX-512 BF16, DQ and VBMI: AVX2 CPUs, Skylake-SP to Ice Lake,
 // Cooper Lake, or TESSERA_CPU_ISA=avx2 / avx512-vnni), the same panels multiplied in f32 with
-// FMA, in zmm on AVX-512 CPUs (fp8_fma_avx512.cc) and ymm without (avx2_panels.h), the same
+// FMA, in zmm on AVX-512 CPUs (fma_pairs_avx512.cc) and ymm without (avx2_panels.h), the same
 // bits: each code decoded
 // exactly (as code · 2^-8, through f16 bits and `vcvtph2ps`; the weight scale carries the 2^8),
 // output (m, n) one f32 lane, acc = fma(x[m, k], w[n, k], acc) for k ascending, then

@@ -385,7 +385,7 @@ TEST(FmaPairPanelsExactTest, OneHotRowsReadBlockScaledWeights) {
   }
 }
 
-// On AVX-512 CPUs without AVX-512 BF16 Bf16PairsFmaMatmul runs the zmm twin (float_panel_matmul.cc):
+// On AVX-512 CPUs without AVX-512 BF16 Bf16PairsFmaMatmul runs the zmm twin (fma_pairs_avx512.cc):
 // the AVX2 kernel's bits, at every row count (register tiles of 1-5 rows, K blocks), K = 1, odd K,
 // with and without bias, and from a column inside a panel.
 TEST(FmaPairPanelsExactTest, Bf16Avx512TwinGivesTheAvx2Bits) {
@@ -412,7 +412,7 @@ TEST(FmaPairPanelsExactTest, Bf16Avx512TwinGivesTheAvx2Bits) {
   }
 }
 
-// On AVX-512 CPUs without AVX-512 BF16 Fp8PanelFmaMatmul runs the zmm twin (fp8_fma_avx512.cc):
+// On AVX-512 CPUs without AVX-512 BF16 Fp8PanelFmaMatmul runs the zmm twin (fma_pairs_avx512.cc):
 // the AVX2 kernel's bits for every FP8 kind, through both routes (registers up to 5 rows, decoded
 // f16 / f32 panels beyond), K = 1, odd K, K past a K block and the 32 KiB steps, with and without
 // bias, over all columns and inside panels.
