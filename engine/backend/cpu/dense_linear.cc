@@ -199,7 +199,8 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
         kf::QuantPanelPairMatmul(panels_, x, hp, lp, rows, bias, y, b, e, sums);
       };
     } else {
-      run = [&](int64_t b, int64_t e) {
+      // By value, as above: sums is this block's and goes out of scope before split runs.
+      run = [=, this](int64_t b, int64_t e) {
         kf::QuantPanelMatmul(panels_, x, rows, bias, y, b, e, sums);
       };
     }
