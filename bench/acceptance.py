@@ -63,6 +63,15 @@ PREFILL = [
 ]
 
 
+def run(cmd, env=None):
+    """stdout of cmd; on failure its stderr and a message naming the command, then exit 1."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr)
+        sys.exit(f"acceptance.py: {' '.join(cmd)} exited with {proc.returncode}")
+    return proc.stdout
+
+
 def decode_rows(args):
     tessera = os.path.join(args.build, "cli", "tessera")
     for name in ("Q4_0", "Q8_0", "F16"):
@@ -78,12 +87,14 @@ def decode_rows(args):
     for label, model, flags, batch_target in DECODE:
         cmd = [tessera, "bench", "--model", os.path.join(args.models, model), "--batch", "1,16",
                "--prompt", str(args.prompt), "--gen", str(args.gen)] + flags
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        out = run(cmd)
         rows = {}
         for line in out.splitlines():
             f = line.split()
             if len(f) == 13 and f[0].isdigit():
                 rows[int(f[0])] = f
+        if 1 not in rows or 16 not in rows:
+            sys.exit(f"acceptance.py: no batch-1 / batch-16 row from {' '.join(cmd)}:\n{out}")
         b1, b16 = rows[1], rows[16]
         ratio = float(b16[5]) / float(b1[4])
         pct = float(b1[9].rstrip("%"))
@@ -108,28 +119,41 @@ def prefill_rows(args):
     env.setdefault("TESSERA_BENCH_COVER_MIB", "64")
     # Medians of repetitions: a single run of a shape now and then read half its rate here (another
     # tenant of the VM), which a min-max over the shapes then reports.
-    cmd = [bench, f"--benchmark_filter={pattern}|^BM_Triad|^BM_Peak", "--benchmark_format=json",
+    filt = f"{pattern}|^BM_Triad|^BM_Peak"
+    cmd = [bench, f"--benchmark_filter={filt}", "--benchmark_format=json",
            f"--benchmark_min_time={args.min_time}",
            f"--benchmark_repetitions={args.repetitions}", "--benchmark_report_aggregates_only=true"]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=env).stdout
+    out = run(cmd, env)
+    try:
+        benchmarks = json.loads(out)["benchmarks"]
+    except (ValueError, KeyError):
+        sys.exit(f"acceptance.py: no benchmark ran (built without libbenchmark-dev?): {cmd}")
     results = {}
     labels = {}
     peaks = {}
-    for b in json.loads(out)["benchmarks"]:
-        if b.get("aggregate_name", "median") != "median":
+    for b in benchmarks:
+        # A benchmark skipped on this CPU (BM_PeakBf16Dot without BF16, ...) has no aggregates
+        # and no counters: its error entries are left out.
+        if b.get("error_occurred") or b.get("aggregate_name", "median") != "median":
             continue
         name = b.get("run_name", b["name"]).removesuffix("/real_time")
         if name.startswith("BM_Triad") or name.startswith("BM_Peak"):
             peaks[name] = b.get("GB/s", b.get("GFLOP/s", b.get("GOP/s")))
             continue
         rate = b.get("GFLOP/s", b.get("GOP/s"))
-        results[name] = rate
-        labels[name.rsplit("/", 2)[0]] = b.get("label", "")
+        if rate is not None:
+            results[name] = rate
+            labels[name.rsplit("/", 2)[0]] = b.get("label", "")
     unit = {"BM_Triad": "GB/s", "BM_PeakVnni": "GOP/s", "BM_PeakInt16Dot": "GOP/s"}
     peak_text = ", ".join(f"{k.removeprefix('BM_')} {v:.0f} {unit.get(k, 'GFLOP/s')}"
-                          for k, v in peaks.items())
+                          for k, v in peaks.items() if v is not None)
+    missing = [f"{p}/{s}" for p in names for s in SHAPES if f"{p}/{s}/M:128" not in results]
+    if missing:
+        sys.exit("acceptance.py: these ran without a rate or not at all (oneDNN missing from the "
+                 "build, or a skipped kernel): " + ", ".join(missing))
     print(f"Prefill GEMM, M = 128, medians of {args.repetitions} repetitions, "
-          f"`TESSERA_BENCH_COVER_MIB=64 {bench} --benchmark_filter='{pattern}' "
+          f"`TESSERA_BENCH_COVER_MIB={env['TESSERA_BENCH_COVER_MIB']} {bench} "
+          f"--benchmark_filter='{filt}' "
           f"--benchmark_min_time={args.min_time} --benchmark_repetitions={args.repetitions} "
           "--benchmark_report_aggregates_only=true` "
           f"({peak_text}; rates as each benchmark counts them, 2·M·N·K per second, integer "
@@ -137,22 +161,12 @@ def prefill_rows(args):
     print("| kernel | label | GFLOP/s (min-max over shapes) | / oneDNN (min-max) | target | met |")
     print("|---|---|---|---|---|---|")
     for base in ("bf16", "s8"):
-        rates = [results.get(f"BM_OneDnnMatmul/{base}/{s}/M:128") for s in SHAPES]
-        rates = [r for r in rates if r]
-        if rates:
-            print(f"| oneDNN {base} | {labels.get('BM_OneDnnMatmul/' + base, '')} | "
-                  f"{min(rates):.0f}-{max(rates):.0f} | 1 | - | - |")
+        rates = [results[f"BM_OneDnnMatmul/{base}/{s}/M:128"] for s in SHAPES]
+        print(f"| oneDNN {base} | {labels.get('BM_OneDnnMatmul/' + base, '')} | "
+              f"{min(rates):.0f}-{max(rates):.0f} | 1 | - | - |")
     for label, prefix, base, target in PREFILL:
-        ratios, rates = [], []
-        for s in SHAPES:
-            ours = results.get(f"{prefix}/{s}/M:128")
-            ref = results.get(f"BM_OneDnnMatmul/{base}/{s}/M:128")
-            if ours and ref:
-                ratios.append(ours / ref)
-                rates.append(ours)
-        if not ratios:
-            print(f"| {label} | not run here | - | - | {target}x | - |")
-            continue
+        rates = [results[f"{prefix}/{s}/M:128"] for s in SHAPES]
+        ratios = [r / results[f"BM_OneDnnMatmul/{base}/{s}/M:128"] for r, s in zip(rates, SHAPES)]
         print(f"| {label} (`{prefix.removeprefix('BM_')}`) | {labels.get(prefix, '')} | "
               f"{min(rates):.0f}-{max(rates):.0f} | "
               f"{min(ratios):.2f}-{max(ratios):.2f}x {base} | {target}x | "
