@@ -77,8 +77,8 @@ def decode_rows(args):
     for name in ("Q4_0", "Q8_0", "F16"):
         path = os.path.join(args.models, f"tl-{name}.gguf")
         if not os.path.exists(path):
-            subprocess.run([tessera, "synth", "--shape", "tinyllama-1.1b", "--type", name,
-                            "--out", path, "--vocab-from", VOCAB], check=True)
+            run([tessera, "synth", "--shape", "tinyllama-1.1b", "--type", name, "--out", path,
+                 "--vocab-from", VOCAB])
     print(f"Decode, `tessera bench --batch 1,16 --prompt {args.prompt} --gen {args.gen}` "
           "(weight GB/s at batch 1; triad and weight read of the same process):\n")
     print("| format | B=1 tok/s | weight GB/s (triad) | % triad | % w-read | B=16 agg tok/s | "

@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # The CPU kernels' and CPU engine's tests under ASan + UBSan (the `asan` preset, build/asan), in
-# every ISA mode this machine can run: natively, as an AVX2-only CPU (TESSERA_CPU_ISA=avx2) where
-# it has AVX-512, and as one without AVX-512 BF16 / AMX (TESSERA_CPU_ISA=avx512-vnni) where it has
-# those. Each mode takes other kernels and other engine branches, so each finds its own defects:
-# the twenty-third session's stack use after scope in DenseLinear failed two binaries natively and
-# four under each limited mode. Exits non-zero on any failure or sanitizer report. Not part of CI (a cold build of
-# these targets takes ~14 minutes of two cores); run it when kernels or the CPU Linear layers
-# change. Usage: tools/sanitize.sh [extra test targets...]
+# every ISA mode this machine can run: natively, then each mode tools/isa_modes.sh prints. Each
+# mode takes other kernels and other engine branches, so each finds its own defects: the
+# twenty-third session's stack use after scope in DenseLinear failed two binaries natively and
+# four under each limited mode. Exits non-zero on any failure or sanitizer report. Not part of CI
+# (a cold build of these targets takes ~14 minutes of two cores); run it when kernels or the CPU
+# Linear layers change. Usage: tools/sanitize.sh [extra test targets...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./tools/setup.sh
@@ -19,11 +18,8 @@ TARGETS=(
 )
 [ -f build/asan/build.ninja ] || cmake --preset asan >/dev/null
 ninja -C build/asan -j "${JOBS:-2}" "${TARGETS[@]}"
-modes=(native)
-if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
-  modes+=(avx2)
-  grep -qwE 'avx512_bf16|amx_tile' /proc/cpuinfo 2>/dev/null && modes+=(avx512-vnni)
-fi
+read -r -a limited <<<"$(./tools/isa_modes.sh | tr '\n' ' ')"
+modes=(native "${limited[@]}")
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 log=$(mktemp -d)
 failed=0

@@ -15,14 +15,10 @@ ctest --output-on-failure -j "${JOBS:-2}" --timeout 900
 # kernels/cpu/fast/isa_limit.h): the kernels that Zen 2 / Zen 3 and older Intel users run; and
 # where it has AVX-512 BF16 or AMX, once more without them (TESSERA_CPU_ISA=avx512-vnni): the
 # kernels of Cascade Lake and Ice Lake servers.
-if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then
-  echo "== again with TESSERA_CPU_ISA=avx2 =="
-  TESSERA_CPU_ISA=avx2 ctest --output-on-failure -j "${JOBS:-2}" --timeout 900
-  if grep -qwE 'avx512_bf16|amx_tile' /proc/cpuinfo 2>/dev/null; then
-    echo "== again with TESSERA_CPU_ISA=avx512-vnni =="
-    TESSERA_CPU_ISA=avx512-vnni ctest --output-on-failure -j "${JOBS:-2}" --timeout 900
-  fi
-fi
+for mode in $("$ROOT/tools/isa_modes.sh"); do
+  echo "== again with TESSERA_CPU_ISA=$mode =="
+  TESSERA_CPU_ISA="$mode" ctest --output-on-failure -j "${JOBS:-2}" --timeout 900
+done
 # The README's first command: tools/run.sh builds the server and serves the demo model until
 # /readyz answers (on ports of its own, so a running server does not interfere).
 echo "== tools/run.sh smoke test =="
