@@ -96,6 +96,8 @@ std::optional<kernels::cpu::GgmlBlockType> GgmlBlockTypeOf(DType dtype) {
     case DType::kQ5_0: return GgmlBlockType::kQ5_0;
     case DType::kQ5_1: return GgmlBlockType::kQ5_1;
     case DType::kQ8_0: return GgmlBlockType::kQ8_0;
+    case DType::kQ2_K: return GgmlBlockType::kQ2_K;
+    case DType::kQ3_K: return GgmlBlockType::kQ3_K;
     case DType::kQ4_K: return GgmlBlockType::kQ4_K;
     case DType::kQ5_K: return GgmlBlockType::kQ5_K;
     case DType::kQ6_K: return GgmlBlockType::kQ6_K;

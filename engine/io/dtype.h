@@ -49,8 +49,8 @@ std::optional<DType> DTypeFromGgmlType(uint32_t ggml_type);
 // The ggml type id of a DType that a GGUF file can hold; nullopt otherwise.
 std::optional<uint32_t> GgmlTypeFromDType(DType dtype);
 
-// The kernel-side block type of a GGUF block dtype; nullopt for others (and for Q8_1, Q2_K,
-// Q3_K, Q8_K, which have no dequantizer here).
+// The kernel-side block type of a GGUF block dtype; nullopt for others (and for Q8_1 and Q8_K,
+// ggml's activation-only types, which have no dequantizer here).
 std::optional<kernels::cpu::GgmlBlockType> GgmlBlockTypeOf(DType dtype);
 
 // Bytes needed for `numel` elements; an error when numel is not a whole number of blocks or the

@@ -25,6 +25,8 @@ absl::string_view WeightFormatName(WeightFormat f) {
     case WeightFormat::kGgufQ4_K: return "gguf_q4_k";
     case WeightFormat::kGgufQ5_K: return "gguf_q5_k";
     case WeightFormat::kGgufQ6_K: return "gguf_q6_k";
+    case WeightFormat::kGgufQ2_K: return "gguf_q2_k";
+    case WeightFormat::kGgufQ3_K: return "gguf_q3_k";
   }
   return "?";
 }
@@ -64,8 +66,8 @@ int WeightBits(WeightFormat f) {
     case WeightFormat::kF32: return 32;
     case WeightFormat::kBF16: case WeightFormat::kF16: return 16;
     case WeightFormat::kFp8E4m3: case WeightFormat::kInt8: case WeightFormat::kGgufQ8_0: return 8;
-    case WeightFormat::kInt3: return 3;
-    case WeightFormat::kInt2: return 2;
+    case WeightFormat::kInt3: case WeightFormat::kGgufQ3_K: return 3;
+    case WeightFormat::kInt2: case WeightFormat::kGgufQ2_K: return 2;
     case WeightFormat::kGgufQ5_0: case WeightFormat::kGgufQ5_1: case WeightFormat::kGgufQ5_K: return 5;
     case WeightFormat::kGgufQ6_K: return 6;
     default: return 4;

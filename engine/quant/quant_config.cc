@@ -34,6 +34,8 @@ std::optional<WeightFormat> DenseFormatOf(io::DType d) {
     case io::DType::kQ4_K: return WeightFormat::kGgufQ4_K;
     case io::DType::kQ5_K: return WeightFormat::kGgufQ5_K;
     case io::DType::kQ6_K: return WeightFormat::kGgufQ6_K;
+    case io::DType::kQ2_K: return WeightFormat::kGgufQ2_K;
+    case io::DType::kQ3_K: return WeightFormat::kGgufQ3_K;
     default: return std::nullopt;
   }
 }

@@ -149,6 +149,38 @@ void DequantQ6_K(const uint8_t* b, float* y) {
   }
 }
 
+// Q2_K: sixteen sub-blocks of 16, each with a 4-bit scale (low nibble) and min (high nibble)
+// under the f16 d and dmin; 2-bit codes, four per byte: byte l of a 32-byte group holds sub-block
+// 2j's element l (l < 16) or 2j + 1's element l − 16 in bits 2j..2j+1.
+void DequantQ2_K(const uint8_t* b, float* y) {
+  const uint8_t* scales = b;
+  const uint8_t* q = b + 16;
+  const float d = Half(b + 80);
+  const float dmin = Half(b + 82);
+  int is = 0;
+  for (int n = 0; n < 256; n += 128) {
+    for (int shift = 0; shift < 8; shift += 2) {
+      for (int half = 0; half < 2; ++half) {
+        const uint8_t sc = scales[is++];
+        const float dl = d * static_cast<float>(sc & 0xF), ml = dmin * static_cast<float>(sc >> 4);
+        for (int l = 0; l < 16; ++l) {
+          *y++ = dl * static_cast<float>((q[l + 16 * half] >> shift) & 3) - ml;
+        }
+      }
+    }
+    q += 32;
+  }
+}
+
+void DequantQ3_K(const uint8_t* b, float* y) {
+  int8_t codes[256], sc[16];
+  Q3KCodes(b, codes, sc);
+  const float d = Half(b + 108);
+  for (int e = 0; e < 256; ++e) {
+    y[e] = (d * static_cast<float>(sc[e / 16])) * static_cast<float>(codes[e]);
+  }
+}
+
 // ggml stores E2M1 values doubled (kvalues_fp4) and halves the E8M0 scale to compensate.
 void DequantMxfp4(const uint8_t* b, float* y) {
   static constexpr int8_t kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
@@ -172,6 +204,8 @@ GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type) {
     case GgmlBlockType::kQ5_0: return {32, 22};
     case GgmlBlockType::kQ5_1: return {32, 24};
     case GgmlBlockType::kQ8_0: return {32, 34};
+    case GgmlBlockType::kQ2_K: return {256, 84};
+    case GgmlBlockType::kQ3_K: return {256, 110};
     case GgmlBlockType::kQ4_K: return {256, 144};
     case GgmlBlockType::kQ5_K: return {256, 176};
     case GgmlBlockType::kQ6_K: return {256, 210};
@@ -227,6 +261,26 @@ void Q6KCodes(const uint8_t* block, uint8_t* codes, float* scales) {
   for (int i = 0; i < 16; ++i) scales[i] = d * static_cast<float>(sc[i]);
 }
 
+void Q3KCodes(const uint8_t* block, int8_t* codes, int8_t* scales) {
+  const uint8_t* hmask = block;
+  const uint8_t* qs = block + 32;
+  const uint8_t* s = block + 96;
+  // Scale i: low 4 bits from nibble i of bytes 0-7 (low nibbles first), high 2 bits from bits
+  // 2·(i / 4) of byte 8 + i % 4 (ggml's kmask shuffle).
+  for (int i = 0; i < 16; ++i) {
+    const int low = (i < 8 ? s[i] : s[i - 8] >> 4) & 0xF;
+    const int high = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+    scales[i] = static_cast<int8_t>((low | (high << 4)) - 32);
+  }
+  // Element e = 128h + 32j + l: bits 2j..2j+1 of qs[32h + l], minus 4 unless bit 4h + j of
+  // hmask[l] is set.
+  for (int e = 0; e < 256; ++e) {
+    const int h = e / 128, j = (e / 32) % 4, l = e % 32;
+    const int low = (qs[32 * h + l] >> (2 * j)) & 3;
+    codes[e] = static_cast<int8_t>(low - (((hmask[l] >> (4 * h + j)) & 1) ? 0 : 4));
+  }
+}
+
 void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks, float* dst) {
   void (*fn)(const uint8_t*, float*) = nullptr;
   switch (type) {
@@ -235,6 +289,8 @@ void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks
     case GgmlBlockType::kQ4_1: fn = DequantQ4_1; break;
     case GgmlBlockType::kQ5_0: fn = DequantQ5_0; break;
     case GgmlBlockType::kQ5_1: fn = DequantQ5_1; break;
+    case GgmlBlockType::kQ2_K: fn = DequantQ2_K; break;
+    case GgmlBlockType::kQ3_K: fn = DequantQ3_K; break;
     case GgmlBlockType::kQ4_K: fn = DequantQ4_K; break;
     case GgmlBlockType::kQ5_K: fn = DequantQ5_K; break;
     case GgmlBlockType::kQ6_K: fn = DequantQ6_K; break;

@@ -8,7 +8,9 @@
 
 namespace tessera::kernels::cpu {
 
-enum class GgmlBlockType { kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ4_K, kQ5_K, kQ6_K, kMxfp4 };
+enum class GgmlBlockType {
+  kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kMxfp4
+};
 
 struct GgmlBlockInfo {
   int64_t elements;  // values per block
@@ -42,6 +44,11 @@ void Q5KSubBlock(const uint8_t* block, int j, float* scale, float* offset, uint8
 // values: w[e] = scales[e / 16] · (codes[e] − 32), scale = d·sc in f32, exactly as
 // DequantizeGgmlBlocks (llama.cpp's dequantize_row_q6_K) computes them. scales may be null.
 void Q6KCodes(const uint8_t* block, uint8_t* codes, float* scales);
+
+// One 110-byte Q3_K block (256 values) as signed 3-bit codes in [−4, 3] in element order and its
+// sixteen 6-bit scales minus 32 ([−32, 31]), one per 16 values: w[e] = (d·sc[e / 16])·codes[e] as
+// dequantize_row_q3_K computes it (d the block's f16 d).
+void Q3KCodes(const uint8_t* block, int8_t* codes, int8_t* scales);
 
 }  // namespace tessera::kernels::cpu
 

@@ -16,6 +16,7 @@
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/fast/quant_panel_amx.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
+#include "kernels/cpu/ggml_q3k_as_q6k.h"
 #include "kernels/cpu/scratch_arena.h"
 #include "kernels/numeric/half.h"
 
@@ -51,10 +52,12 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
-  if (activations == DenseActivations::kInt8Block32 && !(enc->ggml && kernels::cpu::fast::HasGgmlX16(*enc->ggml))) {
+  const bool tiles = enc->ggml && (kernels::cpu::fast::HasGgmlX16(*enc->ggml) ||
+                                    *enc->ggml == kernels::cpu::GgmlBlockType::kQ3_K);
+  if (activations == DenseActivations::kInt8Block32 && !tiles) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K or Q6_K "
-        "weights, not %s",
+        "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K or "
+        "Q6_K weights, not %s",
         weight.name, io::DTypeName(weight.dtype)));
   }
   if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {
@@ -77,6 +80,30 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
       bias_(std::move(bias)),
       pool_(pool),
       activations_(activations) {
+  const uint8_t* src = weight_.bytes.data();
+  if (enc_.ggml == kernels::cpu::GgmlBlockType::kQ3_K) {
+    // Q3_K as Q6_K blocks of the same values (ggml_q3k_as_q6k.h), which every path below takes;
+    // kept only where the layer reads its weights in place.
+    const int64_t rows = weight_.shape[0], blocks = weight_.shape[1] / 256;
+    q6k_copy_.resize(rows * blocks * kernels::cpu::kQ6KBlockBytes);
+    auto rewrite = [&](int64_t r0, int64_t r1) {
+      kernels::cpu::Q3KBlocksAsQ6K(src + r0 * blocks * kernels::cpu::kQ3KBlockBytes,
+                                   (r1 - r0) * blocks,
+                                   q6k_copy_.data() + r0 * blocks * kernels::cpu::kQ6KBlockBytes);
+    };
+    if (pool_ != nullptr) {
+      pool_->ParallelFor(rows, 64, rewrite);
+    } else {
+      rewrite(0, rows);
+    }
+    src = q6k_copy_.data();
+    enc_.ggml = kernels::cpu::GgmlBlockType::kQ6_K;
+  }
+  Init(src);
+  if (reads_own_copy()) std::vector<uint8_t>().swap(q6k_copy_);
+}
+
+void DenseLinear::Init(const uint8_t* src) {
   namespace kf = kernels::cpu::fast;
   const int64_t n = weight_.shape[0], k = weight_.shape[1];
   if (activations_ == DenseActivations::kInt8Block32) {
@@ -84,16 +111,16 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     // layout for decode and batches, each type in its own form (Q4_K / Q5_K / Q6_K in the file's
     // numbers, 4.625 / 5.625 / 6.625 bits per weight).
     repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(*enc_.ggml, n, k));
-    fast_ = kf::RepackGgmlX16OverPool(pool_, *enc_.ggml, weight_.bytes.data(), n, k,
+    fast_ = kf::RepackGgmlX16OverPool(pool_, *enc_.ggml, src, n, k,
                                       repacked_.data());
     return;
   }
   if (enc_.ggml && activations_ == DenseActivations::kFloat &&
-      kf::GgmlQuantPanelsSupported(*enc_.ggml, weight_.bytes.data(), n, k)) {
+      kf::GgmlQuantPanelsSupported(*enc_.ggml, src, n, k)) {
     // Exact activations: the quantized panels (AVX-512, or the f32 form's AVX2 kernel), decode and
     // prefill alike.
     repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlQuantPanelsBytes(*enc_.ggml, n, k));
-    panels_ = kf::RepackGgmlQuantPanels(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data(),
+    panels_ = kf::RepackGgmlQuantPanels(*enc_.ggml, src, n, k, repacked_.data(),
                                         kf::GgmlQuantPanelForm(*enc_.ggml), pool_);
     ggml_panels_ = true;
     // Q4_0 / Q4_1 / MXFP4 pair panels run as AMX tiles where granted (quant_panel_amx.h): the
@@ -103,10 +130,10 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
   }
   if (enc_.ggml && kf::HasRepackedLayout(*enc_.ggml)) {
     repacked_ = kernels::cpu::HugePageBuffer(n * kf::RepackedRowStride(*enc_.ggml, k));
-    fast_ = kf::RepackGgmlRows(*enc_.ggml, weight_.bytes.data(), n, k, repacked_.data());
+    fast_ = kf::RepackGgmlRows(*enc_.ggml, src, n, k, repacked_.data());
     return;
   }
-  fast_.data = weight_.bytes.data();
+  fast_.data = src;
   fast_.n = n;
   fast_.k = k;
   fast_.row_stride = kernels::cpu::WeightRowBytes(enc_, k);
@@ -265,10 +292,13 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
 
 std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
   if (repacked_.data() != nullptr) return {{repacked_.data(), repacked_.size()}};
+  if (!q6k_copy_.empty()) return {{q6k_copy_.data(), static_cast<int64_t>(q6k_copy_.size())}};
   return {{weight_.bytes.data(), static_cast<int64_t>(weight_.bytes.size())}};
 }
 
 std::string DenseLinear::Describe() const {
+  const std::string dtype = absl::StrCat(io::DTypeName(weight_.dtype),
+                                         weight_.dtype == io::DType::kQ3_K ? " (as Q6_K)" : "");
   if (bf16_fma_) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "f32",
                         " act / cpu-", kernels::cpu::fast::FloatPanelTargetName(), "-panels");
@@ -282,7 +312,7 @@ std::string DenseLinear::Describe() const {
     const bool amx =
         kernels::cpu::fast::QuantPanelAmxTakes(panels_) && kernels::cpu::fast::AmxBf16Usable();
     return absl::StrCat(
-        io::DTypeName(weight_.dtype),
+        dtype,
         !panels_.pair_panels
             ? absl::StrCat(" / cpu-", kernels::cpu::fast::QuantPanelTargetName(), "-quant-panels")
         : amx ? " x hi+lo bf16 act / cpu-amx-bf16-quant-panels"
@@ -294,10 +324,10 @@ std::string DenseLinear::Describe() const {
                         " / cpu-", kernels::cpu::fast::FloatPanelTargetName(), "-panels");
   }
   if (activations_ == DenseActivations::kInt8Block32) {
-    return absl::StrCat(io::DTypeName(weight_.dtype), " x q8_0 act / cpu-",
+    return absl::StrCat(dtype, " x q8_0 act / cpu-",
                         kernels::cpu::fast::Int4x16KernelName());
   }
-  return absl::StrCat(io::DTypeName(weight_.dtype), " / cpu-fast-",
+  return absl::StrCat(dtype, " / cpu-fast-",
                       kernels::cpu::fast::FastTargetName());
 }
 

@@ -55,6 +55,9 @@ Mapping MappingOf(GgmlBlockType type) {
       return {QuantDecode::kInt8, 32, 128, true, true};
     case GgmlBlockType::kMxfp4:
       return {QuantDecode::kMxfp4, 32, 0, false};
+    case GgmlBlockType::kQ2_K:
+    case GgmlBlockType::kQ3_K:
+      break;  // no panels (GgmlQuantPanelsSupported)
   }
   return {QuantDecode::kInt4, 32, 8, true};
 }
@@ -109,6 +112,9 @@ void UnpackBlock(GgmlBlockType type, const uint8_t* b, uint8_t* codes, float* sc
       Q6KCodes(b, codes, scales);
       std::fill(offsets, offsets + 16, 0.0f);
       return;
+    case GgmlBlockType::kQ2_K:
+    case GgmlBlockType::kQ3_K:
+      return;  // no panels (GgmlQuantPanelsSupported)
   }
 }
 
@@ -246,6 +252,7 @@ void RepackKQuantPanel(GgmlBlockType type, const Mapping& m, const uint8_t* bloc
 
 bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t n, int64_t k) {
   const GgmlBlockInfo info = GetGgmlBlockInfo(type);
+  if (type == GgmlBlockType::kQ2_K || type == GgmlBlockType::kQ3_K) return false;
   if (!QuantPanelAvailable() || blocks == nullptr || n <= 0 || k <= 0 ||
       k % info.elements != 0) {
     return false;

@@ -54,7 +54,8 @@
 namespace tessera::kernels::cpu::fast {
 
 // Whether the panels take the [n, k] weight of `type` at `blocks` (k a multiple of the type's
-// block, QuantPanelAvailable(), every block held: see above). Reads each block's scale fields.
+// block, QuantPanelAvailable(), every block held: see above; never Q2_K or Q3_K, which DenseLinear
+// rewrites as Q6_K first). Reads each block's scale fields.
 bool GgmlQuantPanelsSupported(GgmlBlockType type, const uint8_t* blocks, int64_t n, int64_t k);
 
 // The form the weight takes on this CPU: bf16 pairs for every type but Q8_0 under

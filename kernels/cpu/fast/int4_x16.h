@@ -104,9 +104,10 @@ FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 FastWeights RepackLegacyGgmlToUx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n,
                                    int64_t k, uint8_t* dst);
 
-// The GGUF block types with tiles (every one but MXFP4), the bytes of an [n, k] matrix of one of
-// them in its tiles, and its repack (Q4_0 and Q8_0 as above, the K-quants as their kQ*_Kx16,
-// Q4_1 / Q5_0 / Q5_1 through RepackLegacyGgmlToUx16).
+// The GGUF block types with tiles (every one but MXFP4, Q2_K and Q3_K; DenseLinear rewrites Q3_K
+// as Q6_K first), the bytes of an [n, k] matrix of one of them in its tiles, and its repack (Q4_0
+// and Q8_0 as above, the K-quants as their kQ*_Kx16, Q4_1 / Q5_0 / Q5_1 through
+// RepackLegacyGgmlToUx16).
 bool HasGgmlX16(GgmlBlockType type);
 int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k);
 FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,

@@ -227,7 +227,10 @@ FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
       });
 }
 
-bool HasGgmlX16(GgmlBlockType type) { return type != GgmlBlockType::kMxfp4; }
+bool HasGgmlX16(GgmlBlockType type) {
+  return type != GgmlBlockType::kMxfp4 && type != GgmlBlockType::kQ2_K &&
+         type != GgmlBlockType::kQ3_K;
+}
 
 int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
   switch (type) {
@@ -239,6 +242,8 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
     case GgmlBlockType::kQ4_1: return U4x16Bytes(n, k, 32);
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return U8x16Bytes(n, k, 32);
+    case GgmlBlockType::kQ2_K:
+    case GgmlBlockType::kQ3_K:  // Q3_K: the caller rewrites it as Q6_K (ggml_q3k_as_q6k.h)
     case GgmlBlockType::kMxfp4: break;
   }
   return 0;
@@ -255,9 +260,11 @@ FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
     case GgmlBlockType::kQ4_1:
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return RepackLegacyGgmlToUx16(type, ggml_rows, n, k, dst);
+    case GgmlBlockType::kQ2_K:
+    case GgmlBlockType::kQ3_K:
     case GgmlBlockType::kMxfp4: break;
   }
-  assert(false && "no tiles for MXFP4");
+  assert(false && "no tiles for MXFP4, Q2_K, Q3_K");
   return {};
 }
 

@@ -195,12 +195,14 @@ TEST_P(GgufReferenceTest, HeaderMetadataAndTensorInfos) {
   }
 }
 
-// Our scalar dequantization equals gguf-py's, bit for bit, for every type in the file.
-TEST_P(GgufReferenceTest, DequantizedValuesEqualGgufPyBitForBit) {
-  auto g = GgufFile::Open(kData + "gguf/" + GetParam());
+// Every tensor of the GGUF file `gguf_name` dequantizes (our scalar dequantizers) to the values
+// of the same name in `expected_name`, which gguf-py wrote, bit for bit.
+void ExpectDequantizedEqualsGgufPy(const std::string& gguf_name, const std::string& expected_name) {
+  auto g = GgufFile::Open(kData + "gguf/" + gguf_name);
   ASSERT_TRUE(g.ok()) << g.status();
-  auto want_store = SafetensorsFile::Open(kData + "gguf/blocks.expected.safetensors");
+  auto want_store = SafetensorsFile::Open(kData + "gguf/" + expected_name);
   ASSERT_TRUE(want_store.ok()) << want_store.status();
+  ASSERT_FALSE((*g)->names().empty());
   for (const std::string& name : (*g)->names()) {
     SCOPED_TRACE(name);
     auto view = (*g)->Get(name);
@@ -224,6 +226,17 @@ TEST_P(GgufReferenceTest, DequantizedValuesEqualGgufPyBitForBit) {
     }
     EXPECT_EQ(mismatches, 0);
   }
+}
+
+// Our scalar dequantization equals gguf-py's, bit for bit, for every type in the file.
+TEST_P(GgufReferenceTest, DequantizedValuesEqualGgufPyBitForBit) {
+  ExpectDequantizedEqualsGgufPy(GetParam(), "blocks.expected.safetensors");
+}
+
+// The 2- and 3-bit K-quants (random blocks, and edge blocks: all-zero and all-one bytes, negative
+// and subnormal f16 scales), from tools/reference/make_low_kquant_fixtures.py.
+TEST(GgufReferenceFixtures, Q2KAndQ3KDequantizeAsGgufPyBitForBit) {
+  ExpectDequantizedEqualsGgufPy("low_kquants.gguf", "low_kquants.expected.safetensors");
 }
 
 INSTANTIATE_TEST_SUITE_P(Versions, GgufReferenceTest,

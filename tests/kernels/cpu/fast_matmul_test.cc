@@ -36,7 +36,8 @@ std::vector<Case> AllCases() {
   const std::pair<const char*, GgmlBlockType> ggml[] = {
       {"Q4_0", GgmlBlockType::kQ4_0}, {"Q4_1", GgmlBlockType::kQ4_1}, {"Q5_0", GgmlBlockType::kQ5_0},
       {"Q5_1", GgmlBlockType::kQ5_1}, {"Q8_0", GgmlBlockType::kQ8_0}, {"Q4_K", GgmlBlockType::kQ4_K},
-      {"Q5_K", GgmlBlockType::kQ5_K}, {"Q6_K", GgmlBlockType::kQ6_K}, {"MXFP4", GgmlBlockType::kMxfp4}};
+      {"Q5_K", GgmlBlockType::kQ5_K}, {"Q6_K", GgmlBlockType::kQ6_K}, {"MXFP4", GgmlBlockType::kMxfp4},
+      {"Q2_K", GgmlBlockType::kQ2_K}, {"Q3_K", GgmlBlockType::kQ3_K}};
   for (const auto& [name, t] : ggml) cases.push_back({name, {std::nullopt, t}});
   return cases;
 }
@@ -81,6 +82,13 @@ std::vector<uint8_t> RandomWeights(const WeightEncoding& enc, int64_t n, int64_t
         break;
       case GgmlBlockType::kQ6_K:
         put(p + 208, RandomHalf(rng, -0.01f, 0.01f));
+        break;
+      case GgmlBlockType::kQ2_K:  // f16 d and dmin after 16 scale and 64 code bytes
+        put(p + 80, RandomHalf(rng, -0.1f, 0.1f));
+        put(p + 82, RandomHalf(rng, -0.1f, 0.1f));
+        break;
+      case GgmlBlockType::kQ3_K:  // f16 d after the 32 + 64 + 12 mask, code and scale bytes
+        put(p + 108, RandomHalf(rng, -0.01f, 0.01f));
         break;
       case GgmlBlockType::kMxfp4:
         p[0] = static_cast<uint8_t>(120 + b % 12);

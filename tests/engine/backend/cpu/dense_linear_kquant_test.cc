@@ -1,11 +1,12 @@
 // DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
-// load: GGUF Q4_1, Q5_0, Q5_1, Q5_K and Q6_K under int8 activations (the 16-column VNNI tiles)
+// load: GGUF Q4_1, Q5_0, Q5_1, Q3_K (as Q6_K), Q5_K and Q6_K under int8 activations (the 16-column VNNI tiles)
 // against the same layer with f32 activations (the quantized panels on AVX-512, FastMatmul's
 // decoders elsewhere), within the int8 activation rounding; f16 weights (the AVX-512 panels)
 // against a double sum of the f16 values. The same GGUF types with f32 activations on the
 // quantized panels, against a double sum of the reference's weights. Each is batch-invariant
 // through Forward (a row alone = the same row among 7, bit for bit, on a 2-thread pool), and
-// Describe names the kernel.
+// Describe names the kernel. Q3_K equals its Q6_K rewrite bit for bit; Q2_K (no tiles or panels)
+// follows a double sum.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -21,6 +22,7 @@
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/ggml_dequant.h"
+#include "kernels/cpu/ggml_q3k_as_q6k.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/numeric/half.h"
 
@@ -30,23 +32,22 @@ namespace {
 constexpr int64_t kN = 40, kK = 512, kRows = 7;
 
 // Random but valid GGUF blocks: every byte pattern decodes; the f16 scales kept sane (Q6_K: d at
-// bytes 208-209 of 210; the others d, and m / dmin where they have one, at bytes 0-3).
+// bytes 208-209 of 210; Q3_K: d at 108-109 of 110; Q2_K: d, dmin at 80-83 of 84; the others d,
+// and m / dmin where they have one, at bytes 0-3).
 std::vector<uint8_t> RandomBlocks(io::DType dtype, std::mt19937& rng) {
-  const bool q6 = dtype == io::DType::kQ6_K;
-  const bool k_quant = q6 || dtype == io::DType::kQ5_K;
-  const int64_t elements = k_quant ? 256 : 32;
-  const int64_t bb = q6                          ? 210
-                     : dtype == io::DType::kQ5_K ? 176
-                     : dtype == io::DType::kQ4_1 ? 20
-                     : dtype == io::DType::kQ5_0 ? 22
-                                                 : 24;
-  std::vector<uint8_t> bytes(kN * (kK / elements) * bb);
+  const kernels::cpu::GgmlBlockInfo info =
+      kernels::cpu::GetGgmlBlockInfo(*io::GgmlBlockTypeOf(dtype));
+  const bool q6 = dtype == io::DType::kQ6_K, q3 = dtype == io::DType::kQ3_K;
+  const bool q2 = dtype == io::DType::kQ2_K;
+  const int64_t bb = info.bytes, blocks = kN * (kK / info.elements);
+  std::vector<uint8_t> bytes(blocks * bb);
   for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-  for (int64_t i = 0; i < kN * (kK / elements); ++i) {
+  for (int64_t i = 0; i < blocks; ++i) {
     uint8_t* blk = bytes.data() + i * bb;
-    const uint16_t d = numeric::FloatToHalf(q6 ? 2e-4f : k_quant ? 1e-3f : 2e-2f);
-    std::memcpy(blk + (q6 ? 208 : 0), &d, 2);
-    if (!q6 && dtype != io::DType::kQ5_0) std::memcpy(blk + 2, &d, 2);
+    const uint16_t d = numeric::FloatToHalf(q6 ? 2e-4f : q3 ? 5e-4f : info.elements == 256 ? 1e-3f : 2e-2f);
+    const int64_t at = q6 ? 208 : q3 ? 108 : q2 ? 80 : 0;
+    std::memcpy(blk + at, &d, 2);
+    if (!q6 && !q3 && dtype != io::DType::kQ5_0) std::memcpy(blk + at + 2, &d, 2);
   }
   return bytes;
 }
@@ -143,7 +144,64 @@ TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
 
 INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
                          ::testing::Values(io::DType::kQ4_1, io::DType::kQ5_0, io::DType::kQ5_1,
-                                           io::DType::kQ5_K, io::DType::kQ6_K));
+                                           io::DType::kQ3_K, io::DType::kQ5_K, io::DType::kQ6_K));
+
+// GGUF Q3_K runs as Q6_K blocks of the same values (kernels/cpu/ggml_q3k_as_q6k.h): with f32
+// activations the Q3_K layer gives the Q6_K layer of the rewritten blocks bit for bit, and so with
+// int8 activations, and the plan's label says which form ran.
+TEST(DenseLinearQ3KTest, RunsAsItsQ6KRewriteBitForBit) {
+  std::mt19937 rng(33);
+  kernels::cpu::ThreadPool pool(2);
+  const std::vector<uint8_t> q3 = RandomBlocks(io::DType::kQ3_K, rng);
+  std::vector<uint8_t> q6(q3.size() / kernels::cpu::kQ3KBlockBytes * kernels::cpu::kQ6KBlockBytes);
+  kernels::cpu::Q3KBlocksAsQ6K(q3.data(), q3.size() / kernels::cpu::kQ3KBlockBytes, q6.data());
+  const io::TensorView v3{"w3", io::DType::kQ3_K, {kN, kK}, absl::MakeConstSpan(q3)};
+  const io::TensorView v6{"w6", io::DType::kQ6_K, {kN, kK}, absl::MakeConstSpan(q6)};
+  const std::vector<float> x = Normal(kRows * kK, rng);
+  for (const DenseActivations acts : {DenseActivations::kFloat, DenseActivations::kInt8Block32}) {
+    auto l3 = DenseLinear::Create(v3, {}, &pool, acts);
+    auto l6 = DenseLinear::Create(v6, {}, &pool, acts);
+    ASSERT_TRUE(l3.ok()) << l3.status();
+    ASSERT_TRUE(l6.ok()) << l6.status();
+    EXPECT_EQ((*l3)->Describe(), absl::StrCat("Q3_K (as Q6_K)", (*l6)->Describe().substr(4)));
+    EXPECT_EQ((*l3)->weight_bytes(), static_cast<int64_t>(q3.size()));  // the file's bytes
+    const std::vector<float> y3 = Forward(**l3, x, kRows), y6 = Forward(**l6, x, kRows);
+    EXPECT_EQ(std::memcmp(y3.data(), y6.data(), y3.size() * 4), 0) << (*l3)->Describe();
+  }
+}
+
+// GGUF Q2_K has no tiles or panels: f32 activations on FastMatmul's dequantize-per-tile path,
+// within f32 accumulation of a double sum of the reference dequantizer's weights; int8 activations
+// are refused, naming the tensor.
+TEST(DenseLinearQ2KTest, DequantizePathFollowsTheReferenceAndRefusesInt8) {
+  std::mt19937 rng(22);
+  kernels::cpu::ThreadPool pool(2);
+  const std::vector<uint8_t> bytes = RandomBlocks(io::DType::kQ2_K, rng);
+  const io::TensorView view{"blk.0.ffn_up.weight", io::DType::kQ2_K, {kN, kK},
+                            absl::MakeConstSpan(bytes)};
+  auto int8 = DenseLinear::Create(view, {}, &pool, DenseActivations::kInt8Block32);
+  ASSERT_FALSE(int8.ok());
+  EXPECT_NE(int8.status().message().find("blk.0.ffn_up.weight"), std::string::npos);
+  auto l = DenseLinear::Create(view, {}, &pool, DenseActivations::kFloat);
+  ASSERT_TRUE(l.ok()) << l.status();
+  EXPECT_EQ((*l)->Describe().rfind("Q2_K / cpu-fast-", 0), 0u) << (*l)->Describe();
+  const std::vector<float> x = Normal(kRows * kK, rng);
+  const std::vector<float> y = Forward(**l, x, kRows);
+  std::vector<float> w(kK);
+  for (int64_t n = 0; n < kN; ++n) {
+    kernels::cpu::DequantizeGgmlBlocks(kernels::cpu::GgmlBlockType::kQ2_K,
+                                       bytes.data() + n * (kK / 256) * 84, kK / 256, w.data());
+    for (int64_t m = 0; m < kRows; ++m) {
+      double sum = 0, mag = 0;
+      for (int64_t i = 0; i < kK; ++i) {
+        sum += double(x[m * kK + i]) * w[i];
+        mag += std::abs(double(x[m * kK + i]) * w[i]);
+      }
+      ASSERT_NEAR(y[m * kN + n], sum, (kK + 3) * 0x1p-24 * mag) << m << " " << n;
+    }
+  }
+  ExpectBatchInvariant(**l, x);
+}
 
 TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
   if (!kernels::cpu::fast::F16PanelAvailable()) GTEST_SKIP() << "no AVX-512 or AVX2 on this CPU";

@@ -1,0 +1,62 @@
+// Q3KBlocksAsQ6K (kernels/cpu/ggml_q3k_as_q6k.h): the Q6_K rewrite of a Q3_K block dequantizes
+// (DequantizeGgmlBlocks, llama.cpp's dequantize_row_q3_K and _q6_K) to the same floats bit for
+// bit, over random blocks that cover every (6-bit scale, 3-bit code) pair and over the f16 d
+// values with special products: ±0, the smallest subnormal, the largest finite, ±inf and NaN.
+// Q3KCodes itself is checked against gguf-py through the dequantizer
+// (tests/engine/io/reference_fixtures_test.cc).
+#include "kernels/cpu/ggml_q3k_as_q6k.h"
+
+#include <cstring>
+#include <random>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/ggml_dequant.h"
+
+namespace tessera::kernels::cpu {
+namespace {
+
+TEST(Q3KAsQ6KTest, RewriteDequantizesToTheSameBits) {
+  std::mt19937 rng(3);
+  constexpr int64_t kBlocks = 400;
+  const uint16_t specials[] = {0x0000, 0x8000, 0x0001, 0x7BFF, 0x7C00, 0xFC00, 0x7E00, 0x3C00};
+  std::vector<uint8_t> q3(kBlocks * kQ3KBlockBytes);
+  for (auto& b : q3) b = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < kBlocks; ++i) {
+    const uint16_t d = i < 8 ? specials[i] : static_cast<uint16_t>(0x1000 + rng() % 0x2000);
+    std::memcpy(q3.data() + i * kQ3KBlockBytes + 108, &d, 2);
+  }
+  std::vector<uint8_t> q6(kBlocks * kQ6KBlockBytes);
+  Q3KBlocksAsQ6K(q3.data(), kBlocks, q6.data());
+  std::vector<float> want(kBlocks * 256), got(kBlocks * 256);
+  DequantizeGgmlBlocks(GgmlBlockType::kQ3_K, q3.data(), kBlocks, want.data());
+  DequantizeGgmlBlocks(GgmlBlockType::kQ6_K, q6.data(), kBlocks, got.data());
+  int mismatches = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    uint32_t a, b;
+    std::memcpy(&a, &want[i], 4);
+    std::memcpy(&b, &got[i], 4);
+    if (a != b && ++mismatches <= 5) ADD_FAILURE() << "value " << i << ": " << got[i] << " vs " << want[i];
+  }
+  EXPECT_EQ(mismatches, 0);
+  // The random blocks reached every scale and code.
+  std::set<std::pair<int, int>> seen;
+  for (int64_t i = 0; i < kBlocks; ++i) {
+    int8_t codes[256], scales[16];
+    Q3KCodes(q3.data() + i * kQ3KBlockBytes, codes, scales);
+    for (int e = 0; e < 256; ++e) seen.insert({scales[e / 16], codes[e]});
+  }
+  EXPECT_EQ(seen.size(), 64u * 8u);
+  // Q6_K's own view of the rewrite: codes q + 32 and the scales as stored.
+  uint8_t codes6[256];
+  int8_t codes3[256], scales3[16];
+  Q6KCodes(q6.data() + 9 * kQ6KBlockBytes, codes6, nullptr);
+  Q3KCodes(q3.data() + 9 * kQ3KBlockBytes, codes3, scales3);
+  for (int e = 0; e < 256; ++e) ASSERT_EQ(codes6[e], codes3[e] + 32) << e;
+  EXPECT_EQ(std::memcmp(q6.data() + 9 * kQ6KBlockBytes + 192, scales3, 16), 0);
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu

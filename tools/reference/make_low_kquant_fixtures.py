@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Golden fixtures for GGUF Q2_K and Q3_K (llama.cpp's 2- and 3-bit K-quants).
+
+Writes, under tests/data/io/gguf/:
+  low_kquants.gguf
+      Written by gguf-py's GGUFWriter: tensors "q2_k" and "q3_k" of [3, 512]
+      random raw blocks with finite f16 super-block scales (d, and Q2_K's dmin,
+      uniform in +-[0.002, 0.05]), and "q2_k_edges" / "q3_k_edges" of [1, 1024]
+      (four blocks each): every scale and code byte 0x00, every byte 0xFF,
+      random bytes under negative scales, and random bytes under the smallest
+      subnormal f16 scale.
+  low_kquants.expected.safetensors
+      For every tensor, an F32 tensor of the same name holding what gguf-py
+      dequantizes (GGUFReader + gguf.quants.dequantize: its own numpy port of
+      ggml-quants.c's dequantize_row_q2_K / q3_K), shape = GGUF dims reversed.
+
+Only numpy, gguf and safetensors are needed (pins in requirements.txt):
+    python3 -m venv /tmp/lowk && /tmp/lowk/bin/pip install gguf==0.19.0 \\
+        numpy==2.4.6 safetensors==0.8.0
+    /tmp/lowk/bin/python tools/reference/make_low_kquant_fixtures.py
+The outputs are deterministic (fixed seed, no timestamps).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import gguf
+import numpy as np
+from gguf import GGMLQuantizationType as QT
+from safetensors.numpy import save_file
+
+OUT = Path(__file__).resolve().parents[2] / "tests" / "data" / "io" / "gguf"
+ROWS, COLS = 3, 512
+# Byte offsets of the f16 scales inside a block: Q2_K scales[16] qs[64] d dmin; Q3_K hmask[32]
+# qs[64] scales[12] d.
+SCALE_AT = {QT.Q2_K: (80, 82), QT.Q3_K: (108,)}
+
+
+def halves(values) -> np.ndarray:
+    return np.asarray(values, dtype=np.float16).view(np.uint8).reshape(-1, 2)
+
+
+def random_blocks(rng: np.random.Generator, qt: QT, n_blocks: int, sign=None) -> np.ndarray:
+    _, type_size = gguf.GGML_QUANT_SIZES[qt]
+    blocks = rng.integers(0, 256, size=(n_blocks, type_size), dtype=np.uint8)
+    for at in SCALE_AT[qt]:
+        mag = rng.uniform(0.002, 0.05, size=n_blocks)
+        s = rng.choice([-1.0, 1.0], size=n_blocks) if sign is None else np.full(n_blocks, sign)
+        blocks[:, at:at + 2] = halves(mag * s)
+    return blocks
+
+
+def edge_blocks(rng: np.random.Generator, qt: QT) -> np.ndarray:
+    _, type_size = gguf.GGML_QUANT_SIZES[qt]
+    zeros = np.zeros((1, type_size), dtype=np.uint8)
+    ones = np.full((1, type_size), 0xFF, dtype=np.uint8)
+    for b in (zeros, ones):
+        for at in SCALE_AT[qt]:
+            b[:, at:at + 2] = halves([0.03125])
+    negative = random_blocks(rng, qt, 1, sign=-1.0)
+    subnormal = random_blocks(rng, qt, 1)
+    for at in SCALE_AT[qt]:
+        subnormal[:, at:at + 2] = np.array([[1, 0]], dtype=np.uint8)  # f16 0x0001 = 2^-24
+    return np.concatenate([zeros, ones, negative, subnormal])
+
+
+def build() -> list[tuple[str, np.ndarray, QT]]:
+    rng = np.random.default_rng(20261127)
+    out = []
+    for name, qt in (("q2_k", QT.Q2_K), ("q3_k", QT.Q3_K)):
+        block_size, _ = gguf.GGML_QUANT_SIZES[qt]
+        blocks = random_blocks(rng, qt, ROWS * COLS // block_size)
+        out.append((name, blocks.reshape(ROWS, -1), qt))
+        out.append((name + "_edges", edge_blocks(rng, qt).reshape(1, -1), qt))
+    return out
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / "low_kquants.gguf"
+    w = gguf.GGUFWriter(str(path), arch="llama")
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
+    for name, arr, qt in build():
+        w.add_tensor(name, arr, raw_dtype=qt)  # uint8 byte shape -> element shape
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+
+    expected = {}
+    for t in gguf.GGUFReader(str(path)).tensors:
+        values = gguf.quants.dequantize(t.data, t.tensor_type).astype(np.float32)
+        shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+        expected[t.name] = np.ascontiguousarray(values.reshape(shape))
+        finite = np.isfinite(expected[t.name]).all()
+        print(f"{t.name}: {t.tensor_type.name} {shape}, all finite: {finite}")
+    save_file(expected, str(OUT / "low_kquants.expected.safetensors"),
+              # One key: safetensors orders __metadata__ keys at random, and the committed file
+              # must come out byte for byte the same.
+              metadata={"oracle": "gguf-py 0.19.0 GGUFReader + gguf.quants.dequantize "
+                                  "of low_kquants.gguf"})
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
