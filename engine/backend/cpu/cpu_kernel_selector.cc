@@ -71,7 +71,7 @@ bool IntBytesFast(const quant::LinearSpec& spec) {
 // The GGUF part of a kernel label: the type ("q4_k"), and for Q3_K the form it runs in.
 std::string GgufKernelName(quant::WeightFormat f) {
   std::string name(quant::WeightFormatName(f).substr(5));
-  if (f == quant::WeightFormat::kGgufQ3_K) name += "-as-q6_k";
+  if (f == quant::WeightFormat::kGgufQ3_K || f == quant::WeightFormat::kGgufQ2_K) name += "-as-q6_k";
   return name;
 }
 
@@ -255,7 +255,8 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufQ4_K:
     case WeightFormat::kGgufQ5_K:
     case WeightFormat::kGgufQ6_K:
-    case WeightFormat::kGgufQ3_K:  // rewritten as Q6_K blocks at load (ggml_q3k_as_q6k.h)
+    case WeightFormat::kGgufQ3_K:  // rewritten as Q6_K blocks at load (ggml_kquants_as_q6k.h)
+    case WeightFormat::kGgufQ2_K:  // the same, plus an f32 product with its offsets
       if (Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && Int8TilesFast())) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
@@ -267,8 +268,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       [[fallthrough]];
     default: {
       // f32 activations: Q4_0 and Q8_0 decode in registers (the Highway row kernels); the others
-      // dequantize block by block to an f32 tile first (Q2_K: no tiles or panels, the reference
-      // dequantizer per tile).
+      // dequantize block by block to an f32 tile first.
       const bool vector_decoder = spec->weight_format == WeightFormat::kGgufQ4_0 ||
                                   spec->weight_format == WeightFormat::kGgufQ8_0;
       spec->kernel = absl::StrCat("cpu/gguf-", GgufKernelName(spec->weight_format),

@@ -13,7 +13,7 @@ namespace tessera::backend::cpu {
 // (kernels/cpu/fast/int4_x16.h: AVX-512 VNNI, else AVX2).
 enum class Int8Activations {
   kNone,  // exact f32 activations everywhere
-  // GGUF block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K) where this CPU has
+  // GGUF block formats (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K to Q6_K) where this CPU has
   // AVX-512 VNNI or AVX2: ggml's own dot products for these types take Q8 activations, so this is
   // what the file's numbers mean to llama.cpp, and 3x its decode speed over the f32-activation
   // kernels here. The default; elsewhere (a CPU without AVX2, where the tiles would run their

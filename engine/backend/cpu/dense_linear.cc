@@ -16,7 +16,7 @@
 #include "kernels/cpu/fast/q8_act_matmul.h"
 #include "kernels/cpu/fast/quant_panel_amx.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
-#include "kernels/cpu/ggml_q3k_as_q6k.h"
+#include "kernels/cpu/ggml_kquants_as_q6k.h"
 #include "kernels/cpu/scratch_arena.h"
 #include "kernels/numeric/half.h"
 
@@ -53,11 +53,12 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
                                                       weight.name, bias.size(), weight.shape[0]));
   }
   const bool tiles = enc->ggml && (kernels::cpu::fast::HasGgmlX16(*enc->ggml) ||
-                                    *enc->ggml == kernels::cpu::GgmlBlockType::kQ3_K);
+                                    *enc->ggml == kernels::cpu::GgmlBlockType::kQ3_K ||
+                                    *enc->ggml == kernels::cpu::GgmlBlockType::kQ2_K);
   if (activations == DenseActivations::kInt8Block32 && !tiles) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K or "
-        "Q6_K weights, not %s",
+        "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, "
+        "Q5_K or Q6_K weights, not %s",
         weight.name, io::DTypeName(weight.dtype)));
   }
   if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {
@@ -81,15 +82,24 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
       pool_(pool),
       activations_(activations) {
   const uint8_t* src = weight_.bytes.data();
-  if (enc_.ggml == kernels::cpu::GgmlBlockType::kQ3_K) {
-    // Q3_K as Q6_K blocks of the same values (ggml_q3k_as_q6k.h), which every path below takes;
-    // kept only where the layer reads its weights in place.
+  namespace kc = kernels::cpu;
+  if (enc_.ggml == kc::GgmlBlockType::kQ3_K || enc_.ggml == kc::GgmlBlockType::kQ2_K) {
+    // Q3_K and Q2_K as Q6_K blocks (ggml_kquants_as_q6k.h), which every path below takes; Q2_K's
+    // offsets as an f32 matrix [N, K / 16] for ForwardColumns. The Q6_K copy is kept only where
+    // the layer reads its weights in place.
+    const bool q2 = enc_.ggml == kc::GgmlBlockType::kQ2_K;
     const int64_t rows = weight_.shape[0], blocks = weight_.shape[1] / 256;
-    q6k_copy_.resize(rows * blocks * kernels::cpu::kQ6KBlockBytes);
+    const int64_t block_bytes = q2 ? kc::kQ2KBlockBytes : kc::kQ3KBlockBytes;
+    q6k_copy_.resize(rows * blocks * kc::kQ6KBlockBytes);
+    if (q2) q2k_offsets_.resize(rows * blocks * 16);
     auto rewrite = [&](int64_t r0, int64_t r1) {
-      kernels::cpu::Q3KBlocksAsQ6K(src + r0 * blocks * kernels::cpu::kQ3KBlockBytes,
-                                   (r1 - r0) * blocks,
-                                   q6k_copy_.data() + r0 * blocks * kernels::cpu::kQ6KBlockBytes);
+      const uint8_t* from = src + r0 * blocks * block_bytes;
+      uint8_t* to = q6k_copy_.data() + r0 * blocks * kc::kQ6KBlockBytes;
+      if (q2) {
+        kc::Q2KBlocksAsQ6K(from, (r1 - r0) * blocks, to, q2k_offsets_.data() + r0 * blocks * 16);
+      } else {
+        kc::Q3KBlocksAsQ6K(from, (r1 - r0) * blocks, to);
+      }
     };
     if (pool_ != nullptr) {
       pool_->ParallelFor(rows, 64, rewrite);
@@ -97,7 +107,14 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
       rewrite(0, rows);
     }
     src = q6k_copy_.data();
-    enc_.ggml = kernels::cpu::GgmlBlockType::kQ6_K;
+    enc_.ggml = kc::GgmlBlockType::kQ6_K;
+    if (q2) {
+      offsets_.format = kernels::cpu::fast::FastFormat::kF32;
+      offsets_.data = reinterpret_cast<const uint8_t*>(q2k_offsets_.data());
+      offsets_.n = rows;
+      offsets_.k = blocks * 16;
+      offsets_.row_stride = blocks * 16 * 4;
+    }
   }
   Init(src);
   if (reads_own_copy()) std::vector<uint8_t>().swap(q6k_copy_);
@@ -287,18 +304,50 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
   } else {
     run = [&](int64_t b, int64_t e) { kf::FastMatmul(fast_, x, rows, bias, y, b, e); };
   }
+  if (!q2k_offsets_.empty()) {
+    // Q2_K's offset term: Σ_16 (−dmin·m)·Σ_16 x, the sums of x once per call (each row's in one
+    // order: batch-invariant), added to each column range after its product term.
+    const int64_t k = in_features(), subs = k / 16;
+    float* sums16 = scratch.Alloc<float>(rows * subs);
+    float* yo = scratch.Alloc<float>(rows * n);
+    ForRows(pool_, rows, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0 * subs; i < r1 * subs; ++i) {
+        float t = 0;
+        for (int64_t e = 0; e < 16; ++e) t += x[i * 16 + e];
+        sums16[i] = t;
+      }
+    });
+    run = [=, this, product = std::move(run)](int64_t b, int64_t e) {
+      product(b, e);
+      kf::FastMatmul(offsets_, sums16, rows, nullptr, yo, b, e);
+      for (int64_t m = 0; m < rows; ++m) {
+        for (int64_t c = b; c < e; ++c) y[m * n + c] += yo[m * n + c];
+      }
+    };
+  }
   split(n, run);
 }
 
 std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
-  if (repacked_.data() != nullptr) return {{repacked_.data(), repacked_.size()}};
-  if (!q6k_copy_.empty()) return {{q6k_copy_.data(), static_cast<int64_t>(q6k_copy_.size())}};
+  if (repacked_.data() != nullptr && q2k_offsets_.empty()) {
+    return {{repacked_.data(), repacked_.size()}};
+  }
+  std::vector<Linear::ByteSpan> spans;
+  if (repacked_.data() != nullptr) spans.push_back({repacked_.data(), repacked_.size()});
+  if (!q6k_copy_.empty()) spans.push_back({q6k_copy_.data(), static_cast<int64_t>(q6k_copy_.size())});
+  if (!q2k_offsets_.empty()) {
+    spans.push_back({reinterpret_cast<const uint8_t*>(q2k_offsets_.data()),
+                     static_cast<int64_t>(q2k_offsets_.size() * sizeof(float))});
+  }
+  if (!spans.empty()) return spans;
   return {{weight_.bytes.data(), static_cast<int64_t>(weight_.bytes.size())}};
 }
 
 std::string DenseLinear::Describe() const {
   const std::string dtype = absl::StrCat(io::DTypeName(weight_.dtype),
-                                         weight_.dtype == io::DType::kQ3_K ? " (as Q6_K)" : "");
+                                         weight_.dtype == io::DType::kQ3_K   ? " (as Q6_K)"
+                                         : weight_.dtype == io::DType::kQ2_K ? " (as Q6_K + offsets)"
+                                                                             : "");
   if (bf16_fma_) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "f32",
                         " act / cpu-", kernels::cpu::fast::FloatPanelTargetName(), "-panels");

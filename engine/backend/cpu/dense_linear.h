@@ -1,7 +1,8 @@
 // The CPU Linear for unquantized and GGUF weights (f32, bf16, f16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Q3_K is rewritten
-// at load as Q6_K blocks of the same values (kernels/cpu/ggml_q3k_as_q6k.h) and then runs as Q6_K
-// does; Q2_K has neither tiles nor panels and runs the row kernels' dequantize-per-tile path. Without AVX-512, dense and
+// at load as Q6_K blocks of the same values and then runs as Q6_K does; Q2_K as Q6_K blocks of its
+// product terms plus an f32 matrix of its offsets per 16 weights, multiplied by the sums of x over
+// each 16 (kernels/cpu/ggml_kquants_as_q6k.h). Without AVX-512, dense and
 // most ggml types are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked
 // once at load into
 // the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), with int8
@@ -34,7 +35,7 @@ namespace tessera::backend::cpu {
 // The kernel encoding of a checkpoint dtype, or an error naming the tensor.
 absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorView& view);
 
-// What the layer feeds its kernel. kInt8Block32 (GGUF Q4_0/1, Q5_0/1, Q8_0, Q3_K to Q6_K)
+// What the layer feeds its kernel. kInt8Block32 (GGUF Q4_0/1, Q5_0/1, Q8_0, Q2_K to Q6_K)
 // quantizes each input row to int8 blocks of 32 per call and runs the VNNI kernel on the weights
 // repacked in 16-column tiles (kernels/cpu/fast/int4_x16.h).
 // kBf16 (bf16 weights only) rounds each input row to bf16 (kernels/cpu/fast/bf16_dot_matmul.h);
@@ -84,8 +85,12 @@ class DenseLinear : public Linear {
   bool bf16_fma_ = false;
   // GGUF rows, tiles or quantized panels; bf16 pair, f16 and f32 K panels.
   kernels::cpu::HugePageBuffer repacked_;
-  // GGUF Q3_K weights rewritten as Q6_K blocks, where no repacked copy replaces them.
+  // GGUF Q3_K / Q2_K weights rewritten as Q6_K blocks, where no repacked copy replaces them, and
+  // Q2_K's offsets −dmin·m per 16 weights ([N, K / 16] f32, read by offsets_: FastMatmul's f32
+  // rows) (kernels/cpu/ggml_kquants_as_q6k.h).
   std::vector<uint8_t> q6k_copy_;
+  std::vector<float> q2k_offsets_;
+  kernels::cpu::fast::FastWeights offsets_;
   DenseActivations activations_ = DenseActivations::kFloat;
 };
 

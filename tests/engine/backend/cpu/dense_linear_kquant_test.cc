@@ -5,7 +5,7 @@
 // against a double sum of the f16 values. The same GGUF types with f32 activations on the
 // quantized panels, against a double sum of the reference's weights. Each is batch-invariant
 // through Forward (a row alone = the same row among 7, bit for bit, on a 2-thread pool), and
-// Describe names the kernel. Q3_K equals its Q6_K rewrite bit for bit; Q2_K (no tiles or panels)
+// Describe names the kernel. Q3_K equals its Q6_K rewrite bit for bit; Q2_K (Q6_K plus offsets)
 // follows a double sum.
 #include <cmath>
 #include <cstring>
@@ -22,7 +22,7 @@
 #include "kernels/cpu/fast/float_panel_matmul.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/ggml_dequant.h"
-#include "kernels/cpu/ggml_q3k_as_q6k.h"
+#include "kernels/cpu/ggml_kquants_as_q6k.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/numeric/half.h"
 
@@ -146,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
                          ::testing::Values(io::DType::kQ4_1, io::DType::kQ5_0, io::DType::kQ5_1,
                                            io::DType::kQ3_K, io::DType::kQ5_K, io::DType::kQ6_K));
 
-// GGUF Q3_K runs as Q6_K blocks of the same values (kernels/cpu/ggml_q3k_as_q6k.h): with f32
+// GGUF Q3_K runs as Q6_K blocks of the same values (kernels/cpu/ggml_kquants_as_q6k.h): with f32
 // activations the Q3_K layer gives the Q6_K layer of the rewritten blocks bit for bit, and so with
 // int8 activations, and the plan's label says which form ran.
 TEST(DenseLinearQ3KTest, RunsAsItsQ6KRewriteBitForBit) {
@@ -170,37 +170,47 @@ TEST(DenseLinearQ3KTest, RunsAsItsQ6KRewriteBitForBit) {
   }
 }
 
-// GGUF Q2_K has no tiles or panels: f32 activations on FastMatmul's dequantize-per-tile path,
-// within f32 accumulation of a double sum of the reference dequantizer's weights; int8 activations
-// are refused, naming the tensor.
-TEST(DenseLinearQ2KTest, DequantizePathFollowsTheReferenceAndRefusesInt8) {
+// GGUF Q2_K runs as Q6_K blocks of its product terms plus an f32 product of its offsets with the
+// sums of x over each 16 (kernels/cpu/ggml_kquants_as_q6k.h): with f32 activations within f32
+// accumulation (and the panels' hi + lo split) of a double sum of the reference dequantizer's
+// weights, with int8 activations within their rounding; both batch-invariant, labelled.
+TEST(DenseLinearQ2KTest, ProductAndOffsetTermsFollowTheReference) {
   std::mt19937 rng(22);
   kernels::cpu::ThreadPool pool(2);
   const std::vector<uint8_t> bytes = RandomBlocks(io::DType::kQ2_K, rng);
   const io::TensorView view{"blk.0.ffn_up.weight", io::DType::kQ2_K, {kN, kK},
                             absl::MakeConstSpan(bytes)};
-  auto int8 = DenseLinear::Create(view, {}, &pool, DenseActivations::kInt8Block32);
-  ASSERT_FALSE(int8.ok());
-  EXPECT_NE(int8.status().message().find("blk.0.ffn_up.weight"), std::string::npos);
-  auto l = DenseLinear::Create(view, {}, &pool, DenseActivations::kFloat);
-  ASSERT_TRUE(l.ok()) << l.status();
-  EXPECT_EQ((*l)->Describe().rfind("Q2_K / cpu-fast-", 0), 0u) << (*l)->Describe();
   const std::vector<float> x = Normal(kRows * kK, rng);
-  const std::vector<float> y = Forward(**l, x, kRows);
+  std::vector<double> want(kRows * kN), mag(kRows * kN);
   std::vector<float> w(kK);
   for (int64_t n = 0; n < kN; ++n) {
     kernels::cpu::DequantizeGgmlBlocks(kernels::cpu::GgmlBlockType::kQ2_K,
                                        bytes.data() + n * (kK / 256) * 84, kK / 256, w.data());
     for (int64_t m = 0; m < kRows; ++m) {
-      double sum = 0, mag = 0;
       for (int64_t i = 0; i < kK; ++i) {
-        sum += double(x[m * kK + i]) * w[i];
-        mag += std::abs(double(x[m * kK + i]) * w[i]);
+        want[m * kN + n] += double(x[m * kK + i]) * w[i];
+        mag[m * kN + n] += std::abs(double(x[m * kK + i])) * (std::abs(w[i]) + 1e-2);
       }
-      ASSERT_NEAR(y[m * kN + n], sum, (kK + 3) * 0x1p-24 * mag) << m << " " << n;
     }
   }
-  ExpectBatchInvariant(**l, x);
+  for (const DenseActivations acts : {DenseActivations::kFloat, DenseActivations::kInt8Block32}) {
+    auto l = DenseLinear::Create(view, {}, &pool, acts);
+    ASSERT_TRUE(l.ok()) << l.status();
+    EXPECT_EQ((*l)->Describe().rfind("Q2_K (as Q6_K + offsets)", 0), 0u) << (*l)->Describe();
+    EXPECT_EQ((*l)->weight_bytes(), static_cast<int64_t>(bytes.size()));  // the file's bytes
+    const std::vector<float> y = Forward(**l, x, kRows);
+    double worst = 0, scale = 0;
+    for (int64_t i = 0; i < kRows * kN; ++i) {
+      ASSERT_TRUE(std::isfinite(y[i])) << i;
+      if (acts == DenseActivations::kFloat) {
+        ASSERT_NEAR(y[i], want[i], (kK + 64 + 3) * 0x1p-24 * mag[i] + 0x1p-16 * mag[i]) << i;
+      }
+      worst = std::max(worst, std::abs(y[i] - want[i]));
+      scale = std::max(scale, std::abs(want[i]));
+    }
+    EXPECT_LT(worst, 2e-2 * scale) << (*l)->Describe();  // int8 blocks of 32: well under 1%
+    ExpectBatchInvariant(**l, x);
+  }
 }
 
 TEST(DenseLinearF16Test, PanelsMatchADoubleSumAndAreBatchInvariant) {
