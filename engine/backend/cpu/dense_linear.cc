@@ -127,6 +127,18 @@ void DenseLinear::Init(const uint8_t* src) {
     // Int8 activations (Create checked the type has tiles): the 16-column tiles of int4_x16.h, one
     // layout for decode and batches, each type in its own form (Q4_K / Q5_K / Q6_K in the file's
     // numbers, 4.625 / 5.625 / 6.625 bits per weight).
+    if (weight_.dtype == io::DType::kQ3_K || weight_.dtype == io::DType::kQ2_K) {
+      // Their Q6_K rewrites' codes fit nibbles: kQ3_Kx16 tiles (4.625 bits per weight, not 6.5625).
+      repacked_ = kernels::cpu::HugePageBuffer(kf::Q3_Kx16Bytes(n, k));
+      const int64_t row_bytes = k / 256 * kernels::cpu::kQ6KBlockBytes;
+      fast_ = kf::RepackColumnGroups(pool_, n, kf::Q3_Kx16Bytes(kf::kRepackGroupColumns, k),
+                                     repacked_.data(),
+                                     [&](int64_t c0, int64_t c1, uint8_t* dst_at) {
+                                       return kf::RepackQ6_KAsQ3_Kx16(src + c0 * row_bytes,
+                                                                      c1 - c0, k, dst_at);
+                                     });
+      return;
+    }
     repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(*enc_.ggml, n, k));
     fast_ = kf::RepackGgmlX16OverPool(pool_, *enc_.ggml, src, n, k,
                                       repacked_.data());

@@ -64,6 +64,9 @@ enum class FastFormat {
   // MXFP4 (E2M1 codes, an E8M0 scale per 32) in 16-column tiles (int4_x16.h); int8-activation
   // kernels only.
   kMxfp4x16,
+  // kQ6_Kx16's records with nibble codes only and zero point 4 (int4_x16.h): GGUF Q3_K, and Q2_K's
+  // product terms, from their Q6_K rewrites (ggml_kquants_as_q6k.h); int8-activation kernels only.
+  kQ3_Kx16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

@@ -88,6 +88,8 @@ int32_t ZeroPointOf(FastFormat format) {
       return 12;
     case FastFormat::kQ6_Kx16:
       return 32;
+    case FastFormat::kQ3_Kx16:
+      return 4;
     default:
       return 0;
   }
@@ -301,8 +303,11 @@ struct PortableOutput {
   X16Layout l;
   int64_t blocks;
 
-  // kQ6_Kx16: per half block, nibbles plus high bit pairs, zero point 32, scale d·sc.
+  // kQ6_Kx16: per half block, nibbles plus high bit pairs, zero point 32, scale d·sc. kQ3_Kx16:
+  // the nibbles alone, zero point 4.
   float Q6K(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
+    const bool pairs_plane = w.format == FastFormat::kQ6_Kx16;
+    const float z = pairs_plane ? 32.0f : 4.0f;
     float acc = 0.0f;
     for (int64_t b = 0; b < blocks; ++b) {
       const uint8_t* rec = tile + l.Scales(b);
@@ -314,7 +319,8 @@ struct PortableOutput {
         for (int q = 2 * h; q < 2 * h + 2; ++q) {
           for (int i = 0; i < 4; ++i) {
             const uint8_t nib = codes[q * 64 + c * 4 + i];
-            const int pairs = (codes[256 + (q / 2) * 64 + c * 4 + i] >> (4 * (q % 2))) & 0xF;
+            const int pairs =
+                pairs_plane ? (codes[256 + (q / 2) * 64 + c * 4 + i] >> (4 * (q % 2))) & 0xF : 0;
             const int lo = (nib & 0xF) | ((pairs & 3) << 4);
             const int hi = (nib >> 4) | ((pairs >> 2) << 4);
             dot += lo * x[b * 32 + 8 * q + i] + hi * x[b * 32 + 8 * q + 4 + i];
@@ -324,7 +330,7 @@ struct PortableOutput {
         const auto sc = static_cast<int8_t>(rec[32 + ((b % 8) * 2 + h) * kCols + c]);
         const float sw = numeric::HalfToFloat(dh) * static_cast<float>(sc);
         const float xs = h == 0 ? a.s[off] : a.s2[off];
-        const float t = std::fma(-32.0f, xs, static_cast<float>(dot));
+        const float t = std::fma(-z, xs, static_cast<float>(dot));
         acc = std::fma(t, sw * a.d[off], acc);
       }
     }
@@ -428,7 +434,8 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
     const uint8_t* tile = w.data + g * w.row_stride;
     for (int64_t m = 0; m < a.rows; ++m) {
       const int8_t* x = a.q + m * w.k;
-      float acc = w.format == FastFormat::kQ6_Kx16    ? out.Q6K(tile, c, x, m)
+      const bool halves = w.format == FastFormat::kQ6_Kx16 || w.format == FastFormat::kQ3_Kx16;
+      float acc = halves                              ? out.Q6K(tile, c, x, m)
                   : w.format == FastFormat::kNvfp4x16 ? out.Nvfp4(tile, c, x, m)
                                                       : out.Blocks(tile, c, x, m);
       if (a.row_scale != nullptr) {  // fma(acc, α, bias)

@@ -47,7 +47,8 @@
 // and only the f32 accumulation rounds, like the reference MatmulNvfp4W4A4; the per-row α
 // (row_scale) multiplies the sum. The final step is fma(acc, α, bias) with a row scale, else
 // acc + bias. The order depends only on k, so results are batch-invariant and identical on the
-// one-row and many-row paths. kQ6_Kx16 also works per half block: z = 32, w_s the half's d·sc
+// one-row and many-row paths. kQ6_Kx16 also works per half block: z = 32 (kQ3_Kx16: z = 4,
+// codes 28 below Q6_K's, so every t is the same integer), w_s the half's d·sc
 // (exact in f32),
 // the block's activation scale d for both halves and the per-half code sums s / s2; every t is
 // the exact half-block integer Σ (u − 32)·x. kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
@@ -115,11 +116,18 @@ FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
 
 // Whether Int4x16Matmul needs the per-half code sums s2 for these tiles (NVFP4, Q6_K).
 inline bool X16NeedsHalfSums(FastFormat format) {
-  return format == FastFormat::kNvfp4x16 || format == FastFormat::kQ6_Kx16;
+  return format == FastFormat::kNvfp4x16 || format == FastFormat::kQ6_Kx16 ||
+         format == FastFormat::kQ3_Kx16;
 }
 
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes for the codes).
 FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
+
+// Q6_K rows whose codes all lie in [28, 35] (the Q6_K rewrites of GGUF Q3_K and of Q2_K's product
+// terms, ggml_kquants_as_q6k.h) as kQ3_Kx16 (Q3_Kx16Bytes): codes u − 28 in nibbles under zero
+// point 4, the f16 d and int8 scales per 16 as kQ6_Kx16 keeps them, 4.625 bits per weight.
+int64_t Q3_Kx16Bytes(int64_t n, int64_t k);
+FastWeights RepackQ6_KAsQ3_Kx16(const uint8_t* q6k_rows, int64_t n, int64_t k, uint8_t* dst);
 
 // The same for kNvfp4Pairs weights (E2M1 pairs + UE4M3 block scales, alpha kept).
 FastWeights RepackNvfp4x16(const FastWeights& nvfp4_pairs, uint8_t* dst);

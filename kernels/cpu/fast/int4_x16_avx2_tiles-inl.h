@@ -22,7 +22,7 @@ constexpr int64_t kCols = 16;
 // registers hold at 4 already (a few spill to L1); the decode of a code vector is shared by them.
 constexpr int kMaxRows = 4;
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K, kMxfp4, kNvfp4 };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ4K, kQ5K, kMxfp4, kNvfp4 };
 
 inline __m256i LoadHalf(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -183,7 +183,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   for (int64_t b = 0, j = 0; b < blocks; ++b) {
     const uint8_t* codes = record + layout.scale_bytes + j * layout.code_bytes;
     for (int h = 0; h < 2; ++h) {
-      if constexpr (kCodes == Codes::kQ6K) {
+      if constexpr (kCodes == Codes::kQ6K || kCodes == Codes::kQ3K) {  // per half, d·sc
         const __m256 d_sb = Halves8(record + h * 16);
         for (int half = 0; half < 2; ++half) {
           const __m256 sw = _mm256_mul_ps(d_sb, SBytes8(record + 32 + (j * 2 + half) * 16 + h * 8));
@@ -298,6 +298,9 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
       break;
     case FastFormat::kQ6_Kx16:
       Tile<MR, Codes::kQ6K>(group, w, a, zs, r0, acc);
+      break;
+    case FastFormat::kQ3_Kx16:
+      Tile<MR, Codes::kQ3K>(group, w, a, zs, r0, acc);
       break;
     case FastFormat::kQ4_Kx16:
       Tile<MR, Codes::kQ4K>(group, w, a, zs, r0, acc);

@@ -227,6 +227,29 @@ FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
       });
 }
 
+int64_t Q3_Kx16Bytes(int64_t n, int64_t k) {
+  return internal::X16Bytes(FastFormat::kQ3_Kx16, n, k, 32);
+}
+
+FastWeights RepackQ6_KAsQ3_Kx16(const uint8_t* q6k_rows, int64_t n, int64_t k, uint8_t* dst) {
+  const X16Layout l = X16Layout::Of(FastFormat::kQ3_Kx16, 32);
+  return RepackGgmlBlocks(
+      FastFormat::kQ3_Kx16, GgmlBlockType::kQ6_K, 256, 210, q6k_rows, n, k, dst,
+      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
+        uint8_t* rec = tile + l.Scales(sb * 8);
+        std::memcpy(rec + 2 * c, blk + 208, 2);                               // d
+        for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];  // sc per 16
+        uint8_t codes[256];
+        Q6KCodes(blk, codes, nullptr);
+        for (int j = 0; j < 8; ++j) {
+          const uint8_t* u = codes + 32 * j;
+          // 28..35 by contract; clamped so that a stray code cannot spill into its neighbour.
+          PutCodes(tile + l.Codes(sb * 8 + j), c,
+                   [&](int i) { return std::clamp<int>(u[i] - 28, 0, 15); });
+        }
+      });
+}
+
 bool HasGgmlX16(GgmlBlockType type) {
   return type != GgmlBlockType::kMxfp4 && type != GgmlBlockType::kQ2_K &&
          type != GgmlBlockType::kQ3_K;

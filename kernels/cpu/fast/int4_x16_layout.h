@@ -11,6 +11,7 @@
 // the 6-bit scales sc [8 blocks][16] and mins m [8 blocks][16] a byte each; kQ6_Kx16 one
 // super-block after 320 bytes: d [16] as f16, then the int8 scales sc [16 halves][16] (and 32
 // bytes of padding), each block's codes as 256 bytes of low nibbles and 128 of high bit pairs;
+// kQ3_Kx16 kQ6_Kx16's records with the low nibbles alone (256 bytes per block);
 // kQ5_Kx16 kQ4_Kx16's records with each block's 256 bytes of nibbles followed by 64 of fifth bits;
 // kMxfp4x16 four blocks after 64 bytes of E8M0 scales [4 blocks][16] (MXFP4's 4.25 bits per weight).
 // Scale areas and code blocks are multiples of 64 bytes, so every load stays on its cache lines.
@@ -32,13 +33,14 @@ struct X16Layout {
 
   static X16Layout Of(FastFormat format, int64_t group_size) {
     X16Layout l;
-    const bool q6_k = format == FastFormat::kQ6_Kx16;
+    const bool q3_k = format == FastFormat::kQ3_Kx16;  // q6_k's records without the high pairs
+    const bool q6_k = format == FastFormat::kQ6_Kx16 || q3_k;
     const bool q4_k = format == FastFormat::kQ4_Kx16 || format == FastFormat::kQ5_Kx16;
     const bool q5_k = format == FastFormat::kQ5_Kx16;  // q4_k's records plus fifth bits
     const bool bytes = format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16;
     const bool groups = format == FastFormat::kU4x16 || format == FastFormat::kU8x16;
     const bool mxfp4 = format == FastFormat::kMxfp4x16;
-    l.code_bytes = q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
+    l.code_bytes = q3_k ? 256 : q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
     l.blocks_per_record = groups ? group_size / 32 : (q4_k || q6_k) ? 8 : mxfp4 ? 4 : 2;
     l.scale_bytes = groups ? 128 : (q4_k || q6_k) ? 320 : 64;
     l.group_scales = groups;

@@ -77,7 +77,7 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ4K, kQ5K, kMxfp4 };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ4K, kQ5K, kMxfp4 };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
 // zero points; kQ4K / kQ5K: GGUF's affine form (f16 d, dmin per super-block, 6-bit scales and mins
@@ -91,11 +91,12 @@ template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
           int64_t r0, bool prefetch, __m512* out) {
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
-  constexpr bool kHalves = kCodes == Codes::kQ6K;
+  constexpr bool kHalves = kCodes == Codes::kQ6K || kCodes == Codes::kQ3K;
+  constexpr bool kHighPairs = kCodes == Codes::kQ6K;  // kQ3K: the nibbles alone
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
   constexpr bool kFifth = kCodes == Codes::kQ5K;  // a plane of fifth bits after the nibbles
   constexpr bool kE2m1 = kCodes == Codes::kMxfp4;
-  constexpr int64_t kBlockBytes = kHalves ? 384 : kFifth ? 320 : kBytes ? 512 : 256;
+  constexpr int64_t kBlockBytes = kHighPairs ? 384 : kFifth ? 320 : kBytes ? 512 : 256;
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   constexpr int64_t kScaleBytes = kGroupScales ? 128 : (kHalves || kAffine) ? 320 : 64;
@@ -115,7 +116,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   for (int64_t b = 0, j = 0; b < blocks; ++b) {
     if constexpr (kHalves) {
       // Q6_K: two halves of 16 K (nibble chunks 0-1 and 2-3), each with its own scale d·sc and
-      // code sum; the codes are the low nibbles with their high bit pairs ORed back in.
+      // code sum; the codes are the low nibbles with their high bit pairs ORed back in (kQ3K:
+      // the low nibbles alone).
       const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
       PrefetchAhead<kBlockBytes>(codes, prefetch);
       const __m512 d_sb =
@@ -124,17 +126,19 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
         const __m512 sw = _mm512_mul_ps(
             d_sb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
                       reinterpret_cast<const __m128i*>(record + 32 + (j * 2 + h) * 16)))));
-        const __m512i pairs = _mm512_loadu_si512(codes + 256 + h * 64);
+        const __m512i pairs =
+            kHighPairs ? _mm512_loadu_si512(codes + 256 + h * 64) : _mm512_setzero_si512();
         __m512i isum[MR];
         for (int r = 0; r < MR; ++r) isum[r] = _mm512_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + h]);
         for (int q = 2 * h; q < 2 * h + 2; ++q) {
           const __m512i v = _mm512_loadu_si512(codes + q * 64);
-          const __m512i hp = q % 2 == 0 ? pairs : _mm512_srli_epi16(pairs, 4);
-          const __m512i lo = _mm512_or_si512(_mm512_and_si512(v, m4),
-                                             _mm512_and_si512(_mm512_slli_epi16(hp, 4), m30));
-          const __m512i hi =
-              _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(v, 4), m4),
-                              _mm512_and_si512(_mm512_slli_epi16(hp, 2), m30));
+          __m512i lo = _mm512_and_si512(v, m4);
+          __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+          if constexpr (kHighPairs) {
+            const __m512i hp = q % 2 == 0 ? pairs : _mm512_srli_epi16(pairs, 4);
+            lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(hp, 4), m30));
+            hi = _mm512_or_si512(hi, _mm512_and_si512(_mm512_slli_epi16(hp, 2), m30));
+          }
           for (int r = 0; r < MR; ++r) {
             const int8_t* x = xrow[r] + b * 32 + 8 * q;
             isum[r] = DpbusdBcast(isum[r], lo, x);
@@ -299,6 +303,8 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
     Tile<MR, Codes::kQ8_0>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ6_Kx16) {
     Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
+  } else if (w.format == FastFormat::kQ3_Kx16) {
+    Tile<MR, Codes::kQ3K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ4_Kx16) {
     Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ5_Kx16) {

@@ -58,6 +58,7 @@ TEST(Int4x16KernelsTest, LargestCodesAndActivationsMatchPortable) {
                         Case{FastFormat::kQ4_Kx16, "Q4_K", 0},
                         Case{FastFormat::kQ5_Kx16, "Q5_K", 0},
                         Case{FastFormat::kQ6_Kx16, "Q6_K", 0},
+                        Case{FastFormat::kQ3_Kx16, "Q3_K (nibbles 15)", 0},
                         Case{FastFormat::kMxfp4x16, "MXFP4", 0},
                         Case{FastFormat::kNvfp4x16, "NVFP4", 0}}) {
     FastWeights fw;
