@@ -9,8 +9,10 @@
 //   in f32: 11 by 4 bits) one f32 per 16 values, which the caller adds as a second, 16x shorter
 //   product with the sums of x over each 16: Σ w·x = Σ (d·sc)·q·x − Σ_16 dmin·m·Σ_16 x. The Q6_K
 //   value plus its offset is ggml's (d·sc)·q − dmin·m bit for bit (the same two roundings).
-// Cost: 6.5625 stored bits per weight for Q3_K (the file's 3.4375: decode streams 1.9x its bytes),
-// 6.5625 + 2 for Q2_K (the file's 2.625: 3.3x). There are no 2- or 3-bit tile layouts yet.
+// Cost: with int8 activations the rewrites' codes (28..35) go to the nibble tiles kQ3_Kx16
+// (int4_x16.h), 4.625 stored bits per weight: Q3_K streams 1.35x the file's 3.4375, Q2_K with its
+// f32 offsets (2 bits per weight) 2.5x the file's 2.625. With exact activations they run the Q6_K
+// panels at 6.5625 bits (plus Q2_K's offsets). There is no 2- or 3-bit code layout yet.
 #ifndef TESSERA_KERNELS_CPU_GGML_KQUANTS_AS_Q6K_H_
 #define TESSERA_KERNELS_CPU_GGML_KQUANTS_AS_Q6K_H_
 

@@ -1,8 +1,9 @@
 // The CPU Linear for unquantized and GGUF weights (f32, bf16, f16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Q3_K is rewritten
-// at load as Q6_K blocks of the same values and then runs as Q6_K does; Q2_K as Q6_K blocks of its
-// product terms plus an f32 matrix of its offsets per 16 weights, multiplied by the sums of x over
-// each 16 (kernels/cpu/ggml_kquants_as_q6k.h). Without AVX-512, dense and
+// at load as Q6_K blocks of the same values, Q2_K as Q6_K blocks of its product terms plus an f32
+// matrix of its offsets per 16 weights, multiplied by the sums of x over each 16
+// (kernels/cpu/ggml_kquants_as_q6k.h); with int8 activations the rewrites' nibble-sized codes take
+// the kQ3_Kx16 tiles, with exact ones the Q6_K panels. Without AVX-512, dense and
 // most ggml types are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked
 // once at load into
 // the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), with int8

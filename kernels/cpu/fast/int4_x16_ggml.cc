@@ -1,4 +1,5 @@
-// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K) repacked into the 16-column
+// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; Q3_K and Q2_K through their
+// Q6_K rewrites, ggml_kquants_as_q6k.h, into kQ3_Kx16) repacked into the 16-column
 // tiles of int4_x16.h: each block's scales and codes moved to where int4_x16_layout.h puts them,
 // the file's numbers kept (the K-quants' f16 d / dmin and 6-bit or int8 sub-block scales) except
 // for Q4_1 / Q5_0 / Q5_1, which become per-group scale and zero point tiles.
@@ -199,29 +200,43 @@ int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
   return internal::X16Bytes(FastFormat::kQ6_Kx16, n, k, 32);
 }
 
-FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+namespace {
+
+// Q6_K blocks into the records kQ6_Kx16 and kQ3_Kx16 share (the f16 d [16], then the int8 scales
+// [16 halves][16], the file's own), each block's codes through put_codes(block_codes, c, u) with u
+// the 32 6-bit codes of column c in that block (ggml_dequant.h Q6KCodes).
+template <class PutCodesOf>
+FastWeights RepackQ6KRecords(FastFormat format, const uint8_t* q6k_rows, int64_t n, int64_t k,
+                             uint8_t* dst, PutCodesOf put_codes) {
   // A ggml block: ql[128], qh[64], int8 sc[16], f16 d.
-  const X16Layout l = X16Layout::Of(FastFormat::kQ6_Kx16, 32);
-  return RepackGgmlBlocks(
-      FastFormat::kQ6_Kx16, GgmlBlockType::kQ6_K, 256, 210, ggml_rows, n, k, dst,
-      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
-        uint8_t* rec = tile + l.Scales(sb * 8);
-        std::memcpy(rec + 2 * c, blk + 208, 2);                               // d
-        for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];  // sc per 16
-        uint8_t codes[256];
-        Q6KCodes(blk, codes, nullptr);  // the scales stay the file's d and int8 sc
-        for (int j = 0; j < 8; ++j) {
-          const uint8_t* u = codes + 32 * j;
-          uint8_t* block_codes = tile + l.Codes(sb * 8 + j);
-          PutCodes(block_codes, c, [&](int i) { return u[i] & 0xF; });
-          // High bit pairs: byte i of pair p, column c holds, for chunk 2p (low nibble) and
-          // 2p + 1 (high nibble), the pairs of K = 8q + i (bits 0-1) and 8q + 4 + i (bits 2-3).
-          for (int q = 0; q < 4; ++q) {
-            for (int i = 0; i < 4; ++i) {
-              const int pairs = (u[8 * q + i] >> 4) | ((u[8 * q + 4 + i] >> 4) << 2);
-              block_codes[256 + (q / 2) * 64 + c * 4 + i] |=
-                  static_cast<uint8_t>(pairs << (4 * (q % 2)));
-            }
+  const X16Layout l = X16Layout::Of(format, 32);
+  return RepackGgmlBlocks(format, GgmlBlockType::kQ6_K, 256, 210, q6k_rows, n, k, dst,
+                          [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
+                            uint8_t* rec = tile + l.Scales(sb * 8);
+                            std::memcpy(rec + 2 * c, blk + 208, 2);  // d
+                            for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];
+                            uint8_t codes[256];
+                            Q6KCodes(blk, codes, nullptr);
+                            for (int j = 0; j < 8; ++j) {
+                              put_codes(tile + l.Codes(sb * 8 + j), c, codes + 32 * j);
+                            }
+                          });
+}
+
+}  // namespace
+
+FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  return RepackQ6KRecords(
+      FastFormat::kQ6_Kx16, ggml_rows, n, k, dst,
+      [](uint8_t* block_codes, int64_t c, const uint8_t* u) {
+        PutCodes(block_codes, c, [&](int i) { return u[i] & 0xF; });
+        // High bit pairs: byte i of pair p, column c holds, for chunk 2p (low nibble) and
+        // 2p + 1 (high nibble), the pairs of K = 8q + i (bits 0-1) and 8q + 4 + i (bits 2-3).
+        for (int q = 0; q < 4; ++q) {
+          for (int i = 0; i < 4; ++i) {
+            const int pairs = (u[8 * q + i] >> 4) | ((u[8 * q + 4 + i] >> 4) << 2);
+            block_codes[256 + (q / 2) * 64 + c * 4 + i] |=
+                static_cast<uint8_t>(pairs << (4 * (q % 2)));
           }
         }
       });
@@ -232,22 +247,12 @@ int64_t Q3_Kx16Bytes(int64_t n, int64_t k) {
 }
 
 FastWeights RepackQ6_KAsQ3_Kx16(const uint8_t* q6k_rows, int64_t n, int64_t k, uint8_t* dst) {
-  const X16Layout l = X16Layout::Of(FastFormat::kQ3_Kx16, 32);
-  return RepackGgmlBlocks(
-      FastFormat::kQ3_Kx16, GgmlBlockType::kQ6_K, 256, 210, q6k_rows, n, k, dst,
-      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
-        uint8_t* rec = tile + l.Scales(sb * 8);
-        std::memcpy(rec + 2 * c, blk + 208, 2);                               // d
-        for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];  // sc per 16
-        uint8_t codes[256];
-        Q6KCodes(blk, codes, nullptr);
-        for (int j = 0; j < 8; ++j) {
-          const uint8_t* u = codes + 32 * j;
-          // 28..35 by contract; clamped so that a stray code cannot spill into its neighbour.
-          PutCodes(tile + l.Codes(sb * 8 + j), c,
-                   [&](int i) { return std::clamp<int>(u[i] - 28, 0, 15); });
-        }
-      });
+  // Codes 28..35 by contract; clamped so that a stray code cannot spill into its neighbour.
+  return RepackQ6KRecords(FastFormat::kQ3_Kx16, q6k_rows, n, k, dst,
+                          [](uint8_t* block_codes, int64_t c, const uint8_t* u) {
+                            PutCodes(block_codes, c,
+                                     [&](int i) { return std::clamp<int>(u[i] - 28, 0, 15); });
+                          });
 }
 
 bool HasGgmlX16(GgmlBlockType type) {
