@@ -1,5 +1,6 @@
 // BM_Int4x16Matmul of tessera_matmul_bench: the 16-column int8-activation VNNI tiles
-// (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, INT4 / INT8 weight-only,
+// (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, Q3_K (its kQ3_Kx16 nibble
+// tiles; `weight_GB/s` counts the file's 3.4375 bits per weight), INT4 / INT8 weight-only,
 // NVFP4 and MXFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of
 // matmul_bench.cc.
 #include <benchmark/benchmark.h>
@@ -16,6 +17,7 @@
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/ggml_kquants_as_q6k.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::bench {
@@ -44,9 +46,25 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   if (fmt == "MXFP4") stored += n * k / 32;
   if (fmt == "Q6_K") stored = n * (k / 256) * 210;
   if (fmt == "Q4_K") stored = n * (k / 256) * 144;
+  if (fmt == "Q3_K") stored = n * (k / 256) * 110;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
+    if (fmt == "Q3_K") {
+      // Random codes and scales under a sane f16 d, through the Q6_K rewrite into the nibble
+      // tiles the engine runs them on (ggml_kquants_as_q6k.h).
+      const int64_t blocks = n * (k / 256);
+      std::vector<uint8_t> q3(blocks * 110), q6(blocks * 210);
+      for (auto& b : q3) b = static_cast<uint8_t>(rng());
+      for (int64_t i = 0; i < blocks; ++i) {
+        const uint16_t h = numeric::FloatToHalf(1e-4f + 1e-3f * (rng() % 100) / 100.0f);
+        std::memcpy(q3.data() + i * 110 + 108, &h, 2);
+      }
+      kernels::cpu::Q3KBlocksAsQ6K(q3.data(), blocks, q6.data());
+      c.tiles = kernels::cpu::HugePageBuffer(kf::Q3_Kx16Bytes(n, k));
+      c.fw = kf::RepackQ6_KAsQ3_Kx16(q6.data(), n, k, c.tiles.data());
+      continue;
+    }
     if (fmt == "Q6_K" || fmt == "Q4_K") {
       // Random codes and 6-bit scales, a sane f16 d (and Q4_K's dmin) per super-block: Q6_K's d
       // after 208 bytes of codes and scales, Q4_K's d and dmin before its 140.
@@ -132,7 +150,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   std::vector<int8_t> q(m * k);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
-  const bool halves = fmt == "NVFP4" || fmt == "Q6_K";  // per-half code sums
+  const bool halves = fmt == "NVFP4" || fmt == "Q6_K" || fmt == "Q3_K";  // per-half code sums
   size_t next = 0;
   for (auto _ : state) {
     const kf::FastWeights& fw = copies[next].fw;
@@ -171,7 +189,8 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
 }  // namespace
 
 void RegisterInt4x16Benchmarks(std::span<const Shape> gemm) {
-  for (const char* f : {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K", "Q4_K"}) {
+  for (const char* f :
+       {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K", "Q4_K", "Q3_K"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }
