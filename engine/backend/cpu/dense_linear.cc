@@ -52,6 +52,19 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
+  if (enc->ggml == kernels::cpu::GgmlBlockType::kQ3_K ||
+      enc->ggml == kernels::cpu::GgmlBlockType::kQ2_K) {
+    // The load-time rewrite walks whole 256-value blocks of every row: the bytes must be exactly
+    // those (a GGUF reader's view is; a hand-made one may not be).
+    const auto want = io::ByteSizeFor(weight.dtype, weight.shape[0] * weight.shape[1]);
+    if (weight.shape[1] % 256 != 0 || !want.ok() ||
+        *want != static_cast<int64_t>(weight.bytes.size())) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "tensor '%s': %s weight of shape %s needs K a multiple of 256 and %d bytes, has %d",
+          weight.name, io::DTypeName(weight.dtype), weight.ShapeString(), want.ok() ? *want : -1,
+          weight.bytes.size()));
+    }
+  }
   const bool tiles = enc->ggml && (kernels::cpu::fast::HasGgmlX16(*enc->ggml) ||
                                     *enc->ggml == kernels::cpu::GgmlBlockType::kQ3_K ||
                                     *enc->ggml == kernels::cpu::GgmlBlockType::kQ2_K);

@@ -7,7 +7,9 @@
 // compressed-tensors INT8, INT3, INT2 weight-only, a byte per code), and GGUF Q4_K, Q5_K and Q6_K
 // (FastFormat::kQ4_Kx16 / kQ5_Kx16 / kQ6_Kx16: nibbles, plus planes of fifth bits or high bit
 // pairs, under the file's own super-block and sub-block scales; Q6_K is the output and many
-// ffn_down / attn_v tensors of every K-quant model), and MXFP4 (FastFormat::kMxfp4x16: E2M1
+// ffn_down / attn_v tensors of every K-quant model; FastFormat::kQ3_Kx16 is Q6_K's records with
+// the low nibbles alone under zero point 4, for GGUF Q3_K and Q2_K's product terms rewritten as
+// Q6_K, kernels/cpu/ggml_kquants_as_q6k.h), and MXFP4 (FastFormat::kMxfp4x16: E2M1
 // nibbles under an E8M0 scale per block of 32, W4A16 with int8 activations). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,

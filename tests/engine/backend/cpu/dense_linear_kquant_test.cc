@@ -180,6 +180,12 @@ TEST(DenseLinearQ2KTest, ProductAndOffsetTermsFollowTheReference) {
   const std::vector<uint8_t> bytes = RandomBlocks(io::DType::kQ2_K, rng);
   const io::TensorView view{"blk.0.ffn_up.weight", io::DType::kQ2_K, {kN, kK},
                             absl::MakeConstSpan(bytes)};
+  // A view whose bytes are not its shape's blocks is refused, naming the tensor.
+  const io::TensorView short_view{"blk.0.ffn_up.weight", io::DType::kQ2_K, {kN, kK},
+                                  absl::MakeConstSpan(bytes).first(bytes.size() - 84)};
+  auto bad = DenseLinear::Create(short_view, {}, &pool, DenseActivations::kInt8Block32);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("blk.0.ffn_up.weight"), std::string::npos);
   const std::vector<float> x = Normal(kRows * kK, rng);
   std::vector<double> want(kRows * kN), mag(kRows * kN);
   std::vector<float> w(kK);
