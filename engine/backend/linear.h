@@ -36,7 +36,10 @@ class Linear {
   }
   // The weight format and kernel, e.g. "Q4_0 / reference".
   virtual std::string Describe() const = 0;
-  // Bytes of weight data read per Forward call.
+  // Bytes of weight data read per Forward call, counted as the checkpoint stores them: a layer
+  // whose kernel streams a larger repacked form (GGUF Q5_0 / Q5_1 as byte codes, Q3_K and Q2_K in
+  // the Q6_K form, 1.35x and 2.5x) counts the file's bytes, so that decode GB/s compares formats by
+  // what the model weighs; weight_spans below are the bytes actually read.
   virtual int64_t weight_bytes() const = 0;
   // The host memory those bytes live in, as the kernels read it (after any repacking), so that a
   // benchmark can time a plain read of exactly these pages as the decode roofline. Empty when

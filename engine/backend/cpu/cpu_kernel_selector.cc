@@ -71,7 +71,9 @@ bool IntBytesFast(const quant::LinearSpec& spec) {
 // The GGUF part of a kernel label: the type ("q4_k"), and for Q3_K the form it runs in.
 std::string GgufKernelName(quant::WeightFormat f) {
   std::string name(quant::WeightFormatName(f).substr(5));
-  if (f == quant::WeightFormat::kGgufQ3_K || f == quant::WeightFormat::kGgufQ2_K) name += "-as-q6_k";
+  if (f == quant::WeightFormat::kGgufQ3_K || f == quant::WeightFormat::kGgufQ2_K) {
+    name += "-as-q6_k";
+  }
   return name;
 }
 

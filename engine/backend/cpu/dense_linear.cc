@@ -130,7 +130,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
     }
   }
   Init(src);
-  if (reads_own_copy()) std::vector<uint8_t>().swap(q6k_copy_);
+  if (repacked_.data() != nullptr) std::vector<uint8_t>().swap(q6k_copy_);
 }
 
 void DenseLinear::Init(const uint8_t* src) {
@@ -334,7 +334,6 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     // order: batch-invariant), added to each column range after its product term.
     const int64_t k = in_features(), subs = k / 16;
     float* sums16 = scratch.Alloc<float>(rows * subs);
-    float* yo = scratch.Alloc<float>(rows * n);
     ForRows(pool_, rows, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0 * subs; i < r1 * subs; ++i) {
         float t = 0;
@@ -344,9 +343,15 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     });
     run = [=, this, product = std::move(run)](int64_t b, int64_t e) {
       product(b, e);
-      kf::FastMatmul(offsets_, sums16, rows, nullptr, yo, b, e);
+      // The offset rows of columns [b, e) as a matrix of their own: a [rows, e − b] result, not
+      // a [rows, n] buffer per call (prefill would allocate rows · n floats).
+      kf::FastWeights range = offsets_;
+      range.data += b * offsets_.row_stride;
+      range.n = e - b;
+      std::vector<float> yo(rows * (e - b));
+      kf::FastMatmul(range, sums16, rows, nullptr, yo.data(), 0, e - b);
       for (int64_t m = 0; m < rows; ++m) {
-        for (int64_t c = b; c < e; ++c) y[m * n + c] += yo[m * n + c];
+        for (int64_t c = b; c < e; ++c) y[m * n + c] += yo[m * (e - b) + c - b];
       }
     };
   }
@@ -359,7 +364,9 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
   }
   std::vector<Linear::ByteSpan> spans;
   if (repacked_.data() != nullptr) spans.push_back({repacked_.data(), repacked_.size()});
-  if (!q6k_copy_.empty()) spans.push_back({q6k_copy_.data(), static_cast<int64_t>(q6k_copy_.size())});
+  if (!q6k_copy_.empty()) {
+    spans.push_back({q6k_copy_.data(), static_cast<int64_t>(q6k_copy_.size())});
+  }
   if (!q2k_offsets_.empty()) {
     spans.push_back({reinterpret_cast<const uint8_t*>(q2k_offsets_.data()),
                      static_cast<int64_t>(q2k_offsets_.size() * sizeof(float))});
@@ -369,10 +376,10 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
 }
 
 std::string DenseLinear::Describe() const {
-  const std::string dtype = absl::StrCat(io::DTypeName(weight_.dtype),
-                                         weight_.dtype == io::DType::kQ3_K   ? " (as Q6_K)"
-                                         : weight_.dtype == io::DType::kQ2_K ? " (as Q6_K + offsets)"
-                                                                             : "");
+  const char* form = weight_.dtype == io::DType::kQ3_K   ? " (as Q6_K)"
+                     : weight_.dtype == io::DType::kQ2_K ? " (as Q6_K + offsets)"
+                                                         : "";
+  const std::string dtype = absl::StrCat(io::DTypeName(weight_.dtype), form);
   if (bf16_fma_) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "f32",
                         " act / cpu-", kernels::cpu::fast::FloatPanelTargetName(), "-panels");

@@ -2,8 +2,9 @@
 // Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Q3_K is rewritten
 // at load as Q6_K blocks of the same values, Q2_K as Q6_K blocks of its product terms plus an f32
 // matrix of its offsets per 16 weights, multiplied by the sums of x over each 16
-// (kernels/cpu/ggml_kquants_as_q6k.h); with int8 activations the rewrites' nibble-sized codes take
-// the kQ3_Kx16 tiles, with exact ones the Q6_K panels. Without AVX-512, dense and
+// (kernels/cpu/ggml_kquants_as_q6k.h); with int8 activations the rewrites' nibble-sized codes
+// take the kQ3_Kx16 tiles, with exact ones the Q6_K panels (without AVX2, FastMatmul on the
+// rewrite). Without AVX-512, dense and
 // most ggml types are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked
 // once at load into
 // the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), with int8
@@ -66,11 +67,11 @@ class DenseLinear : public Linear {
   std::vector<ByteSpan> weight_spans() const override;
   // Whether Forward reads only the layer's own repacked copy, never `weight`'s bytes again (so an
   // owner of those bytes may free them; shape and dtype stay in use).
-  bool reads_own_copy() const { return repacked_.data() != nullptr; }
+  bool reads_own_copy() const { return repacked_.data() != nullptr || !q6k_copy_.empty(); }
 
  private:
   // The constructor's choice of kernel and repack, from the weight's blocks at `src` (the
-  // checkpoint's, or Q3_K's rewrite as Q6_K).
+  // checkpoint's, or the Q6_K rewrite of Q3_K / Q2_K).
   void Init(const uint8_t* src);
 
   kernels::cpu::WeightEncoding enc_;

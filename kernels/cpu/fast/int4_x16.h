@@ -108,15 +108,15 @@ FastWeights RepackLegacyGgmlToUx16(GgmlBlockType type, const uint8_t* ggml_rows,
                                    int64_t k, uint8_t* dst);
 
 // The GGUF block types with tiles (every one but MXFP4, Q2_K and Q3_K; DenseLinear rewrites Q3_K
-// as Q6_K first), the bytes of an [n, k] matrix of one of them in its tiles, and its repack (Q4_0
-// and Q8_0 as above, the K-quants as their kQ*_Kx16, Q4_1 / Q5_0 / Q5_1 through
-// RepackLegacyGgmlToUx16).
+// and Q2_K as Q6_K first, into kQ3_Kx16), the bytes of an [n, k] matrix of one of them in its
+// tiles, and its repack (Q4_0 and Q8_0 as above, the K-quants as their kQ*_Kx16, Q4_1 / Q5_0 /
+// Q5_1 through RepackLegacyGgmlToUx16).
 bool HasGgmlX16(GgmlBlockType type);
 int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k);
 FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                           uint8_t* dst);
 
-// Whether Int4x16Matmul needs the per-half code sums s2 for these tiles (NVFP4, Q6_K).
+// Whether Int4x16Matmul needs the per-half code sums s2 for these tiles (NVFP4, Q6_K, Q3_K).
 inline bool X16NeedsHalfSums(FastFormat format) {
   return format == FastFormat::kNvfp4x16 || format == FastFormat::kQ6_Kx16 ||
          format == FastFormat::kQ3_Kx16;

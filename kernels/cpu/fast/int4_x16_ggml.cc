@@ -271,7 +271,7 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return U8x16Bytes(n, k, 32);
     case GgmlBlockType::kQ2_K:
-    case GgmlBlockType::kQ3_K:  // Q3_K: the caller rewrites it as Q6_K (ggml_kquants_as_q6k.h)
+    case GgmlBlockType::kQ3_K:  // both rewritten as Q6_K first (ggml_kquants_as_q6k.h)
     case GgmlBlockType::kMxfp4: break;
   }
   return 0;

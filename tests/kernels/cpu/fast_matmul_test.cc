@@ -36,8 +36,9 @@ std::vector<Case> AllCases() {
   const std::pair<const char*, GgmlBlockType> ggml[] = {
       {"Q4_0", GgmlBlockType::kQ4_0}, {"Q4_1", GgmlBlockType::kQ4_1}, {"Q5_0", GgmlBlockType::kQ5_0},
       {"Q5_1", GgmlBlockType::kQ5_1}, {"Q8_0", GgmlBlockType::kQ8_0}, {"Q4_K", GgmlBlockType::kQ4_K},
-      {"Q5_K", GgmlBlockType::kQ5_K}, {"Q6_K", GgmlBlockType::kQ6_K}, {"MXFP4", GgmlBlockType::kMxfp4},
-      {"Q2_K", GgmlBlockType::kQ2_K}, {"Q3_K", GgmlBlockType::kQ3_K}};
+      {"Q5_K", GgmlBlockType::kQ5_K}, {"Q6_K", GgmlBlockType::kQ6_K},
+      {"MXFP4", GgmlBlockType::kMxfp4}, {"Q2_K", GgmlBlockType::kQ2_K},
+      {"Q3_K", GgmlBlockType::kQ3_K}};
   for (const auto& [name, t] : ggml) cases.push_back({name, {std::nullopt, t}});
   return cases;
 }

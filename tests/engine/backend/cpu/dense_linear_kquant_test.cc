@@ -1,5 +1,6 @@
 // DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
-// load: GGUF Q4_1, Q5_0, Q5_1, Q3_K (as Q6_K), Q5_K and Q6_K under int8 activations (the 16-column VNNI tiles)
+// load: GGUF Q4_1, Q5_0, Q5_1, Q3_K (as Q6_K), Q5_K and Q6_K under int8 activations (the 16-column
+// VNNI tiles)
 // against the same layer with f32 activations (the quantized panels on AVX-512, FastMatmul's
 // decoders elsewhere), within the int8 activation rounding; f16 weights (the AVX-512 panels)
 // against a double sum of the f16 values. The same GGUF types with f32 activations on the
@@ -44,7 +45,8 @@ std::vector<uint8_t> RandomBlocks(io::DType dtype, std::mt19937& rng) {
   for (auto& b : bytes) b = static_cast<uint8_t>(rng());
   for (int64_t i = 0; i < blocks; ++i) {
     uint8_t* blk = bytes.data() + i * bb;
-    const uint16_t d = numeric::FloatToHalf(q6 ? 2e-4f : q3 ? 5e-4f : info.elements == 256 ? 1e-3f : 2e-2f);
+    const float scale = q6 ? 2e-4f : q3 ? 5e-4f : info.elements == 256 ? 1e-3f : 2e-2f;
+    const uint16_t d = numeric::FloatToHalf(scale);
     const int64_t at = q6 ? 208 : q3 ? 108 : q2 ? 80 : 0;
     std::memcpy(blk + at, &d, 2);
     if (!q6 && !q3 && dtype != io::DType::kQ5_0) std::memcpy(blk + at + 2, &d, 2);
@@ -216,6 +218,64 @@ TEST(DenseLinearQ2KTest, ProductAndOffsetTermsFollowTheReference) {
     }
     EXPECT_LT(worst, 2e-2 * scale) << (*l)->Describe();  // int8 blocks of 32: well under 1%
     ExpectBatchInvariant(**l, x);
+  }
+}
+
+// Q2_K with a bias, K / 16 = 176 sums (not a multiple of any vector width: the offsets' f32 row
+// tail), 21 columns and no thread pool (the inline rewrite); a K that is not whole super-blocks is
+// refused, naming the tensor.
+TEST(DenseLinearQ2KTest, BiasOddShapesAndNoPool) {
+  constexpr int64_t n = 21, k = 2816, rows = 3;
+  std::mt19937 rng(23);
+  std::vector<uint8_t> bytes(n * (k / 256) * 84);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  for (int64_t i = 0; i < n * (k / 256); ++i) {
+    const uint16_t d = numeric::FloatToHalf(1e-3f), dmin = numeric::FloatToHalf(-2e-3f);
+    std::memcpy(bytes.data() + i * 84 + 80, &d, 2);
+    std::memcpy(bytes.data() + i * 84 + 82, &dmin, 2);
+  }
+  const io::TensorView view{"output.weight", io::DType::kQ2_K, {n, k}, absl::MakeConstSpan(bytes)};
+  const io::TensorView ragged{"output.weight", io::DType::kQ2_K, {n * 11, 256},
+                              absl::MakeConstSpan(bytes)};  // fine: whole blocks
+  EXPECT_TRUE(DenseLinear::Create(ragged, {}, nullptr).ok());
+  const io::TensorView bad_k{"output.weight", io::DType::kQ2_K, {n * 16, 176},
+                             absl::MakeConstSpan(bytes)};
+  auto bad = DenseLinear::Create(bad_k, {}, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("output.weight"), std::string::npos);
+  std::vector<float> bias(n);
+  for (auto& b : bias) b = std::normal_distribution<float>(0.0f, 1.0f)(rng);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * k);
+  for (auto& v : x) v = nd(rng);
+  std::vector<double> want(rows * n), mag(rows * n);
+  std::vector<float> w(k);
+  for (int64_t c = 0; c < n; ++c) {
+    kernels::cpu::DequantizeGgmlBlocks(kernels::cpu::GgmlBlockType::kQ2_K,
+                                       bytes.data() + c * (k / 256) * 84, k / 256, w.data());
+    for (int64_t m = 0; m < rows; ++m) {
+      want[m * n + c] = bias[c];
+      for (int64_t i = 0; i < k; ++i) {
+        want[m * n + c] += double(x[m * k + i]) * w[i];
+        mag[m * n + c] += std::abs(double(x[m * k + i])) * (std::abs(w[i]) + 1e-2);
+      }
+    }
+  }
+  for (const DenseActivations acts : {DenseActivations::kFloat, DenseActivations::kInt8Block32}) {
+    auto l = DenseLinear::Create(view, bias, nullptr, acts);
+    ASSERT_TRUE(l.ok()) << l.status();
+    std::vector<float> y(rows * n, std::nanf(""));
+    (*l)->Forward(x.data(), rows, y.data());
+    double worst = 0, scale = 0;
+    for (int64_t i = 0; i < rows * n; ++i) {
+      ASSERT_TRUE(std::isfinite(y[i])) << i;
+      if (acts == DenseActivations::kFloat) {
+        ASSERT_NEAR(y[i], want[i], (k + 64 + 3) * 0x1p-24 * mag[i] + 0x1p-16 * mag[i]) << i;
+      }
+      worst = std::max(worst, std::abs(y[i] - want[i]));
+      scale = std::max(scale, std::abs(want[i]));
+    }
+    EXPECT_LT(worst, 2e-2 * scale) << (*l)->Describe();
   }
 }
 
