@@ -18,7 +18,14 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/ggml_dequant.h"
+
 namespace tessera::kernels::cpu {
+
+// Whether a GGUF block type runs through its Q6_K rewrite below (Q3_K and Q2_K).
+inline bool RunsAsQ6K(GgmlBlockType type) {
+  return type == GgmlBlockType::kQ3_K || type == GgmlBlockType::kQ2_K;
+}
 
 inline constexpr int64_t kQ2KBlockBytes = 84;
 inline constexpr int64_t kQ3KBlockBytes = 110;

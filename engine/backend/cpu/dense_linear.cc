@@ -52,8 +52,8 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
-  if (enc->ggml == kernels::cpu::GgmlBlockType::kQ3_K ||
-      enc->ggml == kernels::cpu::GgmlBlockType::kQ2_K) {
+  const bool as_q6k = enc->ggml && kernels::cpu::RunsAsQ6K(*enc->ggml);
+  if (as_q6k) {
     // The load-time rewrite walks whole 256-value blocks of every row: the bytes must be exactly
     // those (a GGUF reader's view is; a hand-made one may not be).
     const auto want = io::ByteSizeFor(weight.dtype, weight.shape[0] * weight.shape[1]);
@@ -65,9 +65,7 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
           weight.bytes.size()));
     }
   }
-  const bool tiles = enc->ggml && (kernels::cpu::fast::HasGgmlX16(*enc->ggml) ||
-                                    *enc->ggml == kernels::cpu::GgmlBlockType::kQ3_K ||
-                                    *enc->ggml == kernels::cpu::GgmlBlockType::kQ2_K);
+  const bool tiles = as_q6k || (enc->ggml && kernels::cpu::fast::HasGgmlX16(*enc->ggml));
   if (activations == DenseActivations::kInt8Block32 && !tiles) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, "
@@ -96,7 +94,7 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
       activations_(activations) {
   const uint8_t* src = weight_.bytes.data();
   namespace kc = kernels::cpu;
-  if (enc_.ggml == kc::GgmlBlockType::kQ3_K || enc_.ggml == kc::GgmlBlockType::kQ2_K) {
+  if (enc_.ggml && kc::RunsAsQ6K(*enc_.ggml)) {
     // Q3_K and Q2_K as Q6_K blocks (ggml_kquants_as_q6k.h), which every path below takes; Q2_K's
     // offsets as an f32 matrix [N, K / 16] for ForwardColumns. The Q6_K copy is kept only where
     // the layer reads its weights in place.
@@ -140,8 +138,8 @@ void DenseLinear::Init(const uint8_t* src) {
     // Int8 activations (Create checked the type has tiles): the 16-column tiles of int4_x16.h, one
     // layout for decode and batches, each type in its own form (Q4_K / Q5_K / Q6_K in the file's
     // numbers, 4.625 / 5.625 / 6.625 bits per weight).
-    if (weight_.dtype == io::DType::kQ3_K || weight_.dtype == io::DType::kQ2_K) {
-      // Their Q6_K rewrites' codes fit nibbles: kQ3_Kx16 tiles (4.625 bits per weight, not 6.5625).
+    if (!q6k_copy_.empty()) {
+      // A Q3_K / Q2_K rewrite's codes fit nibbles: kQ3_Kx16 tiles (4.625 bits per weight, not 6.5625).
       repacked_ = kernels::cpu::HugePageBuffer(kf::Q3_Kx16Bytes(n, k));
       const int64_t row_bytes = k / 256 * kernels::cpu::kQ6KBlockBytes;
       fast_ = kf::RepackColumnGroups(pool_, n, kf::Q3_Kx16Bytes(kf::kRepackGroupColumns, k),

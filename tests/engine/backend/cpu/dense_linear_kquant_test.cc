@@ -172,6 +172,44 @@ TEST(DenseLinearQ3KTest, RunsAsItsQ6KRewriteBitForBit) {
   }
 }
 
+// A Q2_K layer's outputs against a double sum of the reference dequantizer's weights (plus the
+// bias): with f32 activations within f32 accumulation and the panels' hi + lo split, with int8
+// activations within 2% of the outputs' range (int8 blocks of 32: well under 1%).
+struct Q2KReference {
+  std::vector<double> want, mag;
+
+  Q2KReference(const std::vector<uint8_t>& bytes, int64_t n, int64_t k, const std::vector<float>& x,
+               int64_t rows, const std::vector<float>& bias)
+      : want(rows * n), mag(rows * n) {
+    std::vector<float> w(k);
+    for (int64_t c = 0; c < n; ++c) {
+      kernels::cpu::DequantizeGgmlBlocks(kernels::cpu::GgmlBlockType::kQ2_K,
+                                         bytes.data() + c * (k / 256) * 84, k / 256, w.data());
+      for (int64_t m = 0; m < rows; ++m) {
+        want[m * n + c] = bias.empty() ? 0.0 : bias[c];
+        for (int64_t i = 0; i < k; ++i) {
+          want[m * n + c] += double(x[m * k + i]) * w[i];
+          mag[m * n + c] += std::abs(double(x[m * k + i])) * (std::abs(w[i]) + 1e-2);
+        }
+      }
+    }
+  }
+
+  void Expect(const std::vector<float>& y, int64_t k, DenseActivations acts,
+              const std::string& what) const {
+    double worst = 0, scale = 0;
+    for (size_t i = 0; i < y.size(); ++i) {
+      ASSERT_TRUE(std::isfinite(y[i])) << i;
+      if (acts == DenseActivations::kFloat) {
+        ASSERT_NEAR(y[i], want[i], (k + 64 + 3) * 0x1p-24 * mag[i] + 0x1p-16 * mag[i]) << i;
+      }
+      worst = std::max(worst, std::abs(y[i] - want[i]));
+      scale = std::max(scale, std::abs(want[i]));
+    }
+    EXPECT_LT(worst, 2e-2 * scale) << what;
+  }
+};
+
 // GGUF Q2_K runs as Q6_K blocks of its product terms plus an f32 product of its offsets with the
 // sums of x over each 16 (kernels/cpu/ggml_kquants_as_q6k.h): with f32 activations within f32
 // accumulation (and the panels' hi + lo split) of a double sum of the reference dequantizer's
@@ -189,34 +227,14 @@ TEST(DenseLinearQ2KTest, ProductAndOffsetTermsFollowTheReference) {
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("blk.0.ffn_up.weight"), std::string::npos);
   const std::vector<float> x = Normal(kRows * kK, rng);
-  std::vector<double> want(kRows * kN), mag(kRows * kN);
-  std::vector<float> w(kK);
-  for (int64_t n = 0; n < kN; ++n) {
-    kernels::cpu::DequantizeGgmlBlocks(kernels::cpu::GgmlBlockType::kQ2_K,
-                                       bytes.data() + n * (kK / 256) * 84, kK / 256, w.data());
-    for (int64_t m = 0; m < kRows; ++m) {
-      for (int64_t i = 0; i < kK; ++i) {
-        want[m * kN + n] += double(x[m * kK + i]) * w[i];
-        mag[m * kN + n] += std::abs(double(x[m * kK + i])) * (std::abs(w[i]) + 1e-2);
-      }
-    }
-  }
+  const Q2KReference ref(bytes, kN, kK, x, kRows, {});
   for (const DenseActivations acts : {DenseActivations::kFloat, DenseActivations::kInt8Block32}) {
     auto l = DenseLinear::Create(view, {}, &pool, acts);
     ASSERT_TRUE(l.ok()) << l.status();
     EXPECT_EQ((*l)->Describe().rfind("Q2_K (as Q6_K + offsets)", 0), 0u) << (*l)->Describe();
     EXPECT_EQ((*l)->weight_bytes(), static_cast<int64_t>(bytes.size()));  // the file's bytes
-    const std::vector<float> y = Forward(**l, x, kRows);
-    double worst = 0, scale = 0;
-    for (int64_t i = 0; i < kRows * kN; ++i) {
-      ASSERT_TRUE(std::isfinite(y[i])) << i;
-      if (acts == DenseActivations::kFloat) {
-        ASSERT_NEAR(y[i], want[i], (kK + 64 + 3) * 0x1p-24 * mag[i] + 0x1p-16 * mag[i]) << i;
-      }
-      worst = std::max(worst, std::abs(y[i] - want[i]));
-      scale = std::max(scale, std::abs(want[i]));
-    }
-    EXPECT_LT(worst, 2e-2 * scale) << (*l)->Describe();  // int8 blocks of 32: well under 1%
+    ref.Expect(Forward(**l, x, kRows), kK, acts, (*l)->Describe());
+    ASSERT_FALSE(HasFatalFailure());
     ExpectBatchInvariant(**l, x);
   }
 }
@@ -248,34 +266,14 @@ TEST(DenseLinearQ2KTest, BiasOddShapesAndNoPool) {
   std::normal_distribution<float> nd(0.0f, 1.0f);
   std::vector<float> x(rows * k);
   for (auto& v : x) v = nd(rng);
-  std::vector<double> want(rows * n), mag(rows * n);
-  std::vector<float> w(k);
-  for (int64_t c = 0; c < n; ++c) {
-    kernels::cpu::DequantizeGgmlBlocks(kernels::cpu::GgmlBlockType::kQ2_K,
-                                       bytes.data() + c * (k / 256) * 84, k / 256, w.data());
-    for (int64_t m = 0; m < rows; ++m) {
-      want[m * n + c] = bias[c];
-      for (int64_t i = 0; i < k; ++i) {
-        want[m * n + c] += double(x[m * k + i]) * w[i];
-        mag[m * n + c] += std::abs(double(x[m * k + i])) * (std::abs(w[i]) + 1e-2);
-      }
-    }
-  }
+  const Q2KReference ref(bytes, n, k, x, rows, bias);
   for (const DenseActivations acts : {DenseActivations::kFloat, DenseActivations::kInt8Block32}) {
     auto l = DenseLinear::Create(view, bias, nullptr, acts);
     ASSERT_TRUE(l.ok()) << l.status();
     std::vector<float> y(rows * n, std::nanf(""));
     (*l)->Forward(x.data(), rows, y.data());
-    double worst = 0, scale = 0;
-    for (int64_t i = 0; i < rows * n; ++i) {
-      ASSERT_TRUE(std::isfinite(y[i])) << i;
-      if (acts == DenseActivations::kFloat) {
-        ASSERT_NEAR(y[i], want[i], (k + 64 + 3) * 0x1p-24 * mag[i] + 0x1p-16 * mag[i]) << i;
-      }
-      worst = std::max(worst, std::abs(y[i] - want[i]));
-      scale = std::max(scale, std::abs(want[i]));
-    }
-    EXPECT_LT(worst, 2e-2 * scale) << (*l)->Describe();
+    ref.Expect(y, k, acts, (*l)->Describe());
+    ASSERT_FALSE(HasFatalFailure());
   }
 }
 
