@@ -68,10 +68,12 @@ bool IntBytesFast(const quant::LinearSpec& spec) {
          (group >= spec.k || (group % 16 == 0 && spec.k % group == 0));
 }
 
-// The GGUF part of a kernel label: the type ("q4_k"), and for Q3_K the form it runs in.
-std::string GgufKernelName(quant::WeightFormat f) {
+// The GGUF part of a kernel label: the type ("q4_k"), and for Q3_K (and Q2_K with exact
+// activations) the form it runs in; Q2_K's int8 tiles are its own (kQ2_Kx16).
+std::string GgufKernelName(quant::WeightFormat f, bool int8_activations) {
   std::string name(quant::WeightFormatName(f).substr(5));
-  if (f == quant::WeightFormat::kGgufQ3_K || f == quant::WeightFormat::kGgufQ2_K) {
+  if (f == quant::WeightFormat::kGgufQ3_K ||
+      (f == quant::WeightFormat::kGgufQ2_K && !int8_activations)) {
     name += "-as-q6_k";
   }
   return name;
@@ -258,12 +260,12 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufQ5_K:
     case WeightFormat::kGgufQ6_K:
     case WeightFormat::kGgufQ3_K:  // rewritten as Q6_K blocks at load (ggml_kquants_as_q6k.h)
-    case WeightFormat::kGgufQ2_K:  // the same, plus an f32 product with its offsets
+    case WeightFormat::kGgufQ2_K:  // int8: its own tiles; exact: as Q3_K plus an offset product
       if (Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && Int8TilesFast())) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;
         spec->activation_group = 32;
-        spec->kernel = absl::StrCat("cpu/gguf-", GgufKernelName(spec->weight_format), "-",
+        spec->kernel = absl::StrCat("cpu/gguf-", GgufKernelName(spec->weight_format, true), "-",
                                     Int8TileSuffix());
         break;
       }
@@ -273,7 +275,7 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       // dequantize block by block to an f32 tile first.
       const bool vector_decoder = spec->weight_format == WeightFormat::kGgufQ4_0 ||
                                   spec->weight_format == WeightFormat::kGgufQ8_0;
-      spec->kernel = absl::StrCat("cpu/gguf-", GgufKernelName(spec->weight_format),
+      spec->kernel = absl::StrCat("cpu/gguf-", GgufKernelName(spec->weight_format, false),
                                   vector_decoder ? "-fast" : "-dequant");
     }
   }

@@ -94,10 +94,13 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
       activations_(activations) {
   const uint8_t* src = weight_.bytes.data();
   namespace kc = kernels::cpu;
-  if (enc_.ggml && kc::RunsAsQ6K(*enc_.ggml)) {
+  const bool q2_tiles = enc_.ggml == kc::GgmlBlockType::kQ2_K &&
+                        activations_ == DenseActivations::kInt8Block32;
+  if (enc_.ggml && kc::RunsAsQ6K(*enc_.ggml) && !q2_tiles) {
     // Q3_K and Q2_K as Q6_K blocks (ggml_kquants_as_q6k.h), which every path below takes; Q2_K's
     // offsets as an f32 matrix [N, K / 16] for ForwardColumns. The Q6_K copy is kept only where
-    // the layer reads its weights in place.
+    // the layer reads its weights in place. Q2_K with int8 activations needs none of it: its own
+    // kQ2_Kx16 tiles (int4_x16.h) take the file's blocks.
     const bool q2 = enc_.ggml == kc::GgmlBlockType::kQ2_K;
     const int64_t rows = weight_.shape[0], blocks = weight_.shape[1] / 256;
     const int64_t block_bytes = q2 ? kc::kQ2KBlockBytes : kc::kQ3KBlockBytes;
@@ -276,7 +279,7 @@ void DenseLinear::ForwardColumns(const float* x, int64_t rows, float* y, ColumnS
     int8_t* qp = scratch.Alloc<int8_t>(rows * k);
     float* dp = scratch.Alloc<float>(rows * blocks);
     float* sp = scratch.Alloc<float>(rows * blocks);
-    // Q6_K scales half blocks: code sums per half (s2 the second halves').
+    // Q6_K, Q3_K and Q2_K scale half blocks: code sums per half (s2 the second halves').
     float* sp2 = kf::X16NeedsHalfSums(fast_.format) ? scratch.Alloc<float>(rows * blocks) : nullptr;
     ForRows(pool_, rows, [&](int64_t r0, int64_t r1) {
       kf::QuantizeActsInt4x16(x, k, r0, r1, qp, dp, sp, sp2);
@@ -374,9 +377,9 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
 }
 
 std::string DenseLinear::Describe() const {
-  const char* form = weight_.dtype == io::DType::kQ3_K   ? " (as Q6_K)"
-                     : weight_.dtype == io::DType::kQ2_K ? " (as Q6_K + offsets)"
-                                                         : "";
+  const char* form = weight_.dtype == io::DType::kQ3_K    ? " (as Q6_K)"
+                     : !q2k_offsets_.empty()              ? " (as Q6_K + offsets)"
+                                                          : "";
   const std::string dtype = absl::StrCat(io::DTypeName(weight_.dtype), form);
   if (bf16_fma_) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "f32",

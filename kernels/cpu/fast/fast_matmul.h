@@ -67,6 +67,9 @@ enum class FastFormat {
   // kQ6_Kx16's records with nibble codes only and zero point 4 (int4_x16.h): GGUF Q3_K, and Q2_K's
   // product terms, from their Q6_K rewrites (ggml_kquants_as_q6k.h); int8-activation kernels only.
   kQ3_Kx16,
+  // GGUF Q2_K in 16-column tiles (int4_x16.h: 2-bit codes, the file's f16 d / dmin per
+  // super-block and packed 4-bit scale / min bytes per 16); int8-activation kernels only.
+  kQ2_Kx16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

@@ -337,6 +337,32 @@ struct PortableOutput {
     return acc;
   }
 
+  // kQ2_Kx16: per half block, 2-bit codes, GGUF's affine form s = d·sc, o = dmin·m.
+  float Q2K(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
+    float acc = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* rec = tile + l.Scales(b);
+      const uint8_t* codes = tile + l.Codes(b);
+      uint16_t dh, mh;
+      std::memcpy(&dh, rec + 2 * c, 2);
+      std::memcpy(&mh, rec + 32 + 2 * c, 2);
+      const int64_t off = m * blocks + b;
+      for (int h = 0; h < 2; ++h) {
+        int32_t dot = 0;
+        for (int j = 16 * h; j < 16 * h + 16; ++j) {
+          const int u = (codes[internal::Q2KCodeOffset(c, j)] >> internal::Q2KCodeShift(j)) & 3;
+          dot += u * x[b * 32 + j];
+        }
+        const uint8_t sc = rec[64 + ((b % 8) * 2 + h) * kCols + c];
+        const float s = numeric::HalfToFloat(dh) * static_cast<float>(sc & 0xF);
+        const float o = numeric::HalfToFloat(mh) * static_cast<float>(sc >> 4);
+        const float t = std::fma(-o, h == 0 ? a.s[off] : a.s2[off], s * static_cast<float>(dot));
+        acc = std::fma(t, a.d[off], acc);
+      }
+    }
+    return acc;
+  }
+
   // kNvfp4x16: per half block, E2M1 through 2·e2m1 + 12, UE4M3 scales.
   float Nvfp4(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
     float acc = 0.0f;
@@ -437,6 +463,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
       const bool halves = w.format == FastFormat::kQ6_Kx16 || w.format == FastFormat::kQ3_Kx16;
       float acc = halves                              ? out.Q6K(tile, c, x, m)
                   : w.format == FastFormat::kNvfp4x16 ? out.Nvfp4(tile, c, x, m)
+                  : w.format == FastFormat::kQ2_Kx16  ? out.Q2K(tile, c, x, m)
                                                       : out.Blocks(tile, c, x, m);
       if (a.row_scale != nullptr) {  // fma(acc, α, bias)
         const float rs = a.row_scale[m * a.row_scale_stride];

@@ -9,8 +9,10 @@
 // pairs, under the file's own super-block and sub-block scales; Q6_K is the output and many
 // ffn_down / attn_v tensors of every K-quant model; FastFormat::kQ3_Kx16 is Q6_K's records with
 // the low nibbles alone under zero point 4, for GGUF Q3_K and Q2_K's product terms rewritten as
-// Q6_K, kernels/cpu/ggml_kquants_as_q6k.h), and MXFP4 (FastFormat::kMxfp4x16: E2M1
-// nibbles under an E8M0 scale per block of 32, W4A16 with int8 activations). llama.cpp's
+// Q6_K, kernels/cpu/ggml_kquants_as_q6k.h; FastFormat::kQ2_Kx16 is GGUF Q2_K in its own 2-bit
+// codes and packed scale bytes, 2.625 bits per weight as in the file), and MXFP4
+// (FastFormat::kMxfp4x16: E2M1 nibbles under an E8M0 scale per block of 32, W4A16 with int8
+// activations). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
 // 16 columns at once (one column per int32 lane) with 4 activation bytes broadcast to every lane,
 // so a block's integer total lands in its column's lane without the horizontal reductions a
@@ -53,7 +55,10 @@
 // codes 28 below Q6_K's, so every t is the same integer), w_s the half's d·sc
 // (exact in f32),
 // the block's activation scale d for both halves and the per-half code sums s / s2; every t is
-// the exact half-block integer Σ (u − 32)·x. kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
+// the exact half-block integer Σ (u − 32)·x. kQ2_Kx16 works per half block in GGUF's affine form:
+// s = d·(sc & 15), o = dmin·(sc >> 4) (both exact in f32), p = s · float(Σ u·x) over the half,
+// t = fma(−o, s_h, p) with the half's code sum s_h (s / s2), acc = fma(t, d_b, acc), the first
+// half before the second. kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
 // s = d·sc and o = dmin·m (both exact in f32): per block p = s · float(Σ u·x), t = fma(−o, s_b, p),
 // acc = fma(t, d_b, acc); kQ5_Kx16 the same with u the 5-bit code. kMxfp4x16: u = 2·e2m1 + 12,
 // z = 12 and w_s = 2^(e − 128) (the E8M0 scale 2^(e − 127) over the codes' factor 2), so t is the
@@ -107,19 +112,19 @@ FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 FastWeights RepackLegacyGgmlToUx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n,
                                    int64_t k, uint8_t* dst);
 
-// The GGUF block types with tiles (every one but MXFP4, Q2_K and Q3_K; DenseLinear rewrites Q3_K
-// and Q2_K as Q6_K first, into kQ3_Kx16), the bytes of an [n, k] matrix of one of them in its
-// tiles, and its repack (Q4_0 and Q8_0 as above, the K-quants as their kQ*_Kx16, Q4_1 / Q5_0 /
-// Q5_1 through RepackLegacyGgmlToUx16).
+// The GGUF block types with tiles (every one but MXFP4 and Q3_K; DenseLinear rewrites Q3_K as Q6_K
+// first, into kQ3_Kx16), the bytes of an [n, k] matrix of one of them in its tiles, and its
+// repack (Q4_0 and Q8_0 as above, the K-quants as their kQ*_Kx16, Q4_1 / Q5_0 / Q5_1 through
+// RepackLegacyGgmlToUx16).
 bool HasGgmlX16(GgmlBlockType type);
 int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k);
 FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                           uint8_t* dst);
 
-// Whether Int4x16Matmul needs the per-half code sums s2 for these tiles (NVFP4, Q6_K, Q3_K).
+// Whether Int4x16Matmul needs the per-half code sums s2 for these tiles (NVFP4, Q6_K, Q3_K, Q2_K).
 inline bool X16NeedsHalfSums(FastFormat format) {
   return format == FastFormat::kNvfp4x16 || format == FastFormat::kQ6_Kx16 ||
-         format == FastFormat::kQ3_Kx16;
+         format == FastFormat::kQ3_Kx16 || format == FastFormat::kQ2_Kx16;
 }
 
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes for the codes).
@@ -130,6 +135,12 @@ FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 // point 4, the f16 d and int8 scales per 16 as kQ6_Kx16 keeps them, 4.625 bits per weight.
 int64_t Q3_Kx16Bytes(int64_t n, int64_t k);
 FastWeights RepackQ6_KAsQ3_Kx16(const uint8_t* q6k_rows, int64_t n, int64_t k, uint8_t* dst);
+
+// GGUF Q2_K rows (k % 256 == 0) as kQ2_Kx16 (Q2_Kx16Bytes): the file's f16 d and dmin, its scale
+// bytes and 2-bit codes, 2.625 bits per weight (the Q6_K rewrite's tiles plus its f32 offsets
+// stream 6.625).
+int64_t Q2_Kx16Bytes(int64_t n, int64_t k);
+FastWeights RepackQ2_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
 // The same for kNvfp4Pairs weights (E2M1 pairs + UE4M3 block scales, alpha kept).
 FastWeights RepackNvfp4x16(const FastWeights& nvfp4_pairs, uint8_t* dst);
@@ -148,7 +159,8 @@ struct Int4x16Acts {
   const float* d = nullptr;
   const float* s = nullptr;
   // kNvfp4x16: d / s above are the first halves' (elements 0..15 of each block), these the second.
-  // kQ6_Kx16: s the first halves' code sums, s2 the second's (d2 unused: one d per block).
+  // kQ6_Kx16 / kQ3_Kx16 / kQ2_Kx16: s the first halves' code sums, s2 the second's (d2 unused:
+  // one d per block).
   const float* d2 = nullptr;
   const float* s2 = nullptr;
   const float* row_scale = nullptr;  // kNvfp4x16 W4A4: α(m) = row_scale[m * row_scale_stride]
@@ -176,7 +188,7 @@ void QuantizeNvfp4ActsInt4x16(const float* x, int64_t len, float g, int8_t* q, f
 float Nvfp4DynamicGlobalScaleFast(const float* x, int64_t n);
 
 // y[m, n] for n in [n_begin, n_end), the canonical order above, on Int4x16KernelInUse().
-// kNvfp4x16 and kQ6_Kx16 need the per-half sums s2 (QuantizeActsInt4x16 with s2).
+// The formats of X16NeedsHalfSums need the per-half sums s2 (QuantizeActsInt4x16 with s2).
 void Int4x16Matmul(const FastWeights& w, const Int4x16Acts& a, const float* bias, float* y,
                    int64_t n_begin, int64_t n_end);
 

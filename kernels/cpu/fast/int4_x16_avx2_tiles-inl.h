@@ -22,7 +22,7 @@ constexpr int64_t kCols = 16;
 // registers hold at 4 already (a few spill to L1); the decode of a code vector is shared by them.
 constexpr int kMaxRows = 4;
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ4K, kQ5K, kMxfp4, kNvfp4 };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4 };
 
 inline __m256i LoadHalf(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -183,6 +183,49 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   for (int64_t b = 0, j = 0; b < blocks; ++b) {
     const uint8_t* codes = record + layout.scale_bytes + j * layout.code_bytes;
     for (int h = 0; h < 2; ++h) {
+      if constexpr (kCodes == Codes::kQ2K) {  // per half, 2-bit codes, s = d·sc, o = dmin·m
+        const __m256 d_sb = Halves8(record + h * 16), m_sb = Halves8(record + 32 + h * 16);
+        const __m256i m3 = _mm256_set1_epi8(0x03);
+        for (int half = 0; half < 2; ++half) {
+          const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
+              reinterpret_cast<const __m128i*>(record + 64 + (j * 2 + half) * 16 + h * 8)));
+          const __m256 sw = _mm256_mul_ps(
+              d_sb, _mm256_cvtepi32_ps(_mm256_and_si256(sc, _mm256_set1_epi32(0xF))));
+          const __m256 zv = _mm256_mul_ps(m_sb, _mm256_cvtepi32_ps(_mm256_srli_epi32(sc, 4)));
+          const __m256i v = LoadHalf(codes + half * 64 + h * 32);
+          __m256i isum[MR];
+#if TESSERA_X16_DPBUSD
+          for (int r = 0; r < MR; ++r) isum[r] = _mm256_setzero_si256();
+          for (int sh = 0; sh < 4; ++sh) {
+            const __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * sh), m3);
+            for (int r = 0; r < MR; ++r) {
+              isum[r] = Dpbusd(isum[r], u, Bcast4(xrow[r] + b * 32 + 16 * half + 4 * sh));
+            }
+          }
+#else
+          // Four vpmaddubsw of codes ≤ 3 stay far inside int16 (4·2·3·127), then one vpmaddwd.
+          __m256i s16[MR];
+          for (int r = 0; r < MR; ++r) s16[r] = _mm256_setzero_si256();
+          for (int sh = 0; sh < 4; ++sh) {
+            const __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * sh), m3);
+            for (int r = 0; r < MR; ++r) {
+              s16[r] = _mm256_add_epi16(
+                  s16[r],
+                  _mm256_maddubs_epi16(u, Bcast4(xrow[r] + b * 32 + 16 * half + 4 * sh)));
+            }
+          }
+          for (int r = 0; r < MR; ++r) isum[r] = _mm256_madd_epi16(s16[r], ones);
+#endif
+          const float* xs = half == 0 ? a.s : a.s2;
+          for (int r = 0; r < MR; ++r) {
+            const int64_t off = (r0 + r) * blocks + b;
+            const __m256 p = _mm256_mul_ps(sw, _mm256_cvtepi32_ps(isum[r]));
+            const __m256 t = _mm256_fnmadd_ps(zv, _mm256_set1_ps(xs[off]), p);
+            acc[2 * r + h] = _mm256_fmadd_ps(t, _mm256_set1_ps(a.d[off]), acc[2 * r + h]);
+          }
+        }
+        continue;
+      }
       if constexpr (kCodes == Codes::kQ6K || kCodes == Codes::kQ3K) {  // per half, d·sc
         const __m256 d_sb = Halves8(record + h * 16);
         for (int half = 0; half < 2; ++half) {
@@ -302,6 +345,9 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
     case FastFormat::kQ3_Kx16:
       Tile<MR, Codes::kQ3K>(group, w, a, zs, r0, acc);
       break;
+    case FastFormat::kQ2_Kx16:
+      Tile<MR, Codes::kQ2K>(group, w, a, zs, r0, acc);
+      break;
     case FastFormat::kQ4_Kx16:
       Tile<MR, Codes::kQ4K>(group, w, a, zs, r0, acc);
       break;
@@ -351,9 +397,9 @@ void MatmulTiles(const FastWeights& w, const Int4x16Acts& a, const int32_t* zero
   // the same (Q8_0 and INT8 g128, M = 16 and 128, two alternations), and 3 stayed. Q4_K's affine
   // epilogue (two scale vectors per half block) spills at 4: 3 rows ran M = 128 218-239 GOP/s
   // against 155-222 (1.1b shapes, two alternations; Q6_K the other way, 164-189 against
-  // 182-207). The rest do best with 4.
+  // 182-207). The rest do best with 4. Q2_K has Q4_K's epilogue and takes 3 by that measure.
   const bool three = w.format == FastFormat::kQ8_0x16 || w.format == FastFormat::kU8x16 ||
-                     w.format == FastFormat::kQ4_Kx16;
+                     w.format == FastFormat::kQ4_Kx16 || w.format == FastFormat::kQ2_Kx16;
   const int64_t max_rows = three && !TESSERA_X16_DPBUSD ? 3 : kMaxRows;
   for (int64_t g = n_begin / kCols; g * kCols < n_end; ++g) {
     const int64_t c0 = std::max<int64_t>(n_begin - g * kCols, 0);

@@ -1,5 +1,5 @@
-// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K; Q3_K and Q2_K through their
-// Q6_K rewrites, ggml_kquants_as_q6k.h, into kQ3_Kx16) repacked into the 16-column
+// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q4_K, Q5_K, Q6_K; Q3_K through its Q6_K
+// rewrite, ggml_kquants_as_q6k.h, into kQ3_Kx16) repacked into the 16-column
 // tiles of int4_x16.h: each block's scales and codes moved to where int4_x16_layout.h puts them,
 // the file's numbers kept (the K-quants' f16 d / dmin and 6-bit or int8 sub-block scales) except
 // for Q4_1 / Q5_0 / Q5_1, which become per-group scale and zero point tiles.
@@ -255,9 +255,33 @@ FastWeights RepackQ6_KAsQ3_Kx16(const uint8_t* q6k_rows, int64_t n, int64_t k, u
                           });
 }
 
+int64_t Q2_Kx16Bytes(int64_t n, int64_t k) {
+  return internal::X16Bytes(FastFormat::kQ2_Kx16, n, k, 32);
+}
+
+FastWeights RepackQ2_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  // A ggml block: scales[16] (scale in the low nibble, min in the high), qs[64], f16 d, f16 dmin;
+  // element e's code is (qs[32·(e / 128) + e % 32] >> 2·((e % 128) / 32)) & 3, its scale byte
+  // scales[e / 16] (ggml-quants.c dequantize_row_q2_K).
+  const X16Layout l = X16Layout::Of(FastFormat::kQ2_Kx16, 32);
+  return RepackGgmlBlocks(FastFormat::kQ2_Kx16, GgmlBlockType::kQ2_K, 256, 84, ggml_rows, n, k, dst,
+                          [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
+                            uint8_t* rec = tile + l.Scales(sb * 8);
+                            std::memcpy(rec + 2 * c, blk + 80, 2);       // d
+                            std::memcpy(rec + 32 + 2 * c, blk + 82, 2);  // dmin
+                            for (int h = 0; h < 16; ++h) rec[64 + h * kCols + c] = blk[h];
+                            for (int e = 0; e < 256; ++e) {
+                              const int code =
+                                  (blk[16 + 32 * (e / 128) + e % 32] >> (2 * ((e % 128) / 32))) & 3;
+                              const int j = e % 32;
+                              tile[l.Codes(sb * 8 + e / 32) + internal::Q2KCodeOffset(c, j)] |=
+                                  static_cast<uint8_t>(code << internal::Q2KCodeShift(j));
+                            }
+                          });
+}
+
 bool HasGgmlX16(GgmlBlockType type) {
-  return type != GgmlBlockType::kMxfp4 && type != GgmlBlockType::kQ2_K &&
-         type != GgmlBlockType::kQ3_K;
+  return type != GgmlBlockType::kMxfp4 && type != GgmlBlockType::kQ3_K;
 }
 
 int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
@@ -267,11 +291,11 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
     case GgmlBlockType::kQ4_K: return Q4_Kx16Bytes(n, k);
     case GgmlBlockType::kQ5_K: return Q5_Kx16Bytes(n, k);
     case GgmlBlockType::kQ6_K: return Q6_Kx16Bytes(n, k);
+    case GgmlBlockType::kQ2_K: return Q2_Kx16Bytes(n, k);
     case GgmlBlockType::kQ4_1: return U4x16Bytes(n, k, 32);
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return U8x16Bytes(n, k, 32);
-    case GgmlBlockType::kQ2_K:
-    case GgmlBlockType::kQ3_K:  // both rewritten as Q6_K first (ggml_kquants_as_q6k.h)
+    case GgmlBlockType::kQ3_K:  // rewritten as Q6_K first (ggml_kquants_as_q6k.h)
     case GgmlBlockType::kMxfp4: break;
   }
   return 0;
@@ -285,14 +309,14 @@ FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
     case GgmlBlockType::kQ4_K: return RepackQ4_Kx16(ggml_rows, n, k, dst);
     case GgmlBlockType::kQ5_K: return RepackQ5_Kx16(ggml_rows, n, k, dst);
     case GgmlBlockType::kQ6_K: return RepackQ6_Kx16(ggml_rows, n, k, dst);
+    case GgmlBlockType::kQ2_K: return RepackQ2_Kx16(ggml_rows, n, k, dst);
     case GgmlBlockType::kQ4_1:
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return RepackLegacyGgmlToUx16(type, ggml_rows, n, k, dst);
-    case GgmlBlockType::kQ2_K:
     case GgmlBlockType::kQ3_K:
     case GgmlBlockType::kMxfp4: break;
   }
-  assert(false && "no tiles for MXFP4, Q2_K, Q3_K");
+  assert(false && "no tiles for MXFP4, Q3_K");
   return {};
 }
 

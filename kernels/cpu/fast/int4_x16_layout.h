@@ -11,7 +11,10 @@
 // the 6-bit scales sc [8 blocks][16] and mins m [8 blocks][16] a byte each; kQ6_Kx16 one
 // super-block after 320 bytes: d [16] as f16, then the int8 scales sc [16 halves][16] (and 32
 // bytes of padding), each block's codes as 256 bytes of low nibbles and 128 of high bit pairs;
-// kQ3_Kx16 kQ6_Kx16's records with the low nibbles alone (256 bytes per block);
+// kQ3_Kx16 kQ6_Kx16's records with the low nibbles alone (256 bytes per block); kQ2_Kx16 one
+// super-block after 320 bytes: d [16] and dmin [16] as f16, then the file's scale bytes (4-bit
+// scale low, 4-bit min high) [16 halves][16], each block's 2-bit codes as 128 bytes (one 64-byte
+// chunk per half block, Q2KCodeOffset);
 // kQ5_Kx16 kQ4_Kx16's records with each block's 256 bytes of nibbles followed by 64 of fifth bits;
 // kMxfp4x16 four blocks after 64 bytes of E8M0 scales [4 blocks][16] (MXFP4's 4.25 bits per weight).
 // Scale areas and code blocks are multiples of 64 bytes, so every load stays on its cache lines.
@@ -34,17 +37,19 @@ struct X16Layout {
   static X16Layout Of(FastFormat format, int64_t group_size) {
     X16Layout l;
     const bool q3_k = format == FastFormat::kQ3_Kx16;  // q6_k's records without the high pairs
+    const bool q2_k = format == FastFormat::kQ2_Kx16;  // q4_k's scale area size, 2-bit codes
     const bool q6_k = format == FastFormat::kQ6_Kx16 || q3_k;
     const bool q4_k = format == FastFormat::kQ4_Kx16 || format == FastFormat::kQ5_Kx16;
     const bool q5_k = format == FastFormat::kQ5_Kx16;  // q4_k's records plus fifth bits
     const bool bytes = format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16;
     const bool groups = format == FastFormat::kU4x16 || format == FastFormat::kU8x16;
     const bool mxfp4 = format == FastFormat::kMxfp4x16;
-    l.code_bytes = q3_k ? 256 : q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
-    l.blocks_per_record = groups ? group_size / 32 : (q4_k || q6_k) ? 8 : mxfp4 ? 4 : 2;
-    l.scale_bytes = groups ? 128 : (q4_k || q6_k) ? 320 : 64;
+    const bool super_blocks = q4_k || q6_k || q2_k;  // one GGUF super-block per record
+    l.code_bytes = q2_k ? 128 : q3_k ? 256 : q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
+    l.blocks_per_record = groups ? group_size / 32 : super_blocks ? 8 : mxfp4 ? 4 : 2;
+    l.scale_bytes = groups ? 128 : super_blocks ? 320 : 64;
     l.group_scales = groups;
-    l.block_scale_bytes = (q4_k || q6_k) ? 0 : mxfp4 ? 16 : 32;
+    l.block_scale_bytes = super_blocks ? 0 : mxfp4 ? 16 : 32;
     return l;
   }
   int64_t record_bytes() const { return scale_bytes + blocks_per_record * code_bytes; }
@@ -89,6 +94,14 @@ inline int64_t X16Bytes(FastFormat format, int64_t n, int64_t k, int64_t group_s
 // Offset of code j of column c in a block's byte codes (kQ8_0x16, kU8x16): chunk j / 4 of the
 // block holds K values 4q .. 4q + 3 of the 16 columns, 4 bytes per column.
 inline int64_t ByteCodeOffset(int64_t c, int j) { return (j / 4) * 64 + c * 4 + j % 4; }
+
+// Offset of code j (0..31) of column c in a kQ2_Kx16 block: chunk j / 16 (the half block) holds
+// its 16 K values for the 16 columns, 4 bytes per column; byte i of a column holds K = 16h + i in
+// bits 0-1, 16h + 4 + i in bits 2-3, 16h + 8 + i in bits 4-5 and 16h + 12 + i in bits 6-7, so that
+// (byte >> 2s) & 3 over the chunk is one vpdpbusd operand for K = 16h + 4s .. 16h + 4s + 3.
+// Returns the byte offset; the code's bit shift is Q2KCodeShift(j).
+inline int64_t Q2KCodeOffset(int64_t c, int j) { return (j / 16) * 64 + c * 4 + j % 4; }
+inline int Q2KCodeShift(int j) { return 2 * ((j % 16) / 4); }
 
 // Writes column c's nibble codes into a block's codes, given code(j) for j in 0..31.
 template <class Code>

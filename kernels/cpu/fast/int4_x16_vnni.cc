@@ -1,6 +1,6 @@
-// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, MXFP4, Q8_0, INT8, Q4_K, Q5_K
-// and Q6_K tiles). Intrinsics under target attributes (Highway 1.0.3 has no vpdpbusd); called only
-// after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
+// AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, MXFP4, Q8_0, INT8, Q2_K, Q3_K,
+// Q4_K, Q5_K and Q6_K tiles). Intrinsics under target attributes (Highway 1.0.3 has no
+// vpdpbusd); called only after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
 //
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
 // are split into low and high nibbles once, then every activation row of the tile (up to 8, kept
@@ -77,13 +77,14 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ4K, kQ5K, kMxfp4 };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4 };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
 // zero points; kQ4K / kQ5K: GGUF's affine form (f16 d, dmin per super-block, 6-bit scales and mins
 // per block; kQ5K adds a plane of fifth bits); kQ6K: f16 d and int8 scales per half block, zero
-// point 32, low nibbles plus high bit pairs; kMxfp4: E2M1 nibbles through the 2·e2m1 + 12 byte
-// table, zero point 12, E8M0 scale bytes; else f16 block scales and zero point 8 (Q4_0 nibbles)
+// point 32, low nibbles plus high bit pairs; kQ2K: the affine form per half block (f16 d, dmin per
+// super-block, a byte of 4-bit scale and min per half), 2-bit codes; kMxfp4: E2M1 nibbles through
+// the 2·e2m1 + 12 byte table, zero point 12, E8M0 scale bytes; else f16 block scales and zero point 8 (Q4_0 nibbles)
 // or 128 (Q8_0 bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
 // zs: −z·s per row, block (and half: [rows][blocks][halves]) for the integer zero points
 // (ZeroPointOf, int4_x16.cc), else unused.
@@ -96,10 +97,12 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
   constexpr bool kFifth = kCodes == Codes::kQ5K;  // a plane of fifth bits after the nibbles
   constexpr bool kE2m1 = kCodes == Codes::kMxfp4;
-  constexpr int64_t kBlockBytes = kHighPairs ? 384 : kFifth ? 320 : kBytes ? 512 : 256;
+  constexpr bool kTwoBit = kCodes == Codes::kQ2K;
+  constexpr int64_t kBlockBytes =
+      kTwoBit ? 128 : kHighPairs ? 384 : kFifth ? 320 : kBytes ? 512 : 256;
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
-  constexpr int64_t kScaleBytes = kGroupScales ? 128 : (kHalves || kAffine) ? 320 : 64;
+  constexpr int64_t kScaleBytes = kGroupScales ? 128 : (kHalves || kAffine || kTwoBit) ? 320 : 64;
   constexpr bool kIntZero = kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kE2m1;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
@@ -107,6 +110,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   // The walk below hard-codes the record geometry for speed; it must be the layout's.
   HWY_DASSERT(layout.scale_bytes == kScaleBytes && layout.code_bytes == kBlockBytes);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
+  const __m512i m3 = _mm512_set1_epi8(0x03);
   const __m512i lut = TwiceE2m1Plus12Table();
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
@@ -114,6 +118,45 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
   const uint8_t* record = group;  // the record of block b; block b is its j-th
   for (int64_t b = 0, j = 0; b < blocks; ++b) {
+    if constexpr (kTwoBit) {
+      // Q2_K: per half of 16 K, one 64-byte chunk whose bit pairs 2s, 2s + 1 are the codes of
+      // K = 16h + 4s .. 16h + 4s + 3 (int4_x16_layout.h Q2KCodeOffset), so each shift-and-mask
+      // is one vpdpbusd operand; s = d·(sc & 15) and o = dmin·(sc >> 4) from the half's byte.
+      const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
+      PrefetchAhead<kBlockBytes>(codes, prefetch);
+      const __m512 d_sb =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record)));
+      const __m512 m_sb =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + 32)));
+      for (int h = 0; h < 2; ++h) {
+        const __m512i sc = _mm512_cvtepu8_epi32(
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(record + 64 + (j * 2 + h) * 16)));
+        const __m512 sw = _mm512_mul_ps(
+            d_sb, _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(0xF))));
+        const __m512 zv = _mm512_mul_ps(m_sb, _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
+        const __m512i v = _mm512_loadu_si512(codes + h * 64);
+        __m512i isum[MR];
+        for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
+        for (int sh = 0; sh < 4; ++sh) {
+          const __m512i u = _mm512_and_si512(sh == 0 ? v : _mm512_srli_epi16(v, 2 * sh), m3);
+          for (int r = 0; r < MR; ++r) {
+            isum[r] = DpbusdBcast(isum[r], u, xrow[r] + b * 32 + 16 * h + 4 * sh);
+          }
+        }
+        const float* xs = h == 0 ? a.s : a.s2;
+        for (int r = 0; r < MR; ++r) {
+          const int64_t off = (r0 + r) * blocks + b;
+          const __m512 p = _mm512_mul_ps(sw, _mm512_cvtepi32_ps(isum[r]));
+          const __m512 t = _mm512_fnmadd_ps(zv, _mm512_set1_ps(xs[off]), p);
+          acc[r] = _mm512_fmadd_ps(t, _mm512_set1_ps(a.d[off]), acc[r]);
+        }
+      }
+      if (++j == per_record) {
+        j = 0;
+        record += record_bytes;
+      }
+      continue;
+    }
     if constexpr (kHalves) {
       // Q6_K: two halves of 16 K (nibble chunks 0-1 and 2-3), each with its own scale d·sc and
       // code sum; the codes are the low nibbles with their high bit pairs ORed back in (kQ3K:
@@ -305,6 +348,8 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
     Tile<MR, Codes::kQ6K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ3_Kx16) {
     Tile<MR, Codes::kQ3K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
+  } else if (w.format == FastFormat::kQ2_Kx16) {
+    Tile<MR, Codes::kQ2K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ4_Kx16) {
     Tile<MR, Codes::kQ4K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kQ5_Kx16) {

@@ -21,6 +21,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/bf16_dot_matmul.h"
 #include "kernels/cpu/fast/float_panel_matmul.h"
+#include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "kernels/cpu/ggml_dequant.h"
 #include "kernels/cpu/ggml_kquants_as_q6k.h"
@@ -210,10 +211,11 @@ struct Q2KReference {
   }
 };
 
-// GGUF Q2_K runs as Q6_K blocks of its product terms plus an f32 product of its offsets with the
-// sums of x over each 16 (kernels/cpu/ggml_kquants_as_q6k.h): with f32 activations within f32
+// GGUF Q2_K with f32 activations runs as Q6_K blocks of its product terms plus an f32 product of
+// its offsets with the sums of x over each 16 (kernels/cpu/ggml_kquants_as_q6k.h), within f32
 // accumulation (and the panels' hi + lo split) of a double sum of the reference dequantizer's
-// weights, with int8 activations within their rounding; both batch-invariant, labelled.
+// weights; with int8 activations on its own kQ2_Kx16 tiles (no rewrite, the file's bytes), within
+// their rounding; both batch-invariant, labelled.
 TEST(DenseLinearQ2KTest, ProductAndOffsetTermsFollowTheReference) {
   std::mt19937 rng(22);
   kernels::cpu::ThreadPool pool(2);
@@ -231,8 +233,15 @@ TEST(DenseLinearQ2KTest, ProductAndOffsetTermsFollowTheReference) {
   for (const DenseActivations acts : {DenseActivations::kFloat, DenseActivations::kInt8Block32}) {
     auto l = DenseLinear::Create(view, {}, &pool, acts);
     ASSERT_TRUE(l.ok()) << l.status();
-    EXPECT_EQ((*l)->Describe().rfind("Q2_K (as Q6_K + offsets)", 0), 0u) << (*l)->Describe();
+    const bool exact = acts == DenseActivations::kFloat;
+    EXPECT_EQ((*l)->Describe().rfind(exact ? "Q2_K (as Q6_K + offsets)" : "Q2_K x q8_0 act", 0), 0u)
+        << (*l)->Describe();
     EXPECT_EQ((*l)->weight_bytes(), static_cast<int64_t>(bytes.size()));  // the file's bytes
+    if (!exact) {  // the tiles alone (the file's bytes per weight), no offsets beside them
+      const auto spans = (*l)->weight_spans();
+      ASSERT_EQ(spans.size(), 1u);
+      EXPECT_EQ(spans[0].size, kernels::cpu::fast::Q2_Kx16Bytes(kN, kK));
+    }
     ref.Expect(Forward(**l, x, kRows), kK, acts, (*l)->Describe());
     ASSERT_FALSE(HasFatalFailure());
     ExpectBatchInvariant(**l, x);
