@@ -1,6 +1,7 @@
 // BM_Int4x16Matmul of tessera_matmul_bench: the 16-column int8-activation VNNI tiles
 // (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, Q3_K (its kQ3_Kx16 nibble
-// tiles; `weight_GB/s` counts the file's 3.4375 bits per weight), INT4 / INT8 weight-only,
+// tiles; `weight_GB/s` counts the file's 3.4375 bits per weight), Q2_K (its own 2-bit tiles, the
+// file's 2.625 bits per weight), INT4 / INT8 weight-only,
 // NVFP4 and MXFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of
 // matmul_bench.cc.
 #include <benchmark/benchmark.h>
@@ -47,6 +48,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   if (fmt == "Q6_K") stored = n * (k / 256) * 210;
   if (fmt == "Q4_K") stored = n * (k / 256) * 144;
   if (fmt == "Q3_K") stored = n * (k / 256) * 110;
+  if (fmt == "Q2_K") stored = n * (k / 256) * 84;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
@@ -63,6 +65,20 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
       kernels::cpu::Q3KBlocksAsQ6K(q3.data(), blocks, q6.data());
       c.tiles = kernels::cpu::HugePageBuffer(kf::Q3_Kx16Bytes(n, k));
       c.fw = kf::RepackQ6_KAsQ3_Kx16(q6.data(), n, k, c.tiles.data());
+      continue;
+    }
+    if (fmt == "Q2_K") {  // random codes and scale bytes, sane f16 d and dmin (bytes 80-83)
+      c.src.resize(stored);
+      for (auto& b : c.src) b = static_cast<uint8_t>(rng());
+      for (int64_t i = 0; i < stored / 84; ++i) {
+        const uint16_t h = numeric::FloatToHalf(1e-4f + 1e-3f * (rng() % 100) / 100.0f);
+        std::memcpy(c.src.data() + i * 84 + 80, &h, 2);
+        std::memcpy(c.src.data() + i * 84 + 82, &h, 2);
+      }
+      c.tiles = kernels::cpu::HugePageBuffer(kf::Q2_Kx16Bytes(n, k));
+      c.fw = kf::RepackQ2_Kx16(c.src.data(), n, k, c.tiles.data());
+      c.src.clear();
+      c.src.shrink_to_fit();
       continue;
     }
     if (fmt == "Q6_K" || fmt == "Q4_K") {
@@ -150,7 +166,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   std::vector<int8_t> q(m * k);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (auto& v : x) v = nd(rng);
-  const bool halves = fmt == "NVFP4" || fmt == "Q6_K" || fmt == "Q3_K";  // per-half code sums
+  const bool halves = kf::X16NeedsHalfSums(copies[0].fw.format);  // per-half code sums
   size_t next = 0;
   for (auto _ : state) {
     const kf::FastWeights& fw = copies[next].fw;
@@ -190,7 +206,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
 
 void RegisterInt4x16Benchmarks(std::span<const Shape> gemm) {
   for (const char* f :
-       {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K", "Q4_K", "Q3_K"}) {
+       {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K", "Q4_K", "Q3_K", "Q2_K"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }
