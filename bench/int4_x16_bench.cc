@@ -1,7 +1,8 @@
 // BM_Int4x16Matmul of tessera_matmul_bench: the 16-column int8-activation VNNI tiles
 // (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, Q3_K (its kQ3_Kx16 nibble
 // tiles; `weight_GB/s` counts the file's 3.4375 bits per weight), Q2_K (its own 2-bit tiles, the
-// file's 2.625 bits per weight), INT4 / INT8 weight-only,
+// file's 2.625 bits per weight), IQ4_NL / IQ4_XS (nibbles through kvalues_iq4nl), INT4 / INT8
+// weight-only,
 // NVFP4 and MXFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of
 // matmul_bench.cc.
 #include <benchmark/benchmark.h>
@@ -49,6 +50,8 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   if (fmt == "Q4_K") stored = n * (k / 256) * 144;
   if (fmt == "Q3_K") stored = n * (k / 256) * 110;
   if (fmt == "Q2_K") stored = n * (k / 256) * 84;
+  if (fmt == "IQ4_NL") stored = n * blocks * 18;
+  if (fmt == "IQ4_XS") stored = n * (k / 256) * 136;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
@@ -65,6 +68,22 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
       kernels::cpu::Q3KBlocksAsQ6K(q3.data(), blocks, q6.data());
       c.tiles = kernels::cpu::HugePageBuffer(kf::Q3_Kx16Bytes(n, k));
       c.fw = kf::RepackQ6_KAsQ3_Kx16(q6.data(), n, k, c.tiles.data());
+      continue;
+    }
+    if (fmt == "IQ4_NL" || fmt == "IQ4_XS") {  // random codes (and scales), a sane f16 d first
+      const auto type = fmt == "IQ4_NL" ? kernels::cpu::GgmlBlockType::kIq4Nl
+                                        : kernels::cpu::GgmlBlockType::kIq4Xs;
+      const int64_t bb = kernels::cpu::GetGgmlBlockInfo(type).bytes;
+      c.src.resize(stored);
+      for (auto& b : c.src) b = static_cast<uint8_t>(rng());
+      for (int64_t i = 0; i < stored / bb; ++i) {
+        const uint16_t h = numeric::FloatToHalf(1e-4f + 1e-3f * (rng() % 100) / 100.0f);
+        std::memcpy(c.src.data() + i * bb, &h, 2);
+      }
+      c.tiles = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(type, n, k));
+      c.fw = kf::RepackGgmlX16(type, c.src.data(), n, k, c.tiles.data());
+      c.src.clear();
+      c.src.shrink_to_fit();
       continue;
     }
     if (fmt == "Q2_K") {  // random codes and scale bytes, sane f16 d and dmin (bytes 80-83)
@@ -206,7 +225,8 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
 
 void RegisterInt4x16Benchmarks(std::span<const Shape> gemm) {
   for (const char* f :
-       {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K", "Q4_K", "Q3_K", "Q2_K"}) {
+       {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K", "Q4_K", "Q3_K", "Q2_K",
+        "IQ4_NL", "IQ4_XS"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }

@@ -8,7 +8,7 @@
 namespace tessera::io {
 namespace {
 
-constexpr int kNumDTypes = static_cast<int>(DType::kMxfp4Gguf) + 1;
+constexpr int kNumDTypes = static_cast<int>(DType::kIq4Xs) + 1;
 
 constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {"BOOL", {1, 1}, false, false},
@@ -46,6 +46,8 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {"Q6_K", {256, 210}, false, true},
     {"Q8_K", {256, 292}, false, true},
     {"MXFP4", {32, 17}, false, true},
+    {"IQ4_NL", {32, 18}, false, true},
+    {"IQ4_XS", {256, 136}, false, true},
 }};
 
 struct GgmlMapping {
@@ -60,7 +62,7 @@ constexpr GgmlMapping kGgml[] = {
     {10, DType::kQ2_K}, {11, DType::kQ3_K}, {12, DType::kQ4_K}, {13, DType::kQ5_K},
     {14, DType::kQ6_K}, {15, DType::kQ8_K}, {24, DType::kI8},   {25, DType::kI16},
     {26, DType::kI32},  {27, DType::kI64},  {28, DType::kF64},  {30, DType::kBF16},
-    {39, DType::kMxfp4Gguf},
+    {20, DType::kIq4Nl},  {23, DType::kIq4Xs},  {39, DType::kMxfp4Gguf},
 };
 
 }  // namespace
@@ -102,6 +104,8 @@ std::optional<kernels::cpu::GgmlBlockType> GgmlBlockTypeOf(DType dtype) {
     case DType::kQ5_K: return GgmlBlockType::kQ5_K;
     case DType::kQ6_K: return GgmlBlockType::kQ6_K;
     case DType::kMxfp4Gguf: return GgmlBlockType::kMxfp4;
+    case DType::kIq4Nl: return GgmlBlockType::kIq4Nl;
+    case DType::kIq4Xs: return GgmlBlockType::kIq4Xs;
     default: return std::nullopt;
   }
 }

@@ -22,6 +22,7 @@ enum class DType : uint8_t {
   // GGUF block types (ggml-common.h). Values run along ne0 (= K for a linear weight).
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ8_1, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kQ8_K,
   kMxfp4Gguf,
+  kIq4Nl, kIq4Xs,  // ggml's non-linear 4-bit types (codes through kvalues_iq4nl)
 };
 
 // Elements per block and bytes per block (design.md §2 "BlockParameters").
@@ -44,7 +45,8 @@ inline absl::string_view DTypeName(DType dtype) { return GetDTypeInfo(dtype).nam
 absl::StatusOr<DType> ParseSafetensorsDType(absl::string_view name);
 
 // Maps a ggml type id (GGUF tensor info) to a DType; nullopt for ids we do not support
-// (IQ*, TQ*, and unknown future ids), so the caller can name the tensor in its error.
+// (IQ* but IQ4_NL / IQ4_XS, TQ*, and unknown future ids), so the caller can name the tensor in
+// its error.
 std::optional<DType> DTypeFromGgmlType(uint32_t ggml_type);
 // The ggml type id of a DType that a GGUF file can hold; nullopt otherwise.
 std::optional<uint32_t> GgmlTypeFromDType(DType dtype);

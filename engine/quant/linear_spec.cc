@@ -27,6 +27,8 @@ absl::string_view WeightFormatName(WeightFormat f) {
     case WeightFormat::kGgufQ6_K: return "gguf_q6_k";
     case WeightFormat::kGgufQ2_K: return "gguf_q2_k";
     case WeightFormat::kGgufQ3_K: return "gguf_q3_k";
+    case WeightFormat::kGgufIq4Nl: return "gguf_iq4_nl";
+    case WeightFormat::kGgufIq4Xs: return "gguf_iq4_xs";
   }
   return "?";
 }

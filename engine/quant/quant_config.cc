@@ -36,6 +36,8 @@ std::optional<WeightFormat> DenseFormatOf(io::DType d) {
     case io::DType::kQ6_K: return WeightFormat::kGgufQ6_K;
     case io::DType::kQ2_K: return WeightFormat::kGgufQ2_K;
     case io::DType::kQ3_K: return WeightFormat::kGgufQ3_K;
+    case io::DType::kIq4Nl: return WeightFormat::kGgufIq4Nl;
+    case io::DType::kIq4Xs: return WeightFormat::kGgufIq4Xs;
     default: return std::nullopt;
   }
 }

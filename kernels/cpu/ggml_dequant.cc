@@ -210,6 +210,8 @@ GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type) {
     case GgmlBlockType::kQ5_K: return {256, 176};
     case GgmlBlockType::kQ6_K: return {256, 210};
     case GgmlBlockType::kMxfp4: return {32, 17};
+    case GgmlBlockType::kIq4Nl: return {32, 18};
+    case GgmlBlockType::kIq4Xs: return {256, 136};
   }
   return {1, 1};
 }
@@ -281,6 +283,46 @@ void Q3KCodes(const uint8_t* block, int8_t* codes, int8_t* scales) {
   }
 }
 
+namespace {
+
+// block_iq4_nl: f16 d, qs[16]; element j < 16 is the low nibble of qs[j], j >= 16 the high
+// nibble of qs[j − 16] (dequantize_row_iq4_nl).
+void DequantIq4Nl(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * static_cast<float>(kIq4NlValues[b[2 + j] & 0xF]);
+    y[j + 16] = d * static_cast<float>(kIq4NlValues[b[2 + j] >> 4]);
+  }
+}
+
+}  // namespace
+
+int Iq4XsScale(const uint8_t* block, int j) {
+  uint16_t scales_h;
+  std::memcpy(&scales_h, block + 2, 2);
+  const int low = (block[4 + j / 2] >> (4 * (j % 2))) & 0xF;
+  const int high = (scales_h >> (2 * j)) & 3;
+  return (low | (high << 4)) - 32;
+}
+
+namespace {
+
+// block_iq4_xs: f16 d, u16 scales_h, scales_l[4], qs[128]; sub-block j of 32 values has
+// dl = d·(ls − 32) and IQ4_NL's nibble order within its 16 bytes of qs (dequantize_row_iq4_xs).
+void DequantIq4Xs(const uint8_t* b, float* y) {
+  const float d = Half(b);
+  for (int j = 0; j < 8; ++j) {
+    const float dl = d * static_cast<float>(Iq4XsScale(b, j));
+    const uint8_t* qs = b + 8 + 16 * j;
+    for (int l = 0; l < 16; ++l) {
+      y[32 * j + l] = dl * static_cast<float>(kIq4NlValues[qs[l] & 0xF]);
+      y[32 * j + l + 16] = dl * static_cast<float>(kIq4NlValues[qs[l] >> 4]);
+    }
+  }
+}
+
+}  // namespace
+
 void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks, float* dst) {
   void (*fn)(const uint8_t*, float*) = nullptr;
   switch (type) {
@@ -295,6 +337,8 @@ void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks
     case GgmlBlockType::kQ5_K: fn = DequantQ5_K; break;
     case GgmlBlockType::kQ6_K: fn = DequantQ6_K; break;
     case GgmlBlockType::kMxfp4: fn = DequantMxfp4; break;
+    case GgmlBlockType::kIq4Nl: fn = DequantIq4Nl; break;
+    case GgmlBlockType::kIq4Xs: fn = DequantIq4Xs; break;
   }
   const GgmlBlockInfo info = GetGgmlBlockInfo(type);
   for (int64_t i = 0; i < blocks; ++i) fn(src + i * info.bytes, dst + i * info.elements);

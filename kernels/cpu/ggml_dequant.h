@@ -9,8 +9,13 @@
 namespace tessera::kernels::cpu {
 
 enum class GgmlBlockType {
-  kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kMxfp4
+  kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kMxfp4, kIq4Nl, kIq4Xs
 };
+
+// ggml-common.h kvalues_iq4nl: the values IQ4_NL and IQ4_XS codes stand for (w = d·kv[code],
+// IQ4_XS with d the block's f16 d times its 6-bit scale minus 32).
+inline constexpr int8_t kIq4NlValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
 
 struct GgmlBlockInfo {
   int64_t elements;  // values per block
@@ -49,6 +54,10 @@ void Q6KCodes(const uint8_t* block, uint8_t* codes, float* scales);
 // sixteen 6-bit scales minus 32 ([−32, 31]), one per 16 values: w[e] = (d·sc[e / 16])·codes[e] as
 // dequantize_row_q3_K computes it (d the block's f16 d).
 void Q3KCodes(const uint8_t* block, int8_t* codes, int8_t* scales);
+
+// The 6-bit scale of sub-block j (0..7, 32 values) of one 136-byte IQ4_XS block, minus 32
+// ([−32, 31]): dequantize_row_iq4_xs's ls − 32 from scales_l and scales_h.
+int Iq4XsScale(const uint8_t* block, int j);
 
 }  // namespace tessera::kernels::cpu
 

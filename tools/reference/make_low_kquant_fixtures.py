@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Golden fixtures for GGUF Q2_K and Q3_K (llama.cpp's 2- and 3-bit K-quants).
+"""Golden fixtures for GGUF Q2_K and Q3_K (llama.cpp's 2- and 3-bit K-quants) and IQ4_NL /
+IQ4_XS (its non-linear 4-bit types: codes through a 16-entry int8 table).
 
 Writes, under tests/data/io/gguf/:
   low_kquants.gguf
@@ -13,6 +14,9 @@ Writes, under tests/data/io/gguf/:
       For every tensor, an F32 tensor of the same name holding what gguf-py
       dequantizes (GGUFReader + gguf.quants.dequantize: its own numpy port of
       ggml-quants.c's dequantize_row_q2_K / q3_K), shape = GGUF dims reversed.
+  iq4_blocks.gguf, iq4_blocks.expected.safetensors
+      The same for tensors "iq4_nl" and "iq4_xs" of [3, 512] random blocks (f16 d as above)
+      and "iq4_nl_edges" / "iq4_xs_edges" (the same four kinds of edge blocks).
 
 Only numpy, gguf and safetensors are needed (pins in requirements.txt):
     python3 -m venv /tmp/lowk && /tmp/lowk/bin/pip install gguf==0.19.0 \\
@@ -35,7 +39,8 @@ OUT = Path(__file__).resolve().parents[2] / "tests" / "data" / "io" / "gguf"
 ROWS, COLS = 3, 512
 # Byte offsets of the f16 scales inside a block: Q2_K scales[16] qs[64] d dmin; Q3_K hmask[32]
 # qs[64] scales[12] d.
-SCALE_AT = {QT.Q2_K: (80, 82), QT.Q3_K: (108,)}
+# IQ4_NL d qs[16]; IQ4_XS d scales_h scales_l[4] qs[128].
+SCALE_AT = {QT.Q2_K: (80, 82), QT.Q3_K: (108,), QT.IQ4_NL: (0,), QT.IQ4_XS: (0,)}
 
 
 def halves(values) -> np.ndarray:
@@ -66,10 +71,10 @@ def edge_blocks(rng: np.random.Generator, qt: QT) -> np.ndarray:
     return np.concatenate([zeros, ones, negative, subnormal])
 
 
-def build() -> list[tuple[str, np.ndarray, QT]]:
-    rng = np.random.default_rng(20261127)
+def build(seed: int, types) -> list[tuple[str, np.ndarray, QT]]:
+    rng = np.random.default_rng(seed)
     out = []
-    for name, qt in (("q2_k", QT.Q2_K), ("q3_k", QT.Q3_K)):
+    for name, qt in types:
         block_size, _ = gguf.GGML_QUANT_SIZES[qt]
         blocks = random_blocks(rng, qt, ROWS * COLS // block_size)
         out.append((name, blocks.reshape(ROWS, -1), qt))
@@ -77,12 +82,11 @@ def build() -> list[tuple[str, np.ndarray, QT]]:
     return out
 
 
-def main() -> int:
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / "low_kquants.gguf"
+def write(stem: str, tensors) -> None:
+    path = OUT / f"{stem}.gguf"
     w = gguf.GGUFWriter(str(path), arch="llama")
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
-    for name, arr, qt in build():
+    for name, arr, qt in tensors:
         w.add_tensor(name, arr, raw_dtype=qt)  # uint8 byte shape -> element shape
     w.write_header_to_file()
     w.write_kv_data_to_file()
@@ -96,11 +100,17 @@ def main() -> int:
         expected[t.name] = np.ascontiguousarray(values.reshape(shape))
         finite = np.isfinite(expected[t.name]).all()
         print(f"{t.name}: {t.tensor_type.name} {shape}, all finite: {finite}")
-    save_file(expected, str(OUT / "low_kquants.expected.safetensors"),
+    save_file(expected, str(OUT / f"{stem}.expected.safetensors"),
               # One key: safetensors orders __metadata__ keys at random, and the committed file
               # must come out byte for byte the same.
               metadata={"oracle": "gguf-py 0.19.0 GGUFReader + gguf.quants.dequantize "
-                                  "of low_kquants.gguf"})
+                                  f"of {stem}.gguf"})
+
+
+def main() -> int:
+    OUT.mkdir(parents=True, exist_ok=True)
+    write("low_kquants", build(20261127, (("q2_k", QT.Q2_K), ("q3_k", QT.Q3_K))))
+    write("iq4_blocks", build(20261128, (("iq4_nl", QT.IQ4_NL), ("iq4_xs", QT.IQ4_XS))))
     return 0
 
 

@@ -261,6 +261,8 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufQ6_K:
     case WeightFormat::kGgufQ3_K:  // rewritten as Q6_K blocks at load (ggml_kquants_as_q6k.h)
     case WeightFormat::kGgufQ2_K:  // int8: its own tiles; exact: as Q3_K plus an offset product
+    case WeightFormat::kGgufIq4Nl:  // nibbles through kvalues_iq4nl (int4_x16.h)
+    case WeightFormat::kGgufIq4Xs:
       if (Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && Int8TilesFast())) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;

@@ -454,6 +454,8 @@ void FastMatmulImpl(const FastWeights& w, const float* x, int64_t rows, const fl
     case FastFormat::kMxfp4x16:
     case FastFormat::kQ3_Kx16:
     case FastFormat::kQ2_Kx16:
+    case FastFormat::kIq4Nlx16:
+    case FastFormat::kIq4Xsx16:
       break;  // int8-activation kernels only (int4_x16.h)
     case FastFormat::kBf16Pairs:
       break;  // Bf16DotMatmul only

@@ -70,6 +70,11 @@ enum class FastFormat {
   // GGUF Q2_K in 16-column tiles (int4_x16.h: 2-bit codes, the file's f16 d / dmin per
   // super-block and packed 4-bit scale / min bytes per 16); int8-activation kernels only.
   kQ2_Kx16,
+  // GGUF IQ4_NL in kQ4_0x16's tiles, its nibbles read through kvalues_iq4nl; IQ4_XS the same codes
+  // under records of a super-block (f16 d, int8 scales per block of 32: int4_x16.h);
+  // int8-activation kernels only.
+  kIq4Nlx16,
+  kIq4Xsx16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,

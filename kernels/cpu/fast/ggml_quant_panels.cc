@@ -55,6 +55,10 @@ Mapping MappingOf(GgmlBlockType type) {
       return {QuantDecode::kInt8, 32, 128, true, true};
     case GgmlBlockType::kMxfp4:
       return {QuantDecode::kMxfp4, 32, 0, false};
+    case GgmlBlockType::kIq4Nl:  // kvalues_iq4nl + 128 as byte codes under Q8_0's centre
+      return {QuantDecode::kInt8, 32, 128, true, true};
+    case GgmlBlockType::kIq4Xs:  // the same under f32 scales d·(ls − 32)
+      return {QuantDecode::kInt8, 32, 128, true};
     case GgmlBlockType::kQ2_K:
     case GgmlBlockType::kQ3_K:
       break;  // no panels (GgmlQuantPanelsSupported)
@@ -112,6 +116,21 @@ void UnpackBlock(GgmlBlockType type, const uint8_t* b, uint8_t* codes, float* sc
       Q6KCodes(b, codes, scales);
       std::fill(offsets, offsets + 16, 0.0f);
       return;
+    case GgmlBlockType::kIq4Nl:
+    case GgmlBlockType::kIq4Xs: {
+      // w = d·kv (IQ4_XS: d·(ls − 32)·kv) = scale · (code − 128) with code = kv + 128.
+      const bool xs = type == GgmlBlockType::kIq4Xs;
+      for (int j = 0; j < (xs ? 8 : 1); ++j) {
+        const uint8_t* qs = b + (xs ? 8 + 16 * j : 2);
+        for (int l = 0; l < 16; ++l) {
+          codes[32 * j + l] = static_cast<uint8_t>(kIq4NlValues[qs[l] & 0xF] + 128);
+          codes[32 * j + l + 16] = static_cast<uint8_t>(kIq4NlValues[qs[l] >> 4] + 128);
+        }
+        scales[j] = xs ? Half(b) * static_cast<float>(Iq4XsScale(b, j)) : Half(b);
+        offsets[j] = 0.0f;
+      }
+      return;
+    }
     case GgmlBlockType::kQ2_K:
     case GgmlBlockType::kQ3_K:
       return;  // no panels (GgmlQuantPanelsSupported)

@@ -82,6 +82,8 @@ int32_t ZeroPointOf(FastFormat format) {
     case FastFormat::kQ4_0x16:
       return 8;
     case FastFormat::kQ8_0x16:
+    case FastFormat::kIq4Nlx16:
+    case FastFormat::kIq4Xsx16:
       return 128;
     case FastFormat::kMxfp4x16:
     case FastFormat::kNvfp4x16:
@@ -393,10 +395,15 @@ struct PortableOutput {
   // 2·e2m1 + 12, zero point 12, scale 2^(e − 127) / 2: the E8M0 scale over the codes' factor 2).
   float Blocks(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
     const bool mxfp4 = w.format == FastFormat::kMxfp4x16;
-    const auto nibble = [mxfp4](int v) { return mxfp4 ? kTwiceE2m1[v] + 12 : v; };
+    const bool iq4_xs = w.format == FastFormat::kIq4Xsx16;
+    const bool iq4 = iq4_xs || w.format == FastFormat::kIq4Nlx16;  // kvalues_iq4nl + 128
+    const auto nibble = [mxfp4, iq4](int v) {
+      return mxfp4 ? kTwiceE2m1[v] + 12 : iq4 ? kIq4NlValues[v] + 128 : v;
+    };
     const bool q8_0 = w.format == FastFormat::kQ8_0x16;
     const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
-    const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0;  // f16 block scales
+    const bool q4_0 = w.format == FastFormat::kQ4_0x16 || q8_0 ||
+                      w.format == FastFormat::kIq4Nlx16;  // f16 block scales
     const bool q5_k = w.format == FastFormat::kQ5_Kx16;
     const bool affine = w.format == FastFormat::kQ4_Kx16 || q5_k;  // d·sc·u − dmin·m
     float acc = 0.0f;
@@ -433,11 +440,18 @@ struct PortableOutput {
       if (mxfp4) {
         scale = numeric::DecodeE8m0(tile[l.Scales(b) + c]) * 0.5f;
         zero = 12.0f;
+      } else if (iq4_xs) {  // d·(ls − 32), exact in f32
+        const uint8_t* rec = tile + l.Scales(b);
+        uint16_t h;
+        std::memcpy(&h, rec + 2 * c, 2);
+        scale = numeric::HalfToFloat(h) *
+                static_cast<float>(static_cast<int8_t>(rec[32 + (b % 8) * kCols + c]));
+        zero = 128.0f;
       } else if (q4_0) {
         uint16_t h;
         std::memcpy(&h, tile + l.Scales(b) + c * 2, 2);
         scale = numeric::HalfToFloat(h);
-        zero = q8_0 ? 128.0f : 8.0f;
+        zero = q8_0 || iq4 ? 128.0f : 8.0f;
       } else {
         const auto* scales = reinterpret_cast<const float*>(tile + l.Scales(b));
         scale = scales[c];

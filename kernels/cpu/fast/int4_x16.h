@@ -10,7 +10,9 @@
 // ffn_down / attn_v tensors of every K-quant model; FastFormat::kQ3_Kx16 is Q6_K's records with
 // the low nibbles alone under zero point 4, for GGUF Q3_K and Q2_K's product terms rewritten as
 // Q6_K, kernels/cpu/ggml_kquants_as_q6k.h; FastFormat::kQ2_Kx16 is GGUF Q2_K in its own 2-bit
-// codes and packed scale bytes, 2.625 bits per weight as in the file), and MXFP4
+// codes and packed scale bytes, 2.625 bits per weight as in the file), GGUF IQ4_NL and IQ4_XS
+// (FastFormat::kIq4Nlx16 / kIq4Xsx16: nibbles read through kvalues_iq4nl + 128 under zero point
+// 128, an f16 scale per block of 32, or IQ4_XS's f16 d times an int8 scale per block), and MXFP4
 // (FastFormat::kMxfp4x16: E2M1 nibbles under an E8M0 scale per block of 32, W4A16 with int8
 // activations). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
@@ -58,7 +60,9 @@
 // the exact half-block integer Σ (u − 32)·x. kQ2_Kx16 works per half block in GGUF's affine form:
 // s = d·(sc & 15), o = dmin·(sc >> 4) (both exact in f32), p = s · float(Σ u·x) over the half,
 // t = fma(−o, s_h, p) with the half's code sum s_h (s / s2), acc = fma(t, d_b, acc), the first
-// half before the second. kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
+// half before the second. kIq4Nlx16 / kIq4Xsx16 follow Q8_0's order with u = kv + 128, z = 128
+// and w_s the f16 scale, or d·(ls − 32) (exact in f32), so t is the exact block integer Σ kv·x.
+// kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
 // s = d·sc and o = dmin·m (both exact in f32): per block p = s · float(Σ u·x), t = fma(−o, s_b, p),
 // acc = fma(t, d_b, acc); kQ5_Kx16 the same with u the 5-bit code. kMxfp4x16: u = 2·e2m1 + 12,
 // z = 12 and w_s = 2^(e − 128) (the E8M0 scale 2^(e − 127) over the codes' factor 2), so t is the
@@ -112,7 +116,7 @@ FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 FastWeights RepackLegacyGgmlToUx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n,
                                    int64_t k, uint8_t* dst);
 
-// The GGUF block types with tiles (every one but MXFP4 and Q3_K; DenseLinear rewrites Q3_K as Q6_K
+// The GGUF block types with tiles (every one but MXFP4 and Q3_K, IQ4_NL and IQ4_XS included; DenseLinear rewrites Q3_K as Q6_K
 // first, into kQ3_Kx16), the bytes of an [n, k] matrix of one of them in its tiles, and its
 // repack (Q4_0 and Q8_0 as above, the K-quants as their kQ*_Kx16, Q4_1 / Q5_0 / Q5_1 through
 // RepackLegacyGgmlToUx16).

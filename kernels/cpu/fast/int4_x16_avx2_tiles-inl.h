@@ -22,7 +22,7 @@ constexpr int64_t kCols = 16;
 // registers hold at 4 already (a few spill to L1); the decode of a code vector is shared by them.
 constexpr int kMaxRows = 4;
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4 };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs };
 
 inline __m256i LoadHalf(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -74,19 +74,26 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kFifth = kCodes == Codes::kQ5K;
   constexpr bool kE2m1 = kCodes == Codes::kMxfp4 || kCodes == Codes::kNvfp4;
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
+  constexpr bool kIq4 = kCodes == Codes::kIq4Nl || kCodes == Codes::kIq4Xs;
+  // Without vpdpbusd, IQ4 codes are read as the signed kvalues_iq4nl themselves (kv + 128 times
+  // 127 would saturate a vpmaddubsw pair) and multiplied with the sign trick, so their sums are
+  // Σ kv·x from 0 and need no zero-point start.
+  constexpr bool kIq4Signed = kIq4 && !TESSERA_X16_DPBUSD;
   constexpr bool kIntZero =
-      kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kCodes == Codes::kMxfp4;
+      kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kCodes == Codes::kMxfp4 || kIq4;
   // AVX2 without VNNI multiplies byte codes u as signed bytes u − 128 (dot_chunks). Q8_0's sums
   // then need no zero-point start (its z·Σx term is the same −128·Σx); the other byte codes' start
   // at +128·Σx instead, so that every sum is still Σu·x.
   constexpr bool kSignedBytes = kBytes && !TESSERA_X16_DPBUSD;
-  constexpr bool kStartsAtZeroPoint = kIntZero && !kSignedBytes;
+  constexpr bool kStartsAtZeroPoint = kIntZero && !kSignedBytes && !kIq4Signed;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i lut = _mm256_broadcastsi128_si256(
-      _mm_load_si128(reinterpret_cast<const __m128i*>(kTwiceE2m1Plus12)));
+  const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(
+      kIq4Signed ? static_cast<const void*>(kIq4Values)
+      : kIq4     ? static_cast<const void*>(kIq4Plus128)
+                 : static_cast<const void*>(kTwiceE2m1Plus12))));
   __m256 acc[2 * MR];
   for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm256_setzero_ps();
   const int8_t* xrow[MR];
@@ -98,7 +105,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
     const __m256i v = LoadHalf(codes + q * 64 + h * 32);
     *lo = _mm256_and_si256(v, m4);
     *hi = _mm256_and_si256(_mm256_srli_epi16(v, 4), m4);
-    if constexpr (kE2m1) {
+    if constexpr (kE2m1 || kIq4) {
       *lo = _mm256_shuffle_epi8(lut, *lo);
       *hi = _mm256_shuffle_epi8(lut, *hi);
     }
@@ -150,6 +157,21 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
           const __m256i x = _mm256_sign_epi8(Bcast4(xrow[r] + b * 32 + 4 * q), sq);
           const __m256i pairs = _mm256_maddubs_epi16(aq, x);
           isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(pairs, ones));
+        }
+      }
+    } else if constexpr (kIq4Signed) {
+      // Signed kv (|kv| <= 127): |kv| times x with kv's sign, each pair <= 2·127·127, widened at
+      // once, as the byte codes above.
+      for (int q = q0; q < q1; ++q) {
+        __m256i lo, hi;
+        nibbles(codes, q, h, &lo, &hi);
+        const __m256i alo = _mm256_abs_epi8(lo), ahi = _mm256_abs_epi8(hi);
+        for (int r = 0; r < MR; ++r) {
+          const int8_t* x = xrow[r] + b * 32 + 8 * q;
+          const __m256i plo = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(Bcast4(x), lo));
+          const __m256i phi = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(Bcast4(x + 4), hi));
+          isum[r] = _mm256_add_epi32(
+              isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo, ones), _mm256_madd_epi16(phi, ones)));
         }
       }
     } else {
@@ -273,6 +295,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       if constexpr (kGroupScales) {
         sw = _mm256_loadu_ps(reinterpret_cast<const float*>(record) + h * 8);
         zv = _mm256_loadu_ps(reinterpret_cast<const float*>(record + 64) + h * 8);
+      } else if constexpr (kCodes == Codes::kIq4Xs) {  // d·(ls − 32), exact
+        sw = _mm256_mul_ps(Halves8(record + h * 16), SBytes8(record + 32 + j * 16 + h * 8));
       } else if constexpr (kAffine) {
         sw = _mm256_mul_ps(Halves8(record + h * 16), UBytes8(record + 64 + j * 16 + h * 8));
         zv = _mm256_mul_ps(Halves8(record + 32 + h * 16), UBytes8(record + 192 + j * 16 + h * 8));
@@ -356,6 +380,12 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
       break;
     case FastFormat::kMxfp4x16:
       Tile<MR, Codes::kMxfp4>(group, w, a, zs, r0, acc);
+      break;
+    case FastFormat::kIq4Nlx16:
+      Tile<MR, Codes::kIq4Nl>(group, w, a, zs, r0, acc);
+      break;
+    case FastFormat::kIq4Xsx16:
+      Tile<MR, Codes::kIq4Xs>(group, w, a, zs, r0, acc);
       break;
     default:
       Tile<MR, Codes::kQ4_0>(group, w, a, zs, r0, acc);

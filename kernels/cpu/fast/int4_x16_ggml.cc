@@ -1,5 +1,5 @@
-// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q4_K, Q5_K, Q6_K; Q3_K through its Q6_K
-// rewrite, ggml_kquants_as_q6k.h, into kQ3_Kx16) repacked into the 16-column
+// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; Q3_K
+// through its Q6_K rewrite, ggml_kquants_as_q6k.h, into kQ3_Kx16) repacked into the 16-column
 // tiles of int4_x16.h: each block's scales and codes moved to where int4_x16_layout.h puts them,
 // the file's numbers kept (the K-quants' f16 d / dmin and 6-bit or int8 sub-block scales) except
 // for Q4_1 / Q5_0 / Q5_1, which become per-group scale and zero point tiles.
@@ -280,6 +280,39 @@ FastWeights RepackQ2_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
                           });
 }
 
+namespace {
+
+// GGUF IQ4_NL rows (blocks of f16 d and 16 bytes of nibbles) as kIq4Nlx16: Q4_0's records, the
+// nibbles as they are (the kernels read them through kvalues_iq4nl). IQ4_XS rows (f16 d, u16
+// scales_h, scales_l[4], qs[128]) as kIq4Xsx16: per super-block the f16 d and the eight int8
+// scales ls − 32 of each column, then each block's nibbles in Q4_0's code layout.
+FastWeights RepackIq4x16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
+                         uint8_t* dst) {
+  const bool xs = type == GgmlBlockType::kIq4Xs;
+  const FastFormat format = xs ? FastFormat::kIq4Xsx16 : FastFormat::kIq4Nlx16;
+  const X16Layout l = X16Layout::Of(format, 32);
+  auto nibble_of = [](const uint8_t* qs) {
+    return [qs](int j) { return j < 16 ? (qs[j] & 0xF) : (qs[j - 16] >> 4); };
+  };
+  return RepackGgmlBlocks(
+      format, type, xs ? 256 : 32, xs ? 136 : 18, ggml_rows, n, k, dst,
+      [&](uint8_t* tile, int64_t c, int64_t b, const uint8_t* blk) {
+        if (!xs) {
+          std::memcpy(tile + l.Scales(b) + c * 2, blk, 2);
+          PutCodes(tile + l.Codes(b), c, nibble_of(blk + 2));
+          return;
+        }
+        uint8_t* rec = tile + l.Scales(b * 8);
+        std::memcpy(rec + 2 * c, blk, 2);  // d
+        for (int j = 0; j < 8; ++j) {
+          rec[32 + j * kCols + c] = static_cast<uint8_t>(static_cast<int8_t>(Iq4XsScale(blk, j)));
+          PutCodes(tile + l.Codes(b * 8 + j), c, nibble_of(blk + 8 + 16 * j));
+        }
+      });
+}
+
+}  // namespace
+
 bool HasGgmlX16(GgmlBlockType type) {
   return type != GgmlBlockType::kMxfp4 && type != GgmlBlockType::kQ3_K;
 }
@@ -292,6 +325,8 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
     case GgmlBlockType::kQ5_K: return Q5_Kx16Bytes(n, k);
     case GgmlBlockType::kQ6_K: return Q6_Kx16Bytes(n, k);
     case GgmlBlockType::kQ2_K: return Q2_Kx16Bytes(n, k);
+    case GgmlBlockType::kIq4Nl: return internal::X16Bytes(FastFormat::kIq4Nlx16, n, k, 32);
+    case GgmlBlockType::kIq4Xs: return internal::X16Bytes(FastFormat::kIq4Xsx16, n, k, 32);
     case GgmlBlockType::kQ4_1: return U4x16Bytes(n, k, 32);
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return U8x16Bytes(n, k, 32);
@@ -310,6 +345,8 @@ FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
     case GgmlBlockType::kQ5_K: return RepackQ5_Kx16(ggml_rows, n, k, dst);
     case GgmlBlockType::kQ6_K: return RepackQ6_Kx16(ggml_rows, n, k, dst);
     case GgmlBlockType::kQ2_K: return RepackQ2_Kx16(ggml_rows, n, k, dst);
+    case GgmlBlockType::kIq4Nl:
+    case GgmlBlockType::kIq4Xs: return RepackIq4x16(type, ggml_rows, n, k, dst);
     case GgmlBlockType::kQ4_1:
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return RepackLegacyGgmlToUx16(type, ggml_rows, n, k, dst);

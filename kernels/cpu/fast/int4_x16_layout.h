@@ -14,7 +14,9 @@
 // kQ3_Kx16 kQ6_Kx16's records with the low nibbles alone (256 bytes per block); kQ2_Kx16 one
 // super-block after 320 bytes: d [16] and dmin [16] as f16, then the file's scale bytes (4-bit
 // scale low, 4-bit min high) [16 halves][16], each block's 2-bit codes as 128 bytes (one 64-byte
-// chunk per half block, Q2KCodeOffset);
+// chunk per half block, Q2KCodeOffset); kIq4Nlx16 kQ4_0x16's records; kIq4Xsx16 one super-block
+// after 192 bytes: d [16] as f16, the int8 scales (ls − 32) [8 blocks][16] and 32 bytes of
+// padding, then Q4_0's nibble blocks;
 // kQ5_Kx16 kQ4_Kx16's records with each block's 256 bytes of nibbles followed by 64 of fifth bits;
 // kMxfp4x16 four blocks after 64 bytes of E8M0 scales [4 blocks][16] (MXFP4's 4.25 bits per weight).
 // Scale areas and code blocks are multiples of 64 bytes, so every load stays on its cache lines.
@@ -38,16 +40,17 @@ struct X16Layout {
     X16Layout l;
     const bool q3_k = format == FastFormat::kQ3_Kx16;  // q6_k's records without the high pairs
     const bool q2_k = format == FastFormat::kQ2_Kx16;  // q4_k's scale area size, 2-bit codes
+    const bool iq4_xs = format == FastFormat::kIq4Xsx16;  // nibbles under a super-block record
     const bool q6_k = format == FastFormat::kQ6_Kx16 || q3_k;
     const bool q4_k = format == FastFormat::kQ4_Kx16 || format == FastFormat::kQ5_Kx16;
     const bool q5_k = format == FastFormat::kQ5_Kx16;  // q4_k's records plus fifth bits
     const bool bytes = format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16;
     const bool groups = format == FastFormat::kU4x16 || format == FastFormat::kU8x16;
     const bool mxfp4 = format == FastFormat::kMxfp4x16;
-    const bool super_blocks = q4_k || q6_k || q2_k;  // one GGUF super-block per record
+    const bool super_blocks = q4_k || q6_k || q2_k || iq4_xs;  // one GGUF super-block per record
     l.code_bytes = q2_k ? 128 : q3_k ? 256 : q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
     l.blocks_per_record = groups ? group_size / 32 : super_blocks ? 8 : mxfp4 ? 4 : 2;
-    l.scale_bytes = groups ? 128 : super_blocks ? 320 : 64;
+    l.scale_bytes = groups ? 128 : iq4_xs ? 192 : super_blocks ? 320 : 64;
     l.group_scales = groups;
     l.block_scale_bytes = super_blocks ? 0 : mxfp4 ? 16 : 32;
     return l;

@@ -1,5 +1,5 @@
 // AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, MXFP4, Q8_0, INT8, Q2_K, Q3_K,
-// Q4_K, Q5_K and Q6_K tiles). Intrinsics under target attributes (Highway 1.0.3 has no
+// Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS tiles). Intrinsics under target attributes (Highway 1.0.3 has no
 // vpdpbusd); called only after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
 //
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
@@ -77,15 +77,17 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4 };
+enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kIq4Nl, kIq4Xs };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
 // zero points; kQ4K / kQ5K: GGUF's affine form (f16 d, dmin per super-block, 6-bit scales and mins
 // per block; kQ5K adds a plane of fifth bits); kQ6K: f16 d and int8 scales per half block, zero
 // point 32, low nibbles plus high bit pairs; kQ2K: the affine form per half block (f16 d, dmin per
 // super-block, a byte of 4-bit scale and min per half), 2-bit codes; kMxfp4: E2M1 nibbles through
-// the 2·e2m1 + 12 byte table, zero point 12, E8M0 scale bytes; else f16 block scales and zero point 8 (Q4_0 nibbles)
-// or 128 (Q8_0 bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
+// the 2·e2m1 + 12 byte table, zero point 12, E8M0 scale bytes; kIq4Nl / kIq4Xs: nibbles through
+// kvalues_iq4nl + 128, zero point 128, f16 block scales (kIq4Xs: f16 d times int8 scales per
+// super-block); else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes). kQ8_0 /
+// kU8 have a byte per code, the others nibbles.
 // zs: −z·s per row, block (and half: [rows][blocks][halves]) for the integer zero points
 // (ZeroPointOf, int4_x16.cc), else unused.
 template <int MR, Codes kCodes>
@@ -97,13 +99,16 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
   constexpr bool kFifth = kCodes == Codes::kQ5K;  // a plane of fifth bits after the nibbles
   constexpr bool kE2m1 = kCodes == Codes::kMxfp4;
+  constexpr bool kIq4 = kCodes == Codes::kIq4Nl || kCodes == Codes::kIq4Xs;  // kv + 128 table
+  constexpr bool kIq4Xs = kCodes == Codes::kIq4Xs;  // f16 d and int8 scales per super-block
   constexpr bool kTwoBit = kCodes == Codes::kQ2K;
   constexpr int64_t kBlockBytes =
       kTwoBit ? 128 : kHighPairs ? 384 : kFifth ? 320 : kBytes ? 512 : 256;
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
-  constexpr int64_t kScaleBytes = kGroupScales ? 128 : (kHalves || kAffine || kTwoBit) ? 320 : 64;
-  constexpr bool kIntZero = kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kE2m1;
+  constexpr int64_t kScaleBytes =
+      kGroupScales ? 128 : kIq4Xs ? 192 : (kHalves || kAffine || kTwoBit) ? 320 : 64;
+  constexpr bool kIntZero = kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kE2m1 || kIq4;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
@@ -111,7 +116,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   HWY_DASSERT(layout.scale_bytes == kScaleBytes && layout.code_bytes == kBlockBytes);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const __m512i m3 = _mm512_set1_epi8(0x03);
-  const __m512i lut = TwiceE2m1Plus12Table();
+  const __m512i lut = kIq4 ? _mm512_broadcast_i32x4(_mm_load_si128(
+                                 reinterpret_cast<const __m128i*>(kIq4Plus128)))
+                           : TwiceE2m1Plus12Table();
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
@@ -224,6 +231,11 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
                                                  _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
                                                  _mm512_set1_epi32(0x00400000));
       sw = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0.5f));
+    } else if constexpr (kIq4Xs) {  // d·(ls − 32), exact
+      sw = _mm512_mul_ps(
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record))),
+          _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(record + 32 + j * 16)))));
     } else {
       sw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record + j * 32)));
     }
@@ -246,7 +258,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       const __m512i v = _mm512_loadu_si512(codes + q * 64);
       __m512i lo = _mm512_and_si512(v, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      if constexpr (kE2m1) {
+      if constexpr (kE2m1 || kIq4) {
         lo = _mm512_shuffle_epi8(lut, lo);
         hi = _mm512_shuffle_epi8(lut, hi);
       }
@@ -356,6 +368,10 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
     Tile<MR, Codes::kQ5K>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kMxfp4x16) {
     Tile<MR, Codes::kMxfp4>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
+  } else if (w.format == FastFormat::kIq4Nlx16) {
+    Tile<MR, Codes::kIq4Nl>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
+  } else if (w.format == FastFormat::kIq4Xsx16) {
+    Tile<MR, Codes::kIq4Xs>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else {
     Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   }

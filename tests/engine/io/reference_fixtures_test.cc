@@ -239,6 +239,12 @@ TEST(GgufReferenceFixtures, Q2KAndQ3KDequantizeAsGgufPyBitForBit) {
   ExpectDequantizedEqualsGgufPy("low_kquants.gguf", "low_kquants.expected.safetensors");
 }
 
+// The non-linear 4-bit types IQ4_NL and IQ4_XS (random blocks and the same edge blocks), from the
+// same script: the kvalues_iq4nl table, IQ4_XS's 6-bit scales split over scales_l / scales_h.
+TEST(GgufReferenceFixtures, Iq4NlAndIq4XsDequantizeAsGgufPyBitForBit) {
+  ExpectDequantizedEqualsGgufPy("iq4_blocks.gguf", "iq4_blocks.expected.safetensors");
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, GgufReferenceTest,
                          ::testing::Values("blocks.gguf", "blocks_v2.gguf"));
 

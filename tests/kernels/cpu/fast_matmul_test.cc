@@ -74,6 +74,7 @@ std::vector<uint8_t> RandomWeights(const WeightEncoding& enc, int64_t n, int64_t
     uint8_t* p = &w[b * info.bytes];
     switch (*enc.ggml) {
       case GgmlBlockType::kQ4_0: case GgmlBlockType::kQ5_0: case GgmlBlockType::kQ8_0:
+      case GgmlBlockType::kIq4Nl: case GgmlBlockType::kIq4Xs:  // f16 d first
         put(p, RandomHalf(rng, -0.1f, 0.1f));
         break;
       case GgmlBlockType::kQ4_1: case GgmlBlockType::kQ5_1: case GgmlBlockType::kQ4_K:

@@ -35,7 +35,8 @@ constexpr int64_t kN = 40, kK = 512, kRows = 7;
 
 // Random but valid GGUF blocks: every byte pattern decodes; the f16 scales kept sane (Q6_K: d at
 // bytes 208-209 of 210; Q3_K: d at 108-109 of 110; Q2_K: d, dmin at 80-83 of 84; the others d,
-// and m / dmin where they have one, at bytes 0-3).
+// and m / dmin where they have one, at bytes 0-3; IQ4_NL / IQ4_XS get d's bytes again in their
+// codes or scales_h, which any bytes are).
 std::vector<uint8_t> RandomBlocks(io::DType dtype, std::mt19937& rng) {
   const kernels::cpu::GgmlBlockInfo info =
       kernels::cpu::GetGgmlBlockInfo(*io::GgmlBlockTypeOf(dtype));
@@ -147,7 +148,8 @@ TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
 
 INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
                          ::testing::Values(io::DType::kQ4_1, io::DType::kQ5_0, io::DType::kQ5_1,
-                                           io::DType::kQ3_K, io::DType::kQ5_K, io::DType::kQ6_K));
+                                           io::DType::kQ3_K, io::DType::kQ5_K, io::DType::kQ6_K,
+                                           io::DType::kIq4Nl, io::DType::kIq4Xs));
 
 // GGUF Q3_K runs as Q6_K blocks of the same values (kernels/cpu/ggml_kquants_as_q6k.h): with f32
 // activations the Q3_K layer gives the Q6_K layer of the rewritten blocks bit for bit, and so with

@@ -1,0 +1,99 @@
+// kIq4Nlx16 / kIq4Xsx16 tiles (kernels/cpu/fast/int4_x16.h: GGUF IQ4_NL and IQ4_XS nibbles read
+// through kvalues_iq4nl) from random blocks:
+//  * the tiles take the file's bytes plus IQ4_XS's int8 scales per block (IQ4_NL: Q4_0's 4.5 bits
+//    per weight; IQ4_XS: 4.75 against the file's 4.25);
+//  * the portable loop equals a double sum of the reference dequantizer's weights
+//    (dequantize_row_iq4_nl / _xs, golden-tested against gguf-py) times the dequantized int8
+//    activations within f32 rounding: every block integer Σ kv·x is exact, so only the scale
+//    products and the accumulation round;
+//  * every kernel this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2 with its sign trick on the signed
+//    table) equals the portable loop bit for bit, for column counts that are not multiples of 16
+//    and row counts across row tiles.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/ggml_dequant.h"
+#include "kernels/numeric/half.h"
+#include "tests/kernels/cpu/int4_x16_test_util.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+// n x k random blocks of `type` with a sane f16 d of either sign (IQ4_XS: random 6-bit scales).
+std::vector<uint8_t> RandomIq4(GgmlBlockType type, int64_t n, int64_t k, std::mt19937& rng) {
+  const GgmlBlockInfo info = GetGgmlBlockInfo(type);
+  const int64_t blocks = n * k / info.elements;
+  std::vector<uint8_t> src(blocks * info.bytes);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(-0.004f, 0.004f);
+  for (int64_t i = 0; i < blocks; ++i) {
+    const uint16_t h = numeric::FloatToHalf(scale(rng));
+    std::memcpy(src.data() + i * info.bytes, &h, 2);
+  }
+  return src;
+}
+
+TEST(Iq4x16Test, TileBytes) {
+  for (const int64_t k : {256, 2816, 5632}) {
+    EXPECT_EQ(GgmlX16Bytes(GgmlBlockType::kIq4Nl, 32, k), Q4_0x16Bytes(32, k)) << k;
+    // Per super-block and column: 2 bytes of d, 8 int8 scales, 128 bytes of nibbles, and the
+    // record's padding (32 bytes per 16 columns).
+    EXPECT_EQ(GgmlX16Bytes(GgmlBlockType::kIq4Xs, 32, k), 32 * (k / 256) * (2 + 8 + 128 + 2))
+        << k;
+  }
+  EXPECT_TRUE(HasGgmlX16(GgmlBlockType::kIq4Nl));
+  EXPECT_TRUE(HasGgmlX16(GgmlBlockType::kIq4Xs));
+}
+
+TEST(Iq4x16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
+  std::mt19937 rng(13);
+  for (const GgmlBlockType type : {GgmlBlockType::kIq4Nl, GgmlBlockType::kIq4Xs}) {
+    for (const int64_t n : {16, 37}) {
+      const int64_t k = 768;
+      const std::vector<uint8_t> src = RandomIq4(type, n, k, rng);
+      auto tiles = hwy::AllocateAligned<uint8_t>(GgmlX16Bytes(type, n, k));
+      const FastWeights fw = RepackGgmlX16(type, src.data(), n, k, tiles.get());
+      ASSERT_EQ(fw.format, type == GgmlBlockType::kIq4Nl ? FastFormat::kIq4Nlx16
+                                                         : FastFormat::kIq4Xsx16);
+      std::vector<float> w(n * k);
+      DequantizeGgmlBlocks(type, src.data(), n * k / GetGgmlBlockInfo(type).elements, w.data());
+      for (const int64_t rows : {1, 5, 11}) {
+        const std::string what = std::string(type == GgmlBlockType::kIq4Nl ? "IQ4_NL" : "IQ4_XS") +
+                                 " n=" + std::to_string(n) + " rows=" + std::to_string(rows);
+        std::normal_distribution<float> nd(0.0f, 1.0f);
+        std::vector<float> x(rows * k), bias(n);
+        for (auto& v : x) v = nd(rng);
+        for (auto& v : bias) v = nd(rng);
+        const testing::Acts a = testing::Quantize(x.data(), rows, k);
+        std::vector<float> y(rows * n);
+        Int4x16MatmulPortable(fw, a.view, bias.data(), y.data(), 0, n);
+        for (int64_t m = 0; m < rows; ++m) {
+          for (int64_t c = 0; c < n; ++c) {
+            double want = bias[c], mag = std::abs(bias[c]);
+            for (int64_t i = 0; i < k; ++i) {
+              const double xi = double(a.q[m * k + i]) * a.d[m * (k / 32) + i / 32];
+              want += xi * w[c * k + i];
+              mag += std::abs(xi * w[c * k + i]);
+            }
+            // Per block: the scale product, one fma and the running sum round, each within
+            // 2^-24 of a magnitude below mag.
+            ASSERT_NEAR(y[m * n + c], want, 3 * (k / 32 + 2) * 0x1p-24 * mag)
+                << what << " m=" << m << " c=" << c;
+          }
+        }
+        testing::ExpectKernelsMatchPortable(fw, a.view, bias.data(), what);
+        ASSERT_FALSE(HasFatalFailure()) << what;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
