@@ -1,6 +1,6 @@
 // BM_Int4x16Matmul of tessera_matmul_bench: the 16-column int8-activation VNNI tiles
-// (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, Q3_K (its kQ3_Kx16 nibble
-// tiles; `weight_GB/s` counts the file's 3.4375 bits per weight), Q2_K (its own 2-bit tiles, the
+// (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, Q3_K (its own 3-bit tiles;
+// `weight_GB/s` counts the file's 3.4375 bits per weight), Q2_K (its own 2-bit tiles, the
 // file's 2.625 bits per weight), IQ4_NL / IQ4_XS (nibbles through kvalues_iq4nl), INT4 / INT8
 // weight-only,
 // NVFP4 and MXFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of
@@ -19,7 +19,6 @@
 #include "kernels/cpu/huge_page_buffer.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
-#include "kernels/cpu/ggml_kquants_as_q6k.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::bench {
@@ -55,30 +54,18 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
-    if (fmt == "Q3_K") {
-      // Random codes and scales under a sane f16 d, through the Q6_K rewrite into the nibble
-      // tiles the engine runs them on (ggml_kquants_as_q6k.h).
-      const int64_t blocks = n * (k / 256);
-      std::vector<uint8_t> q3(blocks * 110), q6(blocks * 210);
-      for (auto& b : q3) b = static_cast<uint8_t>(rng());
-      for (int64_t i = 0; i < blocks; ++i) {
-        const uint16_t h = numeric::FloatToHalf(1e-4f + 1e-3f * (rng() % 100) / 100.0f);
-        std::memcpy(q3.data() + i * 110 + 108, &h, 2);
-      }
-      kernels::cpu::Q3KBlocksAsQ6K(q3.data(), blocks, q6.data());
-      c.tiles = kernels::cpu::HugePageBuffer(kf::Q3_Kx16Bytes(n, k));
-      c.fw = kf::RepackQ6_KAsQ3_Kx16(q6.data(), n, k, c.tiles.data());
-      continue;
-    }
-    if (fmt == "IQ4_NL" || fmt == "IQ4_XS") {  // random codes (and scales), a sane f16 d first
-      const auto type = fmt == "IQ4_NL" ? kernels::cpu::GgmlBlockType::kIq4Nl
-                                        : kernels::cpu::GgmlBlockType::kIq4Xs;
+    if (fmt == "IQ4_NL" || fmt == "IQ4_XS" || fmt == "Q3_K") {
+      // Random codes (and scales) under a sane f16 d (IQ4: first; Q3_K: after 108 bytes).
+      const auto type = fmt == "IQ4_NL"   ? kernels::cpu::GgmlBlockType::kIq4Nl
+                        : fmt == "IQ4_XS" ? kernels::cpu::GgmlBlockType::kIq4Xs
+                                          : kernels::cpu::GgmlBlockType::kQ3_K;
+      const int64_t d_at = fmt == "Q3_K" ? 108 : 0;
       const int64_t bb = kernels::cpu::GetGgmlBlockInfo(type).bytes;
       c.src.resize(stored);
       for (auto& b : c.src) b = static_cast<uint8_t>(rng());
       for (int64_t i = 0; i < stored / bb; ++i) {
         const uint16_t h = numeric::FloatToHalf(1e-4f + 1e-3f * (rng() % 100) / 100.0f);
-        std::memcpy(c.src.data() + i * bb, &h, 2);
+        std::memcpy(c.src.data() + i * bb + d_at, &h, 2);
       }
       c.tiles = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(type, n, k));
       c.fw = kf::RepackGgmlX16(type, c.src.data(), n, k, c.tiles.data());

@@ -1,5 +1,6 @@
-// GGUF's 2- and 3-bit K-quants rewritten as Q6_K blocks, so that every CPU path that takes Q6_K
-// (the int8-activation tiles on every ISA, the exact-activation panels, the reference) runs them.
+// GGUF's 2- and 3-bit K-quants rewritten as Q6_K blocks, so that the CPU paths that take Q6_K with
+// exact activations (the quantized panels, FastMatmul) run them; with int8 activations they have
+// their own tiles (int4_x16.h kQ3_Kx16, kQ2_Kx16), which give these rewrites' integers.
 // Q6_K's weight is (d·sc)·(u − 32) with an int8 scale per 16 values and u in [0, 63].
 // * Q3_K: (d·(sc − 32))·q with a 6-bit scale per 16 values and q in [−4, 3] is exactly that form:
 //   u = q + 32, the scale sc − 32 and the f16 d carry over, and ggml evaluates both products in
@@ -9,10 +10,8 @@
 //   in f32: 11 by 4 bits) one f32 per 16 values, which the caller adds as a second, 16x shorter
 //   product with the sums of x over each 16: Σ w·x = Σ (d·sc)·q·x − Σ_16 dmin·m·Σ_16 x. The Q6_K
 //   value plus its offset is ggml's (d·sc)·q − dmin·m bit for bit (the same two roundings).
-// Cost: with int8 activations the rewrites' codes (28..35) go to the nibble tiles kQ3_Kx16
-// (int4_x16.h), 4.625 stored bits per weight: Q3_K streams 1.35x the file's 3.4375, Q2_K with its
-// f32 offsets (2 bits per weight) 2.5x the file's 2.625. With exact activations they run the Q6_K
-// panels at 6.5625 bits (plus Q2_K's offsets). There is no 2- or 3-bit code layout yet.
+// Cost: with exact activations they run the Q6_K panels at 6.5625 bits per weight (plus Q2_K's
+// offsets, 2 more): 1.9x Q3_K's 3.4375 and 3.3x Q2_K's 2.625.
 #ifndef TESSERA_KERNELS_CPU_GGML_KQUANTS_AS_Q6K_H_
 #define TESSERA_KERNELS_CPU_GGML_KQUANTS_AS_Q6K_H_
 

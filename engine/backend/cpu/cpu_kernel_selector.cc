@@ -68,12 +68,12 @@ bool IntBytesFast(const quant::LinearSpec& spec) {
          (group >= spec.k || (group % 16 == 0 && spec.k % group == 0));
 }
 
-// The GGUF part of a kernel label: the type ("q4_k"), and for Q3_K (and Q2_K with exact
-// activations) the form it runs in; Q2_K's int8 tiles are its own (kQ2_Kx16).
+// The GGUF part of a kernel label: the type ("q4_k"), and for Q3_K and Q2_K with exact activations
+// the form they run in (their int8 tiles are their own: kQ3_Kx16, kQ2_Kx16).
 std::string GgufKernelName(quant::WeightFormat f, bool int8_activations) {
   std::string name(quant::WeightFormatName(f).substr(5));
-  if (f == quant::WeightFormat::kGgufQ3_K ||
-      (f == quant::WeightFormat::kGgufQ2_K && !int8_activations)) {
+  if ((f == quant::WeightFormat::kGgufQ3_K || f == quant::WeightFormat::kGgufQ2_K) &&
+      !int8_activations) {
     name += "-as-q6_k";
   }
   return name;
@@ -259,8 +259,8 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufQ4_K:
     case WeightFormat::kGgufQ5_K:
     case WeightFormat::kGgufQ6_K:
-    case WeightFormat::kGgufQ3_K:  // rewritten as Q6_K blocks at load (ggml_kquants_as_q6k.h)
-    case WeightFormat::kGgufQ2_K:  // int8: its own tiles; exact: as Q3_K plus an offset product
+    case WeightFormat::kGgufQ3_K:  // int8: its own tiles; exact: as Q6_K (ggml_kquants_as_q6k.h)
+    case WeightFormat::kGgufQ2_K:  // the same, exact plus an offset product
     case WeightFormat::kGgufIq4Nl:  // nibbles through kvalues_iq4nl (int4_x16.h)
     case WeightFormat::kGgufIq4Xs:
       if (Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && Int8TilesFast())) {

@@ -94,13 +94,11 @@ DenseLinear::DenseLinear(kernels::cpu::WeightEncoding enc, const io::TensorView&
       activations_(activations) {
   const uint8_t* src = weight_.bytes.data();
   namespace kc = kernels::cpu;
-  const bool q2_tiles = enc_.ggml == kc::GgmlBlockType::kQ2_K &&
-                        activations_ == DenseActivations::kInt8Block32;
-  if (enc_.ggml && kc::RunsAsQ6K(*enc_.ggml) && !q2_tiles) {
-    // Q3_K and Q2_K as Q6_K blocks (ggml_kquants_as_q6k.h), which every path below takes; Q2_K's
-    // offsets as an f32 matrix [N, K / 16] for ForwardColumns. The Q6_K copy is kept only where
-    // the layer reads its weights in place. Q2_K with int8 activations needs none of it: its own
-    // kQ2_Kx16 tiles (int4_x16.h) take the file's blocks.
+  if (enc_.ggml && kc::RunsAsQ6K(*enc_.ggml) && activations_ != DenseActivations::kInt8Block32) {
+    // Exact activations: Q3_K and Q2_K as Q6_K blocks (ggml_kquants_as_q6k.h), which every path
+    // below takes; Q2_K's offsets as an f32 matrix [N, K / 16] for ForwardColumns. The Q6_K copy is
+    // kept only where the layer reads its weights in place. With int8 activations neither needs
+    // it: their own tiles (kQ3_Kx16, kQ2_Kx16: int4_x16.h) take the file's blocks.
     const bool q2 = enc_.ggml == kc::GgmlBlockType::kQ2_K;
     const int64_t rows = weight_.shape[0], blocks = weight_.shape[1] / 256;
     const int64_t block_bytes = q2 ? kc::kQ2KBlockBytes : kc::kQ3KBlockBytes;
@@ -139,20 +137,8 @@ void DenseLinear::Init(const uint8_t* src) {
   const int64_t n = weight_.shape[0], k = weight_.shape[1];
   if (activations_ == DenseActivations::kInt8Block32) {
     // Int8 activations (Create checked the type has tiles): the 16-column tiles of int4_x16.h, one
-    // layout for decode and batches, each type in its own form (Q4_K / Q5_K / Q6_K in the file's
-    // numbers, 4.625 / 5.625 / 6.625 bits per weight).
-    if (!q6k_copy_.empty()) {
-      // A Q3_K / Q2_K rewrite's codes fit nibbles: kQ3_Kx16 tiles (4.625 bits per weight, not 6.5625).
-      repacked_ = kernels::cpu::HugePageBuffer(kf::Q3_Kx16Bytes(n, k));
-      const int64_t row_bytes = k / 256 * kernels::cpu::kQ6KBlockBytes;
-      fast_ = kf::RepackColumnGroups(pool_, n, kf::Q3_Kx16Bytes(kf::kRepackGroupColumns, k),
-                                     repacked_.data(),
-                                     [&](int64_t c0, int64_t c1, uint8_t* dst_at) {
-                                       return kf::RepackQ6_KAsQ3_Kx16(src + c0 * row_bytes,
-                                                                      c1 - c0, k, dst_at);
-                                     });
-      return;
-    }
+    // layout for decode and batches, each type in its own form (Q2_K / Q3_K / Q4_K / Q5_K / Q6_K
+    // in the file's numbers, 2.625 / 3.625 / 4.625 / 5.625 / 6.625 bits per weight).
     repacked_ = kernels::cpu::HugePageBuffer(kf::GgmlX16Bytes(*enc_.ggml, n, k));
     fast_ = kf::RepackGgmlX16OverPool(pool_, *enc_.ggml, src, n, k,
                                       repacked_.data());
@@ -377,9 +363,10 @@ std::vector<Linear::ByteSpan> DenseLinear::weight_spans() const {
 }
 
 std::string DenseLinear::Describe() const {
-  const char* form = weight_.dtype == io::DType::kQ3_K    ? " (as Q6_K)"
-                     : !q2k_offsets_.empty()              ? " (as Q6_K + offsets)"
-                                                          : "";
+  const bool rewritten = activations_ != DenseActivations::kInt8Block32;  // Q3_K / Q2_K as Q6_K
+  const char* form = weight_.dtype == io::DType::kQ3_K && rewritten ? " (as Q6_K)"
+                     : !q2k_offsets_.empty()                         ? " (as Q6_K + offsets)"
+                                                                     : "";
   const std::string dtype = absl::StrCat(io::DTypeName(weight_.dtype), form);
   if (bf16_fma_) {
     return absl::StrCat("bf16 x ", activations_ == DenseActivations::kBf16 ? "bf16" : "f32",

@@ -1,10 +1,10 @@
 // The CPU Linear for unquantized and GGUF weights (f32, bf16, f16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0,
-// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K), running the Highway kernels of kernels/cpu/fast. Q3_K is rewritten
-// at load as Q6_K blocks of the same values, and Q2_K with exact activations as Q6_K blocks of its
-// product terms plus an f32 matrix of its offsets per 16 weights, multiplied by the sums of x over
-// each 16 (kernels/cpu/ggml_kquants_as_q6k.h); with int8 activations Q3_K's nibble-sized codes
-// take the kQ3_Kx16 tiles and Q2_K its own 2-bit kQ2_Kx16 tiles, with exact ones the Q6_K panels
-// (without AVX2, FastMatmul on the rewrite). Without AVX-512, dense and
+// Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS), running the Highway kernels of kernels/cpu/fast.
+// With exact activations Q3_K is rewritten at load as Q6_K blocks of the same values, and Q2_K as
+// Q6_K blocks of its product terms plus an f32 matrix of its offsets per 16 weights, multiplied by
+// the sums of x over each 16 (kernels/cpu/ggml_kquants_as_q6k.h), on the Q6_K panels (without
+// AVX2, FastMatmul on the rewrite); with int8 activations both take their own tiles (kQ3_Kx16,
+// kQ2_Kx16). Without AVX-512, dense and
 // most ggml types are read straight from the memory-mapped tensor; Q8_0 and Q4_0 are repacked
 // once at load into
 // the fast kernels' 64-byte-aligned layout (scales and quants each contiguous per row), with int8
@@ -87,8 +87,8 @@ class DenseLinear : public Linear {
   bool bf16_fma_ = false;
   // GGUF rows, tiles or quantized panels; bf16 pair, f16 and f32 K panels.
   kernels::cpu::HugePageBuffer repacked_;
-  // GGUF Q3_K / Q2_K weights rewritten as Q6_K blocks (Q2_K with exact activations only), where no
-  // repacked copy replaces them, and Q2_K's offsets −dmin·m per 16 weights ([N, K / 16] f32, read
+  // GGUF Q3_K / Q2_K weights rewritten as Q6_K blocks (exact activations only), where no repacked
+  // copy replaces them, and Q2_K's offsets −dmin·m per 16 weights ([N, K / 16] f32, read
   // by offsets_: FastMatmul's f32 rows) (kernels/cpu/ggml_kquants_as_q6k.h).
   std::vector<uint8_t> q6k_copy_;
   std::vector<float> q2k_offsets_;

@@ -306,7 +306,7 @@ struct PortableOutput {
   int64_t blocks;
 
   // kQ6_Kx16: per half block, nibbles plus high bit pairs, zero point 32, scale d·sc. kQ3_Kx16:
-  // the nibbles alone, zero point 4.
+  // 2-bit chunks plus the third-bit plane, zero point 4.
   float Q6K(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
     const bool pairs_plane = w.format == FastFormat::kQ6_Kx16;
     const float z = pairs_plane ? 32.0f : 4.0f;
@@ -318,15 +318,19 @@ struct PortableOutput {
       std::memcpy(&dh, rec + 2 * c, 2);
       for (int h = 0; h < 2; ++h) {  // half h: chunks 2h and 2h + 1 (K 16h .. 16h + 15)
         int32_t dot = 0;
-        for (int q = 2 * h; q < 2 * h + 2; ++q) {
+        for (int q = 2 * h; q < 2 * h + 2 && pairs_plane; ++q) {
           for (int i = 0; i < 4; ++i) {
             const uint8_t nib = codes[q * 64 + c * 4 + i];
-            const int pairs =
-                pairs_plane ? (codes[256 + (q / 2) * 64 + c * 4 + i] >> (4 * (q % 2))) & 0xF : 0;
+            const int pairs = (codes[256 + (q / 2) * 64 + c * 4 + i] >> (4 * (q % 2))) & 0xF;
             const int lo = (nib & 0xF) | ((pairs & 3) << 4);
             const int hi = (nib >> 4) | ((pairs >> 2) << 4);
             dot += lo * x[b * 32 + 8 * q + i] + hi * x[b * 32 + 8 * q + 4 + i];
           }
+        }
+        for (int j = 16 * h; j < 16 * h + 16 && !pairs_plane; ++j) {  // kQ3_Kx16
+          const int low = (codes[internal::Q2KCodeOffset(c, j)] >> internal::Q2KCodeShift(j)) & 3;
+          const int third = (codes[128 + c * 4 + j % 4] >> internal::Q3KHighBit(j)) & 1;
+          dot += (low | (third << 2)) * x[b * 32 + j];
         }
         const int64_t off = m * blocks + b;
         const auto sc = static_cast<int8_t>(rec[32 + ((b % 8) * 2 + h) * kCols + c]);

@@ -7,9 +7,9 @@
 // compressed-tensors INT8, INT3, INT2 weight-only, a byte per code), and GGUF Q4_K, Q5_K and Q6_K
 // (FastFormat::kQ4_Kx16 / kQ5_Kx16 / kQ6_Kx16: nibbles, plus planes of fifth bits or high bit
 // pairs, under the file's own super-block and sub-block scales; Q6_K is the output and many
-// ffn_down / attn_v tensors of every K-quant model; FastFormat::kQ3_Kx16 is Q6_K's records with
-// the low nibbles alone under zero point 4, for GGUF Q3_K and Q2_K's product terms rewritten as
-// Q6_K, kernels/cpu/ggml_kquants_as_q6k.h; FastFormat::kQ2_Kx16 is GGUF Q2_K in its own 2-bit
+// ffn_down / attn_v tensors of every K-quant model; FastFormat::kQ3_Kx16 is GGUF Q3_K in its own
+// 2-bit codes and third-bit plane under Q6_K's records, zero point 4, 3.625 bits per weight
+// against the file's 3.4375; FastFormat::kQ2_Kx16 is GGUF Q2_K in its own 2-bit
 // codes and packed scale bytes, 2.625 bits per weight as in the file), GGUF IQ4_NL and IQ4_XS
 // (FastFormat::kIq4Nlx16 / kIq4Xsx16: nibbles read through kvalues_iq4nl + 128 under zero point
 // 128, an f16 scale per block of 32, or IQ4_XS's f16 d times an int8 scale per block), and MXFP4
@@ -53,8 +53,9 @@
 // and only the f32 accumulation rounds, like the reference MatmulNvfp4W4A4; the per-row α
 // (row_scale) multiplies the sum. The final step is fma(acc, α, bias) with a row scale, else
 // acc + bias. The order depends only on k, so results are batch-invariant and identical on the
-// one-row and many-row paths. kQ6_Kx16 also works per half block: z = 32 (kQ3_Kx16: z = 4,
-// codes 28 below Q6_K's, so every t is the same integer), w_s the half's d·sc
+// one-row and many-row paths. kQ6_Kx16 also works per half block: z = 32 (kQ3_Kx16: z = 4 on
+// codes q + 4, q the file's signed 3-bit code, so every t is the integer of the Q3_K block's Q6_K
+// rewrite, ggml_kquants_as_q6k.h), w_s the half's d·sc
 // (exact in f32),
 // the block's activation scale d for both halves and the per-half code sums s / s2; every t is
 // the exact half-block integer Σ (u − 32)·x. kQ2_Kx16 works per half block in GGUF's affine form:
@@ -116,10 +117,9 @@ FastWeights RepackQ5_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 FastWeights RepackLegacyGgmlToUx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n,
                                    int64_t k, uint8_t* dst);
 
-// The GGUF block types with tiles (every one but MXFP4 and Q3_K, IQ4_NL and IQ4_XS included; DenseLinear rewrites Q3_K as Q6_K
-// first, into kQ3_Kx16), the bytes of an [n, k] matrix of one of them in its tiles, and its
-// repack (Q4_0 and Q8_0 as above, the K-quants as their kQ*_Kx16, Q4_1 / Q5_0 / Q5_1 through
-// RepackLegacyGgmlToUx16).
+// The GGUF block types with tiles (every one but MXFP4; IQ4_NL and IQ4_XS included), the bytes
+// of an [n, k] matrix of one of them in its tiles, and its repack (Q4_0 and Q8_0 as above, the
+// K-quants as their kQ*_Kx16, Q4_1 / Q5_0 / Q5_1 through RepackLegacyGgmlToUx16).
 bool HasGgmlX16(GgmlBlockType type);
 int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k);
 FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
@@ -134,11 +134,11 @@ inline bool X16NeedsHalfSums(FastFormat format) {
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes for the codes).
 FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
-// Q6_K rows whose codes all lie in [28, 35] (the Q6_K rewrites of GGUF Q3_K and of Q2_K's product
-// terms, ggml_kquants_as_q6k.h) as kQ3_Kx16 (Q3_Kx16Bytes): codes u − 28 in nibbles under zero
-// point 4, the f16 d and int8 scales per 16 as kQ6_Kx16 keeps them, 4.625 bits per weight.
+// GGUF Q3_K rows (k % 256 == 0) as kQ3_Kx16 (Q3_Kx16Bytes): codes q + 4 (q the signed 3-bit code,
+// ggml_dequant.h Q3KCodes) as 2-bit chunks plus a plane of third bits under zero point 4, the f16
+// d and the int8 scales sc − 32 per 16 in Q6_K's records, 3.625 bits per weight.
 int64_t Q3_Kx16Bytes(int64_t n, int64_t k);
-FastWeights RepackQ6_KAsQ3_Kx16(const uint8_t* q6k_rows, int64_t n, int64_t k, uint8_t* dst);
+FastWeights RepackQ3_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
 // GGUF Q2_K rows (k % 256 == 0) as kQ2_Kx16 (Q2_Kx16Bytes): the file's f16 d and dmin, its scale
 // bytes and 2-bit codes, 2.625 bits per weight (the Q6_K rewrite's tiles plus its f32 offsets

@@ -22,7 +22,9 @@ constexpr int64_t kCols = 16;
 // registers hold at 4 already (a few spill to L1); the decode of a code vector is shared by them.
 constexpr int kMaxRows = 4;
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs };
+enum class Codes {
+  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs
+};
 
 inline __m256i LoadHalf(const uint8_t* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
@@ -170,8 +172,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
           const int8_t* x = xrow[r] + b * 32 + 8 * q;
           const __m256i plo = _mm256_maddubs_epi16(alo, _mm256_sign_epi8(Bcast4(x), lo));
           const __m256i phi = _mm256_maddubs_epi16(ahi, _mm256_sign_epi8(Bcast4(x + 4), hi));
-          isum[r] = _mm256_add_epi32(
-              isum[r], _mm256_add_epi32(_mm256_madd_epi16(plo, ones), _mm256_madd_epi16(phi, ones)));
+          const __m256i both =
+              _mm256_add_epi32(_mm256_madd_epi16(plo, ones), _mm256_madd_epi16(phi, ones));
+          isum[r] = _mm256_add_epi32(isum[r], both);
         }
       }
     } else {
@@ -196,6 +199,37 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
           pending = 0;
         }
       }
+    }
+#endif
+  };
+
+  // kQ3K: isum[r] += half `half` of the block (columns half h) times row r's activations: each
+  // 2-bit operand of Q2_K's chunk, + 4 where the third-bit plane's bit 4·half + s is set.
+  [[maybe_unused]] auto q3k_half = [&](const uint8_t* codes, int64_t b, int half, int h,
+                                       __m256i* isum) {
+    const __m256i v = LoadHalf(codes + half * 64 + h * 32), plane = LoadHalf(codes + 128 + h * 32);
+    const __m256i m3 = _mm256_set1_epi8(0x03), four = _mm256_set1_epi8(4);
+#if !TESSERA_X16_DPBUSD
+    __m256i s16[MR];  // four vpmaddubsw of codes <= 7 stay inside int16 (4·2·7·127)
+    for (int r = 0; r < MR; ++r) s16[r] = _mm256_setzero_si256();
+#endif
+    for (int sh = 0; sh < 4; ++sh) {
+      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * half + sh)));
+      __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * sh), m3);
+      u = _mm256_add_epi8(
+          u, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(plane, bit), bit), four));
+      for (int r = 0; r < MR; ++r) {
+        const __m256i x = Bcast4(xrow[r] + b * 32 + 16 * half + 4 * sh);
+#if TESSERA_X16_DPBUSD
+        isum[r] = Dpbusd(isum[r], u, x);
+#else
+        s16[r] = _mm256_add_epi16(s16[r], _mm256_maddubs_epi16(u, x));
+#endif
+      }
+    }
+#if !TESSERA_X16_DPBUSD
+    for (int r = 0; r < MR; ++r) {
+      isum[r] = _mm256_add_epi32(isum[r], _mm256_madd_epi16(s16[r], ones));
     }
 #endif
   };
@@ -256,7 +290,11 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
           for (int r = 0; r < MR; ++r) {
             isum[r] = _mm256_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + half]);
           }
-          dot_chunks(codes, b, 2 * half, 2 * half + 2, h, isum);
+          if constexpr (kCodes == Codes::kQ3K) {
+            q3k_half(codes, b, half, h, isum);
+          } else {
+            dot_chunks(codes, b, 2 * half, 2 * half + 2, h, isum);
+          }
           for (int r = 0; r < MR; ++r) {
             const int64_t off = (r0 + r) * blocks + b;
             acc[2 * r + h] =

@@ -1,5 +1,5 @@
-// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS; Q3_K
-// through its Q6_K rewrite, ggml_kquants_as_q6k.h, into kQ3_Kx16) repacked into the 16-column
+// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)
+// repacked into the 16-column
 // tiles of int4_x16.h: each block's scales and codes moved to where int4_x16_layout.h puts them,
 // the file's numbers kept (the K-quants' f16 d / dmin and 6-bit or int8 sub-block scales) except
 // for Q4_1 / Q5_0 / Q5_1, which become per-group scale and zero point tiles.
@@ -202,21 +202,37 @@ int64_t Q6_Kx16Bytes(int64_t n, int64_t k) {
 
 namespace {
 
-// Q6_K blocks into the records kQ6_Kx16 and kQ3_Kx16 share (the f16 d [16], then the int8 scales
-// [16 halves][16], the file's own), each block's codes through put_codes(block_codes, c, u) with u
-// the 32 6-bit codes of column c in that block (ggml_dequant.h Q6KCodes).
+// GGUF Q6_K / Q3_K blocks into the records kQ6_Kx16 and kQ3_Kx16 share: the f16 d [16], then the
+// int8 scales [16 halves][16] (Q6_K's own; Q3_K's 6-bit scales minus 32), each block's codes
+// through put_codes(block_codes, c, u) with u the 32 codes of column c in that block (Q6_K: the
+// 6-bit codes, ggml_dequant.h Q6KCodes; Q3_K: q + 4 for its signed 3-bit codes q, Q3KCodes).
 template <class PutCodesOf>
-FastWeights RepackQ6KRecords(FastFormat format, const uint8_t* q6k_rows, int64_t n, int64_t k,
+FastWeights RepackQ6KRecords(FastFormat format, const uint8_t* rows, int64_t n, int64_t k,
                              uint8_t* dst, PutCodesOf put_codes) {
-  // A ggml block: ql[128], qh[64], int8 sc[16], f16 d.
+  // A ggml Q6_K block: ql[128], qh[64], int8 sc[16], f16 d; Q3_K: hmask[32], qs[64], scales[12],
+  // f16 d.
+  const bool q3 = format == FastFormat::kQ3_Kx16;
   const X16Layout l = X16Layout::Of(format, 32);
-  return RepackGgmlBlocks(format, GgmlBlockType::kQ6_K, 256, 210, q6k_rows, n, k, dst,
+  return RepackGgmlBlocks(format, q3 ? GgmlBlockType::kQ3_K : GgmlBlockType::kQ6_K, 256,
+                          q3 ? 110 : 210, rows, n, k, dst,
                           [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
                             uint8_t* rec = tile + l.Scales(sb * 8);
-                            std::memcpy(rec + 2 * c, blk + 208, 2);  // d
-                            for (int h = 0; h < 16; ++h) rec[32 + h * kCols + c] = blk[192 + h];
+                            std::memcpy(rec + 2 * c, blk + (q3 ? 108 : 208), 2);  // d
                             uint8_t codes[256];
-                            Q6KCodes(blk, codes, nullptr);
+                            int8_t scales[16];
+                            if (q3) {
+                              int8_t q[256];
+                              Q3KCodes(blk, q, scales);
+                              for (int e = 0; e < 256; ++e) {
+                                codes[e] = static_cast<uint8_t>(q[e] + 4);
+                              }
+                            } else {
+                              std::memcpy(scales, blk + 192, 16);
+                              Q6KCodes(blk, codes, nullptr);
+                            }
+                            for (int h = 0; h < 16; ++h) {
+                              rec[32 + h * kCols + c] = static_cast<uint8_t>(scales[h]);
+                            }
                             for (int j = 0; j < 8; ++j) {
                               put_codes(tile + l.Codes(sb * 8 + j), c, codes + 32 * j);
                             }
@@ -246,12 +262,16 @@ int64_t Q3_Kx16Bytes(int64_t n, int64_t k) {
   return internal::X16Bytes(FastFormat::kQ3_Kx16, n, k, 32);
 }
 
-FastWeights RepackQ6_KAsQ3_Kx16(const uint8_t* q6k_rows, int64_t n, int64_t k, uint8_t* dst) {
-  // Codes 28..35 by contract; clamped so that a stray code cannot spill into its neighbour.
-  return RepackQ6KRecords(FastFormat::kQ3_Kx16, q6k_rows, n, k, dst,
+FastWeights RepackQ3_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst) {
+  // Codes u = q + 4 in [0, 7]: the low two bits in Q2_K's chunks, the third in the plane.
+  return RepackQ6KRecords(FastFormat::kQ3_Kx16, ggml_rows, n, k, dst,
                           [](uint8_t* block_codes, int64_t c, const uint8_t* u) {
-                            PutCodes(block_codes, c,
-                                     [&](int i) { return std::clamp<int>(u[i] - 28, 0, 15); });
+                            for (int j = 0; j < 32; ++j) {
+                              block_codes[internal::Q2KCodeOffset(c, j)] |=
+                                  static_cast<uint8_t>((u[j] & 3) << internal::Q2KCodeShift(j));
+                              block_codes[128 + c * 4 + j % 4] |=
+                                  static_cast<uint8_t>((u[j] >> 2) << internal::Q3KHighBit(j));
+                            }
                           });
 }
 
@@ -313,9 +333,7 @@ FastWeights RepackIq4x16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n
 
 }  // namespace
 
-bool HasGgmlX16(GgmlBlockType type) {
-  return type != GgmlBlockType::kMxfp4 && type != GgmlBlockType::kQ3_K;
-}
+bool HasGgmlX16(GgmlBlockType type) { return type != GgmlBlockType::kMxfp4; }
 
 int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
   switch (type) {
@@ -325,12 +343,12 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
     case GgmlBlockType::kQ5_K: return Q5_Kx16Bytes(n, k);
     case GgmlBlockType::kQ6_K: return Q6_Kx16Bytes(n, k);
     case GgmlBlockType::kQ2_K: return Q2_Kx16Bytes(n, k);
+    case GgmlBlockType::kQ3_K: return Q3_Kx16Bytes(n, k);
     case GgmlBlockType::kIq4Nl: return internal::X16Bytes(FastFormat::kIq4Nlx16, n, k, 32);
     case GgmlBlockType::kIq4Xs: return internal::X16Bytes(FastFormat::kIq4Xsx16, n, k, 32);
     case GgmlBlockType::kQ4_1: return U4x16Bytes(n, k, 32);
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return U8x16Bytes(n, k, 32);
-    case GgmlBlockType::kQ3_K:  // rewritten as Q6_K first (ggml_kquants_as_q6k.h)
     case GgmlBlockType::kMxfp4: break;
   }
   return 0;
@@ -345,15 +363,15 @@ FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
     case GgmlBlockType::kQ5_K: return RepackQ5_Kx16(ggml_rows, n, k, dst);
     case GgmlBlockType::kQ6_K: return RepackQ6_Kx16(ggml_rows, n, k, dst);
     case GgmlBlockType::kQ2_K: return RepackQ2_Kx16(ggml_rows, n, k, dst);
+    case GgmlBlockType::kQ3_K: return RepackQ3_Kx16(ggml_rows, n, k, dst);
     case GgmlBlockType::kIq4Nl:
     case GgmlBlockType::kIq4Xs: return RepackIq4x16(type, ggml_rows, n, k, dst);
     case GgmlBlockType::kQ4_1:
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return RepackLegacyGgmlToUx16(type, ggml_rows, n, k, dst);
-    case GgmlBlockType::kQ3_K:
     case GgmlBlockType::kMxfp4: break;
   }
-  assert(false && "no tiles for MXFP4, Q3_K");
+  assert(false && "no tiles for MXFP4");
   return {};
 }
 

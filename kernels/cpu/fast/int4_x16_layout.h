@@ -11,14 +11,17 @@
 // the 6-bit scales sc [8 blocks][16] and mins m [8 blocks][16] a byte each; kQ6_Kx16 one
 // super-block after 320 bytes: d [16] as f16, then the int8 scales sc [16 halves][16] (and 32
 // bytes of padding), each block's codes as 256 bytes of low nibbles and 128 of high bit pairs;
-// kQ3_Kx16 kQ6_Kx16's records with the low nibbles alone (256 bytes per block); kQ2_Kx16 one
+// kQ3_Kx16 kQ6_Kx16's record (f16 d, the int8 scales sc − 32 per 16) and per block Q2_K's 2-bit
+// chunks (Q2KCodeOffset) then a 64-byte plane of the codes' third bits (Q3KHighBit), 192 bytes;
+// kQ2_Kx16 one
 // super-block after 320 bytes: d [16] and dmin [16] as f16, then the file's scale bytes (4-bit
 // scale low, 4-bit min high) [16 halves][16], each block's 2-bit codes as 128 bytes (one 64-byte
 // chunk per half block, Q2KCodeOffset); kIq4Nlx16 kQ4_0x16's records; kIq4Xsx16 one super-block
 // after 192 bytes: d [16] as f16, the int8 scales (ls − 32) [8 blocks][16] and 32 bytes of
 // padding, then Q4_0's nibble blocks;
 // kQ5_Kx16 kQ4_Kx16's records with each block's 256 bytes of nibbles followed by 64 of fifth bits;
-// kMxfp4x16 four blocks after 64 bytes of E8M0 scales [4 blocks][16] (MXFP4's 4.25 bits per weight).
+// kMxfp4x16 four blocks after 64 bytes of E8M0 scales [4 blocks][16] (MXFP4's 4.25 bits per
+// weight).
 // Scale areas and code blocks are multiples of 64 bytes, so every load stays on its cache lines.
 #ifndef TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
 #define TESSERA_KERNELS_CPU_FAST_INT4_X16_LAYOUT_H_
@@ -38,7 +41,7 @@ struct X16Layout {
 
   static X16Layout Of(FastFormat format, int64_t group_size) {
     X16Layout l;
-    const bool q3_k = format == FastFormat::kQ3_Kx16;  // q6_k's records without the high pairs
+    const bool q3_k = format == FastFormat::kQ3_Kx16;  // q6_k's records, 2-bit codes + third bits
     const bool q2_k = format == FastFormat::kQ2_Kx16;  // q4_k's scale area size, 2-bit codes
     const bool iq4_xs = format == FastFormat::kIq4Xsx16;  // nibbles under a super-block record
     const bool q6_k = format == FastFormat::kQ6_Kx16 || q3_k;
@@ -48,7 +51,7 @@ struct X16Layout {
     const bool groups = format == FastFormat::kU4x16 || format == FastFormat::kU8x16;
     const bool mxfp4 = format == FastFormat::kMxfp4x16;
     const bool super_blocks = q4_k || q6_k || q2_k || iq4_xs;  // one GGUF super-block per record
-    l.code_bytes = q2_k ? 128 : q3_k ? 256 : q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
+    l.code_bytes = q2_k ? 128 : q3_k ? 192 : q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
     l.blocks_per_record = groups ? group_size / 32 : super_blocks ? 8 : mxfp4 ? 4 : 2;
     l.scale_bytes = groups ? 128 : iq4_xs ? 192 : super_blocks ? 320 : 64;
     l.group_scales = groups;
@@ -105,6 +108,10 @@ inline int64_t ByteCodeOffset(int64_t c, int j) { return (j / 4) * 64 + c * 4 + 
 // Returns the byte offset; the code's bit shift is Q2KCodeShift(j).
 inline int64_t Q2KCodeOffset(int64_t c, int j) { return (j / 16) * 64 + c * 4 + j % 4; }
 inline int Q2KCodeShift(int j) { return 2 * ((j % 16) / 4); }
+// kQ3_Kx16: the third bit (value 4) of code j of column c is bit Q3KHighBit(j) of the block's
+// byte 128 + c * 4 + j % 4, so that testing bit 4h + s of the plane marks the bytes of the
+// vpdpbusd operand for K = 16h + 4s .. 16h + 4s + 3.
+inline int Q3KHighBit(int j) { return 4 * (j / 16) + (j % 16) / 4; }
 
 // Writes column c's nibble codes into a block's codes, given code(j) for j in 0..31.
 template <class Code>

@@ -1,6 +1,6 @@
 // AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, MXFP4, Q8_0, INT8, Q2_K, Q3_K,
-// Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS tiles). Intrinsics under target attributes (Highway 1.0.3 has no
-// vpdpbusd); called only after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
+// Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS tiles). Intrinsics under target attributes (Highway 1.0.3
+// has no vpdpbusd); called only after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
 //
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
 // are split into low and high nibbles once, then every activation row of the tile (up to 8, kept
@@ -95,7 +95,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
           int64_t r0, bool prefetch, __m512* out) {
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
   constexpr bool kHalves = kCodes == Codes::kQ6K || kCodes == Codes::kQ3K;
-  constexpr bool kHighPairs = kCodes == Codes::kQ6K;  // kQ3K: the nibbles alone
+  constexpr bool kHighPairs = kCodes == Codes::kQ6K;  // kQ3K: 2-bit chunks and a third-bit plane
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
   constexpr bool kFifth = kCodes == Codes::kQ5K;  // a plane of fifth bits after the nibbles
   constexpr bool kE2m1 = kCodes == Codes::kMxfp4;
@@ -103,7 +103,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kIq4Xs = kCodes == Codes::kIq4Xs;  // f16 d and int8 scales per super-block
   constexpr bool kTwoBit = kCodes == Codes::kQ2K;
   constexpr int64_t kBlockBytes =
-      kTwoBit ? 128 : kHighPairs ? 384 : kFifth ? 320 : kBytes ? 512 : 256;
+      kTwoBit ? 128 : kCodes == Codes::kQ3K ? 192 : kHighPairs ? 384 : kFifth ? 320
+      : kBytes ? 512 : 256;
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   constexpr int64_t kScaleBytes =
@@ -166,8 +167,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
     }
     if constexpr (kHalves) {
       // Q6_K: two halves of 16 K (nibble chunks 0-1 and 2-3), each with its own scale d·sc and
-      // code sum; the codes are the low nibbles with their high bit pairs ORed back in (kQ3K:
-      // the low nibbles alone).
+      // code sum; the codes are the low nibbles with their high bit pairs ORed back in. kQ3K: each
+      // half's 2-bit chunk (Q2_K's), + 4 where the plane's bit 4h + s is set.
       const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
       PrefetchAhead<kBlockBytes>(codes, prefetch);
       const __m512 d_sb =
@@ -179,8 +180,22 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
         const __m512i pairs =
             kHighPairs ? _mm512_loadu_si512(codes + 256 + h * 64) : _mm512_setzero_si512();
         __m512i isum[MR];
-        for (int r = 0; r < MR; ++r) isum[r] = _mm512_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + h]);
-        for (int q = 2 * h; q < 2 * h + 2; ++q) {
+        for (int r = 0; r < MR; ++r) {
+          isum[r] = _mm512_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + h]);
+        }
+        if constexpr (kCodes == Codes::kQ3K) {
+          const __m512i v = _mm512_loadu_si512(codes + h * 64);
+          const __m512i plane = _mm512_loadu_si512(codes + 128), four = _mm512_set1_epi8(4);
+          for (int sh = 0; sh < 4; ++sh) {
+            __m512i u = _mm512_and_si512(sh == 0 ? v : _mm512_srli_epi16(v, 2 * sh), m3);
+            const __m512i bit = _mm512_set1_epi8(static_cast<char>(1 << (4 * h + sh)));
+            u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(plane, bit), u, four);
+            for (int r = 0; r < MR; ++r) {
+              isum[r] = DpbusdBcast(isum[r], u, xrow[r] + b * 32 + 16 * h + 4 * sh);
+            }
+          }
+        }
+        for (int q = 2 * h; q < 2 * h + 2 && kCodes != Codes::kQ3K; ++q) {
           const __m512i v = _mm512_loadu_si512(codes + q * 64);
           __m512i lo = _mm512_and_si512(v, m4);
           __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);

@@ -2,9 +2,9 @@
 // AVX2 kernel sums up to 8 vpmaddubsw products in int16 lanes (int4_x16_avx2.cc), which is exact
 // only while 2·127·u_max times that count stays below 2^15. Random weights never come near that
 // bound, so here every code is the format's largest (0xFF bytes: nibble 15, byte 255, Q5_K 31,
-// Q6_K 63, Q2_K 3, IQ4 113, and nibble 0: IQ4's −127; E2M1 nibble 7: table value 24) and every
-// activation code is ±127, the largest sums the quantizer can produce. Byte codes (Q8_0, U8) also
-// run with every code at its minimum (byte 0: q = −128), the largest magnitude of the AVX2
+// Q6_K 63, Q3_K 7, Q2_K 3, IQ4 113, and nibble 0: IQ4's −127; E2M1 nibble 7: table value 24) and
+// every activation code is ±127, the largest sums the quantizer can produce. Byte codes (Q8_0, U8)
+// also run with every code at its minimum (byte 0: q = −128), the largest magnitude of the AVX2
 // kernel's signed-byte products (|q| = 128). Each kernel must give the portable loop's bits.
 #include <cstdint>
 #include <cstring>
@@ -58,7 +58,7 @@ TEST(Int4x16KernelsTest, LargestCodesAndActivationsMatchPortable) {
                         Case{FastFormat::kQ4_Kx16, "Q4_K", 0},
                         Case{FastFormat::kQ5_Kx16, "Q5_K", 0},
                         Case{FastFormat::kQ6_Kx16, "Q6_K", 0},
-                        Case{FastFormat::kQ3_Kx16, "Q3_K (nibbles 15)", 0},
+                        Case{FastFormat::kQ3_Kx16, "Q3_K (codes 7)", 0},
                         Case{FastFormat::kQ2_Kx16, "Q2_K (codes 3)", 0},
                         Case{FastFormat::kIq4Nlx16, "IQ4_NL (kv 113)", 0},
                         Case{FastFormat::kIq4Nlx16, "IQ4_NL (kv -127)", 0, 0x00},

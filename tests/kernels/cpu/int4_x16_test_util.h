@@ -4,6 +4,7 @@
 #define TESSERA_TESTS_KERNELS_CPU_INT4_X16_TEST_UTIL_H_
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
@@ -92,6 +93,30 @@ inline void ExpectKernelsMatchPortable(const FastWeights& fw, const Int4x16Acts&
             << " (" << c.name << ") n=" << n << " k=" << fw.k << " rows=" << rows << " i=" << i
             << ": " << y[i] << " vs " << ref[i];
       }
+    }
+  }
+}
+
+// Int4x16MatmulPortable on fw equals, within f32 rounding, a double sum of w (the reference
+// dequantizer's [fw.n, fw.k] weights) times the activations as the tiles see them (code times
+// block scale), plus bias: each output within roundings · 2^-24 · (Σ |x·w| + slack · Σ |x|).
+inline void ExpectPortableFollowsDequantized(const FastWeights& fw, const Acts& a,
+                                             const std::vector<float>& w,
+                                             const std::vector<float>& bias, double roundings,
+                                             double slack, const std::string& what) {
+  const int64_t n = fw.n, k = fw.k, rows = a.view.rows;
+  std::vector<float> y(rows * n);
+  Int4x16MatmulPortable(fw, a.view, bias.data(), y.data(), 0, n);
+  for (int64_t m = 0; m < rows; ++m) {
+    for (int64_t c = 0; c < n; ++c) {
+      double want = bias[c], mag = std::abs(bias[c]);
+      for (int64_t i = 0; i < k; ++i) {
+        const double xi = double(a.q[m * k + i]) * a.d[m * (k / 32) + i / 32];
+        want += xi * w[c * k + i];
+        mag += std::abs(xi * w[c * k + i]) + std::abs(xi) * slack;
+      }
+      ASSERT_NEAR(y[m * n + c], want, roundings * 0x1p-24 * mag)
+          << what << " m=" << m << " c=" << c;
     }
   }
 }

@@ -72,22 +72,10 @@ TEST(Iq4x16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
         for (auto& v : x) v = nd(rng);
         for (auto& v : bias) v = nd(rng);
         const testing::Acts a = testing::Quantize(x.data(), rows, k);
-        std::vector<float> y(rows * n);
-        Int4x16MatmulPortable(fw, a.view, bias.data(), y.data(), 0, n);
-        for (int64_t m = 0; m < rows; ++m) {
-          for (int64_t c = 0; c < n; ++c) {
-            double want = bias[c], mag = std::abs(bias[c]);
-            for (int64_t i = 0; i < k; ++i) {
-              const double xi = double(a.q[m * k + i]) * a.d[m * (k / 32) + i / 32];
-              want += xi * w[c * k + i];
-              mag += std::abs(xi * w[c * k + i]);
-            }
-            // Per block: the scale product, one fma and the running sum round, each within
-            // 2^-24 of a magnitude below mag.
-            ASSERT_NEAR(y[m * n + c], want, 3 * (k / 32 + 2) * 0x1p-24 * mag)
-                << what << " m=" << m << " c=" << c;
-          }
-        }
+        // Per block: the scale product, one fma and the running sum round, each within 2^-24 of
+        // a magnitude below the bound's.
+        testing::ExpectPortableFollowsDequantized(fw, a, w, bias, 3 * (k / 32 + 2), 0.0, what);
+        ASSERT_FALSE(HasFatalFailure()) << what;
         testing::ExpectKernelsMatchPortable(fw, a.view, bias.data(), what);
         ASSERT_FALSE(HasFatalFailure()) << what;
       }

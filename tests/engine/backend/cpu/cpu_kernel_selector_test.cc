@@ -147,8 +147,7 @@ namespace tessera::backend::cpu {
 namespace {
 
 // GGUF block formats (Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q2_K-Q6_K / IQ4_NL / IQ4_XS): under
-// --cpu_int8_activations each takes its 16-column VNNI tiles and int8 activations (Q3_K
-// rewritten as Q6_K); without it, f32
+// --cpu_int8_activations each takes its 16-column VNNI tiles and int8 activations; without it, f32
 // activations: Q4_0 / Q8_0 on the row kernels that decode in registers ("-fast"), the others on
 // the kernel that dequantizes blocks to an f32 tile ("-dequant", which the loader warns about).
 TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
@@ -161,7 +160,7 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
         std::pair{quant::WeightFormat::kGgufQ4_1, "cpu/gguf-q4_1-vnni"},
         std::pair{quant::WeightFormat::kGgufQ5_0, "cpu/gguf-q5_0-vnni"},
         std::pair{quant::WeightFormat::kGgufQ5_1, "cpu/gguf-q5_1-vnni"},
-        std::pair{quant::WeightFormat::kGgufQ3_K, "cpu/gguf-q3_k-as-q6_k-vnni"},
+        std::pair{quant::WeightFormat::kGgufQ3_K, "cpu/gguf-q3_k-vnni"},
         std::pair{quant::WeightFormat::kGgufQ2_K, "cpu/gguf-q2_k-vnni"},
         std::pair{quant::WeightFormat::kGgufIq4Nl, "cpu/gguf-iq4_nl-vnni"},
         std::pair{quant::WeightFormat::kGgufIq4Xs, "cpu/gguf-iq4_xs-vnni"}}) {

@@ -151,9 +151,10 @@ INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
                                            io::DType::kQ3_K, io::DType::kQ5_K, io::DType::kQ6_K,
                                            io::DType::kIq4Nl, io::DType::kIq4Xs));
 
-// GGUF Q3_K runs as Q6_K blocks of the same values (kernels/cpu/ggml_kquants_as_q6k.h): with f32
-// activations the Q3_K layer gives the Q6_K layer of the rewritten blocks bit for bit, and so with
-// int8 activations, and the plan's label says which form ran.
+// GGUF Q3_K with f32 activations runs as Q6_K blocks of the same values
+// (kernels/cpu/ggml_kquants_as_q6k.h) and gives the Q6_K layer of the rewritten blocks bit for bit;
+// with int8 activations its own 3-bit tiles (kQ3_Kx16) give that layer's bits too (the same
+// half-block integers under the same scales), and the plan's label says which form ran.
 TEST(DenseLinearQ3KTest, RunsAsItsQ6KRewriteBitForBit) {
   std::mt19937 rng(33);
   kernels::cpu::ThreadPool pool(2);
@@ -168,7 +169,9 @@ TEST(DenseLinearQ3KTest, RunsAsItsQ6KRewriteBitForBit) {
     auto l6 = DenseLinear::Create(v6, {}, &pool, acts);
     ASSERT_TRUE(l3.ok()) << l3.status();
     ASSERT_TRUE(l6.ok()) << l6.status();
-    EXPECT_EQ((*l3)->Describe(), absl::StrCat("Q3_K (as Q6_K)", (*l6)->Describe().substr(4)));
+    const bool exact = acts == DenseActivations::kFloat;  // int8: Q3_K's own tiles (kQ3_Kx16)
+    EXPECT_EQ((*l3)->Describe(),
+              absl::StrCat(exact ? "Q3_K (as Q6_K)" : "Q3_K", (*l6)->Describe().substr(4)));
     EXPECT_EQ((*l3)->weight_bytes(), static_cast<int64_t>(q3.size()));  // the file's bytes
     const std::vector<float> y3 = Forward(**l3, x, kRows), y6 = Forward(**l6, x, kRows);
     EXPECT_EQ(std::memcmp(y3.data(), y6.data(), y3.size() * 4), 0) << (*l3)->Describe();
