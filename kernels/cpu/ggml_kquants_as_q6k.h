@@ -21,7 +21,8 @@
 
 namespace tessera::kernels::cpu {
 
-// Whether a GGUF block type runs through its Q6_K rewrite below (Q3_K and Q2_K).
+// Whether a GGUF block type has a Q6_K rewrite below (Q3_K and Q2_K), which DenseLinear runs with
+// exact activations (with int8 ones they take their own tiles).
 inline bool RunsAsQ6K(GgmlBlockType type) {
   return type == GgmlBlockType::kQ3_K || type == GgmlBlockType::kQ2_K;
 }

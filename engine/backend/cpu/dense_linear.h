@@ -37,7 +37,8 @@ namespace tessera::backend::cpu {
 // The kernel encoding of a checkpoint dtype, or an error naming the tensor.
 absl::StatusOr<kernels::cpu::WeightEncoding> EncodingForDType(const io::TensorView& view);
 
-// What the layer feeds its kernel. kInt8Block32 (GGUF Q4_0/1, Q5_0/1, Q8_0, Q2_K to Q6_K)
+// What the layer feeds its kernel. kInt8Block32 (GGUF Q4_0/1, Q5_0/1, Q8_0, Q2_K to Q6_K, IQ4_NL,
+// IQ4_XS)
 // quantizes each input row to int8 blocks of 32 per call and runs the VNNI kernel on the weights
 // repacked in 16-column tiles (kernels/cpu/fast/int4_x16.h).
 // kBf16 (bf16 weights only) rounds each input row to bf16 (kernels/cpu/fast/bf16_dot_matmul.h);

@@ -64,8 +64,8 @@ enum class FastFormat {
   // MXFP4 (E2M1 codes, an E8M0 scale per 32) in 16-column tiles (int4_x16.h); int8-activation
   // kernels only.
   kMxfp4x16,
-  // kQ6_Kx16's records with nibble codes only and zero point 4 (int4_x16.h): GGUF Q3_K, and Q2_K's
-  // product terms, from their Q6_K rewrites (ggml_kquants_as_q6k.h); int8-activation kernels only.
+  // GGUF Q3_K in 16-column tiles (int4_x16.h: its codes + 4 as 2-bit chunks plus a third-bit
+  // plane, zero point 4, under kQ6_Kx16's records); int8-activation kernels only.
   kQ3_Kx16,
   // GGUF Q2_K in 16-column tiles (int4_x16.h: 2-bit codes, the file's f16 d / dmin per
   // super-block and packed 4-bit scale / min bytes per 16); int8-activation kernels only.

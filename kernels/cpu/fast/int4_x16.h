@@ -79,7 +79,7 @@
 namespace tessera::kernels::cpu::fast {
 
 // Bytes of the repacked matrix (n columns of k values, k % 32 == 0; group_size % 32 == 0 and
-// k % group_size == 0 for kU4x16 and kU8x16; k % 256 == 0 for the K-quants).
+// k % group_size == 0 for kU4x16 and kU8x16; k % 256 == 0 for the K-quants and IQ4_XS).
 int64_t Q4_0x16Bytes(int64_t n, int64_t k);
 int64_t U4x16Bytes(int64_t n, int64_t k, int64_t group_size);
 int64_t Nvfp4x16Bytes(int64_t n, int64_t k);

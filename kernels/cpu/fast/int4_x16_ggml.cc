@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/fast/e2m1_tile_codes.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int4_x16_layout.h"
 #include "kernels/cpu/ggml_dequant.h"
@@ -24,6 +25,19 @@ using internal::X16Weights;
 
 constexpr int64_t kCols = internal::kX16Cols;
 constexpr int64_t kQ4BlockBytes = 18;
+
+// The vector kernels' IQ4 shuffle tables are kvalues_iq4nl (+ 128): the repack below leaves the
+// nibbles as the file has them, so the tables alone give them their values.
+constexpr bool Iq4TablesMatchKvalues() {
+  for (int i = 0; i < 16; ++i) {
+    if (internal::kIq4Values[i] != kIq4NlValues[i] ||
+        internal::kIq4Plus128[i] != kIq4NlValues[i] + 128) {
+      return false;
+    }
+  }
+  return true;
+}
+static_assert(Iq4TablesMatchKvalues(), "e2m1_tile_codes.h's IQ4 tables drifted from kvalues_iq4nl");
 constexpr int64_t kQ8BlockBytes = 34;
 
 }  // namespace

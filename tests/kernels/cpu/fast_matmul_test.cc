@@ -38,7 +38,8 @@ std::vector<Case> AllCases() {
       {"Q5_1", GgmlBlockType::kQ5_1}, {"Q8_0", GgmlBlockType::kQ8_0}, {"Q4_K", GgmlBlockType::kQ4_K},
       {"Q5_K", GgmlBlockType::kQ5_K}, {"Q6_K", GgmlBlockType::kQ6_K},
       {"MXFP4", GgmlBlockType::kMxfp4}, {"Q2_K", GgmlBlockType::kQ2_K},
-      {"Q3_K", GgmlBlockType::kQ3_K}};
+      {"Q3_K", GgmlBlockType::kQ3_K}, {"IQ4_NL", GgmlBlockType::kIq4Nl},
+      {"IQ4_XS", GgmlBlockType::kIq4Xs}};
   for (const auto& [name, t] : ggml) cases.push_back({name, {std::nullopt, t}});
   return cases;
 }

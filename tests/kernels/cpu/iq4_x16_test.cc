@@ -1,7 +1,7 @@
 // kIq4Nlx16 / kIq4Xsx16 tiles (kernels/cpu/fast/int4_x16.h: GGUF IQ4_NL and IQ4_XS nibbles read
 // through kvalues_iq4nl) from random blocks:
 //  * the tiles take the file's bytes plus IQ4_XS's int8 scales per block (IQ4_NL: Q4_0's 4.5 bits
-//    per weight; IQ4_XS: 4.75 against the file's 4.25);
+//    per weight; IQ4_XS: 4.375 against the file's 4.25);
 //  * the portable loop equals a double sum of the reference dequantizer's weights
 //    (dequantize_row_iq4_nl / _xs, golden-tested against gguf-py) times the dequantized int8
 //    activations within f32 rounding: every block integer Σ kv·x is exact, so only the scale

@@ -1,13 +1,12 @@
 // DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
-// load: GGUF Q4_1, Q5_0, Q5_1, Q3_K (as Q6_K), Q5_K and Q6_K under int8 activations (the 16-column
-// VNNI tiles)
-// against the same layer with f32 activations (the quantized panels on AVX-512, FastMatmul's
+// load: GGUF Q4_1, Q5_0, Q5_1, Q3_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS under int8 activations (the
+// 16-column VNNI tiles) against the same layer with f32 activations (the quantized panels on AVX-512, FastMatmul's
 // decoders elsewhere), within the int8 activation rounding; f16 weights (the AVX-512 panels)
 // against a double sum of the f16 values. The same GGUF types with f32 activations on the
 // quantized panels, against a double sum of the reference's weights. Each is batch-invariant
 // through Forward (a row alone = the same row among 7, bit for bit, on a 2-thread pool), and
-// Describe names the kernel. Q3_K equals its Q6_K rewrite bit for bit; Q2_K (Q6_K plus offsets)
-// follows a double sum.
+// Describe names the kernel. Q3_K equals its Q6_K rewrite bit for bit in both modes; Q2_K (its own
+// tiles, or Q6_K plus offsets with exact activations) follows a double sum.
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -254,7 +253,8 @@ TEST(DenseLinearQ2KTest, ProductAndOffsetTermsFollowTheReference) {
 }
 
 // Q2_K with a bias, K / 16 = 176 sums (not a multiple of any vector width: the offsets' f32 row
-// tail), 21 columns and no thread pool (the inline rewrite); a K that is not whole super-blocks is
+// tail), 21 columns and no thread pool (the inline rewrite with exact activations, the inline
+// repack with int8 ones); a K that is not whole super-blocks is
 // refused, naming the tensor.
 TEST(DenseLinearQ2KTest, BiasOddShapesAndNoPool) {
   constexpr int64_t n = 21, k = 2816, rows = 3;

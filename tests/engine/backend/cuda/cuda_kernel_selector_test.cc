@@ -93,7 +93,7 @@ TEST(CudaKernelSelectorTest, Nvfp4W4A4OnBlackwell) {
     }
   }
   // sm_103 (B300) has no 103a target in the default architecture list.
-  if (!Compiled(103)) {
+  if (!Compiled(103) && kernels::cuda::CanRunGenericKernels(103)) {
     LinearSpec s = Nvfp4W4A4();
     s.activation_origin = quant::ScaleOrigin::kStatic;
     ASSERT_TRUE(CudaKernelSelector(103).Select(&s).ok());
