@@ -7,8 +7,8 @@
 // in registers) does 8 vpdpbusd with its 4-byte code groups broadcast, one int-to-float convert
 // and two FMAs: the canonical order of the header, lane = column. Q8_0 tiles load 8 vectors of
 // bytes per block and skip the split. Formats with an integer zero point (Q4_0, Q8_0, MXFP4,
-// NVFP4, Q6_K, Q3_K, IQ4_NL, IQ4_XS) start each block's int32 sums at −z·s (broadcast from memory: a load, no vector
-// ALU work) instead of subtracting z·s in f32 afterwards; both give the exact block integer
+// NVFP4, Q6_K, Q3_K, IQ4_NL, IQ4_XS) start each block's int32 sums at −z·s (broadcast from
+// memory: a load, no vector ALU work) instead of subtracting z·s in f32 afterwards; both give the exact block integer
 // Σ (u − z)·x as one f32 (|Σ| < 2^24), so the results are the same bits with one vector
 // operation fewer per row and block of the compute-bound many-row tiles.
 #if defined(__GNUC__) && !defined(__clang__)

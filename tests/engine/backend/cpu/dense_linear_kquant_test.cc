@@ -1,7 +1,7 @@
 // DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
 // load: GGUF Q4_1, Q5_0, Q5_1, Q3_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS under int8 activations (the
-// 16-column VNNI tiles) against the same layer with f32 activations (the quantized panels on AVX-512, FastMatmul's
-// decoders elsewhere), within the int8 activation rounding; f16 weights (the AVX-512 panels)
+// 16-column VNNI tiles) against the same layer with f32 activations (the quantized panels on
+// AVX-512, FastMatmul's decoders elsewhere), within the int8 activation rounding; f16 weights (the AVX-512 panels)
 // against a double sum of the f16 values. The same GGUF types with f32 activations on the
 // quantized panels, against a double sum of the reference's weights. Each is batch-invariant
 // through Forward (a row alone = the same row among 7, bit for bit, on a 2-thread pool), and
