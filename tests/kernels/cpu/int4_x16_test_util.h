@@ -16,6 +16,8 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/ggml_dequant.h"
+#include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast::testing {
 
@@ -119,6 +121,41 @@ inline void ExpectPortableFollowsDequantized(const FastWeights& fw, const Acts& 
           << what << " m=" << m << " c=" << c;
     }
   }
+}
+
+// On rows of normal random activations and bias: ExpectPortableFollowsDequantized, then
+// ExpectKernelsMatchPortable.
+inline void ExpectTilesFollowDequantized(const FastWeights& fw, const std::vector<float>& w,
+                                         int64_t rows, double roundings, double slack,
+                                         std::mt19937& rng, const std::string& what) {
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  std::vector<float> x(rows * fw.k), bias(fw.n);
+  for (auto& v : x) v = nd(rng);
+  for (auto& v : bias) v = nd(rng);
+  const Acts a = Quantize(x.data(), rows, fw.k, NeedsHalves(fw));
+  ExpectPortableFollowsDequantized(fw, a, w, bias, roundings, slack, what);
+  if (::testing::Test::HasFatalFailure()) return;
+  ExpectKernelsMatchPortable(fw, a.view, bias.data(), what);
+}
+
+// n x k weights of GGUF `type` as random bytes, with an f16 scale uniform in ±0.004 written at each
+// offset of `scales_at` in every block (d, and Q2_K's dmin): every code and sub-block scale
+// random, the block scales sane.
+inline std::vector<uint8_t> RandomGgmlBlocks(GgmlBlockType type, int64_t n, int64_t k,
+                                             std::initializer_list<int64_t> scales_at,
+                                             std::mt19937& rng) {
+  const GgmlBlockInfo info = GetGgmlBlockInfo(type);
+  const int64_t blocks = n * k / info.elements;
+  std::vector<uint8_t> src(blocks * info.bytes);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(-0.004f, 0.004f);
+  for (int64_t i = 0; i < blocks; ++i) {
+    for (const int64_t at : scales_at) {
+      const uint16_t h = numeric::FloatToHalf(scale(rng));
+      std::memcpy(src.data() + i * info.bytes + at, &h, 2);
+    }
+  }
+  return src;
 }
 
 // ExpectKernelsMatchPortable for each row count, on normal random activations.

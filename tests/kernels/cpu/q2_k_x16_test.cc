@@ -8,9 +8,7 @@
 //  * every kernel this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2) equals the portable loop bit for bit
 //    for column counts that are not multiples of 16 and row counts across row tiles (so a row's
 //    result does not depend on the rows beside it).
-#include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,7 +17,6 @@
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/ggml_dequant.h"
-#include "kernels/numeric/half.h"
 #include "tests/kernels/cpu/int4_x16_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -30,20 +27,10 @@ constexpr int64_t kBlockBytes = 84;
 // n x k random Q2_K weights: random codes and scale bytes, f16 d and dmin of either sign; the
 // first block of each row has scale and min bytes 0x0F / 0xF0 / 0xFF / 0x00 (the nibble edges).
 std::vector<uint8_t> RandomQ2K(int64_t n, int64_t k, std::mt19937& rng) {
-  const int64_t blocks = n * k / 256;
-  std::vector<uint8_t> src(blocks * kBlockBytes);
-  for (auto& b : src) b = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> scale(-0.004f, 0.004f);
-  for (int64_t i = 0; i < blocks; ++i) {
-    uint8_t* blk = src.data() + i * kBlockBytes;
-    for (int64_t at : {80, 82}) {
-      const uint16_t h = numeric::FloatToHalf(scale(rng));
-      std::memcpy(blk + at, &h, 2);
-    }
-    if (i % (k / 256) == 0) {
-      constexpr uint8_t kEdges[4] = {0x0F, 0xF0, 0xFF, 0x00};
-      for (int j = 0; j < 16; ++j) blk[j] = kEdges[j % 4];
-    }
+  std::vector<uint8_t> src = testing::RandomGgmlBlocks(GgmlBlockType::kQ2_K, n, k, {80, 82}, rng);
+  for (int64_t i = 0; i < n * k / 256; i += k / 256) {
+    constexpr uint8_t kEdges[4] = {0x0F, 0xF0, 0xFF, 0x00};
+    for (int j = 0; j < 16; ++j) src[i * kBlockBytes + j] = kEdges[j % 4];
   }
   return src;
 }
@@ -69,16 +56,9 @@ TEST(Q2Kx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
     DequantizeGgmlBlocks(GgmlBlockType::kQ2_K, src.data(), n * k / 256, w.data());
     for (const int64_t rows : {1, 5, 11}) {
       const std::string what = "n=" + std::to_string(n) + " rows=" + std::to_string(rows);
-      std::normal_distribution<float> nd(0.0f, 1.0f);
-      std::vector<float> x(rows * k), bias(n);
-      for (auto& v : x) v = nd(rng);
-      for (auto& v : bias) v = nd(rng);
-      const testing::Acts a = testing::Quantize(x.data(), rows, k, /*halves=*/true);
       // Per half block one product, one fma and one accumulation rounding, each within 2^-24 of
       // a running magnitude below the bound's (the min term |x|·dmin·m is at most 0.06·|x|).
-      testing::ExpectPortableFollowsDequantized(fw, a, w, bias, 4 * (k / 16 + 2), 0.06, what);
-      ASSERT_FALSE(HasFatalFailure()) << what;
-      testing::ExpectKernelsMatchPortable(fw, a.view, bias.data(), what);
+      testing::ExpectTilesFollowDequantized(fw, w, rows, 4 * (k / 16 + 2), 0.06, rng, what);
       ASSERT_FALSE(HasFatalFailure()) << what;
     }
   }

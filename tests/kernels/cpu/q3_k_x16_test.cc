@@ -17,7 +17,6 @@
 #include "hwy/aligned_allocator.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/ggml_kquants_as_q6k.h"
-#include "kernels/numeric/half.h"
 #include "tests/kernels/cpu/int4_x16_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -26,15 +25,10 @@ namespace {
 // n x k random Q3_K weights with sane f16 scales; the first block of each row all 0xFF (codes 3
 // with every third bit: u = 7, and scales 31) and the second all 0x00 (u = 0, scales −32).
 std::vector<uint8_t> RandomQ3K(int64_t n, int64_t k, std::mt19937& rng) {
-  const int64_t blocks = n * k / 256;
-  std::vector<uint8_t> src(blocks * kQ3KBlockBytes);
-  for (auto& b : src) b = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> scale(-0.004f, 0.004f);
-  for (int64_t i = 0; i < blocks; ++i) {
-    uint8_t* blk = src.data() + i * kQ3KBlockBytes;
-    if (i % (k / 256) < 2) std::memset(blk, i % (k / 256) == 0 ? 0xFF : 0x00, 108);
-    const uint16_t h = numeric::FloatToHalf(scale(rng));
-    std::memcpy(blk + 108, &h, 2);
+  std::vector<uint8_t> src = testing::RandomGgmlBlocks(GgmlBlockType::kQ3_K, n, k, {108}, rng);
+  for (int64_t i = 0; i < n * k / 256; i += k / 256) {  // d (bytes 108-109) kept
+    std::memset(src.data() + i * kQ3KBlockBytes, 0xFF, 108);
+    std::memset(src.data() + (i + 1) * kQ3KBlockBytes, 0x00, 108);
   }
   return src;
 }
