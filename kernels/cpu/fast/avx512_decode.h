@@ -6,7 +6,7 @@
 
 #include <immintrin.h>
 
-#include "kernels/cpu/fast/e2m1_tile_codes.h"
+#include "kernels/cpu/fast/tile_code_tables.h"
 
 namespace tessera::kernels::cpu::fast::internal {
 

@@ -35,8 +35,8 @@
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
 // Plain C++ (no intrinsics), so its inline functions stay outside the target attributes below.
-#include "kernels/cpu/fast/e2m1_tile_codes.h"
 #include "kernels/cpu/fast/int4_x16_layout.h"
+#include "kernels/cpu/fast/tile_code_tables.h"
 
 HWY_PUSH_ATTRIBUTES("avx2,fma,f16c")
 

@@ -203,21 +203,27 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
 #endif
   };
 
-  // kQ3K: isum[r] += half `half` of the block (columns half h) times row r's activations: each
-  // 2-bit operand of Q2_K's chunk, + 4 where the third-bit plane's bit 4·half + s is set.
-  [[maybe_unused]] auto q3k_half = [&](const uint8_t* codes, int64_t b, int half, int h,
-                                       __m256i* isum) {
-    const __m256i v = LoadHalf(codes + half * 64 + h * 32), plane = LoadHalf(codes + 128 + h * 32);
+  // kQ2K / kQ3K: isum[r] += half `half` of the block (columns half h) times row r's activations:
+  // each 2-bit operand of the half's chunk (kQ3K: + 4 where the third-bit plane's bit 4·half + s
+  // is set).
+  [[maybe_unused]] auto two_bit_half = [&](const uint8_t* codes, int64_t b, int half, int h,
+                                           __m256i* isum) {
+    const __m256i v = LoadHalf(codes + half * 64 + h * 32);
+    // kQ2K's block ends at byte 128: no plane to read there.
+    [[maybe_unused]] const __m256i plane =
+        kCodes == Codes::kQ3K ? LoadHalf(codes + 128 + h * 32) : _mm256_setzero_si256();
     const __m256i m3 = _mm256_set1_epi8(0x03), four = _mm256_set1_epi8(4);
 #if !TESSERA_X16_DPBUSD
     __m256i s16[MR];  // four vpmaddubsw of codes <= 7 stay inside int16 (4·2·7·127)
     for (int r = 0; r < MR; ++r) s16[r] = _mm256_setzero_si256();
 #endif
     for (int sh = 0; sh < 4; ++sh) {
-      const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * half + sh)));
       __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * sh), m3);
-      u = _mm256_add_epi8(
-          u, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(plane, bit), bit), four));
+      if constexpr (kCodes == Codes::kQ3K) {
+        const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << (4 * half + sh)));
+        u = _mm256_add_epi8(
+            u, _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(plane, bit), bit), four));
+      }
       for (int r = 0; r < MR; ++r) {
         const __m256i x = Bcast4(xrow[r] + b * 32 + 16 * half + 4 * sh);
 #if TESSERA_X16_DPBUSD
@@ -241,37 +247,15 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
     for (int h = 0; h < 2; ++h) {
       if constexpr (kCodes == Codes::kQ2K) {  // per half, 2-bit codes, s = d·sc, o = dmin·m
         const __m256 d_sb = Halves8(record + h * 16), m_sb = Halves8(record + 32 + h * 16);
-        const __m256i m3 = _mm256_set1_epi8(0x03);
         for (int half = 0; half < 2; ++half) {
           const __m256i sc = _mm256_cvtepu8_epi32(_mm_loadl_epi64(
               reinterpret_cast<const __m128i*>(record + 64 + (j * 2 + half) * 16 + h * 8)));
           const __m256 sw = _mm256_mul_ps(
               d_sb, _mm256_cvtepi32_ps(_mm256_and_si256(sc, _mm256_set1_epi32(0xF))));
           const __m256 zv = _mm256_mul_ps(m_sb, _mm256_cvtepi32_ps(_mm256_srli_epi32(sc, 4)));
-          const __m256i v = LoadHalf(codes + half * 64 + h * 32);
           __m256i isum[MR];
-#if TESSERA_X16_DPBUSD
           for (int r = 0; r < MR; ++r) isum[r] = _mm256_setzero_si256();
-          for (int sh = 0; sh < 4; ++sh) {
-            const __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * sh), m3);
-            for (int r = 0; r < MR; ++r) {
-              isum[r] = Dpbusd(isum[r], u, Bcast4(xrow[r] + b * 32 + 16 * half + 4 * sh));
-            }
-          }
-#else
-          // Four vpmaddubsw of codes ≤ 3 stay far inside int16 (4·2·3·127), then one vpmaddwd.
-          __m256i s16[MR];
-          for (int r = 0; r < MR; ++r) s16[r] = _mm256_setzero_si256();
-          for (int sh = 0; sh < 4; ++sh) {
-            const __m256i u = _mm256_and_si256(_mm256_srli_epi16(v, 2 * sh), m3);
-            for (int r = 0; r < MR; ++r) {
-              s16[r] = _mm256_add_epi16(
-                  s16[r],
-                  _mm256_maddubs_epi16(u, Bcast4(xrow[r] + b * 32 + 16 * half + 4 * sh)));
-            }
-          }
-          for (int r = 0; r < MR; ++r) isum[r] = _mm256_madd_epi16(s16[r], ones);
-#endif
+          two_bit_half(codes, b, half, h, isum);
           const float* xs = half == 0 ? a.s : a.s2;
           for (int r = 0; r < MR; ++r) {
             const int64_t off = (r0 + r) * blocks + b;
@@ -291,7 +275,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
             isum[r] = _mm256_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + half]);
           }
           if constexpr (kCodes == Codes::kQ3K) {
-            q3k_half(codes, b, half, h, isum);
+            two_bit_half(codes, b, half, h, isum);
           } else {
             dot_chunks(codes, b, 2 * half, 2 * half + 2, h, isum);
           }

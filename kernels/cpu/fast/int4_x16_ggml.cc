@@ -8,9 +8,9 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/cpu/fast/e2m1_tile_codes.h"
 #include "kernels/cpu/fast/int4_x16.h"
 #include "kernels/cpu/fast/int4_x16_layout.h"
+#include "kernels/cpu/fast/tile_code_tables.h"
 #include "kernels/cpu/ggml_dequant.h"
 #include "kernels/numeric/half.h"
 
@@ -37,7 +37,7 @@ constexpr bool Iq4TablesMatchKvalues() {
   }
   return true;
 }
-static_assert(Iq4TablesMatchKvalues(), "e2m1_tile_codes.h's IQ4 tables drifted from kvalues_iq4nl");
+static_assert(Iq4TablesMatchKvalues(), "tile_code_tables.h's IQ4 tables differ from kvalues_iq4nl");
 constexpr int64_t kQ8BlockBytes = 34;
 
 }  // namespace

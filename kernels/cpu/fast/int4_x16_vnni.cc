@@ -8,9 +8,9 @@
 // and two FMAs: the canonical order of the header, lane = column. Q8_0 tiles load 8 vectors of
 // bytes per block and skip the split. Formats with an integer zero point (Q4_0, Q8_0, MXFP4,
 // NVFP4, Q6_K, Q3_K, IQ4_NL, IQ4_XS) start each block's int32 sums at −z·s (broadcast from
-// memory: a load, no vector ALU work) instead of subtracting z·s in f32 afterwards; both give the exact block integer
-// Σ (u − z)·x as one f32 (|Σ| < 2^24), so the results are the same bits with one vector
-// operation fewer per row and block of the compute-bound many-row tiles.
+// memory: a load, no vector ALU work) instead of subtracting z·s in f32 afterwards; both give the
+// exact block integer Σ (u − z)·x as one f32 (|Σ| < 2^24), so the results are the same bits with
+// one vector operation fewer per row and block of the compute-bound many-row tiles.
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's false "may be used uninitialized" inside avx512fintrin.h (see q8_act_vnni.cc).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -102,9 +102,13 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kIq4 = kCodes == Codes::kIq4Nl || kCodes == Codes::kIq4Xs;  // kv + 128 table
   constexpr bool kIq4Xs = kCodes == Codes::kIq4Xs;  // f16 d and int8 scales per super-block
   constexpr bool kTwoBit = kCodes == Codes::kQ2K;
-  constexpr int64_t kBlockBytes =
-      kTwoBit ? 128 : kCodes == Codes::kQ3K ? 192 : kHighPairs ? 384 : kFifth ? 320
-      : kBytes ? 512 : 256;
+  constexpr int64_t kBlockBytes = [] {
+    if (kTwoBit) return 128;
+    if (kCodes == Codes::kQ3K) return 192;
+    if (kHighPairs) return 384;
+    if (kFifth) return 320;
+    return kBytes ? 512 : 256;
+  }();
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   constexpr int64_t kScaleBytes =
@@ -124,6 +128,25 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
   for (int r = 0; r < MR; ++r) xrow[r] = a.q + (r0 + r) * k;
+  // kQ2K / kQ3K: isum[r] += half h of the block at `codes` times row r's activations: each 2-bit
+  // operand of the half's chunk (kQ3K: + 4 where the third-bit plane's bit 4h + s is set).
+  [[maybe_unused]] auto two_bit_half = [&](const uint8_t* codes, int64_t b, int h,
+                                           __m512i* isum) {
+    const __m512i v = _mm512_loadu_si512(codes + h * 64);
+    // kQ2K's block ends at byte 128: no plane to read there.
+    const __m512i plane =
+        kCodes == Codes::kQ3K ? _mm512_loadu_si512(codes + 128) : _mm512_setzero_si512();
+    for (int sh = 0; sh < 4; ++sh) {
+      __m512i u = _mm512_and_si512(sh == 0 ? v : _mm512_srli_epi16(v, 2 * sh), m3);
+      if constexpr (kCodes == Codes::kQ3K) {
+        const __m512i bit = _mm512_set1_epi8(static_cast<char>(1 << (4 * h + sh)));
+        u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(plane, bit), u, _mm512_set1_epi8(4));
+      }
+      for (int r = 0; r < MR; ++r) {
+        isum[r] = DpbusdBcast(isum[r], u, xrow[r] + b * 32 + 16 * h + 4 * sh);
+      }
+    }
+  };
   const uint8_t* record = group;  // the record of block b; block b is its j-th
   for (int64_t b = 0, j = 0; b < blocks; ++b) {
     if constexpr (kTwoBit) {
@@ -142,15 +165,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
         const __m512 sw = _mm512_mul_ps(
             d_sb, _mm512_cvtepi32_ps(_mm512_and_si512(sc, _mm512_set1_epi32(0xF))));
         const __m512 zv = _mm512_mul_ps(m_sb, _mm512_cvtepi32_ps(_mm512_srli_epi32(sc, 4)));
-        const __m512i v = _mm512_loadu_si512(codes + h * 64);
         __m512i isum[MR];
         for (int r = 0; r < MR; ++r) isum[r] = _mm512_setzero_si512();
-        for (int sh = 0; sh < 4; ++sh) {
-          const __m512i u = _mm512_and_si512(sh == 0 ? v : _mm512_srli_epi16(v, 2 * sh), m3);
-          for (int r = 0; r < MR; ++r) {
-            isum[r] = DpbusdBcast(isum[r], u, xrow[r] + b * 32 + 16 * h + 4 * sh);
-          }
-        }
+        two_bit_half(codes, b, h, isum);
         const float* xs = h == 0 ? a.s : a.s2;
         for (int r = 0; r < MR; ++r) {
           const int64_t off = (r0 + r) * blocks + b;
@@ -183,18 +200,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
         for (int r = 0; r < MR; ++r) {
           isum[r] = _mm512_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + h]);
         }
-        if constexpr (kCodes == Codes::kQ3K) {
-          const __m512i v = _mm512_loadu_si512(codes + h * 64);
-          const __m512i plane = _mm512_loadu_si512(codes + 128), four = _mm512_set1_epi8(4);
-          for (int sh = 0; sh < 4; ++sh) {
-            __m512i u = _mm512_and_si512(sh == 0 ? v : _mm512_srli_epi16(v, 2 * sh), m3);
-            const __m512i bit = _mm512_set1_epi8(static_cast<char>(1 << (4 * h + sh)));
-            u = _mm512_mask_add_epi8(u, _mm512_test_epi8_mask(plane, bit), u, four);
-            for (int r = 0; r < MR; ++r) {
-              isum[r] = DpbusdBcast(isum[r], u, xrow[r] + b * 32 + 16 * h + 4 * sh);
-            }
-          }
-        }
+        if constexpr (kCodes == Codes::kQ3K) two_bit_half(codes, b, h, isum);
         for (int q = 2 * h; q < 2 * h + 2 && kCodes != Codes::kQ3K; ++q) {
           const __m512i v = _mm512_loadu_si512(codes + q * 64);
           __m512i lo = _mm512_and_si512(v, m4);

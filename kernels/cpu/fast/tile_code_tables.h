@@ -5,8 +5,8 @@
 // (vpdpbusd multiplies unsigned bytes), and kvalues_iq4nl[v] itself for the AVX2 kernel's sign
 // trick (vpmaddubsw of 241 · 127 pairs would saturate int16). Data only, so it may be included
 // inside a file's target-attribute region.
-#ifndef TESSERA_KERNELS_CPU_FAST_E2M1_TILE_CODES_H_
-#define TESSERA_KERNELS_CPU_FAST_E2M1_TILE_CODES_H_
+#ifndef TESSERA_KERNELS_CPU_FAST_TILE_CODE_TABLES_H_
+#define TESSERA_KERNELS_CPU_FAST_TILE_CODE_TABLES_H_
 
 #include <cstdint>
 
@@ -23,4 +23,4 @@ alignas(16) inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49,
 
 }  // namespace tessera::kernels::cpu::fast::internal
 
-#endif  // TESSERA_KERNELS_CPU_FAST_E2M1_TILE_CODES_H_
+#endif  // TESSERA_KERNELS_CPU_FAST_TILE_CODE_TABLES_H_
