@@ -8,7 +8,7 @@
 namespace tessera::io {
 namespace {
 
-constexpr int kNumDTypes = static_cast<int>(DType::kIq4Xs) + 1;
+constexpr int kNumDTypes = static_cast<int>(DType::kIq1M) + 1;
 
 constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {"BOOL", {1, 1}, false, false},
@@ -48,6 +48,13 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {"MXFP4", {32, 17}, false, true},
     {"IQ4_NL", {32, 18}, false, true},
     {"IQ4_XS", {256, 136}, false, true},
+    {"IQ2_XXS", {256, 66}, false, true},
+    {"IQ2_XS", {256, 74}, false, true},
+    {"IQ2_S", {256, 82}, false, true},
+    {"IQ3_XXS", {256, 98}, false, true},
+    {"IQ3_S", {256, 110}, false, true},
+    {"IQ1_S", {256, 50}, false, true},
+    {"IQ1_M", {256, 56}, false, true},
 }};
 
 struct GgmlMapping {
@@ -62,7 +69,9 @@ constexpr GgmlMapping kGgml[] = {
     {10, DType::kQ2_K}, {11, DType::kQ3_K}, {12, DType::kQ4_K}, {13, DType::kQ5_K},
     {14, DType::kQ6_K}, {15, DType::kQ8_K}, {24, DType::kI8},   {25, DType::kI16},
     {26, DType::kI32},  {27, DType::kI64},  {28, DType::kF64},  {30, DType::kBF16},
-    {20, DType::kIq4Nl},  {23, DType::kIq4Xs},  {39, DType::kMxfp4Gguf},
+    {16, DType::kIq2Xxs}, {17, DType::kIq2Xs},  {18, DType::kIq3Xxs}, {19, DType::kIq1S},
+    {20, DType::kIq4Nl},  {21, DType::kIq3S},   {22, DType::kIq2S},   {23, DType::kIq4Xs},
+    {29, DType::kIq1M},   {39, DType::kMxfp4Gguf},
 };
 
 }  // namespace
@@ -106,6 +115,13 @@ std::optional<kernels::cpu::GgmlBlockType> GgmlBlockTypeOf(DType dtype) {
     case DType::kMxfp4Gguf: return GgmlBlockType::kMxfp4;
     case DType::kIq4Nl: return GgmlBlockType::kIq4Nl;
     case DType::kIq4Xs: return GgmlBlockType::kIq4Xs;
+    case DType::kIq2Xxs: return GgmlBlockType::kIq2Xxs;
+    case DType::kIq2Xs: return GgmlBlockType::kIq2Xs;
+    case DType::kIq2S: return GgmlBlockType::kIq2S;
+    case DType::kIq3Xxs: return GgmlBlockType::kIq3Xxs;
+    case DType::kIq3S: return GgmlBlockType::kIq3S;
+    case DType::kIq1S: return GgmlBlockType::kIq1S;
+    case DType::kIq1M: return GgmlBlockType::kIq1M;
     default: return std::nullopt;
   }
 }

@@ -23,6 +23,8 @@ enum class DType : uint8_t {
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ8_1, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kQ8_K,
   kMxfp4Gguf,
   kIq4Nl, kIq4Xs,  // ggml's non-linear 4-bit types (codes through kvalues_iq4nl)
+  // ggml's grid types (kernels/cpu/ggml_iq_dequant.h)
+  kIq2Xxs, kIq2Xs, kIq2S, kIq3Xxs, kIq3S, kIq1S, kIq1M,
 };
 
 // Elements per block and bytes per block (design.md §2 "BlockParameters").

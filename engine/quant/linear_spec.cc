@@ -29,6 +29,13 @@ absl::string_view WeightFormatName(WeightFormat f) {
     case WeightFormat::kGgufQ3_K: return "gguf_q3_k";
     case WeightFormat::kGgufIq4Nl: return "gguf_iq4_nl";
     case WeightFormat::kGgufIq4Xs: return "gguf_iq4_xs";
+    case WeightFormat::kGgufIq2Xxs: return "gguf_iq2_xxs";
+    case WeightFormat::kGgufIq2Xs: return "gguf_iq2_xs";
+    case WeightFormat::kGgufIq2S: return "gguf_iq2_s";
+    case WeightFormat::kGgufIq3Xxs: return "gguf_iq3_xxs";
+    case WeightFormat::kGgufIq3S: return "gguf_iq3_s";
+    case WeightFormat::kGgufIq1S: return "gguf_iq1_s";
+    case WeightFormat::kGgufIq1M: return "gguf_iq1_m";
   }
   return "?";
 }

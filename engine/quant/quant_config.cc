@@ -38,6 +38,13 @@ std::optional<WeightFormat> DenseFormatOf(io::DType d) {
     case io::DType::kQ3_K: return WeightFormat::kGgufQ3_K;
     case io::DType::kIq4Nl: return WeightFormat::kGgufIq4Nl;
     case io::DType::kIq4Xs: return WeightFormat::kGgufIq4Xs;
+    case io::DType::kIq2Xxs: return WeightFormat::kGgufIq2Xxs;
+    case io::DType::kIq2Xs: return WeightFormat::kGgufIq2Xs;
+    case io::DType::kIq2S: return WeightFormat::kGgufIq2S;
+    case io::DType::kIq3Xxs: return WeightFormat::kGgufIq3Xxs;
+    case io::DType::kIq3S: return WeightFormat::kGgufIq3S;
+    case io::DType::kIq1S: return WeightFormat::kGgufIq1S;
+    case io::DType::kIq1M: return WeightFormat::kGgufIq1M;
     default: return std::nullopt;
   }
 }

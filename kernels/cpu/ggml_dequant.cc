@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kernels/cpu/ggml_iq_dequant.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu {
@@ -212,6 +213,13 @@ GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type) {
     case GgmlBlockType::kMxfp4: return {32, 17};
     case GgmlBlockType::kIq4Nl: return {32, 18};
     case GgmlBlockType::kIq4Xs: return {256, 136};
+    case GgmlBlockType::kIq2Xxs: return {256, 66};
+    case GgmlBlockType::kIq2Xs: return {256, 74};
+    case GgmlBlockType::kIq2S: return {256, 82};
+    case GgmlBlockType::kIq3Xxs: return {256, 98};
+    case GgmlBlockType::kIq3S: return {256, 110};
+    case GgmlBlockType::kIq1S: return {256, 50};
+    case GgmlBlockType::kIq1M: return {256, 56};
   }
   return {1, 1};
 }
@@ -339,6 +347,17 @@ void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks
     case GgmlBlockType::kMxfp4: fn = DequantMxfp4; break;
     case GgmlBlockType::kIq4Nl: fn = DequantIq4Nl; break;
     case GgmlBlockType::kIq4Xs: fn = DequantIq4Xs; break;
+    case GgmlBlockType::kIq2Xxs:
+    case GgmlBlockType::kIq2Xs:
+    case GgmlBlockType::kIq2S:
+    case GgmlBlockType::kIq3Xxs:
+    case GgmlBlockType::kIq3S:
+    case GgmlBlockType::kIq1S:
+    case GgmlBlockType::kIq1M:
+      for (int64_t i = 0; i < blocks; ++i) {
+        DequantizeIqGridBlock(type, src + i * GetGgmlBlockInfo(type).bytes, dst + i * 256);
+      }
+      return;
   }
   const GgmlBlockInfo info = GetGgmlBlockInfo(type);
   for (int64_t i = 0; i < blocks; ++i) fn(src + i * info.bytes, dst + i * info.elements);

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Golden fixtures for GGUF Q2_K and Q3_K (llama.cpp's 2- and 3-bit K-quants) and IQ4_NL /
-IQ4_XS (its non-linear 4-bit types: codes through a 16-entry int8 table).
+"""Golden fixtures for GGUF Q2_K and Q3_K (llama.cpp's 2- and 3-bit K-quants), IQ4_NL /
+IQ4_XS (its non-linear 4-bit types: codes through a 16-entry int8 table) and the grid types
+IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M (indices into codebooks).
 
 Writes, under tests/data/io/gguf/:
   low_kquants.gguf
@@ -17,6 +18,9 @@ Writes, under tests/data/io/gguf/:
   iq4_blocks.gguf, iq4_blocks.expected.safetensors
       The same for tensors "iq4_nl" and "iq4_xs" of [3, 512] random blocks (f16 d as above)
       and "iq4_nl_edges" / "iq4_xs_edges" (the same four kinds of edge blocks).
+  iq_grid_blocks.gguf, iq_grid_blocks.expected.safetensors
+      The same for "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m" and
+      their "_edges" (IQ1_M's f16 d sits in the top nibbles of its four u16 scale words).
 
 Only numpy, gguf and safetensors are needed (pins in requirements.txt):
     python3 -m venv /tmp/lowk && /tmp/lowk/bin/pip install gguf==0.19.0 \\
@@ -40,20 +44,44 @@ ROWS, COLS = 3, 512
 # Byte offsets of the f16 scales inside a block: Q2_K scales[16] qs[64] d dmin; Q3_K hmask[32]
 # qs[64] scales[12] d.
 # IQ4_NL d qs[16]; IQ4_XS d scales_h scales_l[4] qs[128].
-SCALE_AT = {QT.Q2_K: (80, 82), QT.Q3_K: (108,), QT.IQ4_NL: (0,), QT.IQ4_XS: (0,)}
+# The grid types all start with their f16 d except IQ1_M (put_scale).
+SCALE_AT = {QT.Q2_K: (80, 82), QT.Q3_K: (108,), QT.IQ4_NL: (0,), QT.IQ4_XS: (0,),
+            QT.IQ2_XXS: (0,), QT.IQ2_XS: (0,), QT.IQ2_S: (0,), QT.IQ3_XXS: (0,),
+            QT.IQ3_S: (0,), QT.IQ1_S: (0,), QT.IQ1_M: ()}
 
 
 def halves(values) -> np.ndarray:
     return np.asarray(values, dtype=np.float16).view(np.uint8).reshape(-1, 2)
 
 
+def put_iq1_m_scale(blocks: np.ndarray, half_bytes: np.ndarray) -> None:
+    """IQ1_M: nibble i of the f16 d into the top nibble of u16 scale word i (bytes 48-55)."""
+    h = half_bytes.copy().view(np.uint16).reshape(-1)
+    words = blocks[:, 48:56].copy().view(np.uint16)
+    for i in range(4):
+        words[:, i] = (words[:, i] & 0x0FFF) | (((h >> (4 * i)) & 0xF) << 12)
+    blocks[:, 48:56] = words.view(np.uint8)
+
+
+def put_scale(blocks: np.ndarray, qt: QT, at_index: int, half_bytes: np.ndarray) -> None:
+    if qt == QT.IQ1_M:
+        put_iq1_m_scale(blocks, half_bytes)
+    else:
+        at = SCALE_AT[qt][at_index]
+        blocks[:, at:at + 2] = half_bytes
+
+
+def scale_slots(qt: QT) -> int:
+    return 1 if qt == QT.IQ1_M else len(SCALE_AT[qt])
+
+
 def random_blocks(rng: np.random.Generator, qt: QT, n_blocks: int, sign=None) -> np.ndarray:
     _, type_size = gguf.GGML_QUANT_SIZES[qt]
     blocks = rng.integers(0, 256, size=(n_blocks, type_size), dtype=np.uint8)
-    for at in SCALE_AT[qt]:
+    for i in range(scale_slots(qt)):
         mag = rng.uniform(0.002, 0.05, size=n_blocks)
         s = rng.choice([-1.0, 1.0], size=n_blocks) if sign is None else np.full(n_blocks, sign)
-        blocks[:, at:at + 2] = halves(mag * s)
+        put_scale(blocks, qt, i, halves(mag * s))
     return blocks
 
 
@@ -62,12 +90,12 @@ def edge_blocks(rng: np.random.Generator, qt: QT) -> np.ndarray:
     zeros = np.zeros((1, type_size), dtype=np.uint8)
     ones = np.full((1, type_size), 0xFF, dtype=np.uint8)
     for b in (zeros, ones):
-        for at in SCALE_AT[qt]:
-            b[:, at:at + 2] = halves([0.03125])
+        for i in range(scale_slots(qt)):
+            put_scale(b, qt, i, halves([0.03125]))
     negative = random_blocks(rng, qt, 1, sign=-1.0)
     subnormal = random_blocks(rng, qt, 1)
-    for at in SCALE_AT[qt]:
-        subnormal[:, at:at + 2] = np.array([[1, 0]], dtype=np.uint8)  # f16 0x0001 = 2^-24
+    for i in range(scale_slots(qt)):
+        put_scale(subnormal, qt, i, np.array([[1, 0]], dtype=np.uint8))  # f16 0x0001 = 2^-24
     return np.concatenate([zeros, ones, negative, subnormal])
 
 
@@ -111,6 +139,9 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     write("low_kquants", build(20261127, (("q2_k", QT.Q2_K), ("q3_k", QT.Q3_K))))
     write("iq4_blocks", build(20261128, (("iq4_nl", QT.IQ4_NL), ("iq4_xs", QT.IQ4_XS))))
+    write("iq_grid_blocks", build(20261129, (
+        ("iq2_xxs", QT.IQ2_XXS), ("iq2_xs", QT.IQ2_XS), ("iq2_s", QT.IQ2_S),
+        ("iq3_xxs", QT.IQ3_XXS), ("iq3_s", QT.IQ3_S), ("iq1_s", QT.IQ1_S), ("iq1_m", QT.IQ1_M))))
     return 0
 
 

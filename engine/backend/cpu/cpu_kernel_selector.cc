@@ -263,6 +263,13 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufQ2_K:  // the same, exact plus an offset product
     case WeightFormat::kGgufIq4Nl:  // nibbles through kvalues_iq4nl (int4_x16.h)
     case WeightFormat::kGgufIq4Xs:
+    case WeightFormat::kGgufIq2Xxs:  // the grid types: one table code per value (int4_x16.h)
+    case WeightFormat::kGgufIq2Xs:
+    case WeightFormat::kGgufIq2S:
+    case WeightFormat::kGgufIq3Xxs:
+    case WeightFormat::kGgufIq3S:
+    case WeightFormat::kGgufIq1S:
+    case WeightFormat::kGgufIq1M:
       if (Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && Int8TilesFast())) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;

@@ -456,6 +456,7 @@ void FastMatmulImpl(const FastWeights& w, const float* x, int64_t rows, const fl
     case FastFormat::kQ2_Kx16:
     case FastFormat::kIq4Nlx16:
     case FastFormat::kIq4Xsx16:
+    case FastFormat::kIqGridx16:
       break;  // int8-activation kernels only (int4_x16.h)
     case FastFormat::kBf16Pairs:
       break;  // Bf16DotMatmul only

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/cpu/fast/column_panels.h"
+#include "kernels/cpu/ggml_iq_dequant.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/half.h"
 
@@ -59,6 +60,20 @@ Mapping MappingOf(GgmlBlockType type) {
       return {QuantDecode::kInt8, 32, 128, true, true};
     case GgmlBlockType::kIq4Xs:  // the same under f32 scales d·(ls − 32)
       return {QuantDecode::kInt8, 32, 128, true};
+    // The grid types: their table values (ggml_iq_dequant.h) as byte codes under the smallest
+    // power-of-two centre that holds them (IQ1 ±9 and IQ3_S ±15: 16, on the bf16 pairs; IQ2 ±43
+    // and IQ3_XXS ±62: 64), f32 scales d·mult per group of one multiplier.
+    case GgmlBlockType::kIq2Xxs:
+    case GgmlBlockType::kIq3Xxs:
+      return {QuantDecode::kInt8, 32, 64, true};
+    case GgmlBlockType::kIq2Xs:
+    case GgmlBlockType::kIq2S:
+      return {QuantDecode::kInt8, 16, 64, true};
+    case GgmlBlockType::kIq3S:
+    case GgmlBlockType::kIq1S:
+      return {QuantDecode::kInt8, 32, 16, true};
+    case GgmlBlockType::kIq1M:
+      return {QuantDecode::kInt8, 16, 16, true};
     case GgmlBlockType::kQ2_K:
     case GgmlBlockType::kQ3_K:
       break;  // no panels (GgmlQuantPanelsSupported)
@@ -128,6 +143,26 @@ void UnpackBlock(GgmlBlockType type, const uint8_t* b, uint8_t* codes, float* sc
         }
         scales[j] = xs ? Half(b) * static_cast<float>(Iq4XsScale(b, j)) : Half(b);
         offsets[j] = 0.0f;
+      }
+      return;
+    }
+    case GgmlBlockType::kIq2Xxs:
+    case GgmlBlockType::kIq2Xs:
+    case GgmlBlockType::kIq2S:
+    case GgmlBlockType::kIq3Xxs:
+    case GgmlBlockType::kIq3S:
+    case GgmlBlockType::kIq1S:
+    case GgmlBlockType::kIq1M: {
+      // w = (d·mult)·table[u] (exact, as the reference) = scale · (code − centre).
+      const Mapping m = MappingOf(type);
+      const int8_t* table = IqGridTable(type);
+      float d;
+      uint8_t mults[16], u[256];
+      IqGridCodes(type, b, &d, mults, u);
+      for (int e = 0; e < 256; ++e) codes[e] = static_cast<uint8_t>(table[u[e]] + m.centre);
+      for (int g = 0; g < 256 / m.group; ++g) {
+        scales[g] = d * static_cast<float>(mults[g * m.group / 16]);
+        offsets[g] = 0.0f;
       }
       return;
     }

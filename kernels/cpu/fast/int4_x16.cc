@@ -13,6 +13,7 @@
 
 #include "kernels/cpu/fast/int4_x16_layout.h"
 #include "kernels/cpu/fast/q8_act_matmul.h"
+#include "kernels/cpu/ggml_iq_dequant.h"
 #include "kernels/cpu/quant/activation_quant.h"
 #include "kernels/numeric/e8m0.h"
 #include "kernels/numeric/fp8.h"
@@ -84,6 +85,7 @@ int32_t ZeroPointOf(FastFormat format) {
     case FastFormat::kQ8_0x16:
     case FastFormat::kIq4Nlx16:
     case FastFormat::kIq4Xsx16:
+    case FastFormat::kIqGridx16:
       return 128;
     case FastFormat::kMxfp4x16:
     case FastFormat::kNvfp4x16:
@@ -343,6 +345,34 @@ struct PortableOutput {
     return acc;
   }
 
+  // kIqGridx16: per half block, nibbles through the grid type's table + 128, zero point 128,
+  // scale d·mult (exact in f32).
+  float IqGrid(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
+    const int8_t* table = IqGridTable(w.ggml);
+    float acc = 0.0f;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const uint8_t* rec = tile + l.Scales(b);
+      const uint8_t* codes = tile + l.Codes(b);
+      float d;
+      std::memcpy(&d, rec + 4 * c, 4);
+      const int64_t off = m * blocks + b;
+      for (int h = 0; h < 2; ++h) {  // half h: chunks 2h and 2h + 1 (K 16h .. 16h + 15)
+        int32_t dot = 0;
+        for (int q = 2 * h; q < 2 * h + 2; ++q) {
+          for (int i = 0; i < 4; ++i) {
+            const uint8_t byte = codes[q * 64 + c * 4 + i];
+            dot += (table[byte & 0xF] + 128) * x[b * 32 + 8 * q + i] +
+                   (table[byte >> 4] + 128) * x[b * 32 + 8 * q + 4 + i];
+          }
+        }
+        const float sw = d * static_cast<float>(rec[64 + ((b % 8) * 2 + h) * kCols + c]);
+        const float t = std::fma(-128.0f, h == 0 ? a.s[off] : a.s2[off], static_cast<float>(dot));
+        acc = std::fma(t, sw * a.d[off], acc);
+      }
+    }
+    return acc;
+  }
+
   // kQ2_Kx16: per half block, 2-bit codes, GGUF's affine form s = d·sc, o = dmin·m.
   float Q2K(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
     float acc = 0.0f;
@@ -482,6 +512,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
       float acc = halves                              ? out.Q6K(tile, c, x, m)
                   : w.format == FastFormat::kNvfp4x16 ? out.Nvfp4(tile, c, x, m)
                   : w.format == FastFormat::kQ2_Kx16  ? out.Q2K(tile, c, x, m)
+                  : w.format == FastFormat::kIqGridx16 ? out.IqGrid(tile, c, x, m)
                                                       : out.Blocks(tile, c, x, m);
       if (a.row_scale != nullptr) {  // fma(acc, α, bias)
         const float rs = a.row_scale[m * a.row_scale_stride];

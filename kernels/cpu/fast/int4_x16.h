@@ -125,10 +125,12 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k);
 FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                           uint8_t* dst);
 
-// Whether Int4x16Matmul needs the per-half code sums s2 for these tiles (NVFP4, Q6_K, Q3_K, Q2_K).
+// Whether Int4x16Matmul needs the per-half code sums s2 for these tiles (NVFP4, Q6_K, Q3_K, Q2_K,
+// the grid types).
 inline bool X16NeedsHalfSums(FastFormat format) {
   return format == FastFormat::kNvfp4x16 || format == FastFormat::kQ6_Kx16 ||
-         format == FastFormat::kQ3_Kx16 || format == FastFormat::kQ2_Kx16;
+         format == FastFormat::kQ3_Kx16 || format == FastFormat::kQ2_Kx16 ||
+         format == FastFormat::kIqGridx16;
 }
 
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes for the codes).
@@ -139,6 +141,18 @@ FastWeights RepackQ6_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 // d and the int8 scales sc − 32 per 16 in Q6_K's records, 3.625 bits per weight.
 int64_t Q3_Kx16Bytes(int64_t n, int64_t k);
 FastWeights RepackQ3_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
+
+// GGUF grid-type rows (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M; k % 256 == 0) as
+// kIqGridx16 (IqGridx16Bytes): per super-block and column the f32 d and multipliers of
+// ggml_iq_dequant.h's IqGridCodes, and its 4-bit codes, which the kernels read through the type's
+// table + 128 under zero point 128 (plain AVX2: the signed table with the sign trick), per half
+// block as kQ6_Kx16. 4.625 bits per weight against the files' 1.5625 (IQ1_S) to 3.4375 (IQ3_S):
+// every value is one table code, where the files index 4 or 8 values at once into codebooks of
+// up to 2048 entries; the codes stream at Q4_K's rate instead of gathering grid entries per
+// weight group.
+int64_t IqGridx16Bytes(int64_t n, int64_t k);
+FastWeights RepackIqGridx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
+                            uint8_t* dst);
 
 // GGUF Q2_K rows (k % 256 == 0) as kQ2_Kx16 (Q2_Kx16Bytes): the file's f16 d and dmin, its scale
 // bytes and 2-bit codes, 2.625 bits per weight (the Q6_K rewrite's tiles plus its f32 offsets
@@ -163,7 +177,7 @@ struct Int4x16Acts {
   const float* d = nullptr;
   const float* s = nullptr;
   // kNvfp4x16: d / s above are the first halves' (elements 0..15 of each block), these the second.
-  // kQ6_Kx16 / kQ3_Kx16 / kQ2_Kx16: s the first halves' code sums, s2 the second's (d2 unused:
+  // kQ6_Kx16 / kQ3_Kx16 / kQ2_Kx16 / kIqGridx16: s the first halves' code sums, s2 the second's (d2 unused:
   // one d per block).
   const float* d2 = nullptr;
   const float* s2 = nullptr;

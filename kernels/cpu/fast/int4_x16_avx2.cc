@@ -31,6 +31,7 @@
 
 #include "hwy/base.h"
 #include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/ggml_iq_dequant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 

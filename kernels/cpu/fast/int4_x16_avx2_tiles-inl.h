@@ -23,7 +23,7 @@ constexpr int64_t kCols = 16;
 constexpr int kMaxRows = 4;
 
 enum class Codes {
-  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs
+  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs, kIqGrid
 };
 
 inline __m256i LoadHalf(const uint8_t* p) {
@@ -76,7 +76,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kFifth = kCodes == Codes::kQ5K;
   constexpr bool kE2m1 = kCodes == Codes::kMxfp4 || kCodes == Codes::kNvfp4;
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
-  constexpr bool kIq4 = kCodes == Codes::kIq4Nl || kCodes == Codes::kIq4Xs;
+  // kIqGrid: the grid types' tables in place of kvalues_iq4nl, per half block (Q6_K's walk).
+  constexpr bool kIq4 =
+      kCodes == Codes::kIq4Nl || kCodes == Codes::kIq4Xs || kCodes == Codes::kIqGrid;
   // Without vpdpbusd, IQ4 codes are read as the signed kvalues_iq4nl themselves (kv + 128 times
   // 127 would saturate a vpmaddubsw pair) and multiplied with the sign trick, so their sums are
   // Σ kv·x from 0 and need no zero-point start.
@@ -92,10 +94,17 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
+  alignas(16) int8_t grid_table[16];
+  if constexpr (kCodes == Codes::kIqGrid) {
+    for (int i = 0; i < 16; ++i) {
+      grid_table[i] = static_cast<int8_t>(IqGridTable(w.ggml)[i] + (kIq4Signed ? 0 : 128));
+    }
+  }
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(
-      kIq4Signed ? static_cast<const void*>(kIq4Values)
-      : kIq4     ? static_cast<const void*>(kIq4Plus128)
-                 : static_cast<const void*>(kTwiceE2m1Plus12))));
+      kCodes == Codes::kIqGrid ? static_cast<const void*>(grid_table)
+      : kIq4Signed             ? static_cast<const void*>(kIq4Values)
+      : kIq4                   ? static_cast<const void*>(kIq4Plus128)
+                               : static_cast<const void*>(kTwiceE2m1Plus12))));
   __m256 acc[2 * MR];
   for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm256_setzero_ps();
   const int8_t* xrow[MR];
@@ -266,13 +275,19 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
         }
         continue;
       }
-      if constexpr (kCodes == Codes::kQ6K || kCodes == Codes::kQ3K) {  // per half, d·sc
-        const __m256 d_sb = Halves8(record + h * 16);
+      if constexpr (kCodes == Codes::kQ6K || kCodes == Codes::kQ3K ||
+                    kCodes == Codes::kIqGrid) {  // per half, d·sc (kIqGrid: f32 d, d·mult)
+        constexpr bool kF32D = kCodes == Codes::kIqGrid;
+        const __m256 d_sb = kF32D ? _mm256_loadu_ps(reinterpret_cast<const float*>(record) + h * 8)
+                                  : Halves8(record + h * 16);
+        const int64_t mults = kF32D ? 64 : 32;
         for (int half = 0; half < 2; ++half) {
-          const __m256 sw = _mm256_mul_ps(d_sb, SBytes8(record + 32 + (j * 2 + half) * 16 + h * 8));
+          const __m256 sw =
+              _mm256_mul_ps(d_sb, SBytes8(record + mults + (j * 2 + half) * 16 + h * 8));
           __m256i isum[MR];
           for (int r = 0; r < MR; ++r) {
-            isum[r] = _mm256_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + half]);
+            isum[r] = kIq4Signed ? _mm256_setzero_si256()
+                                 : _mm256_set1_epi32(zs[((r0 + r) * blocks + b) * 2 + half]);
           }
           if constexpr (kCodes == Codes::kQ3K) {
             two_bit_half(codes, b, half, h, isum);
@@ -408,6 +423,9 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
       break;
     case FastFormat::kIq4Xsx16:
       Tile<MR, Codes::kIq4Xs>(group, w, a, zs, r0, acc);
+      break;
+    case FastFormat::kIqGridx16:
+      Tile<MR, Codes::kIqGrid>(group, w, a, zs, r0, acc);
       break;
     default:
       Tile<MR, Codes::kQ4_0>(group, w, a, zs, r0, acc);

@@ -1,8 +1,9 @@
-// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)
-// repacked into the 16-column
-// tiles of int4_x16.h: each block's scales and codes moved to where int4_x16_layout.h puts them,
-// the file's numbers kept (the K-quants' f16 d / dmin and 6-bit or int8 sub-block scales) except
-// for Q4_1 / Q5_0 / Q5_1, which become per-group scale and zero point tiles.
+// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and
+// the grid types IQ1_* / IQ2_* / IQ3_*) repacked into the 16-column tiles of int4_x16.h: each
+// block's scales and codes moved to where int4_x16_layout.h puts them, the file's numbers kept
+// (the K-quants' f16 d / dmin and 6-bit or int8 sub-block scales) except for Q4_1 / Q5_0 / Q5_1,
+// which become per-group scale and zero point tiles, and the grid types, whose codebook entries
+// become one table code per value (ggml_iq_dequant.h IqGridCodes).
 #include <algorithm>
 #include <cassert>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "kernels/cpu/fast/int4_x16_layout.h"
 #include "kernels/cpu/fast/tile_code_tables.h"
 #include "kernels/cpu/ggml_dequant.h"
+#include "kernels/cpu/ggml_iq_dequant.h"
 #include "kernels/numeric/half.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -347,6 +349,29 @@ FastWeights RepackIq4x16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n
 
 }  // namespace
 
+int64_t IqGridx16Bytes(int64_t n, int64_t k) {
+  return internal::X16Bytes(FastFormat::kIqGridx16, n, k, 32);
+}
+
+FastWeights RepackIqGridx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
+                            uint8_t* dst) {
+  assert(IsIqGridType(type));
+  const X16Layout l = X16Layout::Of(FastFormat::kIqGridx16, 32);
+  return RepackGgmlBlocks(
+      FastFormat::kIqGridx16, type, 256, GetGgmlBlockInfo(type).bytes, ggml_rows, n, k, dst,
+      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
+        float d;
+        uint8_t mults[16], codes[256];
+        IqGridCodes(type, blk, &d, mults, codes);
+        uint8_t* rec = tile + l.Scales(sb * 8);
+        std::memcpy(rec + 4 * c, &d, 4);
+        for (int h = 0; h < 16; ++h) rec[64 + h * kCols + c] = mults[h];
+        for (int j = 0; j < 8; ++j) {
+          PutCodes(tile + l.Codes(sb * 8 + j), c, [&](int e) { return codes[32 * j + e]; });
+        }
+      });
+}
+
 bool HasGgmlX16(GgmlBlockType type) { return type != GgmlBlockType::kMxfp4; }
 
 int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
@@ -363,6 +388,13 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
     case GgmlBlockType::kQ4_1: return U4x16Bytes(n, k, 32);
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return U8x16Bytes(n, k, 32);
+    case GgmlBlockType::kIq2Xxs:
+    case GgmlBlockType::kIq2Xs:
+    case GgmlBlockType::kIq2S:
+    case GgmlBlockType::kIq3Xxs:
+    case GgmlBlockType::kIq3S:
+    case GgmlBlockType::kIq1S:
+    case GgmlBlockType::kIq1M: return IqGridx16Bytes(n, k);
     case GgmlBlockType::kMxfp4: break;
   }
   return 0;
@@ -383,6 +415,13 @@ FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
     case GgmlBlockType::kQ4_1:
     case GgmlBlockType::kQ5_0:
     case GgmlBlockType::kQ5_1: return RepackLegacyGgmlToUx16(type, ggml_rows, n, k, dst);
+    case GgmlBlockType::kIq2Xxs:
+    case GgmlBlockType::kIq2Xs:
+    case GgmlBlockType::kIq2S:
+    case GgmlBlockType::kIq3Xxs:
+    case GgmlBlockType::kIq3S:
+    case GgmlBlockType::kIq1S:
+    case GgmlBlockType::kIq1M: return RepackIqGridx16(type, ggml_rows, n, k, dst);
     case GgmlBlockType::kMxfp4: break;
   }
   assert(false && "no tiles for MXFP4");

@@ -19,6 +19,9 @@
 // chunk per half block, Q2KCodeOffset); kIq4Nlx16 kQ4_0x16's records; kIq4Xsx16 one super-block
 // after 192 bytes: d [16] as f16, the int8 scales (ls − 32) [8 blocks][16] and 32 bytes of
 // padding, then Q4_0's nibble blocks;
+// kIqGridx16 one super-block after 320 bytes: d [16] as f32 (the grid type's f16 d times 1/8, 1/4
+// or 1), the multipliers 2·ls + 1 [16 halves][16] a byte each, then Q4_0's nibble blocks (codes
+// into the type's table);
 // kQ5_Kx16 kQ4_Kx16's records with each block's 256 bytes of nibbles followed by 64 of fifth bits;
 // kMxfp4x16 four blocks after 64 bytes of E8M0 scales [4 blocks][16] (MXFP4's 4.25 bits per
 // weight).
@@ -44,13 +47,15 @@ struct X16Layout {
     const bool q3_k = format == FastFormat::kQ3_Kx16;  // q6_k's records, 2-bit codes + third bits
     const bool q2_k = format == FastFormat::kQ2_Kx16;  // q4_k's scale area size, 2-bit codes
     const bool iq4_xs = format == FastFormat::kIq4Xsx16;  // nibbles under a super-block record
+    // q6_k's record size (f32 d instead of f16), nibbles through a table
+    const bool iq_grid = format == FastFormat::kIqGridx16;
     const bool q6_k = format == FastFormat::kQ6_Kx16 || q3_k;
     const bool q4_k = format == FastFormat::kQ4_Kx16 || format == FastFormat::kQ5_Kx16;
     const bool q5_k = format == FastFormat::kQ5_Kx16;  // q4_k's records plus fifth bits
     const bool bytes = format == FastFormat::kQ8_0x16 || format == FastFormat::kU8x16;
     const bool groups = format == FastFormat::kU4x16 || format == FastFormat::kU8x16;
     const bool mxfp4 = format == FastFormat::kMxfp4x16;
-    const bool super_blocks = q4_k || q6_k || q2_k || iq4_xs;  // one GGUF super-block per record
+    const bool super_blocks = q4_k || q6_k || q2_k || iq4_xs || iq_grid;  // one GGUF super-block per record
     l.code_bytes = q2_k ? 128 : q3_k ? 192 : q6_k ? 384 : q5_k ? 320 : bytes ? 512 : 256;
     l.blocks_per_record = groups ? group_size / 32 : super_blocks ? 8 : mxfp4 ? 4 : 2;
     l.scale_bytes = groups ? 128 : iq4_xs ? 192 : super_blocks ? 320 : 64;

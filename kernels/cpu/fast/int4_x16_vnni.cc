@@ -1,16 +1,18 @@
 // AVX-512 VNNI kernel of int4_x16.h (Q4_0, per-group INT4, NVFP4, MXFP4, Q8_0, INT8, Q2_K, Q3_K,
-// Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS tiles). Intrinsics under target attributes (Highway 1.0.3
-// has no vpdpbusd); called only after the CPUID check in q8_act_vnni.cc (internal::HasVnni).
+// Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and the grid types' tiles). Intrinsics under target attributes
+// (Highway 1.0.3 has no vpdpbusd); called only after the CPUID check in q8_act_vnni.cc
+// (internal::HasVnni).
 //
 // Per column group and block: 4 loads of 64 code bytes (4 K values x 2 nibbles x 16 columns each)
 // are split into low and high nibbles once, then every activation row of the tile (up to 8, kept
 // in registers) does 8 vpdpbusd with its 4-byte code groups broadcast, one int-to-float convert
 // and two FMAs: the canonical order of the header, lane = column. Q8_0 tiles load 8 vectors of
 // bytes per block and skip the split. Formats with an integer zero point (Q4_0, Q8_0, MXFP4,
-// NVFP4, Q6_K, Q3_K, IQ4_NL, IQ4_XS) start each block's int32 sums at −z·s (broadcast from
-// memory: a load, no vector ALU work) instead of subtracting z·s in f32 afterwards; both give the
-// exact block integer Σ (u − z)·x as one f32 (|Σ| < 2^24), so the results are the same bits with
-// one vector operation fewer per row and block of the compute-bound many-row tiles.
+// NVFP4, Q6_K, Q3_K, IQ4_NL, IQ4_XS, the grid types) start each block's int32 sums at −z·s
+// (broadcast from memory: a load, no vector ALU work) instead of subtracting z·s in f32
+// afterwards; both give the exact block integer Σ (u − z)·x as one f32 (|Σ| < 2^24), so the
+// results are the same bits with one vector operation fewer per row and block of the
+// compute-bound many-row tiles.
 #if defined(__GNUC__) && !defined(__clang__)
 // GCC 12's false "may be used uninitialized" inside avx512fintrin.h (see q8_act_vnni.cc).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
@@ -25,6 +27,7 @@
 
 #include "hwy/base.h"
 #include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/ggml_iq_dequant.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 
@@ -77,7 +80,9 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 #endif
 }
 
-enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kIq4Nl, kIq4Xs };
+enum class Codes {
+  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kIq4Nl, kIq4Xs, kIqGrid
+};
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
 // zero points; kQ4K / kQ5K: GGUF's affine form (f16 d, dmin per super-block, 6-bit scales and mins
@@ -86,15 +91,17 @@ enum class Codes { kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4,
 // super-block, a byte of 4-bit scale and min per half), 2-bit codes; kMxfp4: E2M1 nibbles through
 // the 2·e2m1 + 12 byte table, zero point 12, E8M0 scale bytes; kIq4Nl / kIq4Xs: nibbles through
 // kvalues_iq4nl + 128, zero point 128, f16 block scales (kIq4Xs: f16 d times int8 scales per
-// super-block); else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes). kQ8_0 /
-// kU8 have a byte per code, the others nibbles.
+// super-block); kIqGrid: Q6_K's halves under an f32 d, nibbles through the grid type's table +
+// 128 (zero point 128); else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0
+// bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
 // zs: −z·s per row, block (and half: [rows][blocks][halves]) for the integer zero points
 // (ZeroPointOf, int4_x16.cc), else unused.
 template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
           int64_t r0, bool prefetch, __m512* out) {
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
-  constexpr bool kHalves = kCodes == Codes::kQ6K || kCodes == Codes::kQ3K;
+  constexpr bool kIqGrid = kCodes == Codes::kIqGrid;  // f32 d, nibbles through a grid table
+  constexpr bool kHalves = kCodes == Codes::kQ6K || kCodes == Codes::kQ3K || kIqGrid;
   constexpr bool kHighPairs = kCodes == Codes::kQ6K;  // kQ3K: 2-bit chunks and a third-bit plane
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
   constexpr bool kFifth = kCodes == Codes::kQ5K;  // a plane of fifth bits after the nibbles
@@ -121,9 +128,14 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   HWY_DASSERT(layout.scale_bytes == kScaleBytes && layout.code_bytes == kBlockBytes);
   const __m512i m4 = _mm512_set1_epi8(0x0F), m30 = _mm512_set1_epi8(0x30);
   const __m512i m3 = _mm512_set1_epi8(0x03);
-  const __m512i lut = kIq4 ? _mm512_broadcast_i32x4(_mm_load_si128(
-                                 reinterpret_cast<const __m128i*>(kIq4Plus128)))
-                           : TwiceE2m1Plus12Table();
+  alignas(16) int8_t grid_table[16];
+  if constexpr (kIqGrid) {
+    for (int i = 0; i < 16; ++i) grid_table[i] = static_cast<int8_t>(IqGridTable(w.ggml)[i] + 128);
+  }
+  const void* table16 = kIq4 ? static_cast<const void*>(kIq4Plus128) : grid_table;
+  const __m512i lut = kIq4 || kIqGrid ? _mm512_broadcast_i32x4(_mm_load_si128(
+                                            static_cast<const __m128i*>(table16)))
+                                      : TwiceE2m1Plus12Table();
   __m512 acc[MR];
   for (int r = 0; r < MR; ++r) acc[r] = _mm512_setzero_ps();
   const int8_t* xrow[MR];
@@ -185,15 +197,18 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
     if constexpr (kHalves) {
       // Q6_K: two halves of 16 K (nibble chunks 0-1 and 2-3), each with its own scale d·sc and
       // code sum; the codes are the low nibbles with their high bit pairs ORed back in. kQ3K: each
-      // half's 2-bit chunk (Q2_K's), + 4 where the plane's bit 4h + s is set.
+      // half's 2-bit chunk (Q2_K's), + 4 where the plane's bit 4h + s is set. kIqGrid: the nibbles
+      // through the grid table, under an f32 d and multipliers 2·ls + 1.
       const uint8_t* codes = record + kScaleBytes + j * kBlockBytes;
       PrefetchAhead<kBlockBytes>(codes, prefetch);
       const __m512 d_sb =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record)));
+          kIqGrid ? _mm512_loadu_ps(reinterpret_cast<const float*>(record))
+                  : _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record)));
+      const int64_t mults = kIqGrid ? 64 : 32;  // the int8 scales after d
       for (int h = 0; h < 2; ++h) {
         const __m512 sw = _mm512_mul_ps(
             d_sb, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
-                      reinterpret_cast<const __m128i*>(record + 32 + (j * 2 + h) * 16)))));
+                      reinterpret_cast<const __m128i*>(record + mults + (j * 2 + h) * 16)))));
         const __m512i pairs =
             kHighPairs ? _mm512_loadu_si512(codes + 256 + h * 64) : _mm512_setzero_si512();
         __m512i isum[MR];
@@ -205,6 +220,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
           const __m512i v = _mm512_loadu_si512(codes + q * 64);
           __m512i lo = _mm512_and_si512(v, m4);
           __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
+          if constexpr (kIqGrid) {
+            lo = _mm512_shuffle_epi8(lut, lo);
+            hi = _mm512_shuffle_epi8(lut, hi);
+          }
           if constexpr (kHighPairs) {
             const __m512i hp = q % 2 == 0 ? pairs : _mm512_srli_epi16(pairs, 4);
             lo = _mm512_or_si512(lo, _mm512_and_si512(_mm512_slli_epi16(hp, 4), m30));
@@ -393,6 +412,8 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
     Tile<MR, Codes::kIq4Nl>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kIq4Xsx16) {
     Tile<MR, Codes::kIq4Xs>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
+  } else if (w.format == FastFormat::kIqGridx16) {
+    Tile<MR, Codes::kIqGrid>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else {
     Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   }

@@ -245,6 +245,13 @@ TEST(GgufReferenceFixtures, Iq4NlAndIq4XsDequantizeAsGgufPyBitForBit) {
   ExpectDequantizedEqualsGgufPy("iq4_blocks.gguf", "iq4_blocks.expected.safetensors");
 }
 
+// The grid types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M (random blocks and the
+// same edge blocks), from the same script: every codebook (ggml_iq_grids.h), the sign tables, the
+// 4- and 3-bit scales, IQ1's ±1/8 shifts and IQ1_M's d spread over its scale words.
+TEST(GgufReferenceFixtures, IqGridTypesDequantizeAsGgufPyBitForBit) {
+  ExpectDequantizedEqualsGgufPy("iq_grid_blocks.gguf", "iq_grid_blocks.expected.safetensors");
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, GgufReferenceTest,
                          ::testing::Values("blocks.gguf", "blocks_v2.gguf"));
 

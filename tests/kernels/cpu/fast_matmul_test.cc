@@ -19,6 +19,7 @@
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/numeric/half.h"
 #include "tests/kernels/cpu/hwy_targets_test_util.h"
+#include "tests/kernels/cpu/iq_grid_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -39,7 +40,10 @@ std::vector<Case> AllCases() {
       {"Q5_K", GgmlBlockType::kQ5_K}, {"Q6_K", GgmlBlockType::kQ6_K},
       {"MXFP4", GgmlBlockType::kMxfp4}, {"Q2_K", GgmlBlockType::kQ2_K},
       {"Q3_K", GgmlBlockType::kQ3_K}, {"IQ4_NL", GgmlBlockType::kIq4Nl},
-      {"IQ4_XS", GgmlBlockType::kIq4Xs}};
+      {"IQ4_XS", GgmlBlockType::kIq4Xs}, {"IQ2_XXS", GgmlBlockType::kIq2Xxs},
+      {"IQ2_XS", GgmlBlockType::kIq2Xs}, {"IQ2_S", GgmlBlockType::kIq2S},
+      {"IQ3_XXS", GgmlBlockType::kIq3Xxs}, {"IQ3_S", GgmlBlockType::kIq3S},
+      {"IQ1_S", GgmlBlockType::kIq1S}, {"IQ1_M", GgmlBlockType::kIq1M}};
   for (const auto& [name, t] : ggml) cases.push_back({name, {std::nullopt, t}});
   return cases;
 }
@@ -76,6 +80,8 @@ std::vector<uint8_t> RandomWeights(const WeightEncoding& enc, int64_t n, int64_t
     switch (*enc.ggml) {
       case GgmlBlockType::kQ4_0: case GgmlBlockType::kQ5_0: case GgmlBlockType::kQ8_0:
       case GgmlBlockType::kIq4Nl: case GgmlBlockType::kIq4Xs:  // f16 d first
+      case GgmlBlockType::kIq2Xxs: case GgmlBlockType::kIq2Xs: case GgmlBlockType::kIq2S:
+      case GgmlBlockType::kIq3Xxs: case GgmlBlockType::kIq3S: case GgmlBlockType::kIq1S:
         put(p, RandomHalf(rng, -0.1f, 0.1f));
         break;
       case GgmlBlockType::kQ4_1: case GgmlBlockType::kQ5_1: case GgmlBlockType::kQ4_K:
@@ -95,6 +101,9 @@ std::vector<uint8_t> RandomWeights(const WeightEncoding& enc, int64_t n, int64_t
         break;
       case GgmlBlockType::kMxfp4:
         p[0] = static_cast<uint8_t>(120 + b % 12);
+        break;
+      case GgmlBlockType::kIq1M:  // f16 d in the top nibbles of the four u16 scales
+        testing::SetIq1MHalf(p, RandomHalf(rng, -0.1f, 0.1f));
         break;
     }
   }

@@ -11,6 +11,7 @@
 //    Q8_0 panels are the file's size), Q4_K / Q5_K the blocks' own scale bytes (bytes per panel),
 //    and the blocks the panels cannot hold
 //    (a non-finite affine scale or offset, MXFP4's 0xFF) are refused;
+//  * the grid types (IQ1_* / IQ2_* / IQ3_*) as byte codes of their table values under f32 scales;
 //  * Q4_0 / Q4_1 / MXFP4 on the AMX route of the 4-bit pair panels (tile model), no other type there.
 #include "kernels/cpu/fast/ggml_quant_panels.h"
 
@@ -30,8 +31,10 @@
 #include "kernels/cpu/fast/column_panels.h"
 #include "kernels/cpu/fast/quant_panel_amx.h"
 #include "kernels/cpu/ggml_dequant.h"
+#include "kernels/cpu/ggml_iq_dequant.h"
 #include "kernels/numeric/half.h"
 #include "tests/kernels/cpu/amx_model.h"
+#include "tests/kernels/cpu/iq_grid_test_util.h"
 
 namespace tessera::kernels::cpu::fast {
 namespace {
@@ -39,6 +42,11 @@ namespace {
 using T = GgmlBlockType;
 
 bool IsK(T t) { return t == T::kQ4_K || t == T::kQ5_K || t == T::kQ6_K; }
+bool IsGrid(T t) { return IsIqGridType(t); }
+// Values per scale group on the panels: Q6_K's and the grid types' with a multiplier per 16.
+int64_t GroupOf(T t) {
+  return t == T::kQ6_K || t == T::kIq2Xs || t == T::kIq2S || t == T::kIq1M ? 16 : 32;
+}
 bool Affine(T t) { return t == T::kQ4_1 || t == T::kQ5_1 || t == T::kQ4_K || t == T::kQ5_K; }
 
 void PutHalf(uint8_t* p, float v) {
@@ -62,6 +70,10 @@ std::vector<uint8_t> RandomBlocks(T t, int64_t n, int64_t k, std::mt19937& rng) 
         break;
       case T::kQ6_K:
         PutHalf(b + 208, sign() * 2e-4f * mag(rng));
+        break;
+      case T::kIq2Xxs: case T::kIq2Xs: case T::kIq2S: case T::kIq3Xxs: case T::kIq3S:
+      case T::kIq1S: case T::kIq1M:
+        cpu::testing::SetIqGridHalf(t, b, numeric::FloatToHalf(sign() * 2e-4f * mag(rng)));
         break;
       default:
         // Every 7th affine block with d = 0: weights of its offset alone (K types: random 6-bit
@@ -166,7 +178,8 @@ std::string Name(T t) {
     case T::kQ4_K: return "Q4_K";
     case T::kQ5_K: return "Q5_K";
     case T::kQ6_K: return "Q6_K";
-    default: return "MXFP4";
+    case T::kMxfp4: return "MXFP4";
+    default: return cpu::testing::IqGridName(t);
   }
 }
 
@@ -195,7 +208,7 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
     const Panels p = Repack(t, src, n, k, form);
     ASSERT_EQ(p.w.pair_panels, pairs);
     const std::vector<float> all = RunPanels(p, x.data(), rows, n);
-    const int64_t group = t == T::kQ6_K ? 16 : 32;
+    const int64_t group = GroupOf(t);
     ExpectNearReference(t, blocks, x, n, k, rows, all, k + group + 3,
                         pairs ? std::ldexp(1.0, -16) : 0.0);
     if (HasFatalFailure()) return;
@@ -233,12 +246,13 @@ TEST_P(GgmlQuantPanelsTest, FollowTheReferenceAndAreBatchInvariant) {
 
 TEST_P(GgmlQuantPanelsTest, SymmetricTypesTakeShortHeaders) {
   const T t = GetParam();
-  const int64_t n = 20, k = 512, groups = k / (t == T::kQ6_K ? 16 : 32);
+  const int64_t n = 20, k = 512, groups = k / GroupOf(t);
   const bool bytes = t == T::kQ5_0 || t == T::kQ5_1 || t == T::kQ5_K || t == T::kQ6_K ||
-                     t == T::kQ8_0;
-  const int64_t group = t == T::kQ6_K ? 16 : 32;
+                     t == T::kQ8_0 || IsGrid(t);
+  const int64_t group = GroupOf(t);
   const int64_t codes = bytes ? 16 * group : 8 * group;  // per group of 16 columns
-  // Q4_0 / Q5_0 / Q8_0: 16 f16 scales (the blocks' d); Q6_K: 16 f32 scales (d·sc); Q4_1 / Q5_1:
+  // Q4_0 / Q5_0 / Q8_0: 16 f16 scales (the blocks' d); Q6_K and the grid types: 16 f32 scales
+  // (d·sc, d·mult); Q4_1 / Q5_1:
   // 16 f32 zero points and scales; Q4_K / Q5_K: 16 scale and 16 min bytes, and per super-block
   // (8 groups) 16 f16 d and 16 f16 dmin; MXFP4: 16 scale bytes.
   const bool half = t == T::kQ4_0 || t == T::kQ5_0 || t == T::kQ8_0;
@@ -309,7 +323,9 @@ TEST(GgmlQuantPanelsAmxTest, FourBitRouteFollowsTheReferenceOnTheTileModel) {
 
 INSTANTIATE_TEST_SUITE_P(Types, GgmlQuantPanelsTest,
                          ::testing::Values(T::kQ4_0, T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_0,
-                                           T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kMxfp4),
+                                           T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kMxfp4, T::kIq2Xxs,
+                                           T::kIq2Xs, T::kIq2S, T::kIq3Xxs, T::kIq3S, T::kIq1S,
+                                           T::kIq1M),
                          [](const ::testing::TestParamInfo<T>& info) { return Name(info.param); });
 
 TEST(GgmlQuantPanelsSupportTest, RefusesWhatThePanelsCannotHold) {

@@ -146,7 +146,8 @@ TEST(CpuKernelSelectorTest, IntBytesWeightOnly) {
 namespace tessera::backend::cpu {
 namespace {
 
-// GGUF block formats (Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q2_K-Q6_K / IQ4_NL / IQ4_XS): under
+// GGUF block formats (Q4_0 / Q4_1 / Q5_0 / Q5_1 / Q8_0 / Q2_K-Q6_K / IQ4_NL / IQ4_XS / the IQ1-IQ3
+// grid types): under
 // --cpu_int8_activations each takes its 16-column VNNI tiles and int8 activations; without it, f32
 // activations: Q4_0 / Q8_0 on the row kernels that decode in registers ("-fast"), the others on
 // the kernel that dequantizes blocks to an f32 tile ("-dequant", which the loader warns about).
@@ -163,7 +164,14 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
         std::pair{quant::WeightFormat::kGgufQ3_K, "cpu/gguf-q3_k-vnni"},
         std::pair{quant::WeightFormat::kGgufQ2_K, "cpu/gguf-q2_k-vnni"},
         std::pair{quant::WeightFormat::kGgufIq4Nl, "cpu/gguf-iq4_nl-vnni"},
-        std::pair{quant::WeightFormat::kGgufIq4Xs, "cpu/gguf-iq4_xs-vnni"}}) {
+        std::pair{quant::WeightFormat::kGgufIq4Xs, "cpu/gguf-iq4_xs-vnni"},
+        std::pair{quant::WeightFormat::kGgufIq2Xxs, "cpu/gguf-iq2_xxs-vnni"},
+        std::pair{quant::WeightFormat::kGgufIq2Xs, "cpu/gguf-iq2_xs-vnni"},
+        std::pair{quant::WeightFormat::kGgufIq2S, "cpu/gguf-iq2_s-vnni"},
+        std::pair{quant::WeightFormat::kGgufIq3Xxs, "cpu/gguf-iq3_xxs-vnni"},
+        std::pair{quant::WeightFormat::kGgufIq3S, "cpu/gguf-iq3_s-vnni"},
+        std::pair{quant::WeightFormat::kGgufIq1S, "cpu/gguf-iq1_s-vnni"},
+        std::pair{quant::WeightFormat::kGgufIq1M, "cpu/gguf-iq1_m-vnni"}}) {
     quant::LinearSpec s;
     s.module = "model.layers.0.mlp.down_proj";
     s.n = 64;

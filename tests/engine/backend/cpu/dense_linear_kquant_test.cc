@@ -1,5 +1,6 @@
 // DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
-// load: GGUF Q4_1, Q5_0, Q5_1, Q3_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS under int8 activations (the
+// load: GGUF Q4_1, Q5_0, Q5_1, Q3_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and the grid types (IQ2_XXS,
+// IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) under int8 activations (the
 // 16-column VNNI tiles) against the same layer with f32 activations (the quantized panels on
 // AVX-512, FastMatmul's decoders elsewhere), within the int8 activation rounding; f16 weights (the AVX-512 panels)
 // against a double sum of the f16 values. The same GGUF types with f32 activations on the
@@ -26,6 +27,7 @@
 #include "kernels/cpu/ggml_kquants_as_q6k.h"
 #include "kernels/cpu/thread_pool.h"
 #include "kernels/numeric/half.h"
+#include "tests/kernels/cpu/iq_grid_test_util.h"
 
 namespace tessera::backend::cpu {
 namespace {
@@ -35,7 +37,8 @@ constexpr int64_t kN = 40, kK = 512, kRows = 7;
 // Random but valid GGUF blocks: every byte pattern decodes; the f16 scales kept sane (Q6_K: d at
 // bytes 208-209 of 210; Q3_K: d at 108-109 of 110; Q2_K: d, dmin at 80-83 of 84; the others d,
 // and m / dmin where they have one, at bytes 0-3; IQ4_NL / IQ4_XS get d's bytes again in their
-// codes or scales_h, which any bytes are).
+// codes or scales_h, which any bytes are, and so do the grid types, IQ1_M's d spread over the top
+// nibbles of its scale words).
 std::vector<uint8_t> RandomBlocks(io::DType dtype, std::mt19937& rng) {
   const kernels::cpu::GgmlBlockInfo info =
       kernels::cpu::GetGgmlBlockInfo(*io::GgmlBlockTypeOf(dtype));
@@ -51,6 +54,7 @@ std::vector<uint8_t> RandomBlocks(io::DType dtype, std::mt19937& rng) {
     const int64_t at = q6 ? 208 : q3 ? 108 : q2 ? 80 : 0;
     std::memcpy(blk + at, &d, 2);
     if (!q6 && !q3 && dtype != io::DType::kQ5_0) std::memcpy(blk + at + 2, &d, 2);
+    if (dtype == io::DType::kIq1M) kernels::cpu::testing::SetIq1MHalf(blk, d);
   }
   return bytes;
 }
@@ -148,7 +152,10 @@ TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
 INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
                          ::testing::Values(io::DType::kQ4_1, io::DType::kQ5_0, io::DType::kQ5_1,
                                            io::DType::kQ3_K, io::DType::kQ5_K, io::DType::kQ6_K,
-                                           io::DType::kIq4Nl, io::DType::kIq4Xs));
+                                           io::DType::kIq4Nl, io::DType::kIq4Xs,
+                                           io::DType::kIq2Xxs, io::DType::kIq2Xs, io::DType::kIq2S,
+                                           io::DType::kIq3Xxs, io::DType::kIq3S, io::DType::kIq1S,
+                                           io::DType::kIq1M));
 
 // GGUF Q3_K with f32 activations runs as Q6_K blocks of the same values
 // (kernels/cpu/ggml_kquants_as_q6k.h) and gives the Q6_K layer of the rewritten blocks bit for bit;

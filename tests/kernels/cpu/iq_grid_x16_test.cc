@@ -1,0 +1,105 @@
+// kIqGridx16 tiles (kernels/cpu/fast/int4_x16.h: GGUF's grid types as one 4-bit table code per
+// value under records of an f32 d and multipliers per 16) from random blocks of every grid type:
+//  * 4.625 bits per weight (320-byte records of 16 columns, 2048 bytes of nibbles);
+//  * the portable loop equals a double sum of the reference dequantizer's weights (ggml-quants.c's
+//    dequantize_row_iq*, golden-tested against gguf-py) times the dequantized int8 activations
+//    within f32 rounding (every half-block integer is exact);
+//  * every kernel this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2 with the sign trick on the signed
+//    table) equals the portable loop bit for bit, for column counts that are not multiples of 16,
+//    row counts across row tiles, and tiles whose every code is the type's largest magnitude
+//    under activations of ±127 (the sums a vpmaddubsw pair must hold).
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "hwy/aligned_allocator.h"
+#include "kernels/cpu/fast/int4_x16.h"
+#include "kernels/cpu/fast/int4_x16_layout.h"
+#include "kernels/cpu/ggml_dequant.h"
+#include "kernels/cpu/ggml_iq_dequant.h"
+#include "tests/kernels/cpu/int4_x16_test_util.h"
+#include "tests/kernels/cpu/iq_grid_test_util.h"
+
+namespace tessera::kernels::cpu::fast {
+namespace {
+
+using cpu::testing::IqGridName;
+using cpu::testing::kIqGridTypes;
+
+TEST(IqGridx16Test, TileBytes) {
+  for (const GgmlBlockType type : kIqGridTypes) {
+    ASSERT_TRUE(HasGgmlX16(type));
+    for (const int64_t k : {256, 2816, 5632}) {
+      // Per super-block and column: 4 bytes of d, 16 multipliers, 128 bytes of nibbles.
+      EXPECT_EQ(GgmlX16Bytes(type, 32, k), 32 * (k / 256) * (4 + 16 + 128)) << k;
+    }
+  }
+}
+
+TEST(IqGridx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
+  std::mt19937 rng(17);
+  for (const GgmlBlockType type : kIqGridTypes) {
+    for (const int64_t n : {16, 37}) {
+      const int64_t k = 768;
+      const std::vector<uint8_t> src = cpu::testing::RandomIqGridBlocks(type, n, k, rng);
+      auto tiles = hwy::AllocateAligned<uint8_t>(GgmlX16Bytes(type, n, k));
+      const FastWeights fw = RepackGgmlX16(type, src.data(), n, k, tiles.get());
+      ASSERT_EQ(fw.format, FastFormat::kIqGridx16);
+      ASSERT_EQ(fw.ggml, type);
+      std::vector<float> w(n * k);
+      DequantizeGgmlBlocks(type, src.data(), n * k / 256, w.data());
+      for (const int64_t rows : {1, 5, 11}) {
+        const std::string what = std::string(IqGridName(type)) + " n=" + std::to_string(n) +
+                                 " rows=" + std::to_string(rows);
+        // Per half block: the scale product, one fma and the running sum round.
+        testing::ExpectTilesFollowDequantized(fw, w, rows, 3 * (k / 16 + 2), 0.0, rng, what);
+        ASSERT_FALSE(HasFatalFailure()) << what;
+      }
+    }
+  }
+}
+
+TEST(IqGridx16Test, LargestCodesUnderFullActivations) {
+  for (const GgmlBlockType type : kIqGridTypes) {
+    const int8_t* table = IqGridTable(type);
+    int largest = 0;  // the code of the largest positive value; + 8 (IQ1: + 3) its negation
+    for (int c = 0; c < 8; ++c) {
+      if (table[c] > table[largest]) largest = c;
+    }
+    const int negated = type == GgmlBlockType::kIq1S || type == GgmlBlockType::kIq1M
+                            ? (largest == 2 ? 3 : largest + 3)
+                            : largest + 8;
+    ASSERT_EQ(table[negated], -table[largest]) << IqGridName(type);
+    std::mt19937 rng(5);
+    const int64_t n = 21, k = 512;
+    const std::vector<uint8_t> src = cpu::testing::RandomIqGridBlocks(type, n, k, rng);
+    auto tiles = hwy::AllocateAligned<uint8_t>(GgmlX16Bytes(type, n, k));
+    const FastWeights fw = RepackGgmlX16(type, src.data(), n, k, tiles.get());
+    const internal::X16Layout l = internal::X16Layout::Of(fw.format, 32);
+    for (const int code : {largest, negated}) {
+      for (int64_t g = 0; g < 2; ++g) {
+        for (int64_t b = 0; b < k / 32; ++b) {
+          std::memset(tiles.get() + g * fw.row_stride + l.Codes(b), code | (code << 4), 256);
+        }
+      }
+      for (const float sign : {1.0f, -1.0f}) {
+        std::vector<float> x(3 * k, sign);  // codes ±127
+        const testing::Acts a = testing::Quantize(x.data(), 3, k, true);
+        std::vector<float> bias(n, 0.5f);
+        testing::ExpectKernelsMatchPortable(fw, a.view, bias.data(),
+                                            std::string(IqGridName(type)) + " largest codes");
+        ASSERT_FALSE(HasFatalFailure());
+        // And the portable loop's sum is that product: 127·|v| per weight times the scales.
+        std::vector<float> y(3 * n);
+        Int4x16MatmulPortable(fw, a.view, nullptr, y.data(), 0, n);
+        EXPECT_NE(y[0], 0.0f);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tessera::kernels::cpu::fast
