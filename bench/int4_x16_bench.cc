@@ -1,8 +1,9 @@
 // BM_Int4x16Matmul of tessera_matmul_bench: the 16-column int8-activation VNNI tiles
 // (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, Q3_K (its own 3-bit tiles;
 // `weight_GB/s` counts the file's 3.4375 bits per weight), Q2_K (its own 2-bit tiles, the
-// file's 2.625 bits per weight), IQ4_NL / IQ4_XS (nibbles through kvalues_iq4nl), INT4 / INT8
-// weight-only,
+// file's 2.625 bits per weight), IQ4_NL / IQ4_XS (nibbles through kvalues_iq4nl), the grid types
+// IQ2_XXS / IQ3_XXS (4-bit table codes, 4.625 bits per weight; `weight_GB/s` counts the file's
+// 2.0625 / 3.0625), INT4 / INT8 weight-only,
 // NVFP4 and MXFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of
 // matmul_bench.cc.
 #include <benchmark/benchmark.h>
@@ -51,14 +52,19 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
   if (fmt == "Q2_K") stored = n * (k / 256) * 84;
   if (fmt == "IQ4_NL") stored = n * blocks * 18;
   if (fmt == "IQ4_XS") stored = n * (k / 256) * 136;
+  if (fmt == "IQ2_XXS") stored = n * (k / 256) * 66;
+  if (fmt == "IQ3_XXS") stored = n * (k / 256) * 98;
   std::vector<TileCopy> copies(std::max<int64_t>(1, CoverBytes() / stored));
   std::mt19937 rng(42);
   for (TileCopy& c : copies) {
-    if (fmt == "IQ4_NL" || fmt == "IQ4_XS" || fmt == "Q3_K") {
-      // Random codes (and scales) under a sane f16 d (IQ4: first; Q3_K: after 108 bytes).
-      const auto type = fmt == "IQ4_NL"   ? kernels::cpu::GgmlBlockType::kIq4Nl
-                        : fmt == "IQ4_XS" ? kernels::cpu::GgmlBlockType::kIq4Xs
-                                          : kernels::cpu::GgmlBlockType::kQ3_K;
+    if (fmt == "IQ4_NL" || fmt == "IQ4_XS" || fmt == "Q3_K" || fmt == "IQ2_XXS" ||
+        fmt == "IQ3_XXS") {
+      // Random codes (and scales) under a sane f16 d (IQ types: first; Q3_K: after 108 bytes).
+      const auto type = fmt == "IQ4_NL"    ? kernels::cpu::GgmlBlockType::kIq4Nl
+                        : fmt == "IQ4_XS"  ? kernels::cpu::GgmlBlockType::kIq4Xs
+                        : fmt == "IQ2_XXS" ? kernels::cpu::GgmlBlockType::kIq2Xxs
+                        : fmt == "IQ3_XXS" ? kernels::cpu::GgmlBlockType::kIq3Xxs
+                                           : kernels::cpu::GgmlBlockType::kQ3_K;
       const int64_t d_at = fmt == "Q3_K" ? 108 : 0;
       const int64_t bb = kernels::cpu::GetGgmlBlockInfo(type).bytes;
       c.src.resize(stored);
@@ -213,7 +219,7 @@ void BM_Int4x16Matmul(benchmark::State& state, std::string fmt, int64_t n, int64
 void RegisterInt4x16Benchmarks(std::span<const Shape> gemm) {
   for (const char* f :
        {"Q4_0", "INT4_G128", "NVFP4", "MXFP4", "Q8_0", "INT8_G128", "Q6_K", "Q4_K", "Q3_K", "Q2_K",
-        "IQ4_NL", "IQ4_XS"}) {
+        "IQ4_NL", "IQ4_XS", "IQ2_XXS", "IQ3_XXS"}) {
     for (const Shape& s : gemm) {
       for (int64_t m : {1, 16, 128}) Register("BM_Int4x16Matmul", BM_Int4x16Matmul, f, s, m);
     }
