@@ -456,7 +456,8 @@ void FastMatmulImpl(const FastWeights& w, const float* x, int64_t rows, const fl
     case FastFormat::kQ2_Kx16:
     case FastFormat::kIq4Nlx16:
     case FastFormat::kIq4Xsx16:
-    case FastFormat::kIqGridx16:
+    case FastFormat::kIqGrid16x16:
+    case FastFormat::kIqGrid32x16:
       break;  // int8-activation kernels only (int4_x16.h)
     case FastFormat::kBf16Pairs:
       break;  // Bf16DotMatmul only

@@ -77,9 +77,11 @@ enum class FastFormat {
   kIq4Xsx16,
   // GGUF's grid types (IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M; ggml names which)
   // in 16-column tiles: 4-bit codes into the type's 16-entry table (ggml_iq_dequant.h IqGridCodes)
-  // under kQ6_Kx16-shaped records of an f32 scale and int8 multipliers per 16 (int4_x16.h);
-  // int8-activation kernels only.
-  kIqGridx16,
+  // under records of an f32 scale per super-block and int8 multipliers per 16 values (kIqGrid16x16:
+  // kQ6_Kx16-shaped records; IQ2_XS, IQ2_S, IQ1_M) or per 32 (kIqGrid32x16: kIq4Xsx16-shaped; the
+  // types whose scales cover 32 values); int8-activation kernels only (int4_x16.h).
+  kIqGrid16x16,
+  kIqGrid32x16,
   // bf16 in 16-column K-pair panels (bf16_dot_matmul.h); Bf16DotMatmul only. row_stride is the
   // bytes of one panel.
   kBf16Pairs,
@@ -99,7 +101,7 @@ struct FastWeights {
   int64_t k = 0;
   int64_t row_stride = 0;    // bytes
   int64_t quant_offset = 0;  // repacked Q8_0/Q4_0: bytes from a row's start to its quants
-  GgmlBlockType ggml = GgmlBlockType::kQ8_0;  // kGgml and kIqGridx16 only
+  GgmlBlockType ggml = GgmlBlockType::kQ8_0;  // kGgml and the kIqGrid tiles only
   // kU4Groups only: [n, k / group_size] scales and zero points; group_size % 32 == 0.
   const float* group_scales = nullptr;
   const float* group_zeros = nullptr;

@@ -85,7 +85,8 @@ int32_t ZeroPointOf(FastFormat format) {
     case FastFormat::kQ8_0x16:
     case FastFormat::kIq4Nlx16:
     case FastFormat::kIq4Xsx16:
-    case FastFormat::kIqGridx16:
+    case FastFormat::kIqGrid16x16:
+    case FastFormat::kIqGrid32x16:
       return 128;
     case FastFormat::kMxfp4x16:
     case FastFormat::kNvfp4x16:
@@ -345,7 +346,7 @@ struct PortableOutput {
     return acc;
   }
 
-  // kIqGridx16: per half block, nibbles through the grid type's table + 128, zero point 128,
+  // kIqGrid16x16: per half block, nibbles through the grid type's table + 128, zero point 128,
   // scale d·mult (exact in f32).
   float IqGrid(const uint8_t* tile, int64_t c, const int8_t* x, int64_t m) const {
     const int8_t* table = IqGridTable(w.ggml);
@@ -431,8 +432,10 @@ struct PortableOutput {
     const bool mxfp4 = w.format == FastFormat::kMxfp4x16;
     const bool iq4_xs = w.format == FastFormat::kIq4Xsx16;
     const bool iq4 = iq4_xs || w.format == FastFormat::kIq4Nlx16;  // kvalues_iq4nl + 128
-    const auto nibble = [mxfp4, iq4](int v) {
-      return mxfp4 ? kTwiceE2m1[v] + 12 : iq4 ? kIq4NlValues[v] + 128 : v;
+    const bool grid = w.format == FastFormat::kIqGrid32x16;  // the grid type's table + 128
+    const int8_t* table = grid ? IqGridTable(w.ggml) : nullptr;
+    const auto nibble = [mxfp4, iq4, table](int v) {
+      return mxfp4 ? kTwiceE2m1[v] + 12 : iq4 ? kIq4NlValues[v] + 128 : table ? table[v] + 128 : v;
     };
     const bool q8_0 = w.format == FastFormat::kQ8_0x16;
     const bool bytes = q8_0 || w.format == FastFormat::kU8x16;   // a byte per code
@@ -474,6 +477,12 @@ struct PortableOutput {
       if (mxfp4) {
         scale = numeric::DecodeE8m0(tile[l.Scales(b) + c]) * 0.5f;
         zero = 12.0f;
+      } else if (grid) {  // d·mult, exact in f32
+        const uint8_t* rec = tile + l.Scales(b);
+        float d;
+        std::memcpy(&d, rec + 4 * c, 4);
+        scale = d * static_cast<float>(static_cast<int8_t>(rec[64 + (b % 8) * kCols + c]));
+        zero = 128.0f;
       } else if (iq4_xs) {  // d·(ls − 32), exact in f32
         const uint8_t* rec = tile + l.Scales(b);
         uint16_t h;
@@ -512,7 +521,7 @@ void Int4x16MatmulPortable(const FastWeights& w, const Int4x16Acts& a, const flo
       float acc = halves                              ? out.Q6K(tile, c, x, m)
                   : w.format == FastFormat::kNvfp4x16 ? out.Nvfp4(tile, c, x, m)
                   : w.format == FastFormat::kQ2_Kx16  ? out.Q2K(tile, c, x, m)
-                  : w.format == FastFormat::kIqGridx16 ? out.IqGrid(tile, c, x, m)
+                  : w.format == FastFormat::kIqGrid16x16 ? out.IqGrid(tile, c, x, m)
                                                       : out.Blocks(tile, c, x, m);
       if (a.row_scale != nullptr) {  // fma(acc, α, bias)
         const float rs = a.row_scale[m * a.row_scale_stride];

@@ -130,7 +130,7 @@ FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
 inline bool X16NeedsHalfSums(FastFormat format) {
   return format == FastFormat::kNvfp4x16 || format == FastFormat::kQ6_Kx16 ||
          format == FastFormat::kQ3_Kx16 || format == FastFormat::kQ2_Kx16 ||
-         format == FastFormat::kIqGridx16;
+         format == FastFormat::kIqGrid16x16;
 }
 
 // GGUF Q6_K rows (k % 256 == 0) as kQ6_Kx16 (ggml_dequant.h Q6KCodes for the codes).
@@ -143,14 +143,17 @@ int64_t Q3_Kx16Bytes(int64_t n, int64_t k);
 FastWeights RepackQ3_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_t* dst);
 
 // GGUF grid-type rows (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M; k % 256 == 0) as
-// kIqGridx16 (IqGridx16Bytes): per super-block and column the f32 d and multipliers of
-// ggml_iq_dequant.h's IqGridCodes, and its 4-bit codes, which the kernels read through the type's
-// table + 128 under zero point 128 (plain AVX2: the signed table with the sign trick), per half
-// block as kQ6_Kx16. 4.625 bits per weight against the files' 1.5625 (IQ1_S) to 3.4375 (IQ3_S):
+// kIqGrid16x16 or kIqGrid32x16 (IqGridx16Bytes): per super-block and column the f32 d and the
+// multipliers of ggml_iq_dequant.h's IqGridCodes, and its 4-bit codes, which the kernels read
+// through the type's table + 128 under zero point 128 (plain AVX2: the signed table with the sign
+// trick), per half block as kQ6_Kx16 where the multipliers are per 16 (IQ2_XS, IQ2_S, IQ1_M), per
+// block as kIq4Xsx16 where they are per 32 (IQ2_XXS, IQ3_XXS, IQ3_S, IQ1_S: one epilogue per block
+// instead of two, 1.4x the one-row rate of the half-block walk). 4.625 / 4.375 bits per weight
+// against the files' 1.5625 (IQ1_S) to 3.4375 (IQ3_S):
 // every value is one table code, where the files index 4 or 8 values at once into codebooks of
 // up to 2048 entries; the codes stream at Q4_K's rate instead of gathering grid entries per
 // weight group.
-int64_t IqGridx16Bytes(int64_t n, int64_t k);
+int64_t IqGridx16Bytes(GgmlBlockType type, int64_t n, int64_t k);
 FastWeights RepackIqGridx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                             uint8_t* dst);
 
@@ -177,7 +180,8 @@ struct Int4x16Acts {
   const float* d = nullptr;
   const float* s = nullptr;
   // kNvfp4x16: d / s above are the first halves' (elements 0..15 of each block), these the second.
-  // kQ6_Kx16 / kQ3_Kx16 / kQ2_Kx16 / kIqGridx16: s the first halves' code sums, s2 the second's (d2 unused:
+  // kQ6_Kx16 / kQ3_Kx16 / kQ2_Kx16 / kIqGrid16x16: s the first halves' code sums, s2 the
+  // second's (d2 unused:
   // one d per block).
   const float* d2 = nullptr;
   const float* s2 = nullptr;

@@ -23,7 +23,7 @@ constexpr int64_t kCols = 16;
 constexpr int kMaxRows = 4;
 
 enum class Codes {
-  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs, kIqGrid
+  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs, kIqGrid16, kIqGrid32
 };
 
 inline __m256i LoadHalf(const uint8_t* p) {
@@ -77,8 +77,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kE2m1 = kCodes == Codes::kMxfp4 || kCodes == Codes::kNvfp4;
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   // kIqGrid: the grid types' tables in place of kvalues_iq4nl, per half block (Q6_K's walk).
-  constexpr bool kIq4 =
-      kCodes == Codes::kIq4Nl || kCodes == Codes::kIq4Xs || kCodes == Codes::kIqGrid;
+  constexpr bool kIqGrid = kCodes == Codes::kIqGrid16 || kCodes == Codes::kIqGrid32;
+  constexpr bool kIq4 = kCodes == Codes::kIq4Nl || kCodes == Codes::kIq4Xs || kIqGrid;
   // Without vpdpbusd, IQ4 codes are read as the signed kvalues_iq4nl themselves (kv + 128 times
   // 127 would saturate a vpmaddubsw pair) and multiplied with the sign trick, so their sums are
   // Σ kv·x from 0 and need no zero-point start.
@@ -95,16 +95,16 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   [[maybe_unused]] const __m256i ones = _mm256_set1_epi16(1);
   alignas(16) int8_t grid_table[16];
-  if constexpr (kCodes == Codes::kIqGrid) {
+  if constexpr (kIqGrid) {
     for (int i = 0; i < 16; ++i) {
       grid_table[i] = static_cast<int8_t>(IqGridTable(w.ggml)[i] + (kIq4Signed ? 0 : 128));
     }
   }
   const __m256i lut = _mm256_broadcastsi128_si256(_mm_load_si128(reinterpret_cast<const __m128i*>(
-      kCodes == Codes::kIqGrid ? static_cast<const void*>(grid_table)
-      : kIq4Signed             ? static_cast<const void*>(kIq4Values)
-      : kIq4                   ? static_cast<const void*>(kIq4Plus128)
-                               : static_cast<const void*>(kTwiceE2m1Plus12))));
+      kIqGrid      ? static_cast<const void*>(grid_table)
+      : kIq4Signed ? static_cast<const void*>(kIq4Values)
+      : kIq4       ? static_cast<const void*>(kIq4Plus128)
+                   : static_cast<const void*>(kTwiceE2m1Plus12))));
   __m256 acc[2 * MR];
   for (int i = 0; i < 2 * MR; ++i) acc[i] = _mm256_setzero_ps();
   const int8_t* xrow[MR];
@@ -276,8 +276,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
         continue;
       }
       if constexpr (kCodes == Codes::kQ6K || kCodes == Codes::kQ3K ||
-                    kCodes == Codes::kIqGrid) {  // per half, d·sc (kIqGrid: f32 d, d·mult)
-        constexpr bool kF32D = kCodes == Codes::kIqGrid;
+                    kCodes == Codes::kIqGrid16) {  // per half, d·sc (kIqGrid16: f32 d, d·mult)
+        constexpr bool kF32D = kCodes == Codes::kIqGrid16;
         const __m256 d_sb = kF32D ? _mm256_loadu_ps(reinterpret_cast<const float*>(record) + h * 8)
                                   : Halves8(record + h * 16);
         const int64_t mults = kF32D ? 64 : 32;
@@ -332,6 +332,9 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       if constexpr (kGroupScales) {
         sw = _mm256_loadu_ps(reinterpret_cast<const float*>(record) + h * 8);
         zv = _mm256_loadu_ps(reinterpret_cast<const float*>(record + 64) + h * 8);
+      } else if constexpr (kCodes == Codes::kIqGrid32) {  // d·mult, exact
+        sw = _mm256_mul_ps(_mm256_loadu_ps(reinterpret_cast<const float*>(record) + h * 8),
+                           SBytes8(record + 64 + j * 16 + h * 8));
       } else if constexpr (kCodes == Codes::kIq4Xs) {  // d·(ls − 32), exact
         sw = _mm256_mul_ps(Halves8(record + h * 16), SBytes8(record + 32 + j * 16 + h * 8));
       } else if constexpr (kAffine) {
@@ -424,8 +427,11 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
     case FastFormat::kIq4Xsx16:
       Tile<MR, Codes::kIq4Xs>(group, w, a, zs, r0, acc);
       break;
-    case FastFormat::kIqGridx16:
-      Tile<MR, Codes::kIqGrid>(group, w, a, zs, r0, acc);
+    case FastFormat::kIqGrid16x16:
+      Tile<MR, Codes::kIqGrid16>(group, w, a, zs, r0, acc);
+      break;
+    case FastFormat::kIqGrid32x16:
+      Tile<MR, Codes::kIqGrid32>(group, w, a, zs, r0, acc);
       break;
     default:
       Tile<MR, Codes::kQ4_0>(group, w, a, zs, r0, acc);

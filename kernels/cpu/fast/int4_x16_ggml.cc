@@ -349,23 +349,39 @@ FastWeights RepackIq4x16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n
 
 }  // namespace
 
-int64_t IqGridx16Bytes(int64_t n, int64_t k) {
-  return internal::X16Bytes(FastFormat::kIqGridx16, n, k, 32);
+namespace {
+
+// The grid types whose multipliers cover 32 values (both halves of a block share one).
+FastFormat IqGridFormat(GgmlBlockType type) {
+  const bool per16 = type == GgmlBlockType::kIq2Xs || type == GgmlBlockType::kIq2S ||
+                     type == GgmlBlockType::kIq1M;
+  return per16 ? FastFormat::kIqGrid16x16 : FastFormat::kIqGrid32x16;
+}
+
+}  // namespace
+
+int64_t IqGridx16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
+  return internal::X16Bytes(IqGridFormat(type), n, k, 32);
 }
 
 FastWeights RepackIqGridx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                             uint8_t* dst) {
   assert(IsIqGridType(type));
-  const X16Layout l = X16Layout::Of(FastFormat::kIqGridx16, 32);
+  const FastFormat format = IqGridFormat(type);
+  const bool per32 = format == FastFormat::kIqGrid32x16;
+  const X16Layout l = X16Layout::Of(format, 32);
   return RepackGgmlBlocks(
-      FastFormat::kIqGridx16, type, 256, GetGgmlBlockInfo(type).bytes, ggml_rows, n, k, dst,
+      format, type, 256, GetGgmlBlockInfo(type).bytes, ggml_rows, n, k, dst,
       [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
         float d;
         uint8_t mults[16], codes[256];
         IqGridCodes(type, blk, &d, mults, codes);
         uint8_t* rec = tile + l.Scales(sb * 8);
         std::memcpy(rec + 4 * c, &d, 4);
-        for (int h = 0; h < 16; ++h) rec[64 + h * kCols + c] = mults[h];
+        for (int h = 0; h < 16; h += per32 ? 2 : 1) {
+          assert(!per32 || mults[h] == mults[h + 1]);
+          rec[64 + (per32 ? h / 2 : h) * kCols + c] = mults[h];
+        }
         for (int j = 0; j < 8; ++j) {
           PutCodes(tile + l.Codes(sb * 8 + j), c, [&](int e) { return codes[32 * j + e]; });
         }
@@ -394,7 +410,7 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
     case GgmlBlockType::kIq3Xxs:
     case GgmlBlockType::kIq3S:
     case GgmlBlockType::kIq1S:
-    case GgmlBlockType::kIq1M: return IqGridx16Bytes(n, k);
+    case GgmlBlockType::kIq1M: return IqGridx16Bytes(type, n, k);
     case GgmlBlockType::kMxfp4: break;
   }
   return 0;

@@ -19,9 +19,10 @@
 // chunk per half block, Q2KCodeOffset); kIq4Nlx16 kQ4_0x16's records; kIq4Xsx16 one super-block
 // after 192 bytes: d [16] as f16, the int8 scales (ls − 32) [8 blocks][16] and 32 bytes of
 // padding, then Q4_0's nibble blocks;
-// kIqGridx16 one super-block after 320 bytes: d [16] as f32 (the grid type's f16 d times 1/8, 1/4
+// kIqGrid16x16 one super-block after 320 bytes: d [16] as f32 (the grid type's f16 d times 1/8, 1/4
 // or 1), the multipliers 2·ls + 1 [16 halves][16] a byte each, then Q4_0's nibble blocks (codes
-// into the type's table);
+// into the type's table); kIqGrid32x16 the same with one multiplier per block, [8 blocks][16],
+// after 192 bytes (kIq4Xsx16's record size);
 // kQ5_Kx16 kQ4_Kx16's records with each block's 256 bytes of nibbles followed by 64 of fifth bits;
 // kMxfp4x16 four blocks after 64 bytes of E8M0 scales [4 blocks][16] (MXFP4's 4.25 bits per
 // weight).
@@ -46,9 +47,10 @@ struct X16Layout {
     X16Layout l;
     const bool q3_k = format == FastFormat::kQ3_Kx16;  // q6_k's records, 2-bit codes + third bits
     const bool q2_k = format == FastFormat::kQ2_Kx16;  // q4_k's scale area size, 2-bit codes
-    const bool iq4_xs = format == FastFormat::kIq4Xsx16;  // nibbles under a super-block record
+    // nibbles under a super-block record of 192 bytes
+    const bool iq4_xs = format == FastFormat::kIq4Xsx16 || format == FastFormat::kIqGrid32x16;
     // q6_k's record size (f32 d instead of f16), nibbles through a table
-    const bool iq_grid = format == FastFormat::kIqGridx16;
+    const bool iq_grid = format == FastFormat::kIqGrid16x16;
     const bool q6_k = format == FastFormat::kQ6_Kx16 || q3_k;
     const bool q4_k = format == FastFormat::kQ4_Kx16 || format == FastFormat::kQ5_Kx16;
     const bool q5_k = format == FastFormat::kQ5_Kx16;  // q4_k's records plus fifth bits

@@ -81,7 +81,7 @@ inline __m512i DpbusdBcast(__m512i acc, __m512i w, const int8_t* p) {
 }
 
 enum class Codes {
-  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kIq4Nl, kIq4Xs, kIqGrid
+  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kIq4Nl, kIq4Xs, kIqGrid16, kIqGrid32
 };
 
 // Accumulators of rows [r0, r0 + MR) for one column group. kU4 / kU8: per-group f32 scales and
@@ -91,8 +91,8 @@ enum class Codes {
 // super-block, a byte of 4-bit scale and min per half), 2-bit codes; kMxfp4: E2M1 nibbles through
 // the 2·e2m1 + 12 byte table, zero point 12, E8M0 scale bytes; kIq4Nl / kIq4Xs: nibbles through
 // kvalues_iq4nl + 128, zero point 128, f16 block scales (kIq4Xs: f16 d times int8 scales per
-// super-block); kIqGrid: Q6_K's halves under an f32 d, nibbles through the grid type's table +
-// 128 (zero point 128); else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0
+// super-block); kIqGrid16 / kIqGrid32: Q6_K's halves / IQ4_XS's blocks under an f32 d and
+// multipliers, nibbles through the grid type's table + 128 (zero point 128); else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0
 // bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
 // zs: −z·s per row, block (and half: [rows][blocks][halves]) for the integer zero points
 // (ZeroPointOf, int4_x16.cc), else unused.
@@ -100,8 +100,10 @@ template <int MR, Codes kCodes>
 void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, const int32_t* zs,
           int64_t r0, bool prefetch, __m512* out) {
   constexpr bool kGroupScales = kCodes == Codes::kU4 || kCodes == Codes::kU8;
-  constexpr bool kIqGrid = kCodes == Codes::kIqGrid;  // f32 d, nibbles through a grid table
-  constexpr bool kHalves = kCodes == Codes::kQ6K || kCodes == Codes::kQ3K || kIqGrid;
+  // Nibbles through a grid table under an f32 d: multipliers per half (kIqGrid16) or per block.
+  constexpr bool kIqGrid = kCodes == Codes::kIqGrid16 || kCodes == Codes::kIqGrid32;
+  constexpr bool kHalves =
+      kCodes == Codes::kQ6K || kCodes == Codes::kQ3K || kCodes == Codes::kIqGrid16;
   constexpr bool kHighPairs = kCodes == Codes::kQ6K;  // kQ3K: 2-bit chunks and a third-bit plane
   constexpr bool kBytes = kCodes == Codes::kQ8_0 || kCodes == Codes::kU8;
   constexpr bool kFifth = kCodes == Codes::kQ5K;  // a plane of fifth bits after the nibbles
@@ -118,9 +120,13 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   }();
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
-  constexpr int64_t kScaleBytes =
-      kGroupScales ? 128 : kIq4Xs ? 192 : (kHalves || kAffine || kTwoBit) ? 320 : 64;
-  constexpr bool kIntZero = kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kE2m1 || kIq4;
+  constexpr bool kIqGrid32 = kCodes == Codes::kIqGrid32;
+  constexpr int64_t kScaleBytes = kGroupScales                           ? 128
+                                  : (kIq4Xs || kIqGrid32)                ? 192
+                                  : (kHalves || kAffine || kTwoBit)      ? 320
+                                                                         : 64;
+  constexpr bool kIntZero =
+      kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kE2m1 || kIq4 || kIqGrid32;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
@@ -271,6 +277,10 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
                                                  _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512()),
                                                  _mm512_set1_epi32(0x00400000));
       sw = _mm512_mul_ps(_mm512_castsi512_ps(bits), _mm512_set1_ps(0.5f));
+    } else if constexpr (kIqGrid32) {  // d·mult, exact
+      sw = _mm512_mul_ps(_mm512_loadu_ps(reinterpret_cast<const float*>(record)),
+                         _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(
+                             reinterpret_cast<const __m128i*>(record + 64 + j * 16)))));
     } else if constexpr (kIq4Xs) {  // d·(ls − 32), exact
       sw = _mm512_mul_ps(
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(record))),
@@ -298,7 +308,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       const __m512i v = _mm512_loadu_si512(codes + q * 64);
       __m512i lo = _mm512_and_si512(v, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      if constexpr (kE2m1 || kIq4) {
+      if constexpr (kE2m1 || kIq4 || kIqGrid32) {
         lo = _mm512_shuffle_epi8(lut, lo);
         hi = _mm512_shuffle_epi8(lut, hi);
       }
@@ -412,8 +422,10 @@ void Rows(const FastWeights& w, const Int4x16Acts& a, const int32_t* zs, const f
     Tile<MR, Codes::kIq4Nl>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else if (w.format == FastFormat::kIq4Xsx16) {
     Tile<MR, Codes::kIq4Xs>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
-  } else if (w.format == FastFormat::kIqGridx16) {
-    Tile<MR, Codes::kIqGrid>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
+  } else if (w.format == FastFormat::kIqGrid16x16) {
+    Tile<MR, Codes::kIqGrid16>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
+  } else if (w.format == FastFormat::kIqGrid32x16) {
+    Tile<MR, Codes::kIqGrid32>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   } else {
     Tile<MR, Codes::kQ4_0>(w.data + g * w.row_stride, w, a, zs, r0, prefetch, acc);
   }

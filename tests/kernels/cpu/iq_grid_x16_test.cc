@@ -1,6 +1,8 @@
-// kIqGridx16 tiles (kernels/cpu/fast/int4_x16.h: GGUF's grid types as one 4-bit table code per
-// value under records of an f32 d and multipliers per 16) from random blocks of every grid type:
-//  * 4.625 bits per weight (320-byte records of 16 columns, 2048 bytes of nibbles);
+// kIqGrid16x16 / kIqGrid32x16 tiles (kernels/cpu/fast/int4_x16.h: GGUF's grid types as one 4-bit
+// table code per value under records of an f32 d and multipliers per 16 or per 32 values) from
+// random blocks of every grid type:
+//  * 4.625 / 4.375 bits per weight (320- / 192-byte records of 16 columns, 2048 bytes of
+//    nibbles), the per-32 form for the types whose scales cover 32 values;
 //  * the portable loop equals a double sum of the reference dequantizer's weights (ggml-quants.c's
 //    dequantize_row_iq*, golden-tested against gguf-py) times the dequantized int8 activations
 //    within f32 rounding (every half-block integer is exact);
@@ -8,6 +10,7 @@
 //    table) equals the portable loop bit for bit, for column counts that are not multiples of 16,
 //    row counts across row tiles, and tiles whose every code is the type's largest magnitude
 //    under activations of ±127 (the sums a vpmaddubsw pair must hold).
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -29,12 +32,18 @@ namespace {
 using cpu::testing::IqGridName;
 using cpu::testing::kIqGridTypes;
 
+bool PerHalf(GgmlBlockType type) {
+  return type == GgmlBlockType::kIq2Xs || type == GgmlBlockType::kIq2S ||
+         type == GgmlBlockType::kIq1M;
+}
+
 TEST(IqGridx16Test, TileBytes) {
   for (const GgmlBlockType type : kIqGridTypes) {
     ASSERT_TRUE(HasGgmlX16(type));
     for (const int64_t k : {256, 2816, 5632}) {
-      // Per super-block and column: 4 bytes of d, 16 multipliers, 128 bytes of nibbles.
-      EXPECT_EQ(GgmlX16Bytes(type, 32, k), 32 * (k / 256) * (4 + 16 + 128)) << k;
+      // Per super-block and column: 4 bytes of d, 16 (or 8) multipliers, 128 bytes of nibbles.
+      EXPECT_EQ(GgmlX16Bytes(type, 32, k), 32 * (k / 256) * (4 + (PerHalf(type) ? 16 : 8) + 128))
+          << IqGridName(type) << " " << k;
     }
   }
 }
@@ -47,14 +56,15 @@ TEST(IqGridx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
       const std::vector<uint8_t> src = cpu::testing::RandomIqGridBlocks(type, n, k, rng);
       auto tiles = hwy::AllocateAligned<uint8_t>(GgmlX16Bytes(type, n, k));
       const FastWeights fw = RepackGgmlX16(type, src.data(), n, k, tiles.get());
-      ASSERT_EQ(fw.format, FastFormat::kIqGridx16);
+      ASSERT_EQ(fw.format,
+                PerHalf(type) ? FastFormat::kIqGrid16x16 : FastFormat::kIqGrid32x16);
       ASSERT_EQ(fw.ggml, type);
       std::vector<float> w(n * k);
       DequantizeGgmlBlocks(type, src.data(), n * k / 256, w.data());
       for (const int64_t rows : {1, 5, 11}) {
         const std::string what = std::string(IqGridName(type)) + " n=" + std::to_string(n) +
                                  " rows=" + std::to_string(rows);
-        // Per half block: the scale product, one fma and the running sum round.
+        // Per half block (or block): the scale product, one fma and the running sum round.
         testing::ExpectTilesFollowDequantized(fw, w, rows, 3 * (k / 16 + 2), 0.0, rng, what);
         ASSERT_FALSE(HasFatalFailure()) << what;
       }
@@ -87,15 +97,32 @@ TEST(IqGridx16Test, LargestCodesUnderFullActivations) {
       }
       for (const float sign : {1.0f, -1.0f}) {
         std::vector<float> x(3 * k, sign);  // codes ±127
-        const testing::Acts a = testing::Quantize(x.data(), 3, k, true);
+        const testing::Acts a = testing::Quantize(x.data(), 3, k, testing::NeedsHalves(fw));
         std::vector<float> bias(n, 0.5f);
         testing::ExpectKernelsMatchPortable(fw, a.view, bias.data(),
                                             std::string(IqGridName(type)) + " largest codes");
         ASSERT_FALSE(HasFatalFailure());
-        // And the portable loop's sum is that product: 127·|v| per weight times the scales.
+        // And the portable loop gives that product: per weight (d·mult)·table[code] from the
+        // file's scales, times the activation q·d_x, summed in double.
         std::vector<float> y(3 * n);
         Int4x16MatmulPortable(fw, a.view, nullptr, y.data(), 0, n);
-        EXPECT_NE(y[0], 0.0f);
+        const int64_t bytes = GetGgmlBlockInfo(type).bytes;
+        for (int64_t c = 0; c < n; ++c) {
+          double want = 0, mag = 0;
+          for (int64_t sb = 0; sb < k / 256; ++sb) {
+            float d;
+            uint8_t mults[16], unused[256];
+            IqGridCodes(type, src.data() + (c * (k / 256) + sb) * bytes, &d, mults, unused);
+            for (int e = 0; e < 256; ++e) {
+              const int64_t i = sb * 256 + e;
+              const double xv = double(a.q[i]) * a.d[i / 32];
+              const double wv = double(d) * mults[e / 16] * table[code];
+              want += xv * wv;
+              mag += std::abs(xv * wv);
+            }
+          }
+          ASSERT_NEAR(y[c], want, 1e-5 * mag) << IqGridName(type) << " column " << c;
+        }
       }
     }
   }
