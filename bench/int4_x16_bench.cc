@@ -2,7 +2,7 @@
 // (kernels/cpu/fast/int4_x16.h) the engine runs for Q4_0, Q8_0, Q6_K, Q3_K (its own 3-bit tiles;
 // `weight_GB/s` counts the file's 3.4375 bits per weight), Q2_K (its own 2-bit tiles, the
 // file's 2.625 bits per weight), IQ4_NL / IQ4_XS (nibbles through kvalues_iq4nl), the grid types
-// IQ2_XXS / IQ3_XXS (4-bit table codes, 4.625 bits per weight; `weight_GB/s` counts the file's
+// IQ2_XXS / IQ3_XXS (4-bit table codes, 4.375 bits per weight; `weight_GB/s` counts the file's
 // 2.0625 / 3.0625), INT4 / INT8 weight-only,
 // NVFP4 and MXFP4 under --cpu_int8_activations (NVFP4 W4A4 always), at the shapes of
 // matmul_bench.cc.

@@ -1,5 +1,6 @@
 #include "kernels/cpu/ggml_iq_dequant.h"
 
+#include <cassert>
 #include <cstring>
 
 #include "kernels/cpu/ggml_iq_grids.h"
@@ -188,6 +189,7 @@ void DequantizeIqGridBlock(GgmlBlockType type, const uint8_t* block, float* y) {
 }
 
 const int8_t* IqGridTable(GgmlBlockType type) {
+  assert(IsIqGridType(type) && "a kIqGrid tile or panel without its grid type");
   if (IsIq2(type)) return kIq2Table;
   if (type == GgmlBlockType::kIq3Xxs) return kIq3XxsTable;
   if (type == GgmlBlockType::kIq3S) return kIq3STable;

@@ -24,7 +24,7 @@ void DequantizeIqGridBlock(GgmlBlockType type, const uint8_t* block, float* y);
 
 // The type's 16 code values (IQ2: ±8, ±25, ±43; IQ3_XXS: ±4 .. ±52, ±62; IQ3_S: ±1 .. ±15 odd;
 // IQ1: 8g ± 1 for g in −1, 0, 1), unused entries 0. Code c < 8 is a magnitude, c + 8 its negation
-// (IQ1: c < 3 the +1/8 shift, c ≥ 3 the −1/8 shift).
+// (IQ1: c < 3 the +1/8 shift, c ≥ 3 the −1/8 shift). `type` must be a grid type (IsIqGridType).
 const int8_t* IqGridTable(GgmlBlockType type);
 
 // One super-block as codes[256] (0..15) into IqGridTable(type), mults[16] (one per 16 values:

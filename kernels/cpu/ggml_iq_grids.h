@@ -4,7 +4,8 @@
 // 15, and IQ1's bytes are int8 −1, 0 or 1. kIq2Signs (ksigns_iq2xs) turns a 7-bit sign index into
 // 8 sign bits, the eighth making the count of minus signs even. ggml_iq_grids.cc is generated from
 // gguf-py by tools/reference/make_iq_grids.py, so these tables and the golden fixtures that test
-// the dequantizers (ggml_dequant.h) share one external origin.
+// the dequantizers (ggml_iq_dequant.h) share one external origin; a test also holds them to
+// llama.cpp's ggml-common.h by hash.
 #ifndef TESSERA_KERNELS_CPU_GGML_IQ_GRIDS_H_
 #define TESSERA_KERNELS_CPU_GGML_IQ_GRIDS_H_
 

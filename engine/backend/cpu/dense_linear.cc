@@ -52,17 +52,18 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
     return absl::InvalidArgumentError(absl::StrFormat("bias of '%s' has %d values, expected %d",
                                                       weight.name, bias.size(), weight.shape[0]));
   }
-  const bool as_q6k = enc->ggml && kernels::cpu::RunsAsQ6K(*enc->ggml);
-  if (as_q6k) {
-    // The load-time rewrite walks whole 256-value blocks of every row: the bytes must be exactly
-    // those (a GGUF reader's view is; a hand-made one may not be).
+  if (enc->ggml) {
+    // Every GGUF path (the repacks, the rewrites, the row kernels) walks whole blocks of every
+    // row: K must be a multiple of the block and the bytes exactly those (a GGUF reader's view
+    // is; a hand-made one may not be).
+    const int64_t block = kernels::cpu::GetGgmlBlockInfo(*enc->ggml).elements;
     const auto want = io::ByteSizeFor(weight.dtype, weight.shape[0] * weight.shape[1]);
-    if (weight.shape[1] % 256 != 0 || !want.ok() ||
+    if (weight.shape[1] % block != 0 || !want.ok() ||
         *want != static_cast<int64_t>(weight.bytes.size())) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "tensor '%s': %s weight of shape %s needs K a multiple of 256 and %d bytes, has %d",
-          weight.name, io::DTypeName(weight.dtype), weight.ShapeString(), want.ok() ? *want : -1,
-          weight.bytes.size()));
+          "tensor '%s': %s weight of shape %s needs K a multiple of %d and %d bytes, has %d",
+          weight.name, io::DTypeName(weight.dtype), weight.ShapeString(), block,
+          want.ok() ? *want : -1, weight.bytes.size()));
     }
   }
   const bool tiles = enc->ggml && kernels::cpu::fast::HasGgmlX16(*enc->ggml);

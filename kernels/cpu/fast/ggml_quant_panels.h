@@ -1,4 +1,5 @@
-// GGUF block weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4) repacked at load
+// GGUF block weights (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, MXFP4, IQ4_NL, IQ4_XS and
+// the grid types IQ1_* / IQ2_* / IQ3_*) repacked at load
 // into the quantized-weight panels of quant_panel_matmul.h, which DenseLinear runs for them with
 // exact f32 activations (--cpu_int8_activations=false) on AVX-512 CPUs, and in the f32 form on
 // AVX2 ones.
@@ -22,15 +23,18 @@
 //   Q8_0   byte codes q + 128 (centre 128), s = d, symmetric
 //   MXFP4  E2M1 codes and the block's E8M0 byte (ggml's doubled values times its halved scale are
 //          the same numbers)
+//   IQ4_NL / IQ4_XS  byte codes kv + 128 (centre 128), s = d (IQ4_XS: d·(ls − 32)), symmetric
+//   grid   byte codes v + 16 (IQ1_*, IQ3_S; centre 16) or v + 64 (IQ2_*, IQ3_XXS), v the type's
+//          table value (ggml_iq_dequant.h), s = d·mult per 16 or 32 values, symmetric
 // Symmetric types keep headers of scales alone, as f16 where the scale is the block's d
 // (quant_panel_matmul.h): Q4_0 and Q8_0 stream exactly the file's 4.5 and 8.5 bits per weight,
 // Q5_0 8.5 (5.5 in the file), Q6_K 10 (6.56); Q4_K 4.625 (4.5), Q5_K 8.625 (5.5); Q4_1 6 (5), Q5_1
 // 10 (6), with f32 zero points and scales. The K-quant header took Q4_K from 6 bits per weight
 // (f32 s and z per group) to 4.625: TinyLlama Q4_K_M batch-1 decode with exact activations
 // +6-22%, peak RSS 1059 -> 920 MiB (bench/README.md, fourteenth session). Where the CPU has
-// AVX-512 BF16 every
-// type but Q8_0 takes the bf16-pair form (4-bit codes, and the 5- and 6-bit byte codes), Q8_0's
-// 8-bit codes the f32 form.
+// AVX-512 BF16 the
+// types whose codes fit 6 bits take the bf16-pair form (4-bit codes, the 5- and 6-bit byte codes,
+// IQ1_* and IQ3_S), the 7- and 8-bit ones (Q8_0, IQ4_*, IQ2_*, IQ3_XXS) the f32 form.
 //
 // Numerics: quant_panel_matmul.h's bound with v = q − c (in the pair form the exact f32
 // activations enter as their hi + lo bf16 split, which adds its 2^-16 term and turns an infinite

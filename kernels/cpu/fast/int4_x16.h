@@ -12,7 +12,10 @@
 // against the file's 3.4375; FastFormat::kQ2_Kx16 is GGUF Q2_K in its own 2-bit
 // codes and packed scale bytes, 2.625 bits per weight as in the file), GGUF IQ4_NL and IQ4_XS
 // (FastFormat::kIq4Nlx16 / kIq4Xsx16: nibbles read through kvalues_iq4nl + 128 under zero point
-// 128, an f16 scale per block of 32, or IQ4_XS's f16 d times an int8 scale per block), and MXFP4
+// 128, an f16 scale per block of 32, or IQ4_XS's f16 d times an int8 scale per block), GGUF's
+// grid types (FastFormat::kIqGrid16x16 / kIqGrid32x16: a 4-bit code per value into the type's
+// table + 128 under zero point 128, an f32 d times an int8 multiplier per 16 or 32 values;
+// ggml_iq_dequant.h IqGridCodes), and MXFP4
 // (FastFormat::kMxfp4x16: E2M1 nibbles under an E8M0 scale per block of 32, W4A16 with int8
 // activations). llama.cpp's
 // "Q4_0 x 8/16 interleaved" idea: one AVX-512 VNNI vpdpbusd multiplies 4 consecutive K values of
@@ -63,6 +66,9 @@
 // t = fma(−o, s_h, p) with the half's code sum s_h (s / s2), acc = fma(t, d_b, acc), the first
 // half before the second. kIq4Nlx16 / kIq4Xsx16 follow Q8_0's order with u = kv + 128, z = 128
 // and w_s the f16 scale, or d·(ls − 32) (exact in f32), so t is the exact block integer Σ kv·x.
+// kIqGrid32x16 follows the same order with u = v + 128 (v the grid type's table value) and w_s
+// = d·mult (f32 d, exact); kIqGrid16x16 kQ6_Kx16's per-half order with z = 128 and w_s the half's
+// d·mult.
 // kQ4_Kx16 keeps GGUF's affine form w = s·u − o with
 // s = d·sc and o = dmin·m (both exact in f32): per block p = s · float(Σ u·x), t = fma(−o, s_b, p),
 // acc = fma(t, d_b, acc); kQ5_Kx16 the same with u the 5-bit code. kMxfp4x16: u = 2·e2m1 + 12,
@@ -148,7 +154,7 @@ FastWeights RepackQ3_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 // through the type's table + 128 under zero point 128 (plain AVX2: the signed table with the sign
 // trick), per half block as kQ6_Kx16 where the multipliers are per 16 (IQ2_XS, IQ2_S, IQ1_M), per
 // block as kIq4Xsx16 where they are per 32 (IQ2_XXS, IQ3_XXS, IQ3_S, IQ1_S: one epilogue per block
-// instead of two, 1.4x the one-row rate of the half-block walk). 4.625 / 4.375 bits per weight
+// instead of two, 1.5x the one-row rate of the half-block walk). 4.625 / 4.375 bits per weight
 // against the files' 1.5625 (IQ1_S) to 3.4375 (IQ3_S):
 // every value is one table code, where the files index 4 or 8 values at once into codebooks of
 // up to 2048 entries; the codes stream at Q4_K's rate instead of gathering grid entries per

@@ -94,5 +94,33 @@ TEST(IqGridDequantTest, CodebooksHoldGgmlsValues) {
   }
 }
 
+// FNV-1a (64-bit) of a table's little-endian bytes.
+template <class T, size_t N>
+uint64_t Fnv1a(const T (&table)[N]) {
+  uint64_t h = 0xcbf29ce484222325u;
+  for (const T v : table) {
+    for (size_t i = 0; i < sizeof(T); ++i) {
+      h ^= (static_cast<uint64_t>(v) >> (8 * i)) & 0xFF;
+      h *= 0x100000001b3u;
+    }
+  }
+  return h;
+}
+
+// The tables, generated from gguf-py, equal llama.cpp's own ggml-common.h entry for entry: the
+// hashes below were computed from the C arrays of the llama.cpp tree llama-cpp-python 0.3.36
+// vendors (ggml/src/ggml-common.h: ksigns_iq2xs, iq2xxs_grid, iq2xs_grid, iq2s_grid, iq3xxs_grid,
+// iq3s_grid, iq1s_grid; FNV-1a over each entry's little-endian bytes), a second origin besides
+// the gguf-py fixtures, so an entry wrong in both Python sources would still fail here.
+TEST(IqGridDequantTest, CodebooksEqualGgmlCommonH) {
+  EXPECT_EQ(Fnv1a(kIq2Signs), 0xf19ba8f8c3292ba5u);
+  EXPECT_EQ(Fnv1a(kIq2XxsGrid), 0xbb4ee025b5ac6e8eu);
+  EXPECT_EQ(Fnv1a(kIq2XsGrid), 0xc9b1ee61e79909bdu);
+  EXPECT_EQ(Fnv1a(kIq2SGrid), 0x123edd38a3b62b90u);
+  EXPECT_EQ(Fnv1a(kIq3XxsGrid), 0xdfa5dc83d6a155d5u);
+  EXPECT_EQ(Fnv1a(kIq3SGrid), 0xfa37020c25b44829u);
+  EXPECT_EQ(Fnv1a(kIq1SGrid), 0x6703ed863501ae2eu);
+}
+
 }  // namespace
 }  // namespace tessera::kernels::cpu

@@ -3,7 +3,7 @@
 // random blocks of every grid type:
 //  * 4.625 / 4.375 bits per weight (320- / 192-byte records of 16 columns, 2048 bytes of
 //    nibbles), the per-32 form for the types whose scales cover 32 values;
-//  * the portable loop equals a double sum of the reference dequantizer's weights (ggml-quants.c's
+//  * the portable loop equals a double sum (blocks under subnormal and zero d among them) of the reference dequantizer's weights (ggml-quants.c's
 //    dequantize_row_iq*, golden-tested against gguf-py) times the dequantized int8 activations
 //    within f32 rounding (every half-block integer is exact);
 //  * every kernel this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2 with the sign trick on the signed
@@ -53,7 +53,12 @@ TEST(IqGridx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
   for (const GgmlBlockType type : kIqGridTypes) {
     for (const int64_t n : {16, 37}) {
       const int64_t k = 768;
-      const std::vector<uint8_t> src = cpu::testing::RandomIqGridBlocks(type, n, k, rng);
+      std::vector<uint8_t> src = cpu::testing::RandomIqGridBlocks(type, n, k, rng);
+      // Some blocks under the smallest subnormal f16 d (2^-24) and under d = 0.
+      const int64_t bytes = GetGgmlBlockInfo(type).bytes;
+      for (int64_t b = 0; b < n * k / 256; b += 5) {
+        cpu::testing::SetIqGridHalf(type, &src[b * bytes], b % 2 ? 0x0001 : 0x0000);
+      }
       auto tiles = hwy::AllocateAligned<uint8_t>(GgmlX16Bytes(type, n, k));
       const FastWeights fw = RepackGgmlX16(type, src.data(), n, k, tiles.get());
       ASSERT_EQ(fw.format,

@@ -149,6 +149,27 @@ TEST_P(DenseLinearKQuantTest, ExactActivationsRunTheQuantPanels) {
   ExpectBatchInvariant(**l, x);
 }
 
+// A view whose rows are not whole blocks (K = 16, the byte count right for its element count), or
+// whose bytes fall one block short, is refused in both activation modes, naming the tensor.
+TEST_P(DenseLinearKQuantTest, RefusesViewsThatAreNotWholeBlocks) {
+  std::mt19937 rng(static_cast<uint32_t>(GetParam()) + 2);
+  const std::vector<uint8_t> bytes = RandomBlocks(GetParam(), rng);
+  const int64_t block_bytes =
+      kernels::cpu::GetGgmlBlockInfo(*io::GgmlBlockTypeOf(GetParam())).bytes;
+  const io::TensorView ragged{"blk.3.attn_q.weight", GetParam(), {kN * kK / 16, 16},
+                              absl::MakeConstSpan(bytes)};
+  const io::TensorView short_view{"blk.3.attn_q.weight", GetParam(), {kN, kK},
+                                  absl::MakeConstSpan(bytes).first(bytes.size() - block_bytes)};
+  for (const DenseActivations acts : {DenseActivations::kFloat, DenseActivations::kInt8Block32}) {
+    for (const io::TensorView* v : {&ragged, &short_view}) {
+      auto bad = DenseLinear::Create(*v, {}, nullptr, acts);
+      ASSERT_FALSE(bad.ok()) << v->ShapeString();
+      EXPECT_NE(bad.status().message().find("blk.3.attn_q.weight"), std::string::npos)
+          << bad.status();
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
                          ::testing::Values(io::DType::kQ4_1, io::DType::kQ5_0, io::DType::kQ5_1,
                                            io::DType::kQ3_K, io::DType::kQ5_K, io::DType::kQ6_K,
