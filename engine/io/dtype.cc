@@ -8,7 +8,7 @@
 namespace tessera::io {
 namespace {
 
-constexpr int kNumDTypes = static_cast<int>(DType::kIq1M) + 1;
+constexpr int kNumDTypes = static_cast<int>(DType::kTq2_0) + 1;
 
 constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {"BOOL", {1, 1}, false, false},
@@ -55,6 +55,8 @@ constexpr std::array<DTypeInfo, kNumDTypes> kInfos = {{
     {"IQ3_S", {256, 110}, false, true},
     {"IQ1_S", {256, 50}, false, true},
     {"IQ1_M", {256, 56}, false, true},
+    {"TQ1_0", {256, 54}, false, true},
+    {"TQ2_0", {256, 66}, false, true},
 }};
 
 struct GgmlMapping {
@@ -71,7 +73,7 @@ constexpr GgmlMapping kGgml[] = {
     {26, DType::kI32},  {27, DType::kI64},  {28, DType::kF64},  {30, DType::kBF16},
     {16, DType::kIq2Xxs}, {17, DType::kIq2Xs},  {18, DType::kIq3Xxs}, {19, DType::kIq1S},
     {20, DType::kIq4Nl},  {21, DType::kIq3S},   {22, DType::kIq2S},   {23, DType::kIq4Xs},
-    {29, DType::kIq1M},   {39, DType::kMxfp4Gguf},
+    {29, DType::kIq1M},   {34, DType::kTq1_0},  {35, DType::kTq2_0},  {39, DType::kMxfp4Gguf},
 };
 
 }  // namespace
@@ -122,6 +124,8 @@ std::optional<kernels::cpu::GgmlBlockType> GgmlBlockTypeOf(DType dtype) {
     case DType::kIq3S: return GgmlBlockType::kIq3S;
     case DType::kIq1S: return GgmlBlockType::kIq1S;
     case DType::kIq1M: return GgmlBlockType::kIq1M;
+    case DType::kTq1_0: return GgmlBlockType::kTq1_0;
+    case DType::kTq2_0: return GgmlBlockType::kTq2_0;
     default: return std::nullopt;
   }
 }

@@ -25,6 +25,7 @@ enum class DType : uint8_t {
   kIq4Nl, kIq4Xs,  // ggml's non-linear 4-bit types (codes through kvalues_iq4nl)
   // ggml's grid types (kernels/cpu/ggml_iq_dequant.h)
   kIq2Xxs, kIq2Xs, kIq2S, kIq3Xxs, kIq3S, kIq1S, kIq1M,
+  kTq1_0, kTq2_0,  // ggml's ternary types (the same header)
 };
 
 // Elements per block and bytes per block (design.md §2 "BlockParameters").

@@ -36,6 +36,8 @@ absl::string_view WeightFormatName(WeightFormat f) {
     case WeightFormat::kGgufIq3S: return "gguf_iq3_s";
     case WeightFormat::kGgufIq1S: return "gguf_iq1_s";
     case WeightFormat::kGgufIq1M: return "gguf_iq1_m";
+    case WeightFormat::kGgufTq1_0: return "gguf_tq1_0";
+    case WeightFormat::kGgufTq2_0: return "gguf_tq2_0";
   }
   return "?";
 }

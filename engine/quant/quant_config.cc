@@ -45,6 +45,8 @@ std::optional<WeightFormat> DenseFormatOf(io::DType d) {
     case io::DType::kIq3S: return WeightFormat::kGgufIq3S;
     case io::DType::kIq1S: return WeightFormat::kGgufIq1S;
     case io::DType::kIq1M: return WeightFormat::kGgufIq1M;
+    case io::DType::kTq1_0: return WeightFormat::kGgufTq1_0;
+    case io::DType::kTq2_0: return WeightFormat::kGgufTq2_0;
     default: return std::nullopt;
   }
 }

@@ -220,6 +220,8 @@ GgmlBlockInfo GetGgmlBlockInfo(GgmlBlockType type) {
     case GgmlBlockType::kIq3S: return {256, 110};
     case GgmlBlockType::kIq1S: return {256, 50};
     case GgmlBlockType::kIq1M: return {256, 56};
+    case GgmlBlockType::kTq1_0: return {256, 54};
+    case GgmlBlockType::kTq2_0: return {256, 66};
   }
   return {1, 1};
 }
@@ -354,6 +356,8 @@ void DequantizeGgmlBlocks(GgmlBlockType type, const uint8_t* src, int64_t blocks
     case GgmlBlockType::kIq3S:
     case GgmlBlockType::kIq1S:
     case GgmlBlockType::kIq1M:
+    case GgmlBlockType::kTq1_0:
+    case GgmlBlockType::kTq2_0:
       for (int64_t i = 0; i < blocks; ++i) {
         DequantizeIqGridBlock(type, src + i * GetGgmlBlockInfo(type).bytes, dst + i * 256);
       }

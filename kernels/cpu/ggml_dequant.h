@@ -10,8 +10,8 @@ namespace tessera::kernels::cpu {
 
 enum class GgmlBlockType {
   kQ4_0, kQ4_1, kQ5_0, kQ5_1, kQ8_0, kQ2_K, kQ3_K, kQ4_K, kQ5_K, kQ6_K, kMxfp4, kIq4Nl, kIq4Xs,
-  // The grid types (ggml_iq_dequant.h).
-  kIq2Xxs, kIq2Xs, kIq2S, kIq3Xxs, kIq3S, kIq1S, kIq1M
+  // The grid types and the ternary types (ggml_iq_dequant.h).
+  kIq2Xxs, kIq2Xs, kIq2S, kIq3Xxs, kIq3S, kIq1S, kIq1M, kTq1_0, kTq2_0
 };
 
 // ggml-common.h kvalues_iq4nl: the values IQ4_NL and IQ4_XS codes stand for (w = d·kv[code],

@@ -141,6 +141,43 @@ constexpr int8_t kIq3XxsTable[16] = {4,  12,  20,  28,  36,  44,  52,  62,
                                      -4, -12, -20, -28, -36, -44, -52, -62};
 constexpr int8_t kIq3STable[16] = {1, 3, 5, 7, 9, 11, 13, 15, -1, -3, -5, -7, -9, -11, -13, -15};
 constexpr int8_t kIq1Table[16] = {-7, 1, 9, -9, -1, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+constexpr int8_t kTernaryTable[16] = {-1, 0, 1, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+
+bool IsTernary(GgmlBlockType t) { return t == GgmlBlockType::kTq1_0 || t == GgmlBlockType::kTq2_0; }
+
+// The codes q of a ternary block in element order (value q − 1), `emit(e, q)`; returns its d.
+// TQ1_0: qs[48], qh[4], f16 d; each qs byte holds five base-3 digits and each qh byte four, digit
+// n read as ((uint8)(byte·3^n)·3) >> 8; values run digit-major over qs[0..31], then over
+// qs[32..47], then over qh (dequantize_row_tq1_0). TQ2_0: qs[64], f16 d; bit pair l of qs[j + m]
+// is value j·4 + 32l + m for j = 0, 32 (dequantize_row_tq2_0).
+template <class Emit>
+float WalkTernary(GgmlBlockType type, const uint8_t* b, Emit emit) {
+  if (type == GgmlBlockType::kTq2_0) {
+    int e = 0;
+    for (int j = 0; j < 64; j += 32) {
+      for (int l = 0; l < 4; ++l) {
+        for (int m = 0; m < 32; ++m) emit(e++, (b[j + m] >> (2 * l)) & 3);
+      }
+    }
+    return Half(b + 64);
+  }
+  constexpr uint8_t kPow3[5] = {1, 3, 9, 27, 81};
+  auto digit = [&](uint8_t byte, int n) {
+    const auto q = static_cast<uint8_t>(byte * kPow3[n]);
+    return (static_cast<uint16_t>(q) * 3) >> 8;
+  };
+  int e = 0;
+  for (int n = 0; n < 5; ++n) {
+    for (int m = 0; m < 32; ++m) emit(e++, digit(b[m], n));
+  }
+  for (int n = 0; n < 5; ++n) {
+    for (int m = 0; m < 16; ++m) emit(e++, digit(b[32 + m], n));
+  }
+  for (int n = 0; n < 4; ++n) {
+    for (int j = 0; j < 4; ++j) emit(e++, digit(b[48 + j], n));
+  }
+  return Half(b + 52);
+}
 
 bool IsIq2(GgmlBlockType t) {
   return t == GgmlBlockType::kIq2Xxs || t == GgmlBlockType::kIq2Xs || t == GgmlBlockType::kIq2S;
@@ -154,10 +191,18 @@ bool IsIqGridType(GgmlBlockType type) {
          type == GgmlBlockType::kIq1M;
 }
 
+bool IsTableCodeType(GgmlBlockType type) { return IsIqGridType(type) || IsTernary(type); }
+
 // ggml's order: db = d·(0.5 + ls)·0.25 (IQ2), d·(0.5 + ls)·0.5 (IQ3_XXS), d·(1 + 2·ls) (IQ3_S),
 // d·(2·ls + 1) (IQ1), then db·grid·sign (IQ1: dl·(grid + delta)).
 void DequantizeIqGridBlock(GgmlBlockType type, const uint8_t* block, float* y) {
   int ls[16];
+  if (IsTernary(type)) {  // (float)(q − 1)·d
+    int q_of[256];
+    const float d = WalkTernary(type, block, [&](int e, int q) { q_of[e] = q; });
+    for (int e = 0; e < 256; ++e) y[e] = static_cast<float>(q_of[e] - 1) * d;
+    return;
+  }
   if (IsIq2(type)) {
     const float d = Half(block);
     int sign_of[256], grid_of[256];
@@ -189,7 +234,8 @@ void DequantizeIqGridBlock(GgmlBlockType type, const uint8_t* block, float* y) {
 }
 
 const int8_t* IqGridTable(GgmlBlockType type) {
-  assert(IsIqGridType(type) && "a kIqGrid tile or panel without its grid type");
+  assert(IsTableCodeType(type) && "a kIqGrid tile or panel without its grid or ternary type");
+  if (IsTernary(type)) return kTernaryTable;
   if (IsIq2(type)) return kIq2Table;
   if (type == GgmlBlockType::kIq3Xxs) return kIq3XxsTable;
   if (type == GgmlBlockType::kIq3S) return kIq3STable;
@@ -199,6 +245,11 @@ const int8_t* IqGridTable(GgmlBlockType type) {
 void IqGridCodes(GgmlBlockType type, const uint8_t* block, float* d, uint8_t* mults,
                  uint8_t* codes) {
   int ls[16];
+  if (IsTernary(type)) {
+    *d = WalkTernary(type, block, [&](int e, int q) { codes[e] = static_cast<uint8_t>(q); });
+    for (int s = 0; s < 16; ++s) mults[s] = 1;
+    return;
+  }
   if (IsIq2(type) || IsIq3(type)) {
     auto emit = [&](int e, int g, int neg) {
       codes[e] = static_cast<uint8_t>(MagnitudeIndex(type, g) + 8 * neg);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Golden fixtures for GGUF Q2_K and Q3_K (llama.cpp's 2- and 3-bit K-quants), IQ4_NL /
 IQ4_XS (its non-linear 4-bit types: codes through a 16-entry int8 table) and the grid types
-IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M (indices into codebooks).
+IQ2_XXS / IQ2_XS / IQ2_S / IQ3_XXS / IQ3_S / IQ1_S / IQ1_M (indices into codebooks) and the ternary TQ1_0 / TQ2_0.
 
 Writes, under tests/data/io/gguf/:
   low_kquants.gguf
@@ -21,6 +21,10 @@ Writes, under tests/data/io/gguf/:
   iq_grid_blocks.gguf, iq_grid_blocks.expected.safetensors
       The same for "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m" and
       their "_edges" (IQ1_M's f16 d sits in the top nibbles of its four u16 scale words).
+  ternary_blocks.gguf, ternary_blocks.expected.safetensors
+      The same for "tq1_0" and "tq2_0" (f16 d after 52 / 64 bytes of base-3 / 2-bit codes; random
+      bytes include TQ1_0 bytes above 242, which ggml's quantizer never writes but its
+      dequantizer reads all the same).
 
 Only numpy, gguf and safetensors are needed (pins in requirements.txt):
     python3 -m venv /tmp/lowk && /tmp/lowk/bin/pip install gguf==0.19.0 \\
@@ -47,7 +51,7 @@ ROWS, COLS = 3, 512
 # The grid types all start with their f16 d except IQ1_M (put_scale).
 SCALE_AT = {QT.Q2_K: (80, 82), QT.Q3_K: (108,), QT.IQ4_NL: (0,), QT.IQ4_XS: (0,),
             QT.IQ2_XXS: (0,), QT.IQ2_XS: (0,), QT.IQ2_S: (0,), QT.IQ3_XXS: (0,),
-            QT.IQ3_S: (0,), QT.IQ1_S: (0,), QT.IQ1_M: ()}
+            QT.IQ3_S: (0,), QT.IQ1_S: (0,), QT.IQ1_M: (), QT.TQ1_0: (52,), QT.TQ2_0: (64,)}
 
 
 def halves(values) -> np.ndarray:
@@ -142,6 +146,7 @@ def main() -> int:
     write("iq_grid_blocks", build(20261129, (
         ("iq2_xxs", QT.IQ2_XXS), ("iq2_xs", QT.IQ2_XS), ("iq2_s", QT.IQ2_S),
         ("iq3_xxs", QT.IQ3_XXS), ("iq3_s", QT.IQ3_S), ("iq1_s", QT.IQ1_S), ("iq1_m", QT.IQ1_M))))
+    write("ternary_blocks", build(20261130, (("tq1_0", QT.TQ1_0), ("tq2_0", QT.TQ2_0))))
     return 0
 
 

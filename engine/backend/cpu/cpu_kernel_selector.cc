@@ -270,6 +270,8 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kGgufIq3S:
     case WeightFormat::kGgufIq1S:
     case WeightFormat::kGgufIq1M:
+    case WeightFormat::kGgufTq1_0:  // ternary: the grid types' tiles, a multiplier of 1
+    case WeightFormat::kGgufTq2_0:
       if (Int8ForAll() || (int8_activations_ == Int8Activations::kGgufBlocks && Int8TilesFast())) {
         spec->activation = ActivationFormat::kInt8Block32;
         spec->activation_scale = quant::ScaleGranularity::kGroup;

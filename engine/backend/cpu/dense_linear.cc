@@ -70,7 +70,7 @@ absl::StatusOr<std::unique_ptr<DenseLinear>> DenseLinear::Create(const io::Tenso
   if (activations == DenseActivations::kInt8Block32 && !tiles) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "tensor '%s': int8 activations need GGUF Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, "
-        "Q5_K, Q6_K, IQ4_NL, IQ4_XS or IQ1-IQ3 grid weights, not %s",
+        "Q5_K, Q6_K, IQ4_NL, IQ4_XS, IQ1-IQ3 grid or TQ1_0 / TQ2_0 weights, not %s",
         weight.name, io::DTypeName(weight.dtype)));
   }
   if (activations == DenseActivations::kBf16 && weight.dtype != io::DType::kBF16) {

@@ -74,6 +74,9 @@ Mapping MappingOf(GgmlBlockType type) {
       return {QuantDecode::kInt8, 32, 16, true};
     case GgmlBlockType::kIq1M:
       return {QuantDecode::kInt8, 16, 16, true};
+    case GgmlBlockType::kTq1_0:  // values −1..1 (TQ2_0: −1..2) + 4, on the bf16 pairs
+    case GgmlBlockType::kTq2_0:
+      return {QuantDecode::kInt8, 32, 4, true};
     case GgmlBlockType::kQ2_K:
     case GgmlBlockType::kQ3_K:
       break;  // no panels (GgmlQuantPanelsSupported)
@@ -152,7 +155,9 @@ void UnpackBlock(GgmlBlockType type, const uint8_t* b, uint8_t* codes, float* sc
     case GgmlBlockType::kIq3Xxs:
     case GgmlBlockType::kIq3S:
     case GgmlBlockType::kIq1S:
-    case GgmlBlockType::kIq1M: {
+    case GgmlBlockType::kIq1M:
+    case GgmlBlockType::kTq1_0:
+    case GgmlBlockType::kTq2_0: {
       // w = (d·mult)·table[u] (exact, as the reference) = scale · (code − centre).
       const Mapping m = MappingOf(type);
       const int8_t* table = IqGridTable(type);

@@ -351,7 +351,8 @@ FastWeights RepackIq4x16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n
 
 namespace {
 
-// The grid types whose multipliers cover 32 values (both halves of a block share one).
+// The grid types whose multipliers cover 32 values (both halves of a block share one), and the
+// ternary types (a multiplier of 1 everywhere), take the per-block tiles.
 FastFormat IqGridFormat(GgmlBlockType type) {
   const bool per16 = type == GgmlBlockType::kIq2Xs || type == GgmlBlockType::kIq2S ||
                      type == GgmlBlockType::kIq1M;
@@ -366,7 +367,7 @@ int64_t IqGridx16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
 
 FastWeights RepackIqGridx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                             uint8_t* dst) {
-  assert(IsIqGridType(type));
+  assert(IsTableCodeType(type));
   const FastFormat format = IqGridFormat(type);
   const bool per32 = format == FastFormat::kIqGrid32x16;
   const X16Layout l = X16Layout::Of(format, 32);
@@ -410,7 +411,9 @@ int64_t GgmlX16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
     case GgmlBlockType::kIq3Xxs:
     case GgmlBlockType::kIq3S:
     case GgmlBlockType::kIq1S:
-    case GgmlBlockType::kIq1M: return IqGridx16Bytes(type, n, k);
+    case GgmlBlockType::kIq1M:
+    case GgmlBlockType::kTq1_0:
+    case GgmlBlockType::kTq2_0: return IqGridx16Bytes(type, n, k);
     case GgmlBlockType::kMxfp4: break;
   }
   return 0;
@@ -437,7 +440,9 @@ FastWeights RepackGgmlX16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t 
     case GgmlBlockType::kIq3Xxs:
     case GgmlBlockType::kIq3S:
     case GgmlBlockType::kIq1S:
-    case GgmlBlockType::kIq1M: return RepackIqGridx16(type, ggml_rows, n, k, dst);
+    case GgmlBlockType::kIq1M:
+    case GgmlBlockType::kTq1_0:
+    case GgmlBlockType::kTq2_0: return RepackIqGridx16(type, ggml_rows, n, k, dst);
     case GgmlBlockType::kMxfp4: break;
   }
   assert(false && "no tiles for MXFP4");

@@ -109,8 +109,8 @@ TEST(GgufFileTest, TensorInfoValidation) {
   dims.Header(3, 1, 0).TensorInfo("w", {1, 1, 1, 1, 1}, 0, 0).PadTo(32).Zeros(4);
   ExpectError(dims.bytes(), "5 dims");
   GgufBuilder type;
-  type.Header(3, 1, 0).TensorInfo("w", {32}, 34, 0).PadTo(32).Zeros(64);
-  ExpectError(type.bytes(), "unsupported ggml type 34");
+  type.Header(3, 1, 0).TensorInfo("w", {32}, 41, 0).PadTo(32).Zeros(64);
+  ExpectError(type.bytes(), "unsupported ggml type 41");
   GgufBuilder block;
   block.Header(3, 1, 0).TensorInfo("w", {31}, 8, 0).PadTo(32).Zeros(64);
   ExpectError(block.bytes(), "not a multiple of the Q8_0 block size 32");

@@ -252,6 +252,12 @@ TEST(GgufReferenceFixtures, IqGridTypesDequantizeAsGgufPyBitForBit) {
   ExpectDequantizedEqualsGgufPy("iq_grid_blocks.gguf", "iq_grid_blocks.expected.safetensors");
 }
 
+// The ternary types TQ1_0 (five base-3 digits per byte, ggml's multiply-by-3^n digit extraction)
+// and TQ2_0 (2-bit codes, q − 1 up to 2), from the same script.
+TEST(GgufReferenceFixtures, TernaryTypesDequantizeAsGgufPyBitForBit) {
+  ExpectDequantizedEqualsGgufPy("ternary_blocks.gguf", "ternary_blocks.expected.safetensors");
+}
+
 INSTANTIATE_TEST_SUITE_P(Versions, GgufReferenceTest,
                          ::testing::Values("blocks.gguf", "blocks_v2.gguf"));
 

@@ -1,6 +1,7 @@
-// GGUF's grid types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) through the whole
-// model: a tiny llama from `tessera synth` whose every 256-wide matrix (the token embedding and
-// the output included) is replaced by random blocks of one of the seven types, in turn, beside a
+// GGUF's grid types (IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S) and ternary types
+// (TQ1_0, TQ2_0) through the whole model: a tiny llama from `tessera synth` whose every 256-wide
+// matrix (the token embedding and the output included) is replaced by random blocks of one of the
+// nine types, in turn, beside a
 // twin GGUF that holds the same tensors as F32 values from the reference dequantizer
 // (kernels/cpu/ggml_iq_dequant.h, equal to gguf-py bit for bit: tests/engine/io). With exact
 // activations the grid-type model's logits equal the twin's (plain F32 matrices, no quantized
@@ -51,6 +52,8 @@ uint32_t GgmlId(GgmlBlockType t) {
     case GgmlBlockType::kIq1S: return 19;
     case GgmlBlockType::kIq3S: return 21;
     case GgmlBlockType::kIq2S: return 22;
+    case GgmlBlockType::kTq1_0: return 34;
+    case GgmlBlockType::kTq2_0: return 35;
     default: return 29;  // IQ1_M
   }
 }
@@ -86,10 +89,11 @@ std::set<GgmlBlockType> WriteGridAndTwin(const std::string& f32_path, const std:
       continue;
     }
     const GgmlBlockType type =
-        kernels::cpu::testing::kIqGridTypes[next++ % std::size(kernels::cpu::testing::kIqGridTypes)];
+        kernels::cpu::testing::kTableCodeTypes[next++ % std::size(kernels::cpu::testing::kTableCodeTypes)];
     used.insert(type);
     // Weights of about the synth's spread: |d·mult·v| up to ~0.1.
-    const float d_max = type == GgmlBlockType::kIq3S ? 2e-4f : 1e-3f;
+    const bool ternary = type == GgmlBlockType::kTq1_0 || type == GgmlBlockType::kTq2_0;
+    const float d_max = ternary ? 5e-2f : type == GgmlBlockType::kIq3S ? 2e-4f : 1e-3f;
     const std::vector<uint8_t> blocks =
         kernels::cpu::testing::RandomIqGridBlocks(type, info.dims[1], info.dims[0], rng, d_max);
     std::vector<uint8_t> values(info.dims[0] * info.dims[1] * 4);
@@ -142,7 +146,7 @@ TEST(IqGridModelTest, LogitsEqualTheDequantizedTwin) {
   ASSERT_TRUE(WriteSynthGguf(TinyShape(), o, f32_path).ok());
   const std::set<GgmlBlockType> used = WriteGridAndTwin(f32_path, grid_path, twin_path);
   ASSERT_FALSE(HasFailure());
-  EXPECT_EQ(used.size(), std::size(kernels::cpu::testing::kIqGridTypes));
+  EXPECT_EQ(used.size(), std::size(kernels::cpu::testing::kTableCodeTypes));
 
   kernels::cpu::ThreadPool pool(2);
   kv_test::Loaded grid, twin;

@@ -43,7 +43,8 @@ std::vector<Case> AllCases() {
       {"IQ4_XS", GgmlBlockType::kIq4Xs}, {"IQ2_XXS", GgmlBlockType::kIq2Xxs},
       {"IQ2_XS", GgmlBlockType::kIq2Xs}, {"IQ2_S", GgmlBlockType::kIq2S},
       {"IQ3_XXS", GgmlBlockType::kIq3Xxs}, {"IQ3_S", GgmlBlockType::kIq3S},
-      {"IQ1_S", GgmlBlockType::kIq1S}, {"IQ1_M", GgmlBlockType::kIq1M}};
+      {"IQ1_S", GgmlBlockType::kIq1S}, {"IQ1_M", GgmlBlockType::kIq1M},
+      {"TQ1_0", GgmlBlockType::kTq1_0}, {"TQ2_0", GgmlBlockType::kTq2_0}};
   for (const auto& [name, t] : ggml) cases.push_back({name, {std::nullopt, t}});
   return cases;
 }
@@ -103,7 +104,9 @@ std::vector<uint8_t> RandomWeights(const WeightEncoding& enc, int64_t n, int64_t
         p[0] = static_cast<uint8_t>(120 + b % 12);
         break;
       case GgmlBlockType::kIq1M:  // f16 d in the top nibbles of the four u16 scales
-        testing::SetIq1MHalf(p, RandomHalf(rng, -0.1f, 0.1f));
+      case GgmlBlockType::kTq1_0:  // f16 d at the end
+      case GgmlBlockType::kTq2_0:
+        testing::SetIqGridHalf(*enc.ggml, p, RandomHalf(rng, -0.1f, 0.1f));
         break;
     }
   }

@@ -1,5 +1,5 @@
-// GGUF's grid types (kernels/cpu/ggml_iq_dequant.h): the reference dequantizer itself is held to
-// gguf-py by tests/engine/io (iq_grid_blocks fixture); here, on random blocks and on all-zero /
+// GGUF's grid and ternary types (kernels/cpu/ggml_iq_dequant.h): the reference dequantizer itself
+// is held to gguf-py by tests/engine/io (iq_grid_blocks and ternary_blocks fixtures); here, on random blocks and on all-zero /
 // all-one bytes under a sane d, the table-code view IqGridCodes gives every value bit for bit
 // (so the tiles and panels built from it start from the file's numbers), its codes stay within
 // the table's used entries, and the codebooks hold the values ggml-common.h documents.
@@ -24,9 +24,11 @@ using testing::kIqGridTypes;
 
 TEST(IqGridDequantTest, TableCodesGiveTheReferenceValuesBitForBit) {
   std::mt19937 rng(29);
-  for (const GgmlBlockType type : kIqGridTypes) {
+  for (const GgmlBlockType type : testing::kTableCodeTypes) {
     SCOPED_TRACE(IqGridName(type));
-    ASSERT_TRUE(IsIqGridType(type));
+    const bool ternary = type == GgmlBlockType::kTq1_0 || type == GgmlBlockType::kTq2_0;
+    ASSERT_EQ(IsIqGridType(type), !ternary);
+    ASSERT_TRUE(IsTableCodeType(type));
     const int64_t bytes = GetGgmlBlockInfo(type).bytes;
     std::vector<uint8_t> blocks = testing::RandomIqGridBlocks(type, 1, 256 * 64, rng);
     for (const uint8_t fill : {0x00, 0xFF}) {  // every index, sign and scale bit 0, then 1
@@ -42,10 +44,13 @@ TEST(IqGridDequantTest, TableCodesGiveTheReferenceValuesBitForBit) {
       DequantizeIqGridBlock(type, &blocks[at], want);
       IqGridCodes(type, &blocks[at], &d, mults, codes);
       for (int e = 0; e < 256; ++e) {
-        ASSERT_LT(codes[e], 16);
-        ASSERT_NE(table[codes[e]], 0) << "code " << int(codes[e]) << " names no value";
+        ASSERT_LT(codes[e], ternary ? 4 : 16);
+        // Zero is a ternary value; in the grid types' tables it marks an unused code.
+        if (!ternary) {
+          ASSERT_NE(table[codes[e]], 0) << "code " << int(codes[e]) << " names no value";
+        }
         ASSERT_EQ(mults[e / 16] % 2, 1);
-        ASSERT_LE(mults[e / 16], 31);
+        ASSERT_LE(mults[e / 16], ternary ? 1 : 31);
         used.insert(codes[e]);
         const float got =
             (d * static_cast<float>(mults[e / 16])) * static_cast<float>(table[codes[e]]);
@@ -53,9 +58,11 @@ TEST(IqGridDequantTest, TableCodesGiveTheReferenceValuesBitForBit) {
             << "block " << at / bytes << " value " << e << ": " << got << " vs " << want[e];
       }
     }
-    // Random blocks reach every value of the type (IQ2: ±8, ±25, ±43; IQ1: 8g ± 1).
+    // Random blocks reach every value of the type (IQ2: ±8, ±25, ±43; IQ1: 8g ± 1; TQ1_0 −1, 0,
+    // 1; TQ2_0 also 2).
     int values = 0;
     for (int c = 0; c < 16; ++c) values += table[c] != 0;
+    if (ternary) values = type == GgmlBlockType::kTq1_0 ? 3 : 4;
     EXPECT_EQ(static_cast<int>(used.size()), values);
   }
 }

@@ -11,7 +11,8 @@
 //    Q8_0 panels are the file's size), Q4_K / Q5_K the blocks' own scale bytes (bytes per panel),
 //    and the blocks the panels cannot hold
 //    (a non-finite affine scale or offset, MXFP4's 0xFF) are refused;
-//  * the grid types (IQ1_* / IQ2_* / IQ3_*) as byte codes of their table values under f32 scales;
+//  * the grid and ternary types (IQ1_* / IQ2_* / IQ3_*, TQ1_0 / TQ2_0) as byte codes of their
+//    table values under f32 scales;
 //  * Q4_0 / Q4_1 / MXFP4 on the AMX route of the 4-bit pair panels (tile model), no other type there.
 #include "kernels/cpu/fast/ggml_quant_panels.h"
 
@@ -42,7 +43,7 @@ namespace {
 using T = GgmlBlockType;
 
 bool IsK(T t) { return t == T::kQ4_K || t == T::kQ5_K || t == T::kQ6_K; }
-bool IsGrid(T t) { return IsIqGridType(t); }
+bool IsGrid(T t) { return IsTableCodeType(t); }
 // Values per scale group on the panels: Q6_K's and the grid types' with a multiplier per 16.
 int64_t GroupOf(T t) {
   return t == T::kQ6_K || t == T::kIq2Xs || t == T::kIq2S || t == T::kIq1M ? 16 : 32;
@@ -72,7 +73,7 @@ std::vector<uint8_t> RandomBlocks(T t, int64_t n, int64_t k, std::mt19937& rng) 
         PutHalf(b + 208, sign() * 2e-4f * mag(rng));
         break;
       case T::kIq2Xxs: case T::kIq2Xs: case T::kIq2S: case T::kIq3Xxs: case T::kIq3S:
-      case T::kIq1S: case T::kIq1M:
+      case T::kIq1S: case T::kIq1M: case T::kTq1_0: case T::kTq2_0:
         cpu::testing::SetIqGridHalf(t, b, numeric::FloatToHalf(sign() * 2e-4f * mag(rng)));
         break;
       default:
@@ -325,7 +326,7 @@ INSTANTIATE_TEST_SUITE_P(Types, GgmlQuantPanelsTest,
                          ::testing::Values(T::kQ4_0, T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_0,
                                            T::kQ4_K, T::kQ5_K, T::kQ6_K, T::kMxfp4, T::kIq2Xxs,
                                            T::kIq2Xs, T::kIq2S, T::kIq3Xxs, T::kIq3S, T::kIq1S,
-                                           T::kIq1M),
+                                           T::kIq1M, T::kTq1_0, T::kTq2_0),
                          [](const ::testing::TestParamInfo<T>& info) { return Name(info.param); });
 
 TEST(GgmlQuantPanelsSupportTest, RefusesWhatThePanelsCannotHold) {

@@ -1,6 +1,6 @@
-// kIqGrid16x16 / kIqGrid32x16 tiles (kernels/cpu/fast/int4_x16.h: GGUF's grid types as one 4-bit
-// table code per value under records of an f32 d and multipliers per 16 or per 32 values) from
-// random blocks of every grid type:
+// kIqGrid16x16 / kIqGrid32x16 tiles (kernels/cpu/fast/int4_x16.h: GGUF's grid and ternary types
+// as one 4-bit table code per value under records of an f32 d and multipliers per 16 or per 32
+// values) from random blocks of every grid and ternary type:
 //  * 4.625 / 4.375 bits per weight (320- / 192-byte records of 16 columns, 2048 bytes of
 //    nibbles), the per-32 form for the types whose scales cover 32 values;
 //  * the portable loop equals a double sum (blocks under subnormal and zero d among them) of the reference dequantizer's weights (ggml-quants.c's
@@ -8,7 +8,7 @@
 //    within f32 rounding (every half-block integer is exact);
 //  * every kernel this CPU runs (AVX-512 VNNI, AVX-VNNI, AVX2 with the sign trick on the signed
 //    table) equals the portable loop bit for bit, for column counts that are not multiples of 16,
-//    row counts across row tiles, and tiles whose every code is the type's largest magnitude
+//    row counts across row tiles, and tiles whose every code is the type's largest or smallest value
 //    under activations of ±127 (the sums a vpmaddubsw pair must hold).
 #include <cmath>
 #include <cstdint>
@@ -30,7 +30,7 @@ namespace tessera::kernels::cpu::fast {
 namespace {
 
 using cpu::testing::IqGridName;
-using cpu::testing::kIqGridTypes;
+using cpu::testing::kTableCodeTypes;
 
 bool PerHalf(GgmlBlockType type) {
   return type == GgmlBlockType::kIq2Xs || type == GgmlBlockType::kIq2S ||
@@ -38,7 +38,7 @@ bool PerHalf(GgmlBlockType type) {
 }
 
 TEST(IqGridx16Test, TileBytes) {
-  for (const GgmlBlockType type : kIqGridTypes) {
+  for (const GgmlBlockType type : kTableCodeTypes) {
     ASSERT_TRUE(HasGgmlX16(type));
     for (const int64_t k : {256, 2816, 5632}) {
       // Per super-block and column: 4 bytes of d, 16 (or 8) multipliers, 128 bytes of nibbles.
@@ -50,7 +50,7 @@ TEST(IqGridx16Test, TileBytes) {
 
 TEST(IqGridx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
   std::mt19937 rng(17);
-  for (const GgmlBlockType type : kIqGridTypes) {
+  for (const GgmlBlockType type : kTableCodeTypes) {
     for (const int64_t n : {16, 37}) {
       const int64_t k = 768;
       std::vector<uint8_t> src = cpu::testing::RandomIqGridBlocks(type, n, k, rng);
@@ -78,23 +78,23 @@ TEST(IqGridx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
 }
 
 TEST(IqGridx16Test, LargestCodesUnderFullActivations) {
-  for (const GgmlBlockType type : kIqGridTypes) {
+  for (const GgmlBlockType type : kTableCodeTypes) {
     const int8_t* table = IqGridTable(type);
-    int largest = 0;  // the code of the largest positive value; + 8 (IQ1: + 3) its negation
-    for (int c = 0; c < 8; ++c) {
+    // The codes of the type's largest and smallest values.
+    int largest = 0, smallest = 0;
+    for (int c = 0; c < 16; ++c) {
       if (table[c] > table[largest]) largest = c;
+      if (table[c] < table[smallest]) smallest = c;
     }
-    const int negated = type == GgmlBlockType::kIq1S || type == GgmlBlockType::kIq1M
-                            ? (largest == 2 ? 3 : largest + 3)
-                            : largest + 8;
-    ASSERT_EQ(table[negated], -table[largest]) << IqGridName(type);
+    ASSERT_GT(table[largest], 0) << IqGridName(type);
+    ASSERT_LT(table[smallest], 0) << IqGridName(type);
     std::mt19937 rng(5);
     const int64_t n = 21, k = 512;
     const std::vector<uint8_t> src = cpu::testing::RandomIqGridBlocks(type, n, k, rng);
     auto tiles = hwy::AllocateAligned<uint8_t>(GgmlX16Bytes(type, n, k));
     const FastWeights fw = RepackGgmlX16(type, src.data(), n, k, tiles.get());
     const internal::X16Layout l = internal::X16Layout::Of(fw.format, 32);
-    for (const int code : {largest, negated}) {
+    for (const int code : {largest, smallest}) {
       for (int64_t g = 0; g < 2; ++g) {
         for (int64_t b = 0; b < k / 32; ++b) {
           std::memset(tiles.get() + g * fw.row_stride + l.Codes(b), code | (code << 4), 256);

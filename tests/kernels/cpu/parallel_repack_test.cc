@@ -81,7 +81,7 @@ TEST(ParallelRepackTest, GgmlTilesMatchOneCall) {
   const int64_t k = 512;
   for (T t : {T::kQ4_0, T::kQ4_1, T::kQ5_0, T::kQ5_1, T::kQ8_0, T::kQ4_K, T::kQ5_K, T::kQ6_K,
               T::kQ2_K, T::kQ3_K, T::kIq4Nl, T::kIq4Xs, T::kIq2Xxs, T::kIq2Xs, T::kIq2S,
-              T::kIq3Xxs, T::kIq3S, T::kIq1S, T::kIq1M}) {
+              T::kIq3Xxs, T::kIq3S, T::kIq1S, T::kIq1M, T::kTq1_0, T::kTq2_0}) {
     ASSERT_TRUE(HasGgmlX16(t));
     const GgmlBlockInfo info = GetGgmlBlockInfo(t);
     const int64_t row_bytes = k / info.elements * info.bytes;

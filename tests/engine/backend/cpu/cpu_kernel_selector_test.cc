@@ -171,7 +171,9 @@ TEST(CpuKernelSelectorTest, GgufInt8ActivationTiles) {
         std::pair{quant::WeightFormat::kGgufIq3Xxs, "cpu/gguf-iq3_xxs-vnni"},
         std::pair{quant::WeightFormat::kGgufIq3S, "cpu/gguf-iq3_s-vnni"},
         std::pair{quant::WeightFormat::kGgufIq1S, "cpu/gguf-iq1_s-vnni"},
-        std::pair{quant::WeightFormat::kGgufIq1M, "cpu/gguf-iq1_m-vnni"}}) {
+        std::pair{quant::WeightFormat::kGgufIq1M, "cpu/gguf-iq1_m-vnni"},
+        std::pair{quant::WeightFormat::kGgufTq1_0, "cpu/gguf-tq1_0-vnni"},
+        std::pair{quant::WeightFormat::kGgufTq2_0, "cpu/gguf-tq2_0-vnni"}}) {
     quant::LinearSpec s;
     s.module = "model.layers.0.mlp.down_proj";
     s.n = 64;

@@ -1,6 +1,6 @@
 // DenseLinear (engine/backend/cpu/dense_linear.h) on the formats whose fast layouts it builds at
 // load: GGUF Q4_1, Q5_0, Q5_1, Q3_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and the grid types (IQ2_XXS,
-// IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) under int8 activations (the
+// IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) and TQ1_0 / TQ2_0 under int8 activations (the
 // 16-column VNNI tiles) against the same layer with f32 activations (the quantized panels on
 // AVX-512, FastMatmul's decoders elsewhere), within the int8 activation rounding; f16 weights (the AVX-512 panels)
 // against a double sum of the f16 values. The same GGUF types with f32 activations on the
@@ -54,7 +54,9 @@ std::vector<uint8_t> RandomBlocks(io::DType dtype, std::mt19937& rng) {
     const int64_t at = q6 ? 208 : q3 ? 108 : q2 ? 80 : 0;
     std::memcpy(blk + at, &d, 2);
     if (!q6 && !q3 && dtype != io::DType::kQ5_0) std::memcpy(blk + at + 2, &d, 2);
-    if (dtype == io::DType::kIq1M) kernels::cpu::testing::SetIq1MHalf(blk, d);
+    if (dtype == io::DType::kIq1M || dtype == io::DType::kTq1_0 || dtype == io::DType::kTq2_0) {
+      kernels::cpu::testing::SetIqGridHalf(*io::GgmlBlockTypeOf(dtype), blk, d);
+    }
   }
   return bytes;
 }
@@ -176,7 +178,8 @@ INSTANTIATE_TEST_SUITE_P(KQuants, DenseLinearKQuantTest,
                                            io::DType::kIq4Nl, io::DType::kIq4Xs,
                                            io::DType::kIq2Xxs, io::DType::kIq2Xs, io::DType::kIq2S,
                                            io::DType::kIq3Xxs, io::DType::kIq3S, io::DType::kIq1S,
-                                           io::DType::kIq1M));
+                                           io::DType::kIq1M, io::DType::kTq1_0,
+                                           io::DType::kTq2_0));
 
 // GGUF Q3_K with f32 activations runs as Q6_K blocks of the same values
 // (kernels/cpu/ggml_kquants_as_q6k.h) and gives the Q6_K layer of the rewritten blocks bit for bit;
