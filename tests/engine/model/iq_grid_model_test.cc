@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/cpu/dense_linear.h"
 #include "engine/io/gguf_file.h"
 #include "engine/io/gguf_writer.h"
 #include "engine/model/decoder_model.h"
@@ -25,6 +24,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/ggml_dequant.h"
 #include "kernels/numeric/half.h"
+#include "tests/engine/model/int8_activation_factory.h"
 #include "tests/engine/model/kv_cache_format_test_util.h"
 #include "tests/kernels/cpu/iq_grid_test_util.h"
 
@@ -115,28 +115,6 @@ std::set<GgmlBlockType> WriteGridAndTwin(const std::string& f32_path, const std:
   return used;
 }
 
-// DenseLinear with int8 activation blocks (the GGUF default of the CLI's plan).
-class Int8Factory : public LinearFactory {
- public:
-  explicit Int8Factory(kernels::cpu::ThreadPool* pool) : pool_(pool) {}
-  absl::StatusOr<std::unique_ptr<backend::Linear>> Create(const std::string&,
-                                                          const std::string& weight_name,
-                                                          const io::TensorStore& store,
-                                                          std::vector<float> bias) override {
-    auto view = store.Get(weight_name);
-    if (!view.ok()) return view.status();
-    const bool block = view->dtype != io::DType::kF32 && view->dtype != io::DType::kF16;
-    auto l = backend::cpu::DenseLinear::Create(
-        *view, std::move(bias), pool_,
-        block ? backend::cpu::DenseActivations::kInt8Block32 : backend::cpu::DenseActivations::kFloat);
-    if (!l.ok()) return l.status();
-    return std::unique_ptr<backend::Linear>(std::move(*l));
-  }
-
- private:
-  kernels::cpu::ThreadPool* pool_;
-};
-
 TEST(IqGridModelTest, LogitsEqualTheDequantizedTwin) {
   const std::string dir = ::testing::TempDir();
   const std::string f32_path = dir + "/iq_tiny_f32.gguf", grid_path = dir + "/iq_tiny_grid.gguf",
@@ -169,7 +147,7 @@ TEST(IqGridModelTest, LogitsEqualTheDequantizedTwin) {
   auto src = ModelSource::Open(grid_path);
   ASSERT_TRUE(src.ok()) << src.status();
   int8.source = std::move(*src);
-  int8.factory = std::make_unique<Int8Factory>(&pool);
+  int8.factory = std::make_unique<testing::Int8ActivationFactory>(&pool);
   auto model = DecoderModel::Load(int8.source.config, *int8.source.store, int8.source.naming,
                                   *int8.factory, &pool);
   ASSERT_TRUE(model.ok()) << model.status();

@@ -4,11 +4,11 @@
 #include <sstream>
 #include <string>
 
-#include "engine/backend/cpu/dense_linear.h"
 #include "engine/model/decoder_model.h"
 #include "engine/model/model_source.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/engine/model/int8_activation_factory.h"
 
 namespace tessera::model {
 namespace {
@@ -74,27 +74,7 @@ TEST_P(Stories260kGreedyTest, MatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Threads, Stories260kGreedyTest, ::testing::Values(1, 2));
 
-// Q4_0/Q8_0 layers with int8 (Q8_0-block) activations, as --cpu_int8_activations loads them.
-class Int8ActivationFactory : public LinearFactory {
- public:
-  explicit Int8ActivationFactory(kernels::cpu::ThreadPool* pool) : pool_(pool) {}
-  absl::StatusOr<std::unique_ptr<backend::Linear>> Create(const std::string&,
-                                                          const std::string& weight_name,
-                                                          const io::TensorStore& store,
-                                                          std::vector<float> bias) override {
-    auto view = store.Get(weight_name);
-    if (!view.ok()) return view.status();
-    const bool q = view->dtype == io::DType::kQ4_0 || view->dtype == io::DType::kQ8_0;
-    auto l = backend::cpu::DenseLinear::Create(
-        *view, std::move(bias), pool_,
-        q ? backend::cpu::DenseActivations::kInt8Block32 : backend::cpu::DenseActivations::kFloat);
-    if (!l.ok()) return l.status();
-    return std::unique_ptr<backend::Linear>(std::move(*l));
-  }
-
- private:
-  kernels::cpu::ThreadPool* pool_;
-};
+using testing::Int8ActivationFactory;  // Q4_0 / Q8_0 layers with int8 activations
 
 // Int8 activations change the logits by the activation rounding (≤ 1/254 of each block's amax),
 // so exact agreement with llama.cpp's f32 run is not expected; the text must stay sensible: on
