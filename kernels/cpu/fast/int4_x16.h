@@ -159,8 +159,6 @@ FastWeights RepackQ3_Kx16(const uint8_t* ggml_rows, int64_t n, int64_t k, uint8_
 // every value is one table code, where the files index 4 or 8 values at once into codebooks of
 // up to 2048 entries; the codes stream at Q4_K's rate instead of gathering grid entries per
 // weight group.
-// TQ1_0 / TQ2_0 rows go to kQ2_Kx16 tiles instead (their codes q with scale and min bytes of 1
-// and dmin = d: w = d·q − d, 2.625 bits per weight).
 int64_t IqGridx16Bytes(GgmlBlockType type, int64_t n, int64_t k);
 FastWeights RepackIqGridx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                             uint8_t* dst);

@@ -351,8 +351,8 @@ FastWeights RepackIq4x16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n
 
 namespace {
 
-// The grid types whose multipliers cover 32 values (both halves of a block share one) take the
-// per-block tiles.
+// The grid types whose multipliers cover 32 values (both halves of a block share one), and the
+// ternary types (a multiplier of 1 everywhere), take the per-block tiles.
 FastFormat IqGridFormat(GgmlBlockType type) {
   const bool per16 = type == GgmlBlockType::kIq2Xs || type == GgmlBlockType::kIq2S ||
                      type == GgmlBlockType::kIq1M;
@@ -362,42 +362,12 @@ FastFormat IqGridFormat(GgmlBlockType type) {
 }  // namespace
 
 int64_t IqGridx16Bytes(GgmlBlockType type, int64_t n, int64_t k) {
-  if (type == GgmlBlockType::kTq1_0 || type == GgmlBlockType::kTq2_0) return Q2_Kx16Bytes(n, k);
   return internal::X16Bytes(IqGridFormat(type), n, k, 32);
-}
-
-// TQ1_0 / TQ2_0 rows in kQ2_Kx16's tiles: a ternary value q − 1 (q in 0..3) is GGUF Q2_K's
-// d·sc·q − dmin·m with sc = m = 1 and dmin = d, so each super-block record takes the block's f16
-// d twice and scale bytes 0x11, and each value its 2-bit code q: 2.625 bits per weight, where the
-// table-code tiles hold 4.375.
-FastWeights RepackTernaryAsQ2_Kx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n,
-                                   int64_t k, uint8_t* dst) {
-  const X16Layout l = X16Layout::Of(FastFormat::kQ2_Kx16, 32);
-  const int64_t d_at = type == GgmlBlockType::kTq1_0 ? 52 : 64;
-  return RepackGgmlBlocks(
-      FastFormat::kQ2_Kx16, type, 256, GetGgmlBlockInfo(type).bytes, ggml_rows, n, k, dst,
-      [&](uint8_t* tile, int64_t c, int64_t sb, const uint8_t* blk) {
-        float d;
-        uint8_t mults[16], codes[256];
-        IqGridCodes(type, blk, &d, mults, codes);  // codes q, table q − 1
-        uint8_t* rec = tile + l.Scales(sb * 8);
-        std::memcpy(rec + 2 * c, blk + d_at, 2);       // d
-        std::memcpy(rec + 32 + 2 * c, blk + d_at, 2);  // dmin = d
-        for (int h = 0; h < 16; ++h) rec[64 + h * kCols + c] = 0x11;
-        for (int e = 0; e < 256; ++e) {
-          const int j = e % 32;
-          tile[l.Codes(sb * 8 + e / 32) + internal::Q2KCodeOffset(c, j)] |=
-              static_cast<uint8_t>(codes[e] << internal::Q2KCodeShift(j));
-        }
-      });
 }
 
 FastWeights RepackIqGridx16(GgmlBlockType type, const uint8_t* ggml_rows, int64_t n, int64_t k,
                             uint8_t* dst) {
   assert(IsTableCodeType(type));
-  if (type == GgmlBlockType::kTq1_0 || type == GgmlBlockType::kTq2_0) {
-    return RepackTernaryAsQ2_Kx16(type, ggml_rows, n, k, dst);
-  }
   const FastFormat format = IqGridFormat(type);
   const bool per32 = format == FastFormat::kIqGrid32x16;
   const X16Layout l = X16Layout::Of(format, 32);

@@ -36,24 +36,13 @@ bool PerHalf(GgmlBlockType type) {
   return type == GgmlBlockType::kIq2Xs || type == GgmlBlockType::kIq2S ||
          type == GgmlBlockType::kIq1M;
 }
-// TQ1_0 / TQ2_0 run on Q2_K's tiles (q2_k_x16_test.cc tests their kernels' extremes).
-bool Ternary(GgmlBlockType type) {
-  return type == GgmlBlockType::kTq1_0 || type == GgmlBlockType::kTq2_0;
-}
-FastFormat TileFormat(GgmlBlockType type) {
-  return Ternary(type)   ? FastFormat::kQ2_Kx16
-         : PerHalf(type) ? FastFormat::kIqGrid16x16
-                         : FastFormat::kIqGrid32x16;
-}
 
 TEST(IqGridx16Test, TileBytes) {
   for (const GgmlBlockType type : kTableCodeTypes) {
     ASSERT_TRUE(HasGgmlX16(type));
     for (const int64_t k : {256, 2816, 5632}) {
-      // Per super-block and column: 4 bytes of d, 16 (or 8) multipliers, 128 bytes of nibbles;
-      // ternary: Q2_K's 4 bytes of d and dmin, 16 scale bytes and 64 of 2-bit codes.
-      EXPECT_EQ(GgmlX16Bytes(type, 32, k),
-                32 * (k / 256) * (Ternary(type) ? 4 + 16 + 64 : 4 + (PerHalf(type) ? 16 : 8) + 128))
+      // Per super-block and column: 4 bytes of d, 16 (or 8) multipliers, 128 bytes of nibbles.
+      EXPECT_EQ(GgmlX16Bytes(type, 32, k), 32 * (k / 256) * (4 + (PerHalf(type) ? 16 : 8) + 128))
           << IqGridName(type) << " " << k;
     }
   }
@@ -72,7 +61,8 @@ TEST(IqGridx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
       }
       auto tiles = hwy::AllocateAligned<uint8_t>(GgmlX16Bytes(type, n, k));
       const FastWeights fw = RepackGgmlX16(type, src.data(), n, k, tiles.get());
-      ASSERT_EQ(fw.format, TileFormat(type));
+      ASSERT_EQ(fw.format,
+                PerHalf(type) ? FastFormat::kIqGrid16x16 : FastFormat::kIqGrid32x16);
       ASSERT_EQ(fw.ggml, type);
       std::vector<float> w(n * k);
       DequantizeGgmlBlocks(type, src.data(), n * k / 256, w.data());
@@ -80,9 +70,7 @@ TEST(IqGridx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
         const std::string what = std::string(IqGridName(type)) + " n=" + std::to_string(n) +
                                  " rows=" + std::to_string(rows);
         // Per half block (or block): the scale product, one fma and the running sum round.
-        // Ternary: Q2_K's affine form, d·Σq·x − d·Σx, whose min term adds |x|·|d| per weight.
-        testing::ExpectTilesFollowDequantized(fw, w, rows, 4 * (k / 16 + 2),
-                                              Ternary(type) ? 0.004 : 0.0, rng, what);
+        testing::ExpectTilesFollowDequantized(fw, w, rows, 3 * (k / 16 + 2), 0.0, rng, what);
         ASSERT_FALSE(HasFatalFailure()) << what;
       }
     }
@@ -91,7 +79,6 @@ TEST(IqGridx16Test, PortableMatchesTheReferenceAndKernelsMatchPortable) {
 
 TEST(IqGridx16Test, LargestCodesUnderFullActivations) {
   for (const GgmlBlockType type : kTableCodeTypes) {
-    if (Ternary(type)) continue;  // Q2_K's tiles
     const int8_t* table = IqGridTable(type);
     // The codes of the type's largest and smallest values.
     int largest = 0, smallest = 0;
