@@ -2,10 +2,10 @@
 // IQ1_S / IQ1_M index picks 8 values (a uint64_t, byte j = value j), an IQ3_XXS / IQ3_S index 4
 // (a uint32_t); IQ2 magnitudes are 8, 25 or 43, IQ3_XXS's 4 + 8i (i < 7) or 62, IQ3_S's odd 1 to
 // 15, and IQ1's bytes are int8 −1, 0 or 1. kIq2Signs (ksigns_iq2xs) turns a 7-bit sign index into
-// 8 sign bits, the eighth making the count of minus signs even. ggml_iq_grids.cc is generated from
-// gguf-py by tools/reference/make_iq_grids.py, so these tables and the golden fixtures that test
-// the dequantizers (ggml_iq_dequant.h) share one external origin; a test also holds them to
-// llama.cpp's ggml-common.h by hash.
+// 8 sign bits, the eighth making the count of minus signs even. ggml_iq2_grids.cc and
+// ggml_iq1_iq3_grids.cc are generated from gguf-py by tools/reference/make_iq_grids.py, so these
+// tables and the golden fixtures that test the dequantizers (ggml_iq_dequant.h) share one external
+// origin; a test also holds them to llama.cpp's ggml-common.h by hash.
 #ifndef TESSERA_KERNELS_CPU_GGML_IQ_GRIDS_H_
 #define TESSERA_KERNELS_CPU_GGML_IQ_GRIDS_H_
 
