@@ -23,7 +23,8 @@ constexpr int64_t kCols = 16;
 constexpr int kMaxRows = 4;
 
 enum class Codes {
-  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs, kIqGrid16, kIqGrid32
+  kQ4_0, kU4, kQ8_0, kU8, kQ6K, kQ3K, kQ2K, kQ4K, kQ5K, kMxfp4, kNvfp4, kIq4Nl, kIq4Xs, kIqGrid16,
+  kIqGrid32
 };
 
 inline __m256i LoadHalf(const uint8_t* p) {
@@ -76,7 +77,8 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   constexpr bool kFifth = kCodes == Codes::kQ5K;
   constexpr bool kE2m1 = kCodes == Codes::kMxfp4 || kCodes == Codes::kNvfp4;
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
-  // kIqGrid: the grid types' tables in place of kvalues_iq4nl, per half block (Q6_K's walk).
+  // kIqGrid: a grid or ternary type's table in place of kvalues_iq4nl, per half block (kIqGrid16:
+  // Q6_K's walk) or per block (kIqGrid32: IQ4_XS's).
   constexpr bool kIqGrid = kCodes == Codes::kIqGrid16 || kCodes == Codes::kIqGrid32;
   constexpr bool kIq4 = kCodes == Codes::kIq4Nl || kCodes == Codes::kIq4Xs || kIqGrid;
   // Without vpdpbusd, IQ4 codes are read as the signed kvalues_iq4nl themselves (kv + 128 times

@@ -1,9 +1,10 @@
-// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS and
-// the grid types IQ1_* / IQ2_* / IQ3_*) repacked into the 16-column tiles of int4_x16.h: each
-// block's scales and codes moved to where int4_x16_layout.h puts them, the file's numbers kept
-// (the K-quants' f16 d / dmin and 6-bit or int8 sub-block scales) except for Q4_1 / Q5_0 / Q5_1,
-// which become per-group scale and zero point tiles, and the grid types, whose codebook entries
-// become one table code per value (ggml_iq_dequant.h IqGridCodes).
+// GGUF block rows (Q4_0, Q8_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, the
+// grid types IQ1_* / IQ2_* / IQ3_* and the ternary TQ1_0 / TQ2_0) repacked into the 16-column
+// tiles of int4_x16.h: each block's scales and codes moved to where int4_x16_layout.h puts them,
+// the file's numbers kept (the K-quants' f16 d / dmin and 6-bit or int8 sub-block scales) except
+// for Q4_1 / Q5_0 / Q5_1, which become per-group scale and zero point tiles, and the grid and
+// ternary types, whose codebook entries or base-3 digits become one table code per value
+// (ggml_iq_dequant.h IqGridCodes).
 #include <algorithm>
 #include <cassert>
 #include <cstring>

@@ -92,8 +92,9 @@ enum class Codes {
 // the 2·e2m1 + 12 byte table, zero point 12, E8M0 scale bytes; kIq4Nl / kIq4Xs: nibbles through
 // kvalues_iq4nl + 128, zero point 128, f16 block scales (kIq4Xs: f16 d times int8 scales per
 // super-block); kIqGrid16 / kIqGrid32: Q6_K's halves / IQ4_XS's blocks under an f32 d and
-// multipliers, nibbles through the grid type's table + 128 (zero point 128); else f16 block scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0
-// bytes). kQ8_0 / kU8 have a byte per code, the others nibbles.
+// multipliers, nibbles through the grid type's table + 128 (zero point 128); else f16 block
+// scales and zero point 8 (Q4_0 nibbles) or 128 (Q8_0 bytes). kQ8_0 / kU8 have a byte per code,
+// the others nibbles.
 // zs: −z·s per row, block (and half: [rows][blocks][halves]) for the integer zero points
 // (ZeroPointOf, int4_x16.cc), else unused.
 template <int MR, Codes kCodes>
@@ -121,12 +122,14 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
   // GGUF Q4_K / Q5_K: w = d·sc·u − dmin·m.
   constexpr bool kAffine = kCodes == Codes::kQ4K || kCodes == Codes::kQ5K;
   constexpr bool kIqGrid32 = kCodes == Codes::kIqGrid32;
-  constexpr int64_t kScaleBytes = kGroupScales                           ? 128
-                                  : (kIq4Xs || kIqGrid32)                ? 192
-                                  : (kHalves || kAffine || kTwoBit)      ? 320
-                                                                         : 64;
+  constexpr int64_t kScaleBytes = kGroupScales                      ? 128
+                                  : (kIq4Xs || kIqGrid32)           ? 192
+                                  : (kHalves || kAffine || kTwoBit) ? 320
+                                                                    : 64;
   constexpr bool kIntZero =
       kCodes == Codes::kQ4_0 || kCodes == Codes::kQ8_0 || kE2m1 || kIq4 || kIqGrid32;
+  // Nibbles read through the 16-byte table `lut` (E2M1, kvalues_iq4nl, a grid type's values).
+  constexpr bool kTableNibbles = kE2m1 || kIq4 || kIqGrid;
   const int64_t k = w.k, blocks = k / 32;
   const X16Layout layout = X16Layout::Of(w.format, w.group_size);
   const int64_t per_record = layout.blocks_per_record, record_bytes = layout.record_bytes();
@@ -226,7 +229,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
           const __m512i v = _mm512_loadu_si512(codes + q * 64);
           __m512i lo = _mm512_and_si512(v, m4);
           __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-          if constexpr (kIqGrid) {
+          if constexpr (kTableNibbles) {
             lo = _mm512_shuffle_epi8(lut, lo);
             hi = _mm512_shuffle_epi8(lut, hi);
           }
@@ -308,7 +311,7 @@ void Tile(const uint8_t* group, const FastWeights& w, const Int4x16Acts& a, cons
       const __m512i v = _mm512_loadu_si512(codes + q * 64);
       __m512i lo = _mm512_and_si512(v, m4);
       __m512i hi = _mm512_and_si512(_mm512_srli_epi16(v, 4), m4);
-      if constexpr (kE2m1 || kIq4 || kIqGrid32) {
+      if constexpr (kTableNibbles) {
         lo = _mm512_shuffle_epi8(lut, lo);
         hi = _mm512_shuffle_epi8(lut, hi);
       }
