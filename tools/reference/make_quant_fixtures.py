@@ -480,7 +480,7 @@ def finish(d, name, *, made_by, producer, dequant_by, quant_summary, plan, expec
         "made_by": made_by,  # "producer" or "spec-built"
         "checkpoint_producer": producer,
         "dequantized_weights": dequant_by,
-        "versions": versions("compressed-tensors", "gguf", "nvidia-modelopt", "torchao"),
+        "versions": versions("compressed-tensors", "gguf", "nvidia-modelopt", "torchao", "bitsandbytes"),
         "base_model": "tests/data/models/llama (same random weights; F32)",
         "unquantized_tensors": {k: str(v.dtype).replace("torch.", "") +
                                 " (base F32 rounded to nearest even)"
@@ -1547,6 +1547,10 @@ def _spec_builder(fn):
 import quant_fixtures_quark  # noqa: E402  (this script's directory is sys.path[0])
 
 BUILDERS.update({n: _spec_builder(f) for n, f in quant_fixtures_quark.builders().items()})
+# bitsandbytes 4-bit, made by bitsandbytes itself on a CPU (beyond the default set)
+import quant_fixtures_bnb  # noqa: E402
+
+BUILDERS.update({n: _spec_builder(f) for n, f in quant_fixtures_bnb.builders().items()})
 
 
 def main():
