@@ -291,6 +291,7 @@ int64_t ChunksPerBlock(const FastQuantWeights& w) {
     case QuantDecode::kInt8: return w.scale_k >= w.k ? w.k / kN + 1 : w.scale_k / kN;
     case QuantDecode::kNvfp4: return 2;
     case QuantDecode::kMxfp4: return 2;
+    case QuantDecode::kCodebook4: return 1;  // never run here (FastQuantSupported)
   }
   return 1;
 }
@@ -428,6 +429,7 @@ void MatmulImpl(const FastQuantWeights& w, const float* x, int64_t rows, const f
     case QuantDecode::kInt8: return Run<DecInt8>(w, x, rows, bias, y, nb, ne);
     case QuantDecode::kNvfp4: return Run<DecNvfp4>(w, x, rows, bias, y, nb, ne);
     case QuantDecode::kMxfp4: return Run<DecMxfp4>(w, x, rows, bias, y, nb, ne);
+    case QuantDecode::kCodebook4: return;  // the quant panels take it (FastQuantSupported)
   }
 }
 
@@ -494,6 +496,8 @@ bool FastQuantSupported(const FastQuantWeights& w) {
       return lanes == 16 && w.k % 32 == 0 && w.block_scales != nullptr;
     case QuantDecode::kMxfp4:
       return lanes == 16 && w.k % 32 == 0 && w.block_scales != nullptr;
+    case QuantDecode::kCodebook4:
+      return false;  // no row kernel: the quant panels' f32 form runs it
   }
   return false;
 }

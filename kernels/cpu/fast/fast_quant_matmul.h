@@ -42,6 +42,9 @@ enum class QuantDecode {
   kInt8,   // q [n, k] one code per byte (INT8, and INT3 / INT2 unpacked), the same w as kInt4
   kNvfp4,  // q [n, k / 2] E2M1 pairs, block_scales [n, k / 16] UE4M3; w = (e2m1 · sf) · alpha
   kMxfp4,  // q [n, k / 2] E2M1 pairs, block_scales [n, k / 32] E8M0; w = e2m1 · 2^(e − 127)
+  // q [n, k / 2] index pairs; w = codebook[q] · scales[n, k / scale_k] (bitsandbytes NF4 / FP4:
+  // codebook_matmul.h). The quant panels' f32 form alone runs it (FastQuantSupported: false).
+  kCodebook4,
 };
 
 struct FastQuantWeights {
@@ -59,6 +62,7 @@ struct FastQuantWeights {
   int64_t scale_row_stride = 0;
   int64_t scale_k = 0;
   const uint8_t* block_scales = nullptr;  // kNvfp4 / kMxfp4
+  const float* codebook = nullptr;        // kCodebook4: the 16 code values
   float alpha = 1.0f;                     // kNvfp4 global multiplier (1 for W4A4)
   // Quant panels only (quant_panel_matmul.h; RepackQuantPanels sets these). symmetric_panels:
   // every zero point sits at the codes' centre, so the headers hold the scales alone.

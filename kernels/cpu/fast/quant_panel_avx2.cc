@@ -81,6 +81,7 @@ struct HalfJob {
   float* tot;  // running totals [row][kHalves][8]
   bool first, last, symmetric;
   float alpha;  // y = α · tot (NVFP4; 1 otherwise)
+  const float* codebook;  // kCodebook4: the 16 code values
   float* y;     // y + m0 · y_stride + the tile's first column
   int64_t y_stride;
   const float* bias;        // bias + the tile's first column, or null
@@ -97,6 +98,20 @@ HWY_INLINE const uint8_t* HalfHead(const HalfJob& job, int h, int64_t g) {
   return job.panels + (h / 2) * job.panel_bytes + GroupAt(job, g);
 }
 
+// A codebook layer's 16 values as two 8-entry halves (`vpermps` indexes 8 entries), held in
+// registers for the tile; empty for the other formats.
+template <QuantDecode F>
+struct CodeTable {
+  static HWY_INLINE CodeTable Load(const float*) { return {}; }
+};
+template <>
+struct CodeTable<QuantDecode::kCodebook4> {
+  __m256 low, high;
+  static HWY_INLINE CodeTable Load(const float* codebook) {
+    return {_mm256_loadu_ps(codebook), _mm256_loadu_ps(codebook + 8)};
+  }
+};
+
 // The code values of one 32-bit chunk lane per column, code C (k = 8t + C, or 4t + C for bytes).
 template <QuantDecode F>
 struct Codes {
@@ -109,11 +124,17 @@ struct Codes {
     return {c};
   }
   template <int C>
-  HWY_INLINE __m256 Value() const {
+  HWY_INLINE __m256 Value(const CodeTable<F>& table) const {
     if constexpr (IsInteger(F)) {
       constexpr int kTop = 32 - kCodeBits<F>;
       return _mm256_cvtepi32_ps(
           _mm256_srai_epi32(_mm256_slli_epi32(v, kTop - kCodeBits<F> * C), kTop));
+    } else if constexpr (F == QuantDecode::kCodebook4) {
+      // Both halves' entry for the low 3 bits, then bit 3 (moved to the sign bit) picks one.
+      const __m256i index = _mm256_srli_epi32(v, 4 * C);
+      const __m256 low = _mm256_permutevar8x32_ps(table.low, index);
+      const __m256 high = _mm256_permutevar8x32_ps(table.high, index);
+      return _mm256_blendv_ps(low, high, _mm256_castsi256_ps(_mm256_slli_epi32(v, 28 - 4 * C)));
     } else {
       const __m256 magnitudes = _mm256_setr_ps(0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f);
       const __m256 m = _mm256_permutevar8x32_ps(magnitudes, _mm256_srli_epi32(v, 4 * C));
@@ -123,6 +144,9 @@ struct Codes {
     }
   }
 };
+
+// Formats whose group headers hold f32 / f16 scales (integers also centred zero points).
+constexpr bool HasScaleHeader(QuantDecode f) { return IsInteger(f) || f == QuantDecode::kCodebook4; }
 
 // Body(std::integral_constant<int, C>) for C = 0 .. N − 1, unrolled (shift counts as immediates).
 template <int N, class Body>
@@ -195,6 +219,7 @@ void HalfTile(const HalfJob& job, int h0) {
     } else {
       // Every half's chunk at once, then code by code: MR · NH independent FMA chains (a half's
       // codes one after another left one row's decode waiting on each FMA's latency).
+      const CodeTable<F> table = CodeTable<F>::Load(job.codebook);
       for (int64_t t = 0; t < job.chunks; ++t) {
         Codes<F> codes[NH];
         for (int j = 0; j < NH; ++j) {
@@ -204,7 +229,7 @@ void HalfTile(const HalfJob& job, int h0) {
         const float* xt = xg + kPerLane * t;
         ForCodes<kPerLane>([&](auto c) {
           for (int j = 0; j < NH; ++j) {
-            const __m256 w = codes[j].template Value<c.value>();
+            const __m256 w = codes[j].template Value<c.value>(table);
             for (int i = 0; i < MR; ++i) {
               acc[i][j] =
                   _mm256_fmadd_ps(_mm256_set1_ps(xt[i * job.x_stride + c.value]), w, acc[i][j]);
@@ -224,7 +249,7 @@ void HalfTile(const HalfJob& job, int h0) {
         const __m256 o =
             _mm256_mul_ps(HeaderValues<true>(sb + 32 + 16 * part), ByteValues(hj + 16 + 8 * part));
         zc = _mm256_fmsub_ps(_mm256_set1_ps(job.centre), s, o);
-      } else if constexpr (IsInteger(F)) {
+      } else if constexpr (HasScaleHeader(F)) {
         constexpr bool kHalf = H == Head::kF16;
         constexpr int kValue = kHalf ? 2 : 4;  // bytes per header value
         if (job.symmetric) {
@@ -314,15 +339,17 @@ void DecodeBlock(const HalfJob& job, int nh, float* dec, float* dec_scales) {
   for (int h = 0; h < nh; ++h) {
     for (int64_t g = job.g0; g < job.g1; ++g) {
       const uint8_t* head = HalfHead(job, h, g);
-      if constexpr (!IsInteger(F)) {
+      if constexpr (!HasScaleHeader(F)) {
         _mm256_storeu_ps(dec_scales + (h * (job.g1 - job.g0) + (g - job.g0)) * 8,
                          HalfScales<F>(head + 8 * (h % 2)));
       }
       float* out = dec + (h * job.dec_half + (g - job.g0) * group) * 8;
+      const CodeTable<F> table = CodeTable<F>::Load(job.codebook);
       for (int64_t t = 0; t < job.chunks; ++t) {
         const Codes<F> codes = Codes<F>::Load(head + job.head_bytes + 64 * t + 32 * (h % 2));
         ForCodes<kPerLane>([&](auto c) {
-          _mm256_storeu_ps(out + (kPerLane * t + c.value) * 8, codes.template Value<c.value>());
+          _mm256_storeu_ps(out + (kPerLane * t + c.value) * 8,
+                           codes.template Value<c.value>(table));
         });
       }
     }
@@ -373,6 +400,7 @@ void Run(const FastQuantWeights& w, const float* x, int64_t rows, const float* b
   job.sums_stride = groups;
   job.symmetric = !zero_folds;
   job.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
+  job.codebook = w.codebook;
   job.y_stride = w.n;
   const int64_t p_begin = n_begin / panels::kCols, p_end = panels::Count(n_end);
   for (int64_t p0 = p_begin; p0 < p_end; p0 += kTilePanels) {
@@ -460,6 +488,12 @@ void QuantPanelMatmulAvx2(const FastQuantWeights& w, const float* x, int64_t row
       return Run<QuantDecode::kMxfp4, Head::kF32>(w, x, rows, bias, y, n_begin, n_end, nullptr);
     case QuantDecode::kNvfp4:
       return Run<QuantDecode::kNvfp4, Head::kF32>(w, x, rows, bias, y, n_begin, n_end, nullptr);
+    case QuantDecode::kCodebook4:
+      if (w.half_panel_headers) {
+        return Run<QuantDecode::kCodebook4, Head::kF16>(w, x, rows, bias, y, n_begin, n_end,
+                                                        nullptr);
+      }
+      return Run<QuantDecode::kCodebook4, Head::kF32>(w, x, rows, bias, y, n_begin, n_end, nullptr);
     default:
       return;
   }

@@ -114,12 +114,31 @@ inline constexpr bool IsInteger(QuantDecode f) {
   return f == QuantDecode::kInt4 || f == QuantDecode::kInt8;
 }
 
+// The f32 form's code table in a register: the format's constants, or a codebook layer's own
+// 16 values (kCodebook4; byte codes need none).
 template <QuantDecode F>
-HWY_INLINE __m512 DecodeCode(__m512i codes) {
+HWY_INLINE __m512 CodeTable(const float* codebook) {
+  if constexpr (F == QuantDecode::kCodebook4) {
+    return _mm512_loadu_ps(codebook);
+  } else if constexpr (F == QuantDecode::kInt8) {
+    return _mm512_setzero_ps();
+  } else {
+    return CodeValues<F>();
+  }
+}
+
+// Formats whose group headers hold f32 / f16 scales (and integer codes' centred zero points):
+// the integers, and codebook layers (scales alone, no zero point).
+inline constexpr bool HasScaleHeader(QuantDecode f) {
+  return IsInteger(f) || f == QuantDecode::kCodebook4;
+}
+
+template <QuantDecode F>
+HWY_INLINE __m512 DecodeCode(__m512i codes, __m512 table) {
   if constexpr (F == QuantDecode::kInt8) {
     return _mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(codes, 24), 24));
   } else {
-    return _mm512_permutexvar_ps(codes, CodeValues<F>());
+    return _mm512_permutexvar_ps(codes, table);
   }
 }
 

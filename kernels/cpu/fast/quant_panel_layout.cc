@@ -52,7 +52,12 @@ QuantPanelCoding QuantPanelCodingOf(const FastQuantWeights& w) {
     while (bits < 8 && (top >> bits) != 0) ++bits;
     coding.centre = 1 << (bits - 1);
   }
-  if ((w.decode == QuantDecode::kInt4 || w.decode == QuantDecode::kInt8) && w.zeros != nullptr) {
+  if (w.decode == QuantDecode::kCodebook4) {
+    // Scales alone (a codebook has no zero point), f16 where every one is exactly an f16.
+    coding.symmetric = true;
+    coding.half = std::all_of(w.scales, w.scales + w.n * w.scale_row_stride, ExactInHalf);
+  } else if ((w.decode == QuantDecode::kInt4 || w.decode == QuantDecode::kInt8) &&
+             w.zeros != nullptr) {
     const float centre = static_cast<float>(coding.centre);
     const int64_t groups = w.n * w.scale_row_stride;
     coding.symmetric =
@@ -117,7 +122,10 @@ int64_t QuantPanelGroupSumsCount(const FastQuantWeights& w, int64_t rows) {
 }
 
 bool QuantPanelInt16Takes(const FastQuantWeights& w) {
-  if (!QuantPanelInt16Available() || !QuantPanelSupported(w)) return false;
+  if (!QuantPanelInt16Available() || !QuantPanelSupported(w) ||
+      w.decode == QuantDecode::kCodebook4) {
+    return false;
+  }
   FastQuantWeights as = w;
   as.pair_panels = true;
   as.kquant_panel_headers = false;
@@ -146,6 +154,10 @@ bool QuantPanelSupported(const FastQuantWeights& w) {
       return w.scales != nullptr && w.zeros != nullptr && group > 0 && group % 4 == 0 &&
              w.k % group == 0 && w.scale_rows == 1 && w.scale_row_stride == w.k / group;
     }
+    case QuantDecode::kCodebook4:
+      return w.scales != nullptr && w.codebook != nullptr && w.scale_k > 0 &&
+             w.scale_k % 8 == 0 && w.k % w.scale_k == 0 && w.scale_rows == 1 &&
+             w.scale_row_stride == w.k / w.scale_k;
     case QuantDecode::kMxfp4:
     case QuantDecode::kNvfp4: {
       const bool mx = w.decode == QuantDecode::kMxfp4;
@@ -161,7 +173,11 @@ bool QuantPanelSupported(const FastQuantWeights& w) {
 }
 
 bool QuantPanelPairsSupported(const FastQuantWeights& w) {
-  if (!QuantPanelPairsAvailable() || !QuantPanelSupported(w)) return false;
+  // Codebook values are f32 (NF4's are not bf16 or int16 values): the f32 form alone.
+  if (!QuantPanelPairsAvailable() || !QuantPanelSupported(w) ||
+      w.decode == QuantDecode::kCodebook4) {
+    return false;
+  }
   return IsFourBit(w.decode) || internal::QuantPanelCodingOf(w).centre <= kMaxPairByteCentre;
 }
 

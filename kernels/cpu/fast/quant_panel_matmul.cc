@@ -47,9 +47,11 @@ namespace tessera::kernels::cpu::fast {
 namespace {
 
 using panel_decode::ByteValues;
+using panel_decode::CodeTable;
 using panel_decode::DecodeCode;
 using panel_decode::GroupScales;
 using panel_decode::Header;
+using panel_decode::HasScaleHeader;
 using panel_decode::HeaderValues;
 using panel_decode::IsInteger;
 using panel_decode::kCodeBits;
@@ -102,6 +104,7 @@ struct Job {
   bool first, last;       // first / last block of K
   bool symmetric;         // integer codes: headers of scales alone, no zero-point fold
   float alpha;            // y = α · tot (NVFP4; 1 otherwise)
+  const float* codebook;  // kCodebook4: the 16 code values
   float* y;               // y + m0 · y_stride + col0
   int64_t y_stride;
   const float* bias;      // bias + col0, or null
@@ -224,13 +227,14 @@ void GroupTile(const Job& job) {
       }
     } else {
       const float* xg = job.x + g * group;
+      const __m512 table = CodeTable<F>(job.codebook);
       for (int64_t t = 0; t < job.chunks; ++t) {
         for (int j = 0; j < NV; ++j) {
           __m512i codes = _mm512_loadu_si512(head + j * job.panel_bytes + job.head_bytes + 64 * t);
           const float* xt = xg + kCodesPerLane<F> * t;
           for (int c = 0; c < kCodesPerLane<F>;
                ++c, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
-            const __m512 w = DecodeCode<F>(codes);
+            const __m512 w = DecodeCode<F>(codes, table);
             for (int i = 0; i < MR; ++i) {
               acc[i][j] = _mm512_fmadd_ps(_mm512_set1_ps(xt[i * job.x_stride + c]), w, acc[i][j]);
             }
@@ -250,7 +254,7 @@ void GroupTile(const Job& job) {
         s = _mm512_mul_ps(HeaderValues<true>(sb), ByteValues(hj));
         const __m512 o = _mm512_mul_ps(HeaderValues<true>(sb + 32), ByteValues(hj + 16));
         zc = _mm512_fmsub_ps(_mm512_set1_ps(job.centre), s, o);
-      } else if constexpr (IsInteger(F)) {
+      } else if constexpr (HasScaleHeader(F)) {
         constexpr bool kHalf = H == Header::kF16;
         if (job.symmetric) {
           s = HeaderValues<kHalf>(hj);
@@ -370,7 +374,7 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
   for (int j = 0; j < nv; ++j) {
     for (int64_t g = job.g0; g < job.g1; ++g) {
       const uint8_t* head = job.panels + j * job.panel_bytes + GroupAt(job, g);
-      if constexpr (!IsInteger(F)) {
+      if constexpr (!HasScaleHeader(F)) {
         _mm512_storeu_ps(dec_scales + (j * (job.g1 - job.g0) + (g - job.g0)) * 16,
                          GroupScales<F>(head));
       }
@@ -385,9 +389,10 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
             _mm512_storeu_si512(out + (kPairsPerChunk<F> * t + p) * 16, table.Decode(codes));
           }
         } else {
+          const __m512 table = CodeTable<F>(job.codebook);
           for (int c = 0; c < kCodesPerLane<F>;
                ++c, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
-            _mm512_storeu_ps(out + (kCodesPerLane<F> * t + c) * 16, DecodeCode<F>(codes));
+            _mm512_storeu_ps(out + (kCodesPerLane<F> * t + c) * 16, DecodeCode<F>(codes, table));
           }
         }
       }
@@ -443,6 +448,7 @@ void Run(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float
   job.sums_stride = groups;
   job.symmetric = !zero_folds;
   job.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
+  job.codebook = w.codebook;
   job.y_stride = w.n;
   const int64_t p_begin = n_begin / panels::kCols, p_end = panels::Count(n_end);
   for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
@@ -505,6 +511,14 @@ void Dispatch(const FastQuantWeights& w, const CallActs& a, int64_t rows, const 
       return Run<QuantDecode::kMxfp4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:
       return Run<QuantDecode::kNvfp4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
+    case QuantDecode::kCodebook4:  // the f32 form alone (its values are not bf16 or int16)
+      if constexpr (A == Acts::kF32) {
+        if (w.half_panel_headers) {
+          return Run<QuantDecode::kCodebook4, A, Header::kF16>(w, a, rows, bias, y, n_begin, n_end);
+        }
+        return Run<QuantDecode::kCodebook4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
+      }
+      return;
     default:
       return;
   }

@@ -32,6 +32,11 @@ enum class Header { kF32, kF16, kSymmetric, kSymmetricF16 };
 // Integer layers with the scales and zero points `h` asks for (f16 values, integer zero points,
 // or every zero point at the centre), repacked again.
 void Shape(Layer& l, Header h) {
+  if (l.format == QuantDecode::kCodebook4 && h == Header::kF16) {  // scales alone, as f16
+    for (float& s : l.scales) s = numeric::HalfToFloat(numeric::FloatToHalf(s));
+    Repack(l);
+    return;
+  }
   if (!l.Integer() || h == Header::kF32) return;
   const float centre = l.format == QuantDecode::kInt4 ? 8.0f : 128.0f;
   for (size_t i = 0; i < l.scales.size(); ++i) {
@@ -95,6 +100,9 @@ TEST(QuantPanelAvx2Test, BitIdenticalToTheAvx512F32Form) {
       {QuantDecode::kInt8, 256, 32, Header::kF16, 2},   // INT2: centre 2
       {QuantDecode::kMxfp4, 1088, 0, Header::kF32},
       {QuantDecode::kNvfp4, 1040, 0, Header::kF32},
+      {QuantDecode::kCodebook4, 1088, 64, Header::kF32},  // bitsandbytes NF4 / FP4
+      {QuantDecode::kCodebook4, 1024, 128, Header::kF16},
+      {QuantDecode::kCodebook4, 256, 256, Header::kF32},  // one block per row
   };
   for (const Case& c : cases) {
     // 133 columns: two whole column tiles of four panels (eight halves) and one panel more.

@@ -239,6 +239,9 @@ TEST_P(QuantPanelTest, NonFiniteScalesStayInTheirColumn) {
   if (l.Integer()) {
     l.scales[3 * groups + 1] = INFINITY;  // column 3, group 1
     l.zeros[17 * groups] = NAN;           // column 17, group 0
+  } else if (format == QuantDecode::kCodebook4) {
+    l.scales[3 * groups + 1] = INFINITY;
+    l.scales[17 * groups] = NAN;
   } else {
     // The largest finite scales times 6 · |x| overflow: E8M0 2^127, UE4M3 448 with α = 2^127.
     l.block_scales[3 * groups + 1] = format == QuantDecode::kMxfp4 ? 254 : 0x7E;
@@ -273,7 +276,8 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantPanelTest,
                          ::testing::Combine(::testing::Values(QuantDecode::kInt4,
                                                               QuantDecode::kInt8,
                                                               QuantDecode::kMxfp4,
-                                                              QuantDecode::kNvfp4),
+                                                              QuantDecode::kNvfp4,
+                                                              QuantDecode::kCodebook4),
                                             ::testing::Values(Form::kF32)),
                          ParamName);
 // The bf16-pair form takes the 4-bit codes and byte codes of up to 6 bits.
@@ -507,6 +511,23 @@ TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {
   EXPECT_EQ(QuantPanelPairsSupported(bytes), QuantPanelPairsAvailable());
   six[77] = 64;
   EXPECT_FALSE(QuantPanelPairsSupported(bytes));
+  // Codebook layers (bitsandbytes NF4 / FP4): groups of whole 8-code lanes, a codebook, and the
+  // f32 form alone (no bf16 pair, int16 or AMX route: its values are not bf16 or int16 ones).
+  const Layer nf4 = Make(QuantDecode::kCodebook4, 16, 128, 64, 4);
+  FastQuantWeights cb = nf4.w;
+  cb.q = nf4.q.data();
+  EXPECT_TRUE(QuantPanelSupported(cb));
+  EXPECT_FALSE(QuantPanelPairsSupported(cb));
+  EXPECT_FALSE(QuantPanelInt16Takes(cb));
+  EXPECT_FALSE(nf4.w.pair_panels);
+  EXPECT_FALSE(FastQuantSupported(cb));  // no row kernel
+  FastQuantWeights no_book = cb;
+  no_book.codebook = nullptr;
+  EXPECT_FALSE(QuantPanelSupported(no_book));
+  FastQuantWeights cb_odd = cb;  // groups of 4
+  cb_odd.scale_k = 4;
+  cb_odd.scale_row_stride = 32;
+  EXPECT_FALSE(QuantPanelSupported(cb_odd));
   // FP4 with a NaN scale code stays on the table decoder, which propagates it.
   for (const QuantDecode f : {QuantDecode::kMxfp4, QuantDecode::kNvfp4}) {
     Layer fp4 = Make(f, 16, 64, 0, 2);

@@ -47,6 +47,7 @@ struct Layer {
   // codes one per byte [n, k]; q the checkpoint's form (nibble pairs, or codes for kInt8)
   std::vector<uint8_t> codes, q, block_scales;
   std::vector<float> scales, zeros, bias;
+  std::vector<float> codebook;  // kCodebook4: bitsandbytes' NF4 values
   hwy::AlignedFreeUniquePtr<uint8_t[]> panels;
   FastQuantWeights w;
 
@@ -60,6 +61,8 @@ struct Layer {
         return (static_cast<float>(q) - zeros[g]) * scales[g];
       case QuantDecode::kMxfp4:
         return numeric::DecodeE2m1(q) * numeric::DecodeE8m0(block_scales[g]);
+      case QuantDecode::kCodebook4:
+        return codebook[q] * scales[g];  // one f32 product, as bitsandbytes computes it
       default:
         return (numeric::DecodeE2m1(q) * numeric::DecodeUe4m3(block_scales[g])) * w.alpha;
     }
@@ -79,16 +82,27 @@ inline void Repack(Layer& l) {
   l.w.scales = l.scales.data();
   l.w.zeros = l.zeros.data();
   l.w.block_scales = l.block_scales.data();
+  l.w.codebook = l.codebook.empty() ? nullptr : l.codebook.data();
   l.panels = hwy::AllocateAligned<uint8_t>(QuantPanelsBytes(l.w));
   l.w = RepackQuantPanels(l.w, l.panels.get(), PanelFormOf(l.form));
 }
 
-// int_group: the group size of the integer formats (kInt4; kInt8 with 8-bit codes).
+// bitsandbytes' NF4 code values (functional.py get_4bit_type("nf4"), as f32).
+inline constexpr float kNf4Values[16] = {
+    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+    -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+    0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+    0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+
+// int_group: the group size of the integer formats (kInt4; kInt8 with 8-bit codes) and of
+// codebook layers (kCodebook4, NF4 values with positive absmax scales).
 inline Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, uint32_t seed,
                   Form form = Form::kF32) {
   const bool integer = format == QuantDecode::kInt4 || format == QuantDecode::kInt8;
-  const int64_t group = integer ? int_group : format == QuantDecode::kMxfp4 ? 32 : 16;
-  Layer l{format, form, n, k, group, {}, {}, {}, {}, {}, {}, nullptr, {}};
+  const bool codebook = format == QuantDecode::kCodebook4;
+  const int64_t group =
+      integer || codebook ? int_group : format == QuantDecode::kMxfp4 ? 32 : 16;
+  Layer l{format, form, n, k, group, {}, {}, {}, {}, {}, {}, {}, nullptr, {}};
   std::mt19937 rng(seed);
   // Byte codes: 8-bit in the f32 and int16 forms, 6-bit (the bf16 pair form's largest, centre
   // 32) in the bf16 pair forms.
@@ -115,6 +129,13 @@ inline Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, u
       // Integer zero points (GPTQ, AWQ) and fractional ones.
       l.zeros.push_back(i % 3 == 0 ? static_cast<float>(rng() % levels) : zero(rng));
     }
+    w.scale_rows = 1;
+    w.scale_row_stride = k / group;
+    w.scale_k = group;
+  } else if (codebook) {
+    l.codebook.assign(kNf4Values, kNf4Values + 16);
+    // A zero absmax now and then (an all-zero block), the rest positive.
+    for (int64_t i = 0; i < groups; ++i) l.scales.push_back(i % 11 == 4 ? 0.0f : scale(rng) * 20);
     w.scale_rows = 1;
     w.scale_row_stride = k / group;
     w.scale_k = group;
@@ -204,6 +225,8 @@ inline std::string Name(QuantDecode f) {
       return "int8";
     case QuantDecode::kMxfp4:
       return "mxfp4";
+    case QuantDecode::kCodebook4:
+      return "codebook4";
     default:
       return "nvfp4";
   }
