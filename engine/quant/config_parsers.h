@@ -1,6 +1,7 @@
 // The per-producer quantization config parsers behind ParseQuantConfig, and the tensor checks
 // they share. Each parser lives in its own file (float8_config.cc, compressed_tensors_config.cc,
-// modelopt_config.cc, gptq_config.cc, awq_config.cc, quark_config.cc, mxfp4_config.cc) and
+// modelopt_config.cc, gptq_config.cc, awq_config.cc, quark_config.cc, mxfp4_config.cc,
+// bnb_config.cc) and
 // returns a QuantConfig whose Resolve() validates the module's tensors and names the layer in
 // every error. Configs are parsed as ordered JSON: GPTQ `dynamic`, compressed-tensors groups and
 // Quark layer configs are first-match-wins in file order.
@@ -36,6 +37,8 @@ absl::StatusOr<std::unique_ptr<QuantConfig>> ParseQuark(const OrderedJson& qc,
                                                         const io::TensorStore& store);
 absl::StatusOr<std::unique_ptr<QuantConfig>> ParseMxfp4(const OrderedJson& qc,
                                                         const io::TensorStore& store);
+absl::StatusOr<std::unique_ptr<QuantConfig>> ParseBitsandbytes(const OrderedJson& qc,
+                                                               const io::TensorStore& store);
 
 // Shared helpers for the parsers.
 namespace parse {

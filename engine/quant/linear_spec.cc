@@ -17,6 +17,7 @@ absl::string_view WeightFormatName(WeightFormat f) {
     case WeightFormat::kInt4Awq: return "int4_awq";
     case WeightFormat::kNvfp4: return "nvfp4";
     case WeightFormat::kMxfp4: return "mxfp4";
+    case WeightFormat::kBnb4bit: return "bnb4";
     case WeightFormat::kGgufQ8_0: return "gguf_q8_0";
     case WeightFormat::kGgufQ4_0: return "gguf_q4_0";
     case WeightFormat::kGgufQ4_1: return "gguf_q4_1";
@@ -108,13 +109,16 @@ std::string LinearSpec::SchemeName() const {
     }
     case WeightFormat::kNvfp4:
       return activation == ActivationFormat::kNvfp4 ? "nvfp4" : "nvfp4_w4a16";
+    case WeightFormat::kBnb4bit:  // "bitsandbytes nf4" / "bitsandbytes fp4"
+      return source.rfind("bitsandbytes fp4", 0) == 0 ? "bnb_fp4" : "bnb_nf4";
     default:
       return std::string(WeightFormatName(weight_format));
   }
 }
 
 std::string LinearSpec::Describe() const {
-  std::string w(WeightFormatName(weight_format));
+  std::string w(weight_format == WeightFormat::kBnb4bit ? SchemeName()
+                                                        : std::string(WeightFormatName(weight_format)));
   if (weight_scale != ScaleGranularity::kNone) {
     absl::StrAppend(&w, " ", ScaleGranularityName(weight_scale));
     if (weight_scale == ScaleGranularity::kGroup) absl::StrAppend(&w, "-", group_size);

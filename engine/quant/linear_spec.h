@@ -15,6 +15,9 @@ namespace tessera::quant {
 
 enum class WeightFormat {
   kF32, kBF16, kF16, kFp8E4m3, kInt8, kInt4, kInt3, kInt2, kInt4Awq, kNvfp4, kMxfp4,
+  // bitsandbytes 4-bit: a 4-bit index into the checkpoint's 16-value codebook (NF4 or bnb's FP4)
+  // times an f32 absmax per block (kernels/cpu/quant/codebook4_matmul.h).
+  kBnb4bit,
   kGgufQ8_0, kGgufQ4_0, kGgufQ4_1, kGgufQ5_0, kGgufQ5_1, kGgufQ4_K, kGgufQ5_K, kGgufQ6_K,
   kGgufQ2_K, kGgufQ3_K, kGgufIq4Nl, kGgufIq4Xs, kGgufIq2Xxs, kGgufIq2Xs, kGgufIq2S, kGgufIq3Xxs,
   kGgufIq3S, kGgufIq1S, kGgufIq1M, kGgufTq1_0, kGgufTq2_0,

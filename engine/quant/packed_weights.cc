@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
+#include "engine/quant/bnb_4bit.h"
 #include "kernels/cpu/fast/abs_max.h"
 #include "kernels/cpu/fast/fp4_weight_quant.h"
 #include "kernels/cpu/fast/fp8_act_quant.h"
@@ -226,6 +227,9 @@ kc::Int8Weights PackedWeights::AsInt8() const {
 
 kc::Nvfp4Weights PackedWeights::AsNvfp4() const { return {q, block_scales, global_scale}; }
 kc::Mxfp4Weights PackedWeights::AsMxfp4() const { return {q, block_scales}; }
+kc::Codebook4Weights PackedWeights::AsCodebook4() const {
+  return {q, scales.data(), codebook.data(), spec.group_size};
+}
 
 void PackedWeights::DequantizeRow(int64_t n, float* out) const {
   switch (spec.weight_format) {
@@ -250,6 +254,9 @@ void PackedWeights::DequantizeRow(int64_t n, float* out) const {
       return;
     }
     case WeightFormat::kMxfp4: kc::DequantizeMxfp4WeightRow(AsMxfp4(), spec.k, n, out); return;
+    case WeightFormat::kBnb4bit:
+      kc::DequantizeCodebook4WeightRow(AsCodebook4(), spec.k, n, out);
+      return;
     default: DequantizeIntRow(n, out); return;
   }
 }
@@ -344,6 +351,19 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
         w.block_scales = Bytes(st, p + ".weight_scale");
       }
       return w;
+    case WeightFormat::kBnb4bit: {
+      TESSERA_ASSIGN_OR_RETURN(std::optional<Bnb4bitState> state,
+                               ReadBnb4bitState(st, spec.module, p, spec.n, spec.k));
+      if (!state.has_value() || state->group != spec.group_size) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "layer %s: '%s.weight' has no bitsandbytes 4-bit state of group %d", spec.module, p,
+            spec.group_size));
+      }
+      TESSERA_RETURN_IF_ERROR(
+          UnpackBnb4bit(st, p, spec.n, spec.k, *state, &w.bytes, &w.scales, &w.codebook));
+      w.q = w.bytes.data();
+      return w;
+    }
     default:
       return absl::InvalidArgumentError(absl::StrFormat(
           "layer %s: weight format %s is not a packed quantized format", spec.module,

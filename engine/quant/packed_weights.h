@@ -2,7 +2,8 @@
 // (kernels/cpu/quant/*.h), whatever checkpoint layout it came from. The unpackers here undo each
 // producer's packing exactly (GPTQ v1/v2 along K with zero offsets, compressed-tensors
 // offset-binary, AWQ's nibble interleave, ModelOpt/CT NVFP4 global-scale conventions, gpt-oss
-// MXFP4 blocks) and the online quantizers produce the same layout from high-precision weights.
+// MXFP4 blocks, bitsandbytes' flat 4-bit blocks: bnb_4bit.h) and the online quantizers produce
+// the same layout from high-precision weights.
 // Byte buffers that need no transformation are views into the mapped checkpoint.
 #ifndef TESSERA_ENGINE_QUANT_PACKED_WEIGHTS_H_
 #define TESSERA_ENGINE_QUANT_PACKED_WEIGHTS_H_
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "engine/io/tensor_store.h"
 #include "engine/quant/linear_spec.h"
+#include "kernels/cpu/quant/codebook4_matmul.h"
 #include "kernels/cpu/quant/fp4_matmul.h"
 #include "kernels/cpu/quant/fp8_matmul.h"
 #include "kernels/cpu/quant/int8_matmul.h"
@@ -31,6 +33,7 @@ struct PackedWeights {
   std::vector<float> zeros;          // int weight-only zero points (same units as codes)
   std::vector<int32_t> g_idx;
   std::vector<int32_t> azp_adj;      // int8 W8A8 asymmetric-activation correction
+  std::vector<float> codebook;       // bitsandbytes 4-bit: the 16 code values (scales: absmax)
   const uint8_t* q = nullptr;         // -> bytes or the checkpoint
   const uint8_t* block_scales = nullptr;  // -> scale_bytes or the checkpoint
   float global_scale = 1.0f;          // NVFP4 α_w (multiplier)
@@ -62,6 +65,7 @@ struct PackedWeights {
   kernels::cpu::Int8Weights AsInt8() const;
   kernels::cpu::Nvfp4Weights AsNvfp4() const;
   kernels::cpu::Mxfp4Weights AsMxfp4() const;
+  kernels::cpu::Codebook4Weights AsCodebook4() const;
 
   // Row n of the dequantized weight in f32, as the format's reference dequantization computes it
   // (in checkpoint channel order, also after SortActOrder).

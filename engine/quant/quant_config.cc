@@ -169,9 +169,11 @@ absl::StatusOr<std::unique_ptr<QuantConfig>> ParseQuantConfig(const std::string&
   if (method == "awq") return ParseAwq(qc, store);
   if (method == "quark") return ParseQuark(qc, store);
   if (method == "mxfp4") return ParseMxfp4(qc, store);
+  if (method == "bitsandbytes") return ParseBitsandbytes(qc, store);
   return absl::InvalidArgumentError(absl::StrCat(
       "quantization_config.quant_method '", method,
-      "' is not supported (fp8, fbgemm_fp8, compressed-tensors, modelopt, gptq, awq, quark, mxfp4)"));
+      "' is not supported (fp8, fbgemm_fp8, compressed-tensors, modelopt, gptq, awq, quark, mxfp4, "
+      "bitsandbytes)"));
 }
 
 }  // namespace tessera::quant

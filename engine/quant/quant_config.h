@@ -21,7 +21,7 @@ class QuantConfig {
  public:
   virtual ~QuantConfig() = default;
   // "none", "gguf", "fp8", "fbgemm_fp8", "compressed-tensors", "modelopt", "gptq", "awq",
-  // "quark", "mxfp4".
+  // "quark", "mxfp4", "bitsandbytes".
   virtual std::string method() const = 0;
   // The stored spec of `module` (HF name) whose tensors start with `prefix` (the module name for
   // HF checkpoints, e.g. "blk.0.attn_q" for GGUF). n, k: the expected logical shape.

@@ -238,6 +238,17 @@ void QuantizedLinear::InitFast() {
       fast_permute_ = true;
       break;
     }
+    case WeightFormat::kBnb4bit: {  // the quant panels' f32 form alone (exact activations)
+      if (s.activation != ActivationFormat::kFloat) return;
+      const kc::Codebook4Weights cw = w_.AsCodebook4();
+      f.decode = kf::QuantDecode::kCodebook4;
+      f.q = cw.packed;
+      f.scales = cw.scales;
+      f.codebook = cw.codebook;
+      f.scale_k = cw.group;
+      f.scale_row_stride = s.k / cw.group;
+      break;
+    }
     default:
       return;
   }
@@ -284,9 +295,12 @@ void QuantizedLinear::InitFast() {
   // takes those layers (quant_panel_avx2.cc), under FastQuantSupported's shape rules, which the
   // plan's "-fast" label follows (CpuKernelSelector).
   const bool four_bit = f.decode == kf::QuantDecode::kInt4 || fp4;
-  const bool panels_alone = !fast_ok_ && four_bit && !kf::FastQuant4BitAvailable() &&
-                            s.k % 32 == 0 && (fp4 || f.scale_k % 32 == 0);
-  if ((fast_ok_ || panels_alone) && (integer || fp4) && kf::QuantPanelSupported(fast_)) {
+  // Codebook layers (bitsandbytes NF4 / FP4) have no row kernel: the panels alone, everywhere.
+  const bool codebook = f.decode == kf::QuantDecode::kCodebook4;
+  const bool panels_alone = codebook || (!fast_ok_ && four_bit && !kf::FastQuant4BitAvailable() &&
+                                         s.k % 32 == 0 && (fp4 || f.scale_k % 32 == 0));
+  if ((fast_ok_ || panels_alone) && (integer || fp4 || codebook) &&
+      kf::QuantPanelSupported(fast_)) {
     // int16 activations on 8-bit byte codes: the int16 route's own pair form.
     const bool int16_only = s.activation == ActivationFormat::kInt16Group &&
                             !kf::QuantPanelPairsSupported(fast_) && kf::QuantPanelInt16Takes(fast_);

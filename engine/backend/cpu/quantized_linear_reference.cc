@@ -164,6 +164,11 @@ void QuantizedLinear::ForwardReferenceSorted(const float* x, int64_t rows, float
       run = [&, mw](int64_t b, int64_t e) { kc::MatmulMxfp4W4A16(mw, n, k, x, rows, bias, y, b, e); };
       break;
     }
+    case WeightFormat::kBnb4bit: {
+      const kc::Codebook4Weights cw = w_.AsCodebook4();
+      run = [&, cw](int64_t b, int64_t e) { kc::MatmulCodebook4(cw, n, k, x, rows, bias, y, b, e); };
+      break;
+    }
     default:
       return;  // the plan never builds a QuantizedLinear for other formats
   }

@@ -2,7 +2,7 @@
 // a 16-entry f32 table times its group's f32 scale, W[n, i] = codebook[q[n, i]] · scale[n, i / G].
 // This is bitsandbytes' 4-bit format (NF4 or its FP4 table, the table stored in the checkpoint's
 // quant_map, the scale its block absmax) once the loader has laid its flat blocks out per row
-// (engine/quant/bnb_unpack.cc): codes packed pairwise with element 2j in the low nibble of byte j
+// (engine/quant/bnb_4bit.cc): codes packed pairwise with element 2j in the low nibble of byte j
 // (fp4_matmul.h's order; bnb stores the high nibble first and the loader swaps), rows of K / 2
 // bytes, scales [N, K / G]. The product is computed in f32, as bitsandbytes' dequantize_4bit does
 // before it casts to its compute dtype (so the weight is exactly the producer's f32 value); each

@@ -197,9 +197,9 @@ TEST(PrecisionPlanTest, PlanFileErrorsAndWarnings) {
 
 TEST(PrecisionPlanTest, CheckpointConfigErrorsNameTheLayer) {
   auto method = PlanFor(FixtureWithConfig("ct_fp8", "method", [](std::string& s) {
-    Replace(s, "\"compressed-tensors\"", "\"bitsandbytes\"");
+    Replace(s, "\"compressed-tensors\"", "\"hqq\"");
   }), "");
-  EXPECT_THAT(std::string(method.status().message()), HasSubstr("quant_method 'bitsandbytes'"));
+  EXPECT_THAT(std::string(method.status().message()), HasSubstr("quant_method 'hqq'"));
 
   auto missing = PlanFor(FixtureWithConfig("ct_fp8_dynamic", "missing", [](std::string& s) {
     Replace(s, "\"dynamic\": true", "\"dynamic\": false");

@@ -215,7 +215,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"quark_int4", "int4_wo_32", "int4_wo_64", "+zp"},
                       Case{"quark_mxfp4", "mxfp4", "fp8_wo", "E8M0"},
                       // gpt-oss `mxfp4` naming (<module>_blocks/_scales) on the dense MLPs.
-                      Case{"gptoss_mxfp4_dense", "f32", "mxfp4", "f32"}),
+                      Case{"gptoss_mxfp4_dense", "f32", "mxfp4", "f32"},
+                      // bitsandbytes 4-bit, made by bitsandbytes: NF4 with double quant through
+                      // transformers (layer 1 down_proj skipped: stored bf16), and its FP4 table
+                      // in blocks of 128 that span two rows of the K = 64 projections.
+                      Case{"bnb_nf4_double", "bnb_nf4", "bf16",
+                           "bnb_nf4 group-64 U8 double-quant absmax"},
+                      Case{"bnb_fp4_b128", "bnb_fp4", "bnb_fp4", "bnb_fp4 group-64 F32 absmax"}),
     [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 // A store that serves one tensor one element short: the act-order loaders must refuse a g_idx

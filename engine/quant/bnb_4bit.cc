@@ -1,0 +1,145 @@
+#include "engine/quant/bnb_4bit.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "engine/common/status_macros.h"
+#include "engine/quant/config_parsers.h"
+#include "nlohmann/json.hpp"
+
+namespace tessera::quant {
+namespace {
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+absl::Status Invalid(const std::string& module, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat("layer ", module, ": ", what));
+}
+
+// The f32 elements of a tensor whose dtype RequireTensor checked.
+std::vector<float> Floats(const io::TensorView& v) {
+  std::vector<float> out(static_cast<size_t>(v.numel()));
+  std::memcpy(out.data(), v.bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<Bnb4bitState>> ReadBnb4bitState(const io::TensorStore& store,
+                                                             const std::string& module,
+                                                             const std::string& prefix,
+                                                             int64_t n, int64_t k) {
+  const std::string w = prefix + ".weight";
+  std::string qs_name;
+  for (const char* type : {"nf4", "fp4"}) {
+    if (store.Contains(absl::StrCat(w, ".quant_state.bitsandbytes__", type))) {
+      qs_name = absl::StrCat(w, ".quant_state.bitsandbytes__", type);
+    }
+  }
+  if (qs_name.empty()) return std::optional<Bnb4bitState>();
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView qs,
+                           parse::RequireTensor(store, module, qs_name, {io::DType::kU8}));
+  const auto json = OrderedJson::parse(qs.bytes.begin(), qs.bytes.end(), nullptr, false);
+  if (!json.is_object()) return Invalid(module, absl::StrCat("tensor '", qs_name, "' is not JSON"));
+  Bnb4bitState s;
+  s.quant_type = parse::StringOr(json, "quant_type", "");
+  s.blocksize = parse::IntOr(json, "blocksize", 0);
+  s.dtype = parse::StringOr(json, "dtype", "");
+  const std::string suffix = qs_name.substr(qs_name.rfind("__") + 2);
+  if (s.quant_type != suffix) {
+    return Invalid(module, absl::StrFormat("tensor '%s' says quant_type '%s'", qs_name,
+                                           s.quant_type));
+  }
+  if (s.blocksize <= 0 || s.blocksize % 2 != 0) {
+    return Invalid(module, absl::StrFormat("tensor '%s': blocksize %d", qs_name, s.blocksize));
+  }
+  const auto shape = json.find("shape");
+  if (shape == json.end() || !shape->is_array() || *shape != OrderedJson::array({n, k})) {
+    return Invalid(module, absl::StrFormat("tensor '%s': shape %s, expected [%d, %d]", qs_name,
+                                           shape == json.end() ? "missing" : shape->dump(), n, k));
+  }
+  if (k % s.blocksize == 0) {
+    s.group = s.blocksize;
+  } else if (s.blocksize % k == 0 && k % 2 == 0) {
+    s.group = k;
+  } else {
+    return Invalid(module, absl::StrFormat("bitsandbytes blocks of %d straddle rows of K = %d "
+                                           "unevenly (tessera needs one a multiple of the other)",
+                                           s.blocksize, k));
+  }
+  // The codes: ceil(n·k / 2) bytes in whatever storage dtype.
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView codes, store.Get(w));
+  if (static_cast<int64_t>(codes.bytes.size()) != CeilDiv(n * k, 2)) {
+    return Invalid(module, absl::StrFormat("tensor '%s' holds %d bytes, expected %d 4-bit codes",
+                                           w, codes.bytes.size(), n * k));
+  }
+  const int64_t blocks = CeilDiv(n * k, s.blocksize);
+  TESSERA_RETURN_IF_ERROR(
+      parse::RequireTensor(store, module, w + ".quant_map", {io::DType::kF32}, {16}).status());
+  s.nested = json.contains("nested_offset");
+  if (!s.nested) {
+    TESSERA_RETURN_IF_ERROR(
+        parse::RequireTensor(store, module, w + ".absmax", {io::DType::kF32}, {blocks}).status());
+    return std::optional<Bnb4bitState>(s);
+  }
+  s.nested_blocksize = parse::IntOr(json, "nested_blocksize", 0);
+  const auto offset = json.find("nested_offset");
+  if (s.nested_blocksize <= 0 || !offset->is_number()) {
+    return Invalid(module, absl::StrFormat("tensor '%s': nested_blocksize %d, nested_offset %s",
+                                           qs_name, s.nested_blocksize, offset->dump()));
+  }
+  s.nested_offset = offset->get<float>();
+  TESSERA_RETURN_IF_ERROR(
+      parse::RequireTensor(store, module, w + ".absmax", {io::DType::kU8}, {blocks}).status());
+  TESSERA_RETURN_IF_ERROR(parse::RequireTensor(store, module, w + ".nested_quant_map",
+                                               {io::DType::kF32}, {256})
+                              .status());
+  TESSERA_RETURN_IF_ERROR(parse::RequireTensor(store, module, w + ".nested_absmax",
+                                               {io::DType::kF32},
+                                               {CeilDiv(blocks, s.nested_blocksize)})
+                              .status());
+  return std::optional<Bnb4bitState>(s);
+}
+
+absl::Status UnpackBnb4bit(const io::TensorStore& store, const std::string& prefix, int64_t n,
+                           int64_t k, const Bnb4bitState& state, std::vector<uint8_t>* codes,
+                           std::vector<float>* scales, std::vector<float>* codebook) {
+  const std::string w = prefix + ".weight";
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView packed, store.Get(w));
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView map, store.Get(w + ".quant_map"));
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView absmax_view, store.Get(w + ".absmax"));
+  *codebook = Floats(map);
+  // Flat element e is row e / k, column e % k; bnb puts element 2j in byte j's high nibble.
+  codes->assign(static_cast<size_t>(n * (k / 2)), 0);
+  for (int64_t e = 0; e < n * k; ++e) {
+    const uint8_t byte = packed.bytes[e / 2];
+    const uint8_t code = e % 2 == 0 ? byte >> 4 : byte & 0x0F;
+    const int64_t row = e / k, col = e % k;
+    (*codes)[row * (k / 2) + col / 2] |= static_cast<uint8_t>(col % 2 == 0 ? code : code << 4);
+  }
+  std::vector<float> absmax;
+  if (state.nested) {
+    TESSERA_ASSIGN_OR_RETURN(io::TensorView nmap_view, store.Get(w + ".nested_quant_map"));
+    TESSERA_ASSIGN_OR_RETURN(io::TensorView nabs_view, store.Get(w + ".nested_absmax"));
+    const std::vector<float> nmap = Floats(nmap_view), nabs = Floats(nabs_view);
+    absmax.resize(absmax_view.bytes.size());
+    for (size_t i = 0; i < absmax.size(); ++i) {
+      // bnb: dequantize_blockwise (code[c] · absmax2 in f32), then += offset in f32.
+      const float product = nmap[absmax_view.bytes[i]] * nabs[i / state.nested_blocksize];
+      absmax[i] = product + state.nested_offset;
+    }
+  } else {
+    absmax = Floats(absmax_view);
+  }
+  const int64_t groups = k / state.group;
+  scales->resize(static_cast<size_t>(n * groups));
+  for (int64_t r = 0; r < n; ++r) {
+    for (int64_t g = 0; g < groups; ++g) {
+      (*scales)[r * groups + g] = absmax[(r * k + g * state.group) / state.blocksize];
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace tessera::quant
