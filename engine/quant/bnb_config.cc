@@ -1,9 +1,8 @@
 // `bitsandbytes` (transformers' BitsAndBytesConfig, quant_method "bitsandbytes"): 4-bit layers
 // (load_in_4bit: NF4 or bnb's FP4, with or without double quant; bnb_4bit.h reads their state),
 // resolved from the tensors each layer stores, as bitsandbytes' own loader does: a weight with a
-// quant state is 4-bit, one without it (llm_int8_skip_modules, lm_head) unquantized. 8-bit
-// LLM.int8 checkpoints (load_in_8bit: int8 weights with an SCB row scale) are refused naming the
-// layer.
+// quant state is 4-bit, one with an SCB row scale 8-bit (load_in_8bit, LLM.int8), one with
+// neither (llm_int8_skip_modules, lm_head) unquantized.
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
@@ -22,12 +21,7 @@ class BitsandbytesConfig : public QuantConfig {
   absl::StatusOr<LinearSpec> Resolve(const std::string& module, const std::string& prefix,
                                      int64_t n, int64_t k,
                                      const io::TensorStore& store) const override {
-    if (store.Contains(prefix + ".SCB")) {
-      return absl::UnimplementedError(absl::StrFormat(
-          "layer %s: bitsandbytes 8-bit (LLM.int8, tensor '%s.SCB') is not supported; "
-          "load the unquantized model or a 4-bit one",
-          module, prefix));
-    }
+    if (store.Contains(prefix + ".SCB")) return ResolveInt8(module, prefix, n, k, store);
     TESSERA_ASSIGN_OR_RETURN(std::optional<Bnb4bitState> state,
                              ReadBnb4bitState(store, module, prefix, n, k));
     if (!state.has_value()) {
@@ -53,6 +47,42 @@ class BitsandbytesConfig : public QuantConfig {
 
   std::string quant_type_;
   bool double_quant_ = false;
+
+ private:
+  // LLM.int8 (Linear8bitLt's state dict): `.weight` I8 [n, k], `.SCB` F32 [n] (each row's absmax,
+  // w = q · SCB / 127) and `.weight_format` U8 0 ("row", the only layout bitsandbytes >= 0.45
+  // writes). Runs as INT8 weight-only per channel, exact activations by default: the product
+  // LLM.int8's int8 matmul and its fp16 outlier columns (llm_int8_threshold) approximate.
+  static absl::StatusOr<LinearSpec> ResolveInt8(const std::string& module,
+                                                const std::string& prefix, int64_t n, int64_t k,
+                                                const io::TensorStore& store) {
+    TESSERA_RETURN_IF_ERROR(
+        parse::RequireTensor(store, module, prefix + ".weight", {io::DType::kI8}, {n, k}).status());
+    TESSERA_RETURN_IF_ERROR(
+        parse::RequireTensor(store, module, prefix + ".SCB", {io::DType::kF32}, {n}).status());
+    if (store.Contains(prefix + ".weight_format")) {
+      TESSERA_ASSIGN_OR_RETURN(io::TensorView format,
+                               parse::RequireTensor(store, module, prefix + ".weight_format",
+                                                    {io::DType::kU8}, {}, /*scalar=*/true));
+      if (format.bytes[0] != 0) {
+        return absl::UnimplementedError(absl::StrFormat(
+            "layer %s: tensor '%s.weight_format' is %d; only 0 (row-major int8) is read", module,
+            prefix, format.bytes[0]));
+      }
+    }
+    LinearSpec s;
+    s.module = module;
+    s.n = n;
+    s.k = k;
+    s.weight_format = WeightFormat::kInt8;
+    s.weight_scale = ScaleGranularity::kRowwise;
+    s.group_size = -1;
+    s.weight_scale_dtype = "F32 SCB/127";
+    s.source = "bitsandbytes int8";
+    s.reason = "checkpoint: bitsandbytes LLM.int8 (row absmax SCB; exact activations, no outlier "
+               "split)";
+    return s;
+  }
 };
 
 }  // namespace

@@ -173,6 +173,23 @@ absl::Status UnpackAwq(const LinearSpec& s, const std::string& qname, const std:
   return absl::OkStatus();
 }
 
+// bitsandbytes LLM.int8: weight I8 [N, K], SCB F32 [N]: codes q + 128 with zero point 128 and
+// scale SCB / 127 per row (one group of K). bnb's int8_vectorwise_dequant rounds twice, (q · SCB)
+// · f32(1/127); q · fl(SCB / 127) is within 3 · 2^-24 of it relatively.
+absl::Status UnpackBnbInt8(const LinearSpec& s, const std::string& p, const io::TensorStore& st,
+                           PackedWeights& w) {
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView q, st.Get(p + ".weight"));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<float> scb, Floats(st, p + ".SCB"));
+  w.bytes.resize(static_cast<size_t>(s.n * s.k));
+  for (size_t i = 0; i < w.bytes.size(); ++i) {
+    w.bytes[i] = static_cast<uint8_t>(static_cast<int8_t>(q.bytes[i]) + 128);
+  }
+  w.scales.resize(static_cast<size_t>(s.n));
+  for (int64_t r = 0; r < s.n; ++r) w.scales[r] = scb[r] / 127.0f;
+  w.zeros.assign(static_cast<size_t>(s.n), 128.0f);
+  return absl::OkStatus();
+}
+
 const uint8_t* Bytes(const io::TensorStore& st, const std::string& name) {
   auto v = st.Get(name);
   return v.ok() ? v->bytes.data() : nullptr;
@@ -298,6 +315,8 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
       }
       if (src.rfind("gptq", 0) == 0) {
         TESSERA_RETURN_IF_ERROR(UnpackGptq(spec, p, st, w));
+      } else if (src == "bitsandbytes int8") {
+        TESSERA_RETURN_IF_ERROR(UnpackBnbInt8(spec, p, st, w));
       } else {
         TESSERA_RETURN_IF_ERROR(UnpackCtPacked(spec, p, st, w));
       }

@@ -191,5 +191,62 @@ def _finish_4bit(h, d, name, model, sd, skip, qcfg, *, how):
         extra={"bnb_skip_modules": skip})
 
 
+def make_bnb_int8(h, name):
+    """transformers + bitsandbytes LLM.int8 (load_in_8bit): `.weight` I8 [N, K], `.SCB` F32 [N]
+    (each row's absmax), `.weight_format` U8 0 (row-major). Dequantized by bnb's own
+    int8_vectorwise_dequant, (q * SCB) * f32(1/127); tessera multiplies q by fl(SCB / 127), within
+    3 * 2^-24 of it relatively (dequant_relative_tolerance below)."""
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    _, F = _bnb()
+    d = h.fixture_dir(name)
+    skip = ["lm_head", "model.layers.0.mlp.down_proj"]
+    qc = BitsAndBytesConfig(load_in_8bit=True, llm_int8_skip_modules=skip)
+    model = AutoModelForCausalLM.from_pretrained(str(h.BASE_DIR), quantization_config=qc,
+                                                 device_map="cpu", dtype=torch.float32)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        sd = load_file(tmp + "/model.safetensors")
+        cfg_saved = json.loads(open(tmp + "/config.json").read())
+    sd.update(h.bf16_unquantized())
+    save_file(dict(sorted(sd.items())), str(d / "model.safetensors"), metadata={"format": "pt"})
+    h.write_config(d, cfg_saved["quantization_config"])
+    expected, spec, plan, weights_hf, unq = {}, {}, {}, {}, dict(h.bf16_unquantized())
+    for mname in h.LINEARS:
+        if mname + ".SCB" not in sd:
+            w = sd[mname + ".weight"]
+            unq[mname + ".weight"] = w
+            weights_hf[mname] = w.to(torch.float32)
+            plan[mname] = {"ignored": True, "stored": str(w.dtype).replace("torch.", "")}
+            continue
+        q, scb = sd[mname + ".weight"], sd[mname + ".SCB"]
+        assert int(sd[mname + ".weight_format"]) == 0
+        f32 = F.int8_vectorwise_dequant(q, scb).to(torch.float32)
+        expected[mname + ".weight"] = f32
+        # independent decode: the formula of bitsandbytes' LLM.int8 paper and README
+        spec[mname + ".weight"] = (q.to(torch.float32) * scb.view(-1, 1)) * \
+            torch.tensor(1.0 / 127.0, dtype=torch.float32)
+        weights_hf[mname] = f32
+        plan[mname] = {"weight": {"num_bits": 8, "scale": "SCB row absmax, w = q * SCB / 127"},
+                       "activation": "f32 (exact; bnb's int8 matmul with outlier columns "
+                                     "approximates this product)", "ignored": False}
+    plan["lm_head"] = {"ignored": True}
+    return h.finish(
+        d, name, made_by="producer",
+        producer={"library": "bitsandbytes", "how": "transformers AutoModelForCausalLM."
+                  "from_pretrained(base, quantization_config=BitsAndBytesConfig(load_in_8bit, "
+                  "llm_int8_skip_modules), device_map='cpu', dtype=float32) then "
+                  "save_pretrained; embed_tokens / lm_head replaced by their bf16 values"},
+        dequant_by={"made_by": "producer",
+                    "function": "bitsandbytes.functional.int8_vectorwise_dequant(weight, SCB)"},
+        quant_summary=cfg_saved["quantization_config"], plan=plan, expected=expected,
+        weights_hf=weights_hf, act_q={}, act_scheme=None, unquantized=unq, spec_decoded=spec,
+        nmse_limit=1e-3,
+        extra={"bnb_skip_modules": skip, "dequant_relative_tolerance": 3 * 2.0 ** -24,
+               "dequant_tolerance_note": "tessera scales by fl(SCB / 127) (one rounding per "
+                                         "weight after the integer product), bitsandbytes by "
+                                         "fl(fl(q * SCB) * fl(1/127))"})
+
+
 def builders():
-    return {"bnb_nf4_double": make_bnb_nf4_double, "bnb_fp4_b128": make_bnb_fp4_b128}
+    return {"bnb_nf4_double": make_bnb_nf4_double, "bnb_fp4_b128": make_bnb_fp4_b128,
+            "bnb_int8": make_bnb_int8}
