@@ -110,8 +110,11 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
   const bool pairs_i16 = fmt.ends_with("_PAIRS_I16");
   const bool pairs = fmt.ends_with("_PAIRS") || pairs_bf16 || pairs_i16;
   if (pairs) fmt = fmt.substr(0, fmt.size() - (pairs_bf16 ? 11 : pairs_i16 ? 10 : 6));
+  // NF4_G64_PANEL: bitsandbytes NF4 (blocks of 64, f32 absmax as double quant resolves them) on
+  // the codebook panels' f32 form, as QuantizedLinear runs it (the only kernel for it).
   const bool quant_panel = fmt == "INT4_G128_PANEL" || fmt == "INT8_G128_PANEL" ||
-                           fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL" || pairs;
+                           fmt == "NVFP4_PANEL" || fmt == "MXFP4_PANEL" ||
+                           fmt == "NF4_G64_PANEL" || pairs;
   if (quant_panel && !pairs) fmt = fmt.substr(0, fmt.size() - 6);
   // FP8_BLOCK_W8A8: DeepSeek-V3 / Qwen3-FP8 layers, 128x128 weight blocks and per-token-group-128
   // activation scales, both folded per block (FastQuantWeights::act_block_scales; the AVX-512 BF16
@@ -150,6 +153,16 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
     n_scales = n_zeros = n * k / group;
     w.scale_row_stride = k / group;
     w.scale_k = group;
+  } else if (fmt == "NF4_G64") {
+    static constexpr float kNf4[16] = {
+        -1.0f, -0.6961928f, -0.52507305f, -0.3949175f, -0.28444138f, -0.18477343f, -0.09105004f,
+        0.0f, 0.0795803f, 0.1609302f, 0.2461123f, 0.33791524f, 0.44070983f, 0.562617f,
+        0.72295684f, 1.0f};
+    w.decode = kf::QuantDecode::kCodebook4;
+    w.codebook = kNf4;
+    n_scales = n * k / 64;
+    w.scale_row_stride = k / 64;
+    w.scale_k = 64;
   } else {
     w.decode = fmt == "NVFP4" ? kf::QuantDecode::kNvfp4 : kf::QuantDecode::kMxfp4;
     bs_bytes = n * k / (fmt == "NVFP4" ? 16 : 32);
@@ -380,6 +393,7 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
                         "NVFP4_PANEL",
                         "MXFP4",
                         "MXFP4_PANEL",
+                        "NF4_G64_PANEL",
                         "INT4_G128_PAIRS",
                         "NVFP4_PAIRS",
                         "MXFP4_PAIRS",

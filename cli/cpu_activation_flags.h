@@ -32,10 +32,11 @@ inline backend::cpu::Int8Activations Int8ActivationsFlag(const Args& args) {
 
 inline const FlagSpec kCpuBf16ActivationsFlag = {
     "cpu_bf16_activations", true,
-    "bf16 weights, FP8 W8A16, INT4 weight-only, NVFP4 W4A16 and MXFP4: bf16 activations (one "
-    "vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models and vLLM's Marlin "
-    "kernels W8A16 / W4A16 layers; up to 2x prefill GEMM, faster 4-bit decode); changes results "
-    "slightly"};
+    "bf16 weights, FP8 W8A16, INT4 weight-only, NVFP4 W4A16, MXFP4 and bitsandbytes 4-bit: bf16 "
+    "activations (one vdpbf16ps per weight pair, as PyTorch and llama.cpp run bf16 models and "
+    "vLLM's Marlin kernels W8A16 / W4A16 layers; bitsandbytes' NF4 / FP4 codebook rounded to bf16 "
+    "too, as bitsandbytes computes in its bf16 compute dtype; up to 2x prefill GEMM, faster 4-bit "
+    "decode); changes results slightly"};
 
 inline const FlagSpec kCpuInt16ActivationsFlag = {
     "cpu_int16_activations", true,

@@ -251,14 +251,18 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
       spec->kernel = FourBitF32Fast() && spec->k % 32 == 0 ? "cpu/mxfp4-w4a16-fast"
                                                            : "cpu/mxfp4-w4a16-ref";
       break;
-    case WeightFormat::kBnb4bit:
+    case WeightFormat::kBnb4bit: {
       // bitsandbytes NF4 / FP4: f32 code values, so exact activations on the quant panels' f32
-      // form (QuantizedLinear::InitFast); none of the int8 / int16 / bf16 activation routes.
-      spec->kernel = kernels::cpu::fast::QuantPanelAvailable() && spec->group_size % 8 == 0
-                         ? absl::StrCat("cpu/bnb4-panels-",
-                                        kernels::cpu::fast::QuantPanelTargetName())
-                         : "cpu/bnb4-ref";
+      // form (QuantizedLinear::InitFast); under --cpu_bf16_activations bf16 activations and the
+      // codebook rounded to bf16 on the pair panels (bitsandbytes' own compute casts each weight
+      // to its bf16 compute dtype). No int8 / int16 route: the values are not integers.
+      const bool fast = kernels::cpu::fast::QuantPanelAvailable() && spec->group_size % 8 == 0;
+      if (fast && TakeBf16Activations(spec, "cpu/bnb4-bf16-act")) break;
+      spec->kernel = fast ? absl::StrCat("cpu/bnb4-panels-",
+                                         kernels::cpu::fast::QuantPanelTargetName())
+                          : "cpu/bnb4-ref";
       break;
+    }
     case WeightFormat::kGgufQ4_0:
     case WeightFormat::kGgufQ4_1:
     case WeightFormat::kGgufQ5_0:

@@ -238,8 +238,16 @@ void QuantizedLinear::InitFast() {
       fast_permute_ = true;
       break;
     }
-    case WeightFormat::kBnb4bit: {  // the quant panels' f32 form alone (exact activations)
-      if (s.activation != ActivationFormat::kFloat) return;
+    case WeightFormat::kBnb4bit: {
+      // Exact activations: the f32 form (NF4 / FP4 values are not bf16 ones). bf16 activations:
+      // the codebook itself rounded to bf16 (for the reference path too), which the pair form
+      // reads through its table where the CPU has AVX-512 BF16.
+      if (s.activation != ActivationFormat::kFloat && s.activation != ActivationFormat::kBf16) {
+        return;
+      }
+      if (s.activation == ActivationFormat::kBf16) {
+        for (float& v : w_.codebook) v = numeric::Bf16ToFloat(numeric::FloatToBf16(v));
+      }
       const kc::Codebook4Weights cw = w_.AsCodebook4();
       f.decode = kf::QuantDecode::kCodebook4;
       f.q = cw.packed;

@@ -74,6 +74,18 @@ struct PairTable {
   }
 };
 
+// The pair form's table of a layer: the format's constants, or for a codebook layer its own
+// values' bf16 bits (`words`: 32 entries, entry i the value of code i mod 16, every value exactly
+// a bf16: QuantPanelPairsSupported).
+template <QuantDecode F, bool kInt16>
+HWY_INLINE PairTable<F, kInt16> LoadPairTable(const uint16_t* words) {
+  if constexpr (F == QuantDecode::kCodebook4) {
+    return {_mm512_loadu_si512(words), _mm512_setzero_si512()};
+  } else {
+    return PairTable<F, kInt16>::Load();
+  }
+}
+
 // An FP4 group's 16 scales from its header bytes, exactly: UE4M3 as fast_quant_matmul.cc decodes
 // E4M3 (the byte sign-extended and shifted into an f32's fields, times 2^120; the NaN code is
 // excluded by QuantPanelSupported), E8M0 as 2^(e − 127) (e = 0 is the subnormal 2^-127).

@@ -173,10 +173,13 @@ bool QuantPanelSupported(const FastQuantWeights& w) {
 }
 
 bool QuantPanelPairsSupported(const FastQuantWeights& w) {
-  // Codebook values are f32 (NF4's are not bf16 or int16 values): the f32 form alone.
-  if (!QuantPanelPairsAvailable() || !QuantPanelSupported(w) ||
-      w.decode == QuantDecode::kCodebook4) {
-    return false;
+  if (!QuantPanelPairsAvailable() || !QuantPanelSupported(w)) return false;
+  // Codebook layers whose every value is a bf16 (NF4's are not: the engine rounds them for bf16
+  // activations) read their codes through a bf16 table as INT4 does.
+  if (w.decode == QuantDecode::kCodebook4) {
+    return std::all_of(w.codebook, w.codebook + 16, [](float v) {
+      return numeric::Bf16ToFloat(numeric::FloatToBf16(v)) == v;
+    });
   }
   return IsFourBit(w.decode) || internal::QuantPanelCodingOf(w).centre <= kMaxPairByteCentre;
 }
@@ -210,8 +213,9 @@ FastQuantWeights RepackQuantPanelsAs(const FastQuantWeights& w, uint8_t* dst, Qu
   const int64_t groups = w.k / geo.group, gb = geo.GroupBytes();
   const bool bytes = w.decode == QuantDecode::kInt8;
   const int centre = coding.centre;
+  const bool codebook = w.decode == QuantDecode::kCodebook4;
   const bool pairs = (form == QuantPanelForm::kBf16Pairs &&
-                      (IsFourBit(w.decode) || (bytes && centre <= kMaxPairByteCentre))) ||
+                      (IsFourBit(w.decode) || codebook || (bytes && centre <= kMaxPairByteCentre))) ||
                      (form == QuantPanelForm::kInt16Pairs && (IsFourBit(w.decode) || bytes));
   out.pair_panels = pairs;
   // The smallest nonzero product 0.5 · 2^(e − 127) is normal from e = 2; the largest

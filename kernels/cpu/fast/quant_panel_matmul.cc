@@ -57,7 +57,7 @@ using panel_decode::IsInteger;
 using panel_decode::kCodeBits;
 using panel_decode::kCodesPerLane;
 using panel_decode::kPairsPerChunk;
-using panel_decode::PairTable;
+using panel_decode::LoadPairTable;
 using panel_dots::Acc;
 using panel_dots::Acts;
 using panel_dots::PairMadd;
@@ -105,6 +105,7 @@ struct Job {
   bool symmetric;         // integer codes: headers of scales alone, no zero-point fold
   float alpha;            // y = α · tot (NVFP4; 1 otherwise)
   const float* codebook;  // kCodebook4: the 16 code values
+  const uint16_t* codebook_words;  // ... as the pair form's 32-entry bf16 table
   float* y;               // y + m0 · y_stride + col0
   int64_t y_stride;
   const float* bias;      // bias + col0, or null
@@ -193,7 +194,7 @@ void GroupTile(const Job& job) {
           }
         }
       } else {
-        const auto table = PairTable<F, A == Acts::kInt16>::Load();
+        const auto table = LoadPairTable<F, A == Acts::kInt16>(job.codebook_words);
         for (int64_t t = 0; t < job.chunks; ++t) {
           for (int j = 0; j < NV; ++j) {
             const uint8_t* chunk = head + j * job.panel_bytes + job.head_bytes + 64 * t;
@@ -383,7 +384,7 @@ void DecodeBlock(const Job& job, int nv, float* dec, float* dec_scales) {
       for (int64_t t = 0; t < job.chunks; ++t) {
         __m512i codes = _mm512_loadu_si512(head + job.head_bytes + 64 * t);
         if constexpr (kPairs) {
-          const auto table = PairTable<F, kInt16>::Load();
+          const auto table = LoadPairTable<F, kInt16>(job.codebook_words);
           for (int p = 0; p < kPairsPerChunk<F>;
                ++p, codes = _mm512_srli_epi32(codes, kCodeBits<F>)) {
             _mm512_storeu_si512(out + (kPairsPerChunk<F> * t + p) * 16, table.Decode(codes));
@@ -449,6 +450,11 @@ void Run(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float
   job.symmetric = !zero_folds;
   job.alpha = F == QuantDecode::kNvfp4 ? w.alpha : 1.0f;
   job.codebook = w.codebook;
+  alignas(64) uint16_t codebook_words[32] = {};
+  if constexpr (F == QuantDecode::kCodebook4 && kPairs) {
+    for (int i = 0; i < 32; ++i) codebook_words[i] = panel_decode::Bf16Bits(w.codebook[i % 16]);
+  }
+  job.codebook_words = codebook_words;
   job.y_stride = w.n;
   const int64_t p_begin = n_begin / panels::kCols, p_end = panels::Count(n_end);
   for (int64_t p0 = p_begin; p0 < p_end; p0 += kTileVecs) {
@@ -511,8 +517,8 @@ void Dispatch(const FastQuantWeights& w, const CallActs& a, int64_t rows, const 
       return Run<QuantDecode::kMxfp4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
     case QuantDecode::kNvfp4:
       return Run<QuantDecode::kNvfp4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
-    case QuantDecode::kCodebook4:  // the f32 form alone (its values are not bf16 or int16)
-      if constexpr (A == Acts::kF32) {
+    case QuantDecode::kCodebook4:  // no int16 route (codebook values are not int16 ones)
+      if constexpr (A != Acts::kInt16) {
         if (w.half_panel_headers) {
           return Run<QuantDecode::kCodebook4, A, Header::kF16>(w, a, rows, bias, y, n_begin, n_end);
         }

@@ -3,6 +3,8 @@
 // logits stay close to the exact default (hi + lo split) without being equal to them, and a
 // sequence's logits are bit-identical whether its steps run alone or batched with another
 // sequence's prefill (the server's concurrent-equals-sequential property at the decoder level).
+// The same for bitsandbytes NF4 layers (the producer-made bnb_nf4_double fixture), whose codebook
+// is rounded to bf16 with the activations, and whose exact default is batch-invariant too.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -10,6 +12,7 @@
 
 #include "engine/quant/linear_spec.h"
 #include "engine/runtime/engine_loader.h"
+#include "kernels/cpu/fast/quant_panel_matmul.h"
 #include "tests/engine/runtime/small_model_test_util.h"
 
 namespace tessera::runtime {
@@ -51,6 +54,36 @@ TEST(Bf16ActivationsTest, CloseToExactAndBatchInvariant) {
   const double diff = MaxRelativeDiff(PrefillLogits(*exact, a), PrefillLogits(*bf16, a));
   EXPECT_GT(diff, 0.0) << "bf16 activations changed nothing: were they rounded at all?";
   EXPECT_LE(diff, 2e-2);
+  ExpectAloneEqualsBatched(*bf16);
+}
+
+std::unique_ptr<LoadedEngine> LoadBnb(bool bf16_activations) {
+  EngineOptions options;
+  options.threads = 2;
+  options.cpu_bf16_activations = bf16_activations;
+  auto e = LoadEngine(std::string(TESSERA_SOURCE_DIR) + "/tests/data/quant/bnb_nf4_double",
+                      options);
+  EXPECT_TRUE(e.ok()) << e.status();
+  return e.ok() ? std::move(*e) : nullptr;
+}
+
+TEST(Bf16ActivationsTest, BitsandbytesNf4LayersTakeThemAndStayBatchInvariant) {
+  auto exact = LoadBnb(false);
+  auto bf16 = LoadBnb(true);
+  ASSERT_TRUE(exact && bf16);
+  const quant::LinearSpec* q = bf16->plan->Find("model.layers.0.self_attn.q_proj");
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(q->weight_format, quant::WeightFormat::kBnb4bit);
+  EXPECT_EQ(exact->plan->Find(q->module)->activation, quant::ActivationFormat::kFloat);
+  if (kernels::cpu::fast::QuantPanelAvailable()) {
+    EXPECT_EQ(q->activation, quant::ActivationFormat::kBf16);
+    EXPECT_EQ(q->kernel, "cpu/bnb4-bf16-act");
+  }
+  const std::vector<int32_t> a = SmallTokens(11, 3);
+  const double diff = MaxRelativeDiff(PrefillLogits(*exact, a), PrefillLogits(*bf16, a));
+  EXPECT_GT(diff, 0.0);
+  EXPECT_LE(diff, 2e-2);
+  ExpectAloneEqualsBatched(*exact);
   ExpectAloneEqualsBatched(*bf16);
 }
 

@@ -287,6 +287,11 @@ INSTANTIATE_TEST_SUITE_P(
                                          QuantDecode::kMxfp4, QuantDecode::kNvfp4),
                        ::testing::Values(Form::kSplit, Form::kBf16, Form::kInt16)),
     ParamName);
+// Codebook layers whose values are bf16 ones take the pair form too (no int16 route).
+INSTANTIATE_TEST_SUITE_P(CodebookPairForm, QuantPanelTest,
+                         ::testing::Combine(::testing::Values(QuantDecode::kCodebook4),
+                                            ::testing::Values(Form::kSplit, Form::kBf16)),
+                         ParamName);
 
 TEST(QuantPanelLayoutTest, RepackPutsEveryCodeScaleAndZeroInItsSlot) {
   // INT4, groups of 8: a 128-byte header, then one 64-byte chunk whose 32-bit lane c holds
@@ -511,14 +516,20 @@ TEST(QuantPanelLayoutTest, SupportedChecksTheLayout) {
   EXPECT_EQ(QuantPanelPairsSupported(bytes), QuantPanelPairsAvailable());
   six[77] = 64;
   EXPECT_FALSE(QuantPanelPairsSupported(bytes));
-  // Codebook layers (bitsandbytes NF4 / FP4): groups of whole 8-code lanes, a codebook, and the
-  // f32 form alone (no bf16 pair, int16 or AMX route: its values are not bf16 or int16 ones).
+  // Codebook layers (bitsandbytes NF4 / FP4): groups of whole 8-code lanes, a codebook; the pair
+  // form only for a codebook of bf16 values, never the int16 route.
   const Layer nf4 = Make(QuantDecode::kCodebook4, 16, 128, 64, 4);
   FastQuantWeights cb = nf4.w;
   cb.q = nf4.q.data();
   EXPECT_TRUE(QuantPanelSupported(cb));
-  EXPECT_FALSE(QuantPanelPairsSupported(cb));
+  EXPECT_FALSE(QuantPanelPairsSupported(cb));  // NF4's values are not bf16 ones
   EXPECT_FALSE(QuantPanelInt16Takes(cb));
+  std::vector<float> rounded(nf4.codebook);
+  for (float& v : rounded) v = numeric::Bf16ToFloat(numeric::FloatToBf16(v));
+  FastQuantWeights cb_bf16 = cb;
+  cb_bf16.codebook = rounded.data();
+  EXPECT_EQ(QuantPanelPairsSupported(cb_bf16), QuantPanelPairsAvailable());
+  EXPECT_FALSE(QuantPanelInt16Takes(cb_bf16));
   EXPECT_FALSE(nf4.w.pair_panels);
   EXPECT_FALSE(FastQuantSupported(cb));  // no row kernel
   FastQuantWeights no_book = cb;

@@ -133,7 +133,12 @@ inline Layer Make(QuantDecode format, int64_t n, int64_t k, int64_t int_group, u
     w.scale_row_stride = k / group;
     w.scale_k = group;
   } else if (codebook) {
-    l.codebook.assign(kNf4Values, kNf4Values + 16);
+    // The pair forms read a bf16 table: NF4 rounded to bf16 there (as the engine does for bf16
+    // activations), exact in the f32 form.
+    for (const float v : kNf4Values) {
+      l.codebook.push_back(form == Form::kF32 ? v
+                                              : numeric::Bf16ToFloat(numeric::FloatToBf16(v)));
+    }
     // A zero absmax now and then (an all-zero block), the rest positive.
     for (int64_t i = 0; i < groups; ++i) l.scales.push_back(i % 11 == 4 ? 0.0f : scale(rng) * 20);
     w.scale_rows = 1;
