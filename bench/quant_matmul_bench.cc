@@ -158,8 +158,15 @@ void BM_QuantMatmul(benchmark::State& state, std::string fmt, int64_t n, int64_t
         -1.0f, -0.6961928f, -0.52507305f, -0.3949175f, -0.28444138f, -0.18477343f, -0.09105004f,
         0.0f, 0.0795803f, 0.1609302f, 0.2461123f, 0.33791524f, 0.44070983f, 0.562617f,
         0.72295684f, 1.0f};
+    // NF4_G64_PAIRS_BF16: --cpu_bf16_activations' form, the codebook rounded to bf16 on the pair
+    // panels.
+    static const std::vector<float> kNf4Bf16 = [] {
+      std::vector<float> r(kNf4, kNf4 + 16);
+      for (float& v : r) v = numeric::Bf16ToFloat(numeric::FloatToBf16(v));
+      return r;
+    }();
     w.decode = kf::QuantDecode::kCodebook4;
-    w.codebook = kNf4;
+    w.codebook = pairs ? kNf4Bf16.data() : kNf4;
     n_scales = n * k / 64;
     w.scale_row_stride = k / 64;
     w.scale_k = 64;
@@ -400,6 +407,7 @@ void RegisterQuantMatmulBenchmarks(std::span<const Shape> gemm) {
                         "INT4_G128_PAIRS_BF16",
                         "NVFP4_PAIRS_BF16",
                         "MXFP4_PAIRS_BF16",
+                        "NF4_G64_PAIRS_BF16",
                         "INT4_G128_PAIRS_I16",
                         "NVFP4_PAIRS_I16",
                         "MXFP4_PAIRS_I16",

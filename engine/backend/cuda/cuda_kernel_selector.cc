@@ -88,6 +88,13 @@ absl::Status CudaKernelSelector::Select(LinearSpec* spec) const {
     case WeightFormat::kInt4:
     case WeightFormat::kInt4Awq:
       return SelectW4A16(spec);
+    case WeightFormat::kBnb4bit:
+      // No 4-bit codebook GEMM on CUDA yet: dequantized to bf16 at upload (the weights
+      // bitsandbytes' own CUDA path multiplies, cast to its bf16 compute dtype), 4x the memory.
+      if (absl::Status st = GenericKernelsRun(sm_, spec->module); !st.ok()) return st;
+      spec->kernel = "cuda/bnb4-dequant-bf16";
+      AppendReason(spec, "fallback: no CUDA kernel for bitsandbytes 4-bit, dequantized to bf16");
+      return absl::OkStatus();
     default:
       return absl::UnimplementedError(
           absl::StrCat(spec->module, ": no CUDA kernel for ",

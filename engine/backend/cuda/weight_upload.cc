@@ -67,12 +67,14 @@ std::vector<uint16_t> DequantizeToBf16(const quant::PackedWeights& packed) {
 }
 
 // bf16 [N, K] for the cuBLASLt bf16 GEMM: a dense tensor converted (bf16 copied bit for bit),
-// a quantized layer the plan dequantizes ("dequantized from ..."), or FP8 for W8A16.
+// a quantized layer the plan dequantizes ("dequantized from ..."), FP8 for W8A16, or bitsandbytes
+// 4-bit (no CUDA kernel of its own).
 absl::StatusOr<std::vector<uint16_t>> Bf16Weights(const LinearSpec& spec,
                                                   const std::string& weight_name,
                                                   const io::TensorStore& store,
                                                   const quant::QuantConfig& quant_config) {
-  if (spec.weight_format == WeightFormat::kFp8E4m3) {
+  if (spec.weight_format == WeightFormat::kFp8E4m3 ||
+      spec.weight_format == WeightFormat::kBnb4bit) {
     TESSERA_ASSIGN_OR_RETURN(quant::PackedWeights packed, LoadPacked(spec, weight_name, store));
     return DequantizeToBf16(packed);
   }
@@ -214,7 +216,8 @@ absl::Status CopyToDevice(void* dst, const void* src, size_t bytes) {
 
 absl::StatusOr<DeviceLinearKind> DeviceLinearKindFor(const LinearSpec& spec) {
   const std::string& id = spec.kernel;
-  if (id == "cuda/cublaslt-bf16" || id == "cuda/fp8-w8a16-dequant-bf16") {
+  if (id == "cuda/cublaslt-bf16" || id == "cuda/fp8-w8a16-dequant-bf16" ||
+      id == "cuda/bnb4-dequant-bf16") {
     // cuBLASLt takes bf16 GEMMs of any shape (odd ones, like stories260K's ffn of 172, get
     // unvectorized kernels), so there is no shape rule to check here.
     return DeviceLinearKind::kBf16;

@@ -218,6 +218,13 @@ TEST(CudaKernelSelectorTest, WeightOnlyAndErrors) {
   ASSERT_TRUE(CudaKernelSelector(120).Select(&s).ok());
   EXPECT_EQ(s.kernel, "cuda/w4a16-mma-mxfp4");
 
+  // bitsandbytes 4-bit: dequantized to bf16 at upload, the reason says so.
+  s.weight_format = WeightFormat::kBnb4bit;
+  s.group_size = 64;
+  ASSERT_TRUE(CudaKernelSelector(90).Select(&s).ok());
+  EXPECT_EQ(s.kernel, "cuda/bnb4-dequant-bf16");
+  EXPECT_NE(s.reason.find("dequantized to bf16"), std::string::npos) << s.reason;
+
   s.weight_format = WeightFormat::kGgufQ4_K;
   st = CudaKernelSelector(90).Select(&s);
   EXPECT_EQ(st.code(), absl::StatusCode::kUnimplemented);
