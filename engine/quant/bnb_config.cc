@@ -79,8 +79,8 @@ class BitsandbytesConfig : public QuantConfig {
     s.group_size = -1;
     s.weight_scale_dtype = "F32 SCB/127";
     s.source = "bitsandbytes int8";
-    s.reason = "checkpoint: bitsandbytes LLM.int8 (row absmax SCB; exact activations, no outlier "
-               "split)";
+    s.reason = "checkpoint: bitsandbytes LLM.int8 (w = q * SCB / 127; bnb's fp16 outlier "
+               "columns are an activation-side approximation tessera does not make)";
     return s;
   }
 };
