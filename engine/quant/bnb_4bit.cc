@@ -33,9 +33,12 @@ absl::StatusOr<std::optional<Bnb4bitState>> ReadBnb4bitState(const io::TensorSto
   const std::string w = prefix + ".weight";
   std::string qs_name;
   for (const char* type : {"nf4", "fp4"}) {
-    if (store.Contains(absl::StrCat(w, ".quant_state.bitsandbytes__", type))) {
-      qs_name = absl::StrCat(w, ".quant_state.bitsandbytes__", type);
+    const std::string name = absl::StrCat(w, ".quant_state.bitsandbytes__", type);
+    if (!store.Contains(name)) continue;
+    if (!qs_name.empty()) {
+      return Invalid(module, absl::StrFormat("both '%s' and '%s' are present", qs_name, name));
     }
+    qs_name = name;
   }
   if (qs_name.empty()) return std::optional<Bnb4bitState>();
   TESSERA_ASSIGN_OR_RETURN(io::TensorView qs,
@@ -51,7 +54,9 @@ absl::StatusOr<std::optional<Bnb4bitState>> ReadBnb4bitState(const io::TensorSto
     return Invalid(module, absl::StrFormat("tensor '%s' says quant_type '%s'", qs_name,
                                            s.quant_type));
   }
-  if (s.blocksize <= 0 || s.blocksize % 2 != 0) {
+  // bitsandbytes writes 32 to 4096; anything even up to 2^24 is read (no overflow below).
+  constexpr int64_t kMaxBlock = int64_t{1} << 24;
+  if (s.blocksize <= 0 || s.blocksize % 2 != 0 || s.blocksize > kMaxBlock) {
     return Invalid(module, absl::StrFormat("tensor '%s': blocksize %d", qs_name, s.blocksize));
   }
   const auto shape = json.find("shape");
@@ -85,7 +90,7 @@ absl::StatusOr<std::optional<Bnb4bitState>> ReadBnb4bitState(const io::TensorSto
   }
   s.nested_blocksize = parse::IntOr(json, "nested_blocksize", 0);
   const auto offset = json.find("nested_offset");
-  if (s.nested_blocksize <= 0 || !offset->is_number()) {
+  if (s.nested_blocksize <= 0 || s.nested_blocksize > kMaxBlock || !offset->is_number()) {
     return Invalid(module, absl::StrFormat("tensor '%s': nested_blocksize %d, nested_offset %s",
                                            qs_name, s.nested_blocksize, offset->dump()));
   }

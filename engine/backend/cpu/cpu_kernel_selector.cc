@@ -254,13 +254,12 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
     case WeightFormat::kBnb4bit: {
       // bitsandbytes NF4 / FP4: f32 code values, so exact activations on the quant panels' f32
       // form (QuantizedLinear::InitFast); under --cpu_bf16_activations bf16 activations and the
-      // codebook rounded to bf16 on the pair panels (bitsandbytes' own compute casts each weight
-      // to its bf16 compute dtype). No int8 / int16 route: the values are not integers.
+      // codebook rounded to bf16 (bitsandbytes' own compute casts each weight to its bf16 compute
+      // dtype), on the pair panels with AVX-512 BF16, the f32 form elsewhere. No int8 / int16
+      // route: the values are not integers.
       const bool fast = kernels::cpu::fast::QuantPanelAvailable() && spec->group_size % 8 == 0;
       if (fast && TakeBf16Activations(spec, "cpu/bnb4-bf16-act")) break;
-      spec->kernel = fast ? absl::StrCat("cpu/bnb4-panels-",
-                                         kernels::cpu::fast::QuantPanelTargetName())
-                          : "cpu/bnb4-ref";
+      spec->kernel = fast ? "cpu/bnb4-fast" : "cpu/bnb4-ref";
       break;
     }
     case WeightFormat::kGgufQ4_0:

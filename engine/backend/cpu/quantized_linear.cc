@@ -55,6 +55,12 @@ void DecodeNvfp4ActivationsPermuted(const uint8_t* packed, const uint8_t* sf, in
 }  // namespace
 
 void QuantizedLinear::InitFast() {
+  // bitsandbytes 4-bit under bf16 activations: the codebook rounded to bf16 for every path, the
+  // reference included (the weights bitsandbytes' bf16 compute dtype holds, to 2^-9).
+  if (w_.spec.weight_format == WeightFormat::kBnb4bit &&
+      w_.spec.activation == ActivationFormat::kBf16) {
+    for (float& v : w_.codebook) v = numeric::Bf16ToFloat(numeric::FloatToBf16(v));
+  }
   // Escape hatch for A/B measurements and bisecting: keep every layer on the reference kernels.
   if (std::getenv("TESSERA_QUANT_REFERENCE") != nullptr) return;
   if (InitInt8Dot()) return;
@@ -240,13 +246,10 @@ void QuantizedLinear::InitFast() {
     }
     case WeightFormat::kBnb4bit: {
       // Exact activations: the f32 form (NF4 / FP4 values are not bf16 ones). bf16 activations:
-      // the codebook itself rounded to bf16 (for the reference path too), which the pair form
-      // reads through its table where the CPU has AVX-512 BF16.
+      // the codebook rounded above, which the pair form reads through its table where the CPU
+      // has AVX-512 BF16 (the f32 form elsewhere).
       if (s.activation != ActivationFormat::kFloat && s.activation != ActivationFormat::kBf16) {
         return;
-      }
-      if (s.activation == ActivationFormat::kBf16) {
-        for (float& v : w_.codebook) v = numeric::Bf16ToFloat(numeric::FloatToBf16(v));
       }
       const kc::Codebook4Weights cw = w_.AsCodebook4();
       f.decode = kf::QuantDecode::kCodebook4;

@@ -1,8 +1,11 @@
 // The CPU Linear for every quantized LinearSpec: FP8 W8A8 (static per-tensor, dynamic per-token
 // with an optional upper bound, per-token-group with block weights) and W8A16; INT8 W8A8 with
 // symmetric or asymmetric activations; integer weight-only (GPTQ, compressed-tensors, AWQ, Quark;
-// groups, zero points, act-order); NVFP4 W4A4 (static or dynamic activation global scale) and
-// W4A16; MXFP4 W4A16. Activations are quantized once per call with the reference formulas, then
+// groups, zero points, act-order; bitsandbytes LLM.int8 as INT8 per row); NVFP4 W4A4 (static or
+// dynamic activation global scale) and W4A16; MXFP4 W4A16; bitsandbytes 4-bit (NF4 / FP4
+// codebook, an f32 absmax per block: the quant panels' codebook decode, f32 form with exact
+// activations, bf16 pairs with the codebook rounded under bf16 activations; no row kernel).
+// Activations are quantized once per call with the reference formulas, then
 // output columns are split across the thread pool.
 // Fast paths (kernels/cpu/fast/fast_quant_matmul.h, chosen once at construction when the layout
 // allows): FP8 W8A16 (any weight scale layout) and W8A8 with per-tensor/per-row weight scales and

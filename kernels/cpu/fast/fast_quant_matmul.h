@@ -43,7 +43,7 @@ enum class QuantDecode {
   kNvfp4,  // q [n, k / 2] E2M1 pairs, block_scales [n, k / 16] UE4M3; w = (e2m1 · sf) · alpha
   kMxfp4,  // q [n, k / 2] E2M1 pairs, block_scales [n, k / 32] E8M0; w = e2m1 · 2^(e − 127)
   // q [n, k / 2] index pairs; w = codebook[q] · scales[n, k / scale_k] (bitsandbytes NF4 / FP4:
-  // codebook_matmul.h). The quant panels' f32 form alone runs it (FastQuantSupported: false).
+  // codebook4_matmul.h). The quant panels run it (FastQuantSupported: false).
   kCodebook4,
 };
 

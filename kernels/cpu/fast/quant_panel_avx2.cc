@@ -16,7 +16,9 @@
 // Decode per 8 weights: INT4 codes XORed with 8 once per chunk, each nibble shifted to the top and
 // arithmetically back (its two's complement value is q − 8), then converted; byte codes the same
 // on bytes; E2M1 a `vpermps` of the magnitude from the code's low 3 bits and its sign bit moved to
-// bit 31 (8 entries is all AVX2's permute indexes). AVX-512 takes one `vpermps` of 16 entries.
+// bit 31 (8 entries is all AVX2's permute indexes); a codebook (bitsandbytes NF4 / FP4) a
+// `vpermps` into each half of its 16 values and a blend on the code's bit 3. AVX-512 takes one
+// `vpermps` of 16 entries.
 #include <algorithm>
 #include <cstring>
 #include <utility>

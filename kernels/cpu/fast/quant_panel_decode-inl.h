@@ -21,8 +21,12 @@ alignas(64) constexpr float kInt4Values[16] = {-8, -7, -6, -5, -4, -3, -2, -1,
 alignas(64) constexpr float kE2m1Values[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
                                                4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
                                                -2.0f, -3.0f, -4.0f, -6.0f};
+// Codebook layers have no constant table (null: read at compile time, it fails to compile);
+// their values come from the layer (CodeTable, LoadPairTable).
 template <QuantDecode F>
-inline constexpr const float* kCodeValues = F == QuantDecode::kInt4 ? kInt4Values : kE2m1Values;
+inline constexpr const float* kCodeValues = F == QuantDecode::kInt4        ? kInt4Values
+                                            : F == QuantDecode::kCodebook4 ? nullptr
+                                                                           : kE2m1Values;
 
 template <QuantDecode F>
 HWY_INLINE __m512 CodeValues() {
@@ -54,6 +58,7 @@ struct PairTable {
     struct Words {
       alignas(64) uint16_t v[64];
     } t{};
+    if (F == QuantDecode::kCodebook4) return t;  // none: each layer's own (LoadPairTable)
     for (int i = 0; i < kEntries; ++i) {
       t.v[i] = F == QuantDecode::kInt8 ? Word(static_cast<float>(i < 32 ? i : i - 64))
                                        : Word(kCodeValues<F>[i % 16]);

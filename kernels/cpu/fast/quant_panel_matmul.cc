@@ -493,12 +493,14 @@ void Run(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float
   }
 }
 
-// Run for integer codes with w's header.
+// Run for integer codes or codebook layers (never K-quant headers) with w's header.
 template <QuantDecode F, Acts A>
 void RunInteger(const FastQuantWeights& w, const CallActs& a, int64_t rows, const float* bias,
                 float* y, int64_t n_begin, int64_t n_end) {
-  if (w.kquant_panel_headers)
-    return Run<F, A, Header::kKQuant>(w, a, rows, bias, y, n_begin, n_end);
+  if constexpr (F != QuantDecode::kCodebook4) {
+    if (w.kquant_panel_headers)
+      return Run<F, A, Header::kKQuant>(w, a, rows, bias, y, n_begin, n_end);
+  }
   if (w.half_panel_headers) return Run<F, A, Header::kF16>(w, a, rows, bias, y, n_begin, n_end);
   Run<F, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
 }
@@ -519,10 +521,7 @@ void Dispatch(const FastQuantWeights& w, const CallActs& a, int64_t rows, const 
       return Run<QuantDecode::kNvfp4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
     case QuantDecode::kCodebook4:  // no int16 route (codebook values are not int16 ones)
       if constexpr (A != Acts::kInt16) {
-        if (w.half_panel_headers) {
-          return Run<QuantDecode::kCodebook4, A, Header::kF16>(w, a, rows, bias, y, n_begin, n_end);
-        }
-        return Run<QuantDecode::kCodebook4, A, Header::kF32>(w, a, rows, bias, y, n_begin, n_end);
+        return RunInteger<QuantDecode::kCodebook4, A>(w, a, rows, bias, y, n_begin, n_end);
       }
       return;
     default:

@@ -2,8 +2,12 @@
 // runs on AVX-512 CPUs (and, in its f32 form, on AVX2 ones: quant_panel_avx2.cc, the same bits)
 // for integer weight-only layers (GPTQ, AWQ, compressed-tensors: INT4 as
 // kU4Pairs codes, INT8 / INT3 / INT2 as one code per byte, a scale and zero point per (column,
-// group)), MXFP4 (gpt-oss: E2M1 codes, an E8M0 scale per 32) and NVFP4 W4A16 (E2M1 codes, a
-// UE4M3 scale per 16, a global alpha), decode and prefill alike.
+// group)), MXFP4 (gpt-oss: E2M1 codes, an E8M0 scale per 32), NVFP4 W4A16 (E2M1 codes, a
+// UE4M3 scale per 16, a global alpha) and 4-bit codebook layers (bitsandbytes NF4 / FP4:
+// kCodebook4, an index into the layer's 16 f32 values times an f32 absmax per group; headers of
+// the 16 columns' scales alone, f32 or exactly f16; the f32 form's `vpermps` reads the layer's
+// table instead of INT4's constants, and the pair form takes it only when every value is a bf16),
+// decode and prefill alike.
 //
 // Why: FastQuantMatmul's decoders build a value table per (row, block), or decode bytes per
 // weight, and sum each output as a lane-parallel dot product over K; its prefill tiles reload

@@ -5,6 +5,7 @@
 // bnb_* cases.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -91,7 +92,8 @@ std::string StateJson(const FlatLayer& l, const std::string& type = "nf4") {
   std::string j = absl::StrCat(R"({"quant_type": ")", type, R"(", "blocksize": )", l.blocksize,
                                R"(, "dtype": "bfloat16", "shape": [)", l.n, ", ", l.k, "]");
   if (l.nested) {
-    absl::StrAppend(&j, R"(, "nested_blocksize": 4, "nested_dtype": "float32", "nested_offset": 0.0625)");
+    absl::StrAppend(&j, R"(, "nested_blocksize": 4, "nested_dtype": "float32", )",
+                    R"("nested_offset": 0.0625)");
   }
   return j + "}";
 }
@@ -218,6 +220,26 @@ TEST(Bnb4bitTest, MalformedStatesNameTheLayerAndTensor) {
        },
        "dtype U8"},
       {"codebook", [&](FlatLayer& l) { l.store.Remove(w + ".quant_map"); }, "quant_map"},
+      {"codebook size",
+       [&](FlatLayer& l) {
+         l.store.Add(w + ".quant_map", io::DType::kF32, {8}, std::vector<float>(8, 0.5f));
+       },
+       "quant_map"},
+      {"codebook dtype",
+       [&](FlatLayer& l) {
+         l.store.Add(w + ".quant_map", io::DType::kF16, {16}, std::vector<uint16_t>(16, 0));
+       },
+       "dtype F16"},
+      {"two states",
+       [&](FlatLayer& l) {
+         l.store.AddJson(w + ".quant_state.bitsandbytes__fp4", StateJson(l, "fp4"));
+       },
+       "both"},
+      {"huge block", [&](FlatLayer& l) {
+         FlatLayer other = l;
+         other.blocksize = int64_t{1} << 40;
+         l.store.AddJson(qs, StateJson(other));
+       }, "blocksize"},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
@@ -228,12 +250,29 @@ TEST(Bnb4bitTest, MalformedStatesNameTheLayerAndTensor) {
     EXPECT_THAT(std::string(spec.status().message()), HasSubstr(kLayer));
     EXPECT_THAT(std::string(spec.status().message()), HasSubstr(c.message));
   }
-  // Double quant without its nested tensors.
-  FlatLayer nested = MakeFlat(4, 128, 64, true, 2);
-  nested.store.Remove(w + ".nested_absmax");
-  auto spec = Resolve(nested);
-  ASSERT_FALSE(spec.ok());
-  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("nested_absmax"));
+  // Double quant with a nested tensor missing or misshaped, or a bad nested block size.
+  const std::vector<std::pair<std::function<void(FlatLayer&)>, const char*>> nested_cases = {
+      {[&](FlatLayer& l) { l.store.Remove(w + ".nested_absmax"); }, "nested_absmax"},
+      {[&](FlatLayer& l) {
+         l.store.Add(w + ".nested_quant_map", io::DType::kF32, {255}, std::vector<float>(255));
+       },
+       "nested_quant_map"},
+      {[&](FlatLayer& l) {
+         std::string json = StateJson(l);
+         const std::string from = "\"nested_blocksize\": 4";
+         json.replace(json.find(from), from.size(), "\"nested_blocksize\": 0");
+         l.store.AddJson(qs, json);
+       },
+       "nested_blocksize 0"},
+  };
+  for (const auto& [spoil, message] : nested_cases) {
+    SCOPED_TRACE(message);
+    FlatLayer nested = MakeFlat(4, 128, 64, true, 2);
+    spoil(nested);
+    auto spec = Resolve(nested);
+    ASSERT_FALSE(spec.ok());
+    EXPECT_THAT(std::string(spec.status().message()), HasSubstr(message));
+  }
 }
 
 TEST(BnbInt8Test, RowScaleAndFormatAreChecked) {
@@ -255,7 +294,8 @@ TEST(BnbInt8Test, RowScaleAndFormatAreChecked) {
   packed->DequantizeRow(1, row.data());
   EXPECT_FLOAT_EQ(row[0], -5 * 2.54f / 127);
   for (const auto& [l, message] :
-       {std::pair{make(io::DType::kU8, 3, 0), "dtype U8"}, std::pair{make(io::DType::kI8, 2, 0), "SCB"},
+       {std::pair{make(io::DType::kU8, 3, 0), "dtype U8"},
+        std::pair{make(io::DType::kI8, 2, 0), "SCB"},
         std::pair{make(io::DType::kI8, 3, 1), "weight_format"}}) {
     auto bad = Resolve(l);
     ASSERT_FALSE(bad.ok());

@@ -1,6 +1,7 @@
 // The f32 form's AVX2 kernel (kernels/cpu/fast/quant_panel_avx2.cc) against the AVX-512 f32
 // form, bit for bit, on every format and header the f32 form holds (INT4 and 8-bit byte codes
-// with f32 or f16 headers, with zero points or symmetric, INT3 / INT2 centres; MXFP4; NVFP4),
+// with f32 or f16 headers, with zero points or symmetric, INT3 / INT2 centres; MXFP4; NVFP4;
+// codebook layers with f32 or f16 scales),
 // per-group and per-channel, with K past the decoded path's block: every row count from 1 to 8 and
 // 13 (each register tile shape and the decoded blocks), columns in odd ranges, in whole panels and
 // over two whole column tiles, the group sums computed by the kernel or given by the caller. Where
