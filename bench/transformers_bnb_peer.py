@@ -4,8 +4,9 @@
 Times the work `tessera bench --batch 1,B --prompt P --gen G` times, on the same checkpoint:
 prefill (one forward of P tokens, no cache), batch-1 decode (G single-token forwards on the KV
 cache after the prompt, greedy) and batch-B decode (B sequences of P tokens prefilled together,
-then G steps of B tokens), with torch on THREADS threads, best of ROUNDS. bitsandbytes runs its
-CPU backend (0.50: its gemv / dequantize kernels, the bf16 compute dtype of the checkpoint).
+then G steps of B tokens), with torch on THREADS threads, best of ROUNDS after an untimed warm-up.
+bitsandbytes runs its CPU backend (0.50: its gemv / dequantize kernels, the bf16 compute dtype of
+the checkpoint; LLM.int8 its int8 matmul).
 Prints one line of JSON.
 
 Usage: transformers_bnb_peer.py MODEL_DIR [--prompt 128] [--gen 32] [--batch 16]
@@ -49,6 +50,12 @@ def main():
     gen = torch.Generator().manual_seed(0)
     one = torch.randint(3, vocab, (1, a.prompt), generator=gen)
     many = torch.randint(3, vocab, (a.batch, a.prompt), generator=gen)
+    # Untimed warm-up: bitsandbytes' first calls compile or load its CPU kernels (torch.compile of
+    # the dequantize, the kernel library); a cold first forward ran 3x slower.
+    with torch.no_grad():
+        model(one, use_cache=False)
+    decode(model, one, 2)
+    decode(model, many[:2], 2)
     best = {"prefill": 0.0, "decode_b1": 0.0, "decode_agg": 0.0}
     for _ in range(a.rounds):
         with torch.no_grad():
