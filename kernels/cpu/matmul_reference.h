@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "kernels/cpu/ggml_dequant.h"
 
@@ -28,6 +29,24 @@ void DecodeWeightRow(const WeightEncoding& enc, const uint8_t* w, int64_t k, int
 
 // The fixed-order dot product every reference kernel uses (8 interleaved partial sums).
 float DotF32(const float* a, const float* b, int64_t n);
+
+// The loop every weight-decoding reference kernel shares: weight row n decoded once by
+// dequantize_row(n, out) (k floats), then DotF32 with every activation row (+ bias[n]).
+template <typename DequantizeRow>
+void MatmulDequantizedRows(DequantizeRow dequantize_row, int64_t n_total, int64_t k,
+                           const float* x, int64_t rows, const float* bias, float* y,
+                           int64_t n_begin, int64_t n_end) {
+  thread_local std::vector<float> w_row;
+  w_row.resize(static_cast<size_t>(k));
+  for (int64_t n = n_begin; n < n_end; ++n) {
+    dequantize_row(n, w_row.data());
+    for (int64_t m = 0; m < rows; ++m) {
+      float v = DotF32(x + m * k, w_row.data(), k);
+      if (bias != nullptr) v += bias[n];
+      y[m * n_total + n] = v;
+    }
+  }
+}
 
 // y[m, n] = Σ_k x[m, k] · W[n, k] (+ bias[n]) for output columns [n_begin, n_end); x is [rows, k],
 // y is [rows, n_total]. The column range lets callers split work across threads.

@@ -1,7 +1,5 @@
 #include "kernels/cpu/quant/codebook4_matmul.h"
 
-#include <vector>
-
 #include "kernels/cpu/matmul_reference.h"
 
 namespace tessera::kernels::cpu {
@@ -23,16 +21,8 @@ bool MatmulCodebook4(const Codebook4Weights& w, int64_t n_total, int64_t k, cons
       n_begin > n_end || n_end > n_total) {
     return false;
   }
-  thread_local std::vector<float> w_row;
-  w_row.resize(static_cast<size_t>(k));
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    DequantizeCodebook4WeightRow(w, k, n, w_row.data());
-    for (int64_t m = 0; m < rows; ++m) {
-      float v = DotF32(x + m * k, w_row.data(), k);
-      if (bias != nullptr) v += bias[n];
-      y[m * n_total + n] = v;
-    }
-  }
+  MatmulDequantizedRows([&](int64_t n, float* out) { DequantizeCodebook4WeightRow(w, k, n, out); },
+                        n_total, k, x, rows, bias, y, n_begin, n_end);
   return true;
 }
 

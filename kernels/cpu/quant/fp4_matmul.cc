@@ -25,22 +25,6 @@ void DecodeE2m1Span(const uint8_t* packed, int64_t count, float* out) {
   }
 }
 
-// The W4A16 loop shared by NVFP4 and MXFP4: decode a weight row once, dot it with every row.
-template <typename DequantizeRow>
-void MatmulDequantized(DequantizeRow dequantize_row, int64_t n_total, int64_t k, const float* x,
-                       int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
-  thread_local std::vector<float> w_row;
-  w_row.resize(static_cast<size_t>(k));
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    dequantize_row(n, w_row.data());
-    for (int64_t m = 0; m < rows; ++m) {
-      float v = DotF32(x + m * k, w_row.data(), k);
-      if (bias != nullptr) v += bias[n];
-      y[m * n_total + n] = v;
-    }
-  }
-}
-
 }  // namespace
 
 void DequantizeNvfp4WeightRow(const Nvfp4Weights& w, int64_t k, int64_t n, float* out) {
@@ -64,8 +48,9 @@ bool MatmulNvfp4W4A16(const Nvfp4Weights& w, int64_t n_total, int64_t k, const f
                       int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (!ValidShape(n_total, k, rows, n_begin, n_end, kNvfp4BlockSize)) return false;
   if (w.packed == nullptr || w.block_scales == nullptr) return false;
-  MatmulDequantized([&](int64_t n, float* out) { DequantizeNvfp4WeightRow(w, k, n, out); }, n_total,
-                    k, x, rows, bias, y, n_begin, n_end);
+  MatmulDequantizedRows(
+      [&](int64_t n, float* out) { DequantizeNvfp4WeightRow(w, k, n, out); }, n_total, k, x, rows,
+      bias, y, n_begin, n_end);
   return true;
 }
 
@@ -73,8 +58,9 @@ bool MatmulMxfp4W4A16(const Mxfp4Weights& w, int64_t n_total, int64_t k, const f
                       int64_t rows, const float* bias, float* y, int64_t n_begin, int64_t n_end) {
   if (!ValidShape(n_total, k, rows, n_begin, n_end, kMxfp4BlockSize)) return false;
   if (w.packed == nullptr || w.scales == nullptr) return false;
-  MatmulDequantized([&](int64_t n, float* out) { DequantizeMxfp4WeightRow(w, k, n, out); }, n_total,
-                    k, x, rows, bias, y, n_begin, n_end);
+  MatmulDequantizedRows(
+      [&](int64_t n, float* out) { DequantizeMxfp4WeightRow(w, k, n, out); }, n_total, k, x, rows,
+      bias, y, n_begin, n_end);
   return true;
 }
 

@@ -1,7 +1,6 @@
 #include "kernels/cpu/quant/int_weight_only_matmul.h"
 
 #include <cstdint>
-#include <vector>
 
 #include "kernels/cpu/matmul_reference.h"
 
@@ -57,16 +56,8 @@ bool MatmulIntWeightOnly(const IntWeights& w, int64_t n_total, int64_t k, const 
   if (w.q == nullptr || w.scales == nullptr || w.zeros == nullptr || !ValidGroups(w, k)) {
     return false;
   }
-  thread_local std::vector<float> w_row;
-  w_row.resize(static_cast<size_t>(k));
-  for (int64_t n = n_begin; n < n_end; ++n) {
-    DequantizeIntWeightRow(w, k, n, w_row.data());
-    for (int64_t m = 0; m < rows; ++m) {
-      float v = DotF32(x + m * k, w_row.data(), k);
-      if (bias != nullptr) v += bias[n];
-      y[m * n_total + n] = v;
-    }
-  }
+  MatmulDequantizedRows([&](int64_t n, float* out) { DequantizeIntWeightRow(w, k, n, out); },
+                        n_total, k, x, rows, bias, y, n_begin, n_end);
   return true;
 }
 
