@@ -88,24 +88,31 @@ def _producer_dequant(weight, quant_state):
     return f32.to(torch.float32)
 
 
+def _quantize_with_transformers(h, qc, dtype):
+    """The base model loaded by transformers with BitsAndBytesConfig `qc` on the CPU in `dtype`,
+    and what its save_pretrained writes: (model, state dict, config.json)."""
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(str(h.BASE_DIR), quantization_config=qc,
+                                                 device_map="cpu", dtype=dtype)
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save_pretrained(tmp)
+        sd = load_file(tmp + "/model.safetensors")
+        cfg_saved = json.loads(open(tmp + "/config.json").read())
+    return model, sd, cfg_saved
+
+
 def make_bnb_nf4_double(h, name):
     """transformers + bitsandbytes: NF4, double quant, the model loaded in bfloat16 (bnb's
     usual setting: every unquantized tensor and the quant state's dtype are bf16);
     `llm_int8_skip_modules` keeps layer 1's down_proj unquantized."""
-    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
-    bnb, F = _bnb()
+    from transformers import BitsAndBytesConfig
     d = h.fixture_dir(name)
     skip = ["lm_head", "model.layers.1.mlp.down_proj"]
     qc = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4",
                             bnb_4bit_use_double_quant=True,
                             bnb_4bit_compute_dtype=torch.bfloat16,
                             llm_int8_skip_modules=skip)
-    model = AutoModelForCausalLM.from_pretrained(str(h.BASE_DIR), quantization_config=qc,
-                                                 device_map="cpu", dtype=torch.bfloat16)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp)
-        sd = load_file(tmp + "/model.safetensors")
-        cfg_saved = json.loads(open(tmp + "/config.json").read())
+    model, sd, cfg_saved = _quantize_with_transformers(h, qc, torch.bfloat16)
     save_file(dict(sorted(sd.items())), str(d / "model.safetensors"), metadata={"format": "pt"})
     h.write_config(d, cfg_saved["quantization_config"], {"dtype": "bfloat16"})
     return _finish_4bit(h, d, name, model, sd, skip, cfg_saved["quantization_config"],
@@ -197,17 +204,12 @@ def make_bnb_int8(h, name):
     int8_vectorwise_dequant, (q * SCB) * f32(1/127); tessera multiplies q by fl(SCB / 127). Each
     side rounds twice and f32(1/127) is 0.0625 ulp from 1/127, so they are at most 4.07 * 2^-24
     apart relatively (dequant_relative_tolerance below: 5 * 2^-24)."""
-    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    from transformers import BitsAndBytesConfig
     _, F = _bnb()
     d = h.fixture_dir(name)
     skip = ["lm_head", "model.layers.0.mlp.down_proj"]
     qc = BitsAndBytesConfig(load_in_8bit=True, llm_int8_skip_modules=skip)
-    model = AutoModelForCausalLM.from_pretrained(str(h.BASE_DIR), quantization_config=qc,
-                                                 device_map="cpu", dtype=torch.float32)
-    with tempfile.TemporaryDirectory() as tmp:
-        model.save_pretrained(tmp)
-        sd = load_file(tmp + "/model.safetensors")
-        cfg_saved = json.loads(open(tmp + "/config.json").read())
+    _, sd, cfg_saved = _quantize_with_transformers(h, qc, torch.float32)
     sd.update(h.bf16_unquantized())
     save_file(dict(sorted(sd.items())), str(d / "model.safetensors"), metadata={"format": "pt"})
     h.write_config(d, cfg_saved["quantization_config"])

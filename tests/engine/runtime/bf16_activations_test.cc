@@ -20,11 +20,11 @@ namespace {
 
 std::string SynthDir() { return SmallSynthHfDir("bf16-act-test", 11); }
 
-std::unique_ptr<LoadedEngine> Load(bool bf16_activations) {
+std::unique_ptr<LoadedEngine> Load(bool bf16_activations, const std::string& dir = SynthDir()) {
   EngineOptions options;
   options.threads = 2;
   options.cpu_bf16_activations = bf16_activations;
-  auto e = LoadEngine(SynthDir(), options);
+  auto e = LoadEngine(dir, options);
   EXPECT_TRUE(e.ok()) << e.status();
   return e.ok() ? std::move(*e) : nullptr;
 }
@@ -58,13 +58,8 @@ TEST(Bf16ActivationsTest, CloseToExactAndBatchInvariant) {
 }
 
 std::unique_ptr<LoadedEngine> LoadBnb(bool bf16_activations) {
-  EngineOptions options;
-  options.threads = 2;
-  options.cpu_bf16_activations = bf16_activations;
-  auto e = LoadEngine(std::string(TESSERA_SOURCE_DIR) + "/tests/data/quant/bnb_nf4_double",
-                      options);
-  EXPECT_TRUE(e.ok()) << e.status();
-  return e.ok() ? std::move(*e) : nullptr;
+  return Load(bf16_activations,
+              std::string(TESSERA_SOURCE_DIR) + "/tests/data/quant/bnb_nf4_double");
 }
 
 TEST(Bf16ActivationsTest, BitsandbytesNf4LayersTakeThemAndStayBatchInvariant) {
