@@ -45,6 +45,21 @@ absl::StatusOr<std::optional<Bnb4bitState>> ReadBnb4bitState(const io::TensorSto
                                                              const std::string& prefix,
                                                              int64_t n, int64_t k);
 
+// bitsandbytes' NF4 codebook (functional.get_4bit_type("nf4") as the f32 quant_map its
+// quantize_4bit writes).
+inline constexpr float kBnbNf4Codebook[16] = {
+    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f,
+    -0.28444138169288635f, -0.18477343022823334f, -0.09105003625154495f, 0.0f,
+    0.07958029955625534f, 0.16093020141124725f, 0.24611230194568634f, 0.33791524171829224f,
+    0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+
+// bitsandbytes' quantize_4bit (nf4) of one row of whole blocks (k % block == 0), its pure-torch
+// backend's arithmetic in f32: per block absmax = max |x|, scaled = clamp(x · (1 / max(absmax,
+// 1e-38)), −1, 1), code = how many of the codebook's 15 midpoints (code[i] + code[i + 1]) / 2 lie
+// strictly below scaled (torch.bucketize: a value on a midpoint takes the lower code). Codes
+// [k / 2] low nibble first (codebook4_matmul.h), absmax [k / block].
+void QuantizeBnbNf4Row(const float* x, int64_t k, int64_t block, uint8_t* codes, float* absmax);
+
 // The layer per row: codes [n, k / 2] with element 2j in the low nibble of byte j, scales
 // [n, k / group] (the blocks' f32 absmax, double quant resolved as bnb does: nested_quant_map[c]
 // · nested_absmax[i / nested_blocksize] + nested_offset, each step rounded to f32), codebook

@@ -493,6 +493,17 @@ absl::StatusOr<PackedWeights> QuantizeOnline(const LinearSpec& spec, const std::
       w.block_scales = w.scale_bytes.data();
       break;
     }
+    case WeightFormat::kBnb4bit: {  // bitsandbytes' load_in_4bit: NF4 blocks of 64 along K
+      const int64_t block = spec.group_size;
+      w.bytes.assign(n * k / 2, 0);
+      w.scales.resize(n * (k / block));
+      w.codebook.assign(kBnbNf4Codebook, kBnbNf4Codebook + 16);
+      for_rows([&](int64_t r) {
+        QuantizeBnbNf4Row(wt.data() + r * k, k, block, w.bytes.data() + r * (k / 2),
+                          w.scales.data() + r * (k / block));
+      });
+      break;
+    }
     default:
       return absl::InvalidArgumentError(absl::StrFormat("layer %s: no online quantizer for %s", spec.module,
                                                         WeightFormatName(spec.weight_format)));

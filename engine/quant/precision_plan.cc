@@ -16,7 +16,8 @@ namespace {
 
 constexpr const char* kSchemes[] = {"bf16",     "fp8",       "ptpc_fp8",  "fp8_wo",    "int8",
                                     "int4_wo_32", "int4_wo_64", "int4_wo_128",
-                                    "int4_wo_per_channel", "nvfp4", "nvfp4_w4a16", "mxfp4"};
+                                    "int4_wo_per_channel", "nvfp4", "nvfp4_w4a16", "mxfp4",
+                                    "bnb_nf4"};
 
 std::string Shape(const LinearSpec& s) { return absl::StrFormat("%dx%d", s.n, s.k); }
 
@@ -129,6 +130,14 @@ absl::StatusOr<LinearSpec> OnlineSchemeSpec(const std::string& scheme, const std
     s.activation_scale = ScaleGranularity::kGroup;
     s.activation_group = 16;
     s.activation_origin = ScaleOrigin::kDynamic;  // global scale from each row's amax (torchao)
+  } else if (scheme == "bnb_nf4") {
+    // bitsandbytes' load_in_4bit on the fly (its quantize_4bit: NF4, absmax blocks of 64, no
+    // double quant), as transformers and vLLM quantize an unquantized model with it.
+    TESSERA_RETURN_IF_ERROR(need(64, "bnb_nf4"));
+    s.weight_format = WeightFormat::kBnb4bit;
+    s.weight_scale = ScaleGranularity::kGroup;
+    s.group_size = 64;
+    s.weight_scale_dtype = "F32 absmax";
   } else if (scheme == "mxfp4") {
     TESSERA_RETURN_IF_ERROR(need(32, "mxfp4"));
     s.weight_format = WeightFormat::kMxfp4;

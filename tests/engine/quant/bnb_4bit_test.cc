@@ -15,6 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "engine/quant/bnb_4bit.h"
 #include "engine/quant/packed_weights.h"
+#include "engine/quant/precision_plan.h"
+#include "kernels/numeric/half.h"
 #include "engine/quant/quant_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -273,6 +275,46 @@ TEST(Bnb4bitTest, MalformedStatesNameTheLayerAndTensor) {
     ASSERT_FALSE(spec.ok());
     EXPECT_THAT(std::string(spec.status().message()), HasSubstr(message));
   }
+}
+
+// The `bnb_nf4` plan scheme quantizes as bitsandbytes' load_in_4bit: on the weights the
+// bnb_nf4_double fixture quantized (the base model's, rounded to bf16 by its bf16 load), every
+// code equals the one bitsandbytes wrote, and the codebook is its quant_map. (Its absmax went
+// through double quant there, so only the codes compare.)
+TEST(Bnb4bitTest, OnlineNf4CodesEqualBitsandbytes) {
+  const std::string data = std::string(TESSERA_SOURCE_DIR) + "/tests/data/";
+  auto base = io::OpenTensorStore(data + "models/llama");
+  auto fixture = io::OpenTensorStore(data + "quant/bnb_nf4_double");
+  ASSERT_TRUE(base.ok() && fixture.ok());
+  int layers = 0;
+  for (const char* m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.o_proj",
+                        "mlp.gate_proj", "mlp.down_proj"}) {
+    const std::string module = absl::StrCat("model.layers.0.", m);
+    SCOPED_TRACE(module);
+    auto weight = (*base)->Get(module + ".weight");
+    ASSERT_TRUE(weight.ok());
+    const int64_t n = weight->shape[0], k = weight->shape[1];
+    auto values = io::ToFloat32(*weight);
+    ASSERT_TRUE(values.ok());
+    for (float& v : *values) v = numeric::Bf16ToFloat(numeric::FloatToBf16(v));
+    auto spec = OnlineSchemeSpec("bnb_nf4", module, n, k);
+    ASSERT_TRUE(spec.ok()) << spec.status();
+    EXPECT_EQ(spec->SchemeName(), "bnb_nf4");
+    auto online = QuantizeOnline(*spec, *values);
+    ASSERT_TRUE(online.ok()) << online.status();
+    auto state = ReadBnb4bitState(**fixture, module, module, n, k);
+    ASSERT_TRUE(state.ok() && state->has_value());
+    std::vector<uint8_t> codes;
+    std::vector<float> scales, codebook;
+    ASSERT_TRUE(UnpackBnb4bit(**fixture, module, n, k, **state, &codes, &scales, &codebook).ok());
+    EXPECT_EQ(online->codebook, codebook);
+    ASSERT_EQ(online->bytes.size(), codes.size());
+    int differ = 0;
+    for (size_t i = 0; i < codes.size(); ++i) differ += online->bytes[i] != codes[i];
+    EXPECT_EQ(differ, 0) << "of " << codes.size() << " code bytes";
+    ++layers;
+  }
+  EXPECT_EQ(layers, 5);
 }
 
 TEST(BnbInt8Test, RowScaleAndFormatAreChecked) {
