@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
+#include "engine/io/mapped_file.h"
 #include "engine/quant/config_parsers.h"
 #include "nlohmann/json.hpp"
 
@@ -126,6 +127,10 @@ absl::Status UnpackBnb4bit(const io::TensorStore& store, const std::string& pref
     const int64_t row = e / k, col = e % k;
     (*codes)[row * (k / 2) + col / 2] |= static_cast<uint8_t>(col % 2 == 0 ? code : code << 4);
   }
+  // The layer keeps its own copy: the checkpoint's pages of the codes go back to the file (they
+  // stayed resident after this read: 1364 MiB peak RSS for TinyLlama NF4 against 862 quantized
+  // online).
+  io::ReleaseMappedPages(packed.bytes);
   std::vector<float> absmax;
   if (state.nested) {
     TESSERA_ASSIGN_OR_RETURN(io::TensorView nmap_view, store.Get(w + ".nested_quant_map"));

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
+#include "engine/io/mapped_file.h"
 #include "engine/quant/bnb_4bit.h"
 #include "kernels/cpu/fast/abs_max.h"
 #include "kernels/cpu/fast/fp4_weight_quant.h"
@@ -187,6 +188,7 @@ absl::Status UnpackBnbInt8(const LinearSpec& s, const std::string& p, const io::
   w.scales.resize(static_cast<size_t>(s.n));
   for (int64_t r = 0; r < s.n; ++r) w.scales[r] = scb[r] / 127.0f;
   w.zeros.assign(static_cast<size_t>(s.n), 128.0f);
+  io::ReleaseMappedPages(q.bytes);  // converted into w.bytes
   return absl::OkStatus();
 }
 
