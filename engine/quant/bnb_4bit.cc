@@ -8,7 +8,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "engine/common/status_macros.h"
-#include "engine/io/mapped_file.h"
 #include "engine/quant/config_parsers.h"
 #include "nlohmann/json.hpp"
 
@@ -119,18 +118,13 @@ absl::Status UnpackBnb4bit(const io::TensorStore& store, const std::string& pref
   TESSERA_ASSIGN_OR_RETURN(io::TensorView map, store.Get(w + ".quant_map"));
   TESSERA_ASSIGN_OR_RETURN(io::TensorView absmax_view, store.Get(w + ".absmax"));
   *codebook = Floats(map);
-  // Flat element e is row e / k, column e % k; bnb puts element 2j in byte j's high nibble.
-  codes->assign(static_cast<size_t>(n * (k / 2)), 0);
-  for (int64_t e = 0; e < n * k; ++e) {
-    const uint8_t byte = packed.bytes[e / 2];
-    const uint8_t code = e % 2 == 0 ? byte >> 4 : byte & 0x0F;
-    const int64_t row = e / k, col = e % k;
-    (*codes)[row * (k / 2) + col / 2] |= static_cast<uint8_t>(col % 2 == 0 ? code : code << 4);
+  // K is even (ReadBnb4bitState), so flat byte j holds elements 2j and 2j + 1 of one row, 2j in
+  // the high nibble: the row-major layout already, nibbles swapped.
+  codes->resize(static_cast<size_t>(n * (k / 2)));
+  for (size_t j = 0; j < codes->size(); ++j) {
+    const uint8_t byte = packed.bytes[j];
+    (*codes)[j] = static_cast<uint8_t>(byte >> 4 | byte << 4);
   }
-  // The layer keeps its own copy: the checkpoint's pages of the codes go back to the file (they
-  // stayed resident after this read: 1364 MiB peak RSS for TinyLlama NF4 against 862 quantized
-  // online).
-  io::ReleaseMappedPages(packed.bytes);
   std::vector<float> absmax;
   if (state.nested) {
     TESSERA_ASSIGN_OR_RETURN(io::TensorView nmap_view, store.Get(w + ".nested_quant_map"));

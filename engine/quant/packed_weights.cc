@@ -188,8 +188,14 @@ absl::Status UnpackBnbInt8(const LinearSpec& s, const std::string& p, const io::
   w.scales.resize(static_cast<size_t>(s.n));
   for (int64_t r = 0; r < s.n; ++r) w.scales[r] = scb[r] / 127.0f;
   w.zeros.assign(static_cast<size_t>(s.n), 128.0f);
-  io::ReleaseMappedPages(q.bytes);  // converted into w.bytes
   return absl::OkStatus();
+}
+
+// A checkpoint tensor an unpacker converted into memory of the layer's own: its mapped pages go
+// back to the file (a no-op for bytes outside every map). Left resident, they doubled a converted
+// model's RSS: TinyLlama NF4 peaked at 1364 MiB, 886 once released (862 quantized online).
+void ReleaseConverted(const io::TensorStore& st, const std::string& name) {
+  if (auto v = st.Get(name); v.ok()) io::ReleaseMappedPages(v->bytes);
 }
 
 const uint8_t* Bytes(const io::TensorStore& st, const std::string& name) {
@@ -317,10 +323,13 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
       }
       if (src.rfind("gptq", 0) == 0) {
         TESSERA_RETURN_IF_ERROR(UnpackGptq(spec, p, st, w));
+        ReleaseConverted(st, p + ".qweight");
       } else if (src == "bitsandbytes int8") {
         TESSERA_RETURN_IF_ERROR(UnpackBnbInt8(spec, p, st, w));
+        ReleaseConverted(st, p + ".weight");
       } else {
         TESSERA_RETURN_IF_ERROR(UnpackCtPacked(spec, p, st, w));
+        ReleaseConverted(st, p + ".weight_packed");
       }
       w.q = w.bytes.data();
       return w;
@@ -329,8 +338,10 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
         const bool twos_complement = src.rfind("quark int4", 0) == 0;
         TESSERA_RETURN_IF_ERROR(UnpackAwq(spec, p + ".weight", p + ".weight_zero_point", p + ".weight_scale",
                                           twos_complement, st, w));
+        ReleaseConverted(st, p + ".weight");
       } else {
         TESSERA_RETURN_IF_ERROR(UnpackAwq(spec, p + ".qweight", p + ".qzeros", p + ".scales", false, st, w));
+        ReleaseConverted(st, p + ".qweight");
       }
       w.q = w.bytes.data();
       return w;
@@ -382,6 +393,7 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
       }
       TESSERA_RETURN_IF_ERROR(
           UnpackBnb4bit(st, p, spec.n, spec.k, *state, &w.bytes, &w.scales, &w.codebook));
+      ReleaseConverted(st, p + ".weight");
       w.q = w.bytes.data();
       return w;
     }
