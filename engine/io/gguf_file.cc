@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "engine/common/status_macros.h"
 #include "engine/io/byte_reader.h"
 
@@ -238,8 +239,41 @@ absl::Status GgufFile::ParseAll(absl::Span<const uint8_t> bytes) {
 }
 
 const GgufTensorInfo* GgufFile::FindInfo(absl::string_view name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : &infos_[it->second];
+  if (auto it = by_name_.find(name); it != by_name_.end()) return &infos_[it->second];
+  auto it = slice_by_name_.find(name);
+  return it == slice_by_name_.end() ? nullptr : &slice_infos_[it->second];
+}
+
+absl::Status GgufFile::AddOuterSlices(absl::string_view name,
+                                      absl::Span<const std::string> slice_names) {
+  const GgufTensorInfo* info = FindInfo(name);
+  if (info == nullptr) {
+    return absl::NotFoundError(absl::StrCat("tensor '", name, "' is not in ", source_name_));
+  }
+  const int64_t count = static_cast<int64_t>(slice_names.size());
+  if (info->dims.size() < 2 || info->dims.back() != count || count == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "tensor '%s' has GGUF dims [%s], expected %d slabs along its last dim", name,
+        absl::StrJoin(info->dims, ", "), count));
+  }
+  // Blocks run along ne0 only, so every slab is a whole number of rows of whole blocks.
+  const uint64_t slab = info->size / static_cast<uint64_t>(count);
+  GgufTensorInfo base = *info;  // `info` may move as slice_infos_ grows
+  for (int64_t i = 0; i < count; ++i) {
+    const std::string& slice = slice_names[i];
+    if (FindInfo(slice) != nullptr) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("tensor '", slice, "' (a slab of '", name, "') already exists"));
+    }
+    GgufTensorInfo s = base;
+    s.name = slice;
+    s.dims.pop_back();
+    s.offset = base.offset + static_cast<uint64_t>(i) * slab;
+    s.size = slab;
+    slice_by_name_.emplace(slice, slice_infos_.size());
+    slice_infos_.push_back(std::move(s));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TensorView> GgufFile::Get(absl::string_view name) const {

@@ -42,7 +42,7 @@ class GgufFile : public TensorStore {
 
   ContainerKind kind() const override { return ContainerKind::kGguf; }
   const std::vector<std::string>& names() const override { return names_; }
-  bool Contains(absl::string_view name) const override { return by_name_.contains(name); }
+  bool Contains(absl::string_view name) const override { return FindInfo(name) != nullptr; }
   absl::StatusOr<TensorView> Get(absl::string_view name) const override;
   std::vector<std::pair<std::string, std::string>> DescribeMetadata() const override;
 
@@ -51,7 +51,16 @@ class GgufFile : public TensorStore {
   uint64_t data_offset() const { return data_offset_; }
   const GgufMetadata& metadata() const { return metadata_; }
   const std::vector<GgufTensorInfo>& tensor_infos() const { return infos_; }
+  // A tensor's info, its own or a slice's (AddOuterSlices).
   const GgufTensorInfo* FindInfo(absl::string_view name) const;
+
+  // Exposes each slab of `name` along its outermost dimension as a tensor of its own, slab i under
+  // slice_names[i], with the remaining dims (llama.cpp stacks a MoE layer's experts into one
+  // [experts, N, K] tensor; the decoder reads each expert as a linear weight). The slices are
+  // views of the same bytes: not in names() or tensor_infos(), so listings and byte counts see
+  // the file as written. Fails naming the tensor when it is missing, has fewer than 2 dims, its
+  // outermost dim differs from slice_names.size(), or a name is already taken.
+  absl::Status AddOuterSlices(absl::string_view name, absl::Span<const std::string> slice_names);
 
  private:
   absl::Status ParseAll(absl::Span<const uint8_t> bytes);
@@ -66,6 +75,8 @@ class GgufFile : public TensorStore {
   std::vector<GgufTensorInfo> infos_;
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string, size_t> by_name_;
+  std::vector<GgufTensorInfo> slice_infos_;  // AddOuterSlices' views, offsets in the data section
+  absl::flat_hash_map<std::string, size_t> slice_by_name_;
 };
 
 }  // namespace tessera::io

@@ -69,6 +69,40 @@ absl::Status ExpectLinearShape(const backend::Linear& l, const std::string& name
   return absl::OkStatus();
 }
 
+// A sparse MoE layer: the router as stored (exact f32 activations: it picks the experts, and
+// vLLM and llama.cpp keep it unquantized too), each expert's gate / up / down from the factory
+// under their HF module names, so the plan covers them as any other linear layer.
+absl::StatusOr<std::unique_ptr<MoeBlock>> LoadMoeBlock(const ModelConfig& c, int layer,
+                                                       const WeightNames& names,
+                                                       const io::TensorStore& store,
+                                                       LinearFactory& factory, kc::ThreadPool* pool) {
+  const std::string router_name = names.Router(layer, c.moe_naming);
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView router_view, store.Get(router_name));
+  TESSERA_ASSIGN_OR_RETURN(auto router, backend::cpu::DenseLinear::Create(router_view, {}, pool));
+  TESSERA_RETURN_IF_ERROR(ExpectLinearShape(*router, router_name, c.num_experts, c.hidden_size));
+  std::vector<ExpertMlp> experts(c.num_experts);
+  const int64_t H = c.hidden_size, F = c.moe_intermediate_size;
+  for (int e = 0; e < c.num_experts; ++e) {
+    auto make = [&](LayerTensor t, int64_t n, int64_t k,
+                    std::unique_ptr<backend::Linear>* out) -> absl::Status {
+      const std::string wname = names.Expert(layer, e, t, c.moe_naming);
+      if (!store.Contains(wname)) {
+        return absl::NotFoundError(absl::StrFormat(
+            "tensor '%s' is missing (expert %d of %d in layer %d)", wname, e, c.num_experts, layer));
+      }
+      TESSERA_ASSIGN_OR_RETURN(*out, factory.Create(WeightNames::ExpertModuleName(
+                                                        layer, e, t, c.moe_naming),
+                                                    wname, store, {}));
+      return ExpectLinearShape(**out, wname, n, k);
+    };
+    TESSERA_RETURN_IF_ERROR(make(LayerTensor::kGate, F, H, &experts[e].gate));
+    TESSERA_RETURN_IF_ERROR(make(LayerTensor::kUp, F, H, &experts[e].up));
+    TESSERA_RETURN_IF_ERROR(make(LayerTensor::kDown, H, F, &experts[e].down));
+  }
+  return std::make_unique<MoeBlock>(std::move(router), std::move(experts), c.num_experts_per_tok,
+                                    c.norm_topk_prob);
+}
+
 }  // namespace
 
 std::unique_ptr<LinearFactory> MakeDenseLinearFactory(kc::ThreadPool* pool) {
@@ -128,12 +162,16 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
         L.v, linear(i, LayerTensor::kV, LayerTensor::kVBias, c.kv_dim(), c.hidden_size));
     TESSERA_ASSIGN_OR_RETURN(L.o,
                              linear(i, LayerTensor::kO, std::nullopt, c.hidden_size, c.q_dim()));
-    TESSERA_ASSIGN_OR_RETURN(
-        L.gate, linear(i, LayerTensor::kGate, std::nullopt, c.intermediate_size, c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(
-        L.up, linear(i, LayerTensor::kUp, std::nullopt, c.intermediate_size, c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(
-        L.down, linear(i, LayerTensor::kDown, std::nullopt, c.hidden_size, c.intermediate_size));
+    if (c.IsMoeLayer(i)) {
+      TESSERA_ASSIGN_OR_RETURN(L.moe, LoadMoeBlock(c, i, names, store, factory, pool));
+    } else {
+      TESSERA_ASSIGN_OR_RETURN(
+          L.gate, linear(i, LayerTensor::kGate, std::nullopt, c.intermediate_size, c.hidden_size));
+      TESSERA_ASSIGN_OR_RETURN(
+          L.up, linear(i, LayerTensor::kUp, std::nullopt, c.intermediate_size, c.hidden_size));
+      TESSERA_ASSIGN_OR_RETURN(
+          L.down, linear(i, LayerTensor::kDown, std::nullopt, c.hidden_size, c.intermediate_size));
+    }
     if (kv_format == runtime::KvCacheFormat::kFp8E4m3) {
       TESSERA_ASSIGN_OR_RETURN(KvCacheScales kvs, ReadKvCacheScales(store, i));
       L.k_scale = kvs.k_scale;
@@ -183,7 +221,12 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     }
   }
 
-  const int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim(), F = c.intermediate_size;
+  const int64_t H = c.hidden_size, Q = c.q_dim(), KV = c.kv_dim();
+  // The dense MLP's width where any layer has one (a MoE block keeps its own buffers).
+  const int64_t F = std::any_of(layers_.begin(), layers_.end(),
+                                [](const Layer& L) { return L.moe == nullptr; })
+                        ? c.intermediate_size
+                        : 0;
   const kc::KvHalf kv_half =
       kv_format_ == runtime::KvCacheFormat::kBf16 ? kc::KvHalf::kBf16 : kc::KvHalf::kF16;
   const auto encode16 = kv_half == kc::KvHalf::kBf16 ? kf::ConvertF32ToBf16 : kf::ConvertF32ToF16;
@@ -342,10 +385,14 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     L.o->Forward(attn.data(), total, tmp.data());
     kf::FastAddInPlace(h.data(), tmp.data(), total * H);
     kf::FastRmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
-    backend::cpu::ForwardSharedInput({L.gate.get(), L.up.get()}, xn.data(), total,
-                                     {gate.data(), up.data()}, pool_);
-    kf::FastSwiGlu(gate.data(), up.data(), total * F, gate.data());
-    L.down->Forward(gate.data(), total, tmp.data());
+    if (L.moe != nullptr) {
+      L.moe->Forward(xn.data(), total, tmp.data(), pool_);
+    } else {
+      backend::cpu::ForwardSharedInput({L.gate.get(), L.up.get()}, xn.data(), total,
+                                       {gate.data(), up.data()}, pool_);
+      kf::FastSwiGlu(gate.data(), up.data(), total * F, gate.data());
+      L.down->Forward(gate.data(), total, tmp.data());
+    }
     kf::FastAddInPlace(h.data(), tmp.data(), total * H);
   }
   for (const SequenceChunk& ch : chunks) ch.kv->length += static_cast<int64_t>(ch.tokens.size());

@@ -1,4 +1,5 @@
-// DecoderModel: the Llama-family decoder (llama, mistral, qwen2, qwen3) on the CPU backend. It
+// DecoderModel: the Llama-family decoder (llama, mistral, qwen2, qwen3, and with sparse MoE MLPs
+// qwen3_moe and mixtral) on the CPU backend. It
 // owns prepared weights and runs a batch of sequence chunks in one step: all new tokens of all
 // sequences go through each weight once (a batched GEMM), each token attends over its own
 // sequence's paged KV cache, and logits come back for the positions asked for.
@@ -15,6 +16,7 @@
 #include "engine/model/decoder.h"
 #include "engine/io/tensor_store.h"
 #include "engine/model/model_config.h"
+#include "engine/model/moe_block.h"
 #include "engine/model/weight_names.h"
 #include "engine/runtime/kv_cache.h"
 #include "kernels/cpu/thread_pool.h"
@@ -39,7 +41,8 @@ class DecoderModel : public Decoder {
  public:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
-    std::unique_ptr<backend::Linear> q, k, v, o, gate, up, down;
+    std::unique_ptr<backend::Linear> q, k, v, o, gate, up, down;  // gate/up/down: a dense MLP
+    std::unique_ptr<MoeBlock> moe;                                 // or a sparse MoE one
     float k_scale = 1.0f, v_scale = 1.0f;  // FP8 KV cache (kv_cache_scales.h)
   };
 

@@ -58,8 +58,18 @@ std::string ModelConfig::ArchitectureName() const {
     case Architecture::kMistral: return "mistral";
     case Architecture::kQwen2: return "qwen2";
     case Architecture::kQwen3: return "qwen3";
+    case Architecture::kQwen3Moe: return "qwen3_moe";
+    case Architecture::kMixtral: return "mixtral";
   }
   return "?";
+}
+
+bool ModelConfig::IsMoeLayer(int64_t layer) const {
+  if (num_experts == 0) return false;
+  for (int64_t l : mlp_only_layers) {
+    if (l == layer) return false;
+  }
+  return (layer + 1) % decoder_sparse_step == 0;
 }
 
 absl::Status ModelConfig::Validate() const {
@@ -88,6 +98,22 @@ absl::Status ModelConfig::Validate() const {
   if (!(rms_norm_eps > 0) || !(rope_theta > 0)) {
     return absl::InvalidArgumentError("model config: rms_norm_eps and rope_theta must be > 0");
   }
+  if (num_experts != 0) {
+    // A bound far above any released model (DeepSeek-V3: 256, Qwen3-Next: 512) that keeps a
+    // corrupt count from sizing the loader's tables.
+    constexpr int64_t kMaxExperts = 4096;
+    if (num_experts < 0 || num_experts > kMaxExperts) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "model config: num_experts %d is outside [1, %d]", num_experts, kMaxExperts));
+    }
+    if (num_experts_per_tok < 1 || num_experts_per_tok > num_experts) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("model config: num_experts_per_tok %d is outside [1, num_experts %d]",
+                          num_experts_per_tok, num_experts));
+    }
+    TESSERA_RETURN_IF_ERROR(positive(moe_intermediate_size, "moe_intermediate_size"));
+    TESSERA_RETURN_IF_ERROR(positive(decoder_sparse_step, "decoder_sparse_step"));
+  }
   return absl::OkStatus();
 }
 
@@ -111,9 +137,15 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kQwen2;
   } else if (model_type == "qwen3") {
     c.architecture = Architecture::kQwen3;
+  } else if (model_type == "qwen3_moe") {
+    c.architecture = Architecture::kQwen3Moe;
+  } else if (model_type == "mixtral") {
+    c.architecture = Architecture::kMixtral;
   } else {
-    return FieldError("model_type", absl::StrCat("'", model_type,
-                                                 "' is not supported (llama, mistral, qwen2, qwen3)"));
+    return FieldError("model_type",
+                      absl::StrCat("'", model_type,
+                                   "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, "
+                                   "mixtral)"));
   }
   if (c.architecture_name.empty()) c.architecture_name = model_type;
   TESSERA_ASSIGN_OR_RETURN(c.hidden_size, RequireInt(j, "hidden_size"));
@@ -128,7 +160,31 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   c.rms_norm_eps = NumberOr(j, "rms_norm_eps", 1e-6);
   c.tie_word_embeddings = BoolOr(j, "tie_word_embeddings", false);
   c.attention_bias = c.architecture == Architecture::kQwen2 || BoolOr(j, "attention_bias", false);
-  c.qk_norm = c.architecture == Architecture::kQwen3;
+  c.qk_norm = c.architecture == Architecture::kQwen3 || c.architecture == Architecture::kQwen3Moe;
+  if (c.architecture == Architecture::kQwen3Moe) {
+    // transformers' Qwen3MoeConfig defaults: norm_topk_prob false, decoder_sparse_step 1.
+    TESSERA_ASSIGN_OR_RETURN(c.num_experts, RequireInt(j, "num_experts"));
+    TESSERA_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequireInt(j, "num_experts_per_tok"));
+    TESSERA_ASSIGN_OR_RETURN(c.moe_intermediate_size, RequireInt(j, "moe_intermediate_size"));
+    c.norm_topk_prob = BoolOr(j, "norm_topk_prob", false);
+    c.decoder_sparse_step = IntOr(j, "decoder_sparse_step", 1);
+    if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
+      if (!it->is_array()) return FieldError("mlp_only_layers", "is not an array");
+      for (const Json& v : *it) {
+        if (!v.is_number_integer()) return FieldError("mlp_only_layers", "holds a non-integer");
+        c.mlp_only_layers.push_back(v.get<int64_t>());
+      }
+    }
+    c.moe_naming = MoeNaming::kQwen;
+  } else if (c.architecture == Architecture::kMixtral) {
+    // Mixtral's experts are intermediate_size wide; its router always renormalizes (a softmax
+    // over the top-k logits).
+    TESSERA_ASSIGN_OR_RETURN(c.num_experts, RequireInt(j, "num_local_experts"));
+    TESSERA_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequireInt(j, "num_experts_per_tok"));
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = true;
+    c.moe_naming = MoeNaming::kMixtral;
+  }
   const double partial = NumberOr(j, "partial_rotary_factor", 1.0);
   c.rope_dim = static_cast<int64_t>(c.head_dim * partial);
   c.rope_style = RopeStyle::kRotateHalf;
@@ -167,22 +223,45 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else if (arch == "qwen2") {
     c.architecture = Architecture::kQwen2;
     c.attention_bias = true;
-  } else if (arch == "qwen3") {
-    c.architecture = Architecture::kQwen3;
+  } else if (arch == "qwen3" || arch == "qwen3moe") {
+    c.architecture = arch == "qwen3" ? Architecture::kQwen3 : Architecture::kQwen3Moe;
     c.qk_norm = true;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "GGUF general.architecture '", arch, "' is not supported (llama, qwen2, qwen3)"));
+        "GGUF general.architecture '", arch, "' is not supported (llama, qwen2, qwen3, qwen3moe)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
   TESSERA_ASSIGN_OR_RETURN(uint64_t layers, m.GetUint(key("block_count")));
   TESSERA_ASSIGN_OR_RETURN(uint64_t heads, m.GetUint(key("attention.head_count")));
-  TESSERA_ASSIGN_OR_RETURN(uint64_t ffn, m.GetUint(key("feed_forward_length")));
   c.hidden_size = static_cast<int64_t>(hidden);
   c.num_layers = static_cast<int64_t>(layers);
   c.num_heads = static_cast<int64_t>(heads);
-  c.intermediate_size = static_cast<int64_t>(ffn);
+  // llama.cpp's MoE layouts: qwen3moe (experts expert_feed_forward_length wide) and llama with
+  // expert_count (Mixtral, experts feed_forward_length wide). Every layer is sparse in both, and
+  // both renormalize the top-k weights (llama.cpp's norm_w; qwen3moe may say so explicitly).
+  if (auto experts = m.GetUint(key("expert_count")); experts.ok() && *experts > 0) {
+    c.num_experts = static_cast<int64_t>(*experts);
+    TESSERA_ASSIGN_OR_RETURN(uint64_t used, m.GetUint(key("expert_used_count")));
+    c.num_experts_per_tok = static_cast<int64_t>(used);
+    if (auto norm = m.GetBool(key("expert_weights_norm")); norm.ok()) c.norm_topk_prob = *norm;
+    if (c.architecture == Architecture::kLlama) {
+      c.architecture = Architecture::kMixtral;
+      c.moe_naming = MoeNaming::kMixtral;
+    }
+  } else if (c.architecture == Architecture::kQwen3Moe) {
+    return absl::InvalidArgumentError("GGUF qwen3moe.expert_count is missing or 0");
+  }
+  if (c.architecture == Architecture::kQwen3Moe) {
+    TESSERA_ASSIGN_OR_RETURN(uint64_t expert_ffn, m.GetUint(key("expert_feed_forward_length")));
+    c.moe_intermediate_size = static_cast<int64_t>(expert_ffn);
+    auto ffn = m.GetUint(key("feed_forward_length"));  // the dense width, unused by these layers
+    c.intermediate_size = ffn.ok() ? static_cast<int64_t>(*ffn) : c.moe_intermediate_size;
+  } else {
+    TESSERA_ASSIGN_OR_RETURN(uint64_t ffn, m.GetUint(key("feed_forward_length")));
+    c.intermediate_size = static_cast<int64_t>(ffn);
+    if (c.num_experts > 0) c.moe_intermediate_size = c.intermediate_size;
+  }
   auto kv = m.GetUint(key("attention.head_count_kv"));
   c.num_kv_heads = kv.ok() ? static_cast<int64_t>(*kv) : c.num_heads;
   auto head_dim = m.GetUint(key("attention.key_length"));

@@ -8,6 +8,27 @@
 #include "engine/common/status_macros.h"
 
 namespace tessera::model {
+namespace {
+
+// llama.cpp stacks a MoE layer's experts into blk.L.ffn_{gate,up,down}_exps.weight, [E, N, K];
+// each expert's slab gets the per-expert name the decoder asks for (and early Mixtral files use
+// as tensors of their own, which then need nothing here).
+absl::Status ExposeStackedExperts(const ModelConfig& c, io::GgufFile& file) {
+  if (c.num_experts == 0) return absl::OkStatus();
+  const WeightNames names(NamingScheme::kGguf);
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    for (LayerTensor t : {LayerTensor::kGate, LayerTensor::kUp, LayerTensor::kDown}) {
+      const std::string stacked = WeightNames::StackedExperts(layer, t);
+      if (!file.Contains(stacked)) continue;  // per-expert tensors, or missing: the loader says
+      std::vector<std::string> slices;
+      for (int e = 0; e < c.num_experts; ++e) slices.push_back(names.Expert(layer, e, t, c.moe_naming));
+      TESSERA_RETURN_IF_ERROR(file.AddOuterSlices(stacked, slices));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
   ModelSource src;
@@ -33,6 +54,7 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
   }
   TESSERA_ASSIGN_OR_RETURN(src.config, ModelConfigFromGguf(g->metadata()));
   src.naming = NamingScheme::kGguf;
+  TESSERA_RETURN_IF_ERROR(ExposeStackedExperts(src.config, *dynamic_cast<io::GgufFile*>(src.store.get())));
   return src;
 }
 

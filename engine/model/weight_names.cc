@@ -67,4 +67,51 @@ std::string WeightNames::ModuleName(int layer, LayerTensor t) {
   return absl::StrCat("model.layers.", layer, ".", s);
 }
 
+namespace {
+
+// Mixtral's w1 / w3 / w2 are gate / up / down.
+std::string ExpertSuffix(LayerTensor t, MoeNaming moe) {
+  const bool mixtral = moe == MoeNaming::kMixtral;
+  switch (t) {
+    case LayerTensor::kGate: return mixtral ? "w1" : "gate_proj";
+    case LayerTensor::kUp: return mixtral ? "w3" : "up_proj";
+    default: return mixtral ? "w2" : "down_proj";
+  }
+}
+
+const char* GgufFfnName(LayerTensor t) {
+  switch (t) {
+    case LayerTensor::kGate: return "ffn_gate";
+    case LayerTensor::kUp: return "ffn_up";
+    default: return "ffn_down";
+  }
+}
+
+const char* HfMoeBlock(MoeNaming moe) {
+  return moe == MoeNaming::kMixtral ? "block_sparse_moe" : "mlp";
+}
+
+}  // namespace
+
+std::string WeightNames::Router(int layer, MoeNaming moe) const {
+  if (scheme_ == NamingScheme::kGguf) return absl::StrCat("blk.", layer, ".ffn_gate_inp.weight");
+  return absl::StrCat("model.layers.", layer, ".", HfMoeBlock(moe), ".gate.weight");
+}
+
+std::string WeightNames::Expert(int layer, int expert, LayerTensor t, MoeNaming moe) const {
+  if (scheme_ == NamingScheme::kGguf) {
+    return absl::StrCat("blk.", layer, ".", GgufFfnName(t), ".", expert, ".weight");
+  }
+  return absl::StrCat(ExpertModuleName(layer, expert, t, moe), ".weight");
+}
+
+std::string WeightNames::StackedExperts(int layer, LayerTensor t) {
+  return absl::StrCat("blk.", layer, ".", GgufFfnName(t), "_exps.weight");
+}
+
+std::string WeightNames::ExpertModuleName(int layer, int expert, LayerTensor t, MoeNaming moe) {
+  return absl::StrCat("model.layers.", layer, ".", HfMoeBlock(moe), ".experts.", expert, ".",
+                      ExpertSuffix(t, moe));
+}
+
 }  // namespace tessera::model

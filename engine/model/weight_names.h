@@ -15,6 +15,11 @@ enum class LayerTensor {
 
 enum class NamingScheme { kHf, kGguf };
 
+// How an HF checkpoint names a sparse MoE block's router and experts: Qwen's
+// mlp.gate / mlp.experts.E.{gate,up,down}_proj, or Mixtral's block_sparse_moe.gate /
+// block_sparse_moe.experts.E.{w1,w3,w2}.
+enum class MoeNaming { kQwen, kMixtral };
+
 class WeightNames {
  public:
   explicit WeightNames(NamingScheme scheme) : scheme_(scheme) {}
@@ -24,6 +29,18 @@ class WeightNames {
   std::string Layer(int layer, LayerTensor t) const;
   // The HF module name of a linear layer ("model.layers.3.self_attn.q_proj"), whatever the scheme.
   static std::string ModuleName(int layer, LayerTensor t);
+
+  // A sparse MoE layer's router weight, [num_experts, hidden] (GGUF: blk.L.ffn_gate_inp.weight).
+  std::string Router(int layer, MoeNaming moe) const;
+  // Expert e's gate, up or down weight (t is kGate, kUp or kDown). In GGUF this is
+  // blk.L.ffn_gate.E.weight: a tensor of its own in early Mixtral files, otherwise the slab E of
+  // the stacked blk.L.ffn_gate_exps.weight (StackedExperts) that ModelSource exposes by this name.
+  std::string Expert(int layer, int expert, LayerTensor t, MoeNaming moe) const;
+  // GGUF's stacked [num_experts, N, K] tensor of every expert's t.
+  static std::string StackedExperts(int layer, LayerTensor t);
+  // The HF module name of expert e's t ("model.layers.3.mlp.experts.5.up_proj"), whatever the
+  // scheme, so plan rules read the same for both containers.
+  static std::string ExpertModuleName(int layer, int expert, LayerTensor t, MoeNaming moe);
 
  private:
   NamingScheme scheme_;

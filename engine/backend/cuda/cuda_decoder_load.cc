@@ -76,6 +76,12 @@ absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
     const model::ModelSource& source, const quant::PrecisionPlan& plan,
     const quant::QuantConfig& quant_config, int device_ordinal, int64_t kv_blocks,
     int64_t kv_block_tokens, const Limits& limits) {
+  if (source.config.num_experts > 0) {
+    // No grouped-expert GEMM on the GPU yet; the CPU decoder runs these models.
+    return absl::UnimplementedError(absl::StrCat(
+        "the CUDA decoder has no mixture-of-experts layers (", source.config.ArchitectureName(),
+        ", ", source.config.num_experts, " experts); run this model with --device cpu"));
+  }
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info, OpenCudaDevice(device_ordinal));
   TESSERA_RETURN_IF_ERROR(source.config.Validate());
   if (source.store == nullptr) return absl::InvalidArgumentError("model source has no tensors");

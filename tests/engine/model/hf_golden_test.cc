@@ -1,7 +1,11 @@
 // Hugging Face transformers as the oracle: for seeded random-weight llama (plain, llama3 rope
-// scaling, linear rope scaling), mistral, qwen2 (q/k/v bias) and qwen3 (q/k norm, head_dim*heads
-// != hidden) models, tessera's logits at every position match transformers', and greedy
-// continuations of 32 tokens are identical (tools/reference/make_hf_goldens.py made the goldens).
+// scaling, linear rope scaling), mistral, qwen2 (q/k/v bias), qwen3 (q/k norm, head_dim*heads
+// != hidden) and mixture-of-experts models (qwen3_moe: top-3 of 8 experts renormalized;
+// qwen3_moe_mixed: a dense layer among sparse ones, weights not renormalized; mixtral: top-2 of
+// 4), tessera's logits at every position match transformers', and greedy continuations of 32
+// tokens are identical (tools/reference/make_hf_goldens.py made the goldens). The MoE models'
+// GGUF twins (model.gguf: the same f32 weights as llama.cpp's converter lays them out, experts
+// stacked into one tensor per role, Mixtral's q/k permuted) must give the same logits.
 //
 // Tolerance: both sides compute in f32. The script measured the oracle's own error against a
 // float64 run of the same model (f32_vs_f64_max_abs_diff, 9e-6..2.5e-5 for logits up to ~17), so two
@@ -33,9 +37,11 @@ nlohmann::json LoadJson(const std::string& path) {
 class HfGoldenTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    dir_ = kModels + GetParam();
+    // "name" is the HF directory; "name/model.gguf" its GGUF twin (the goldens are the same).
+    const std::string param = GetParam();
+    dir_ = kModels + param.substr(0, param.find('/'));
     golden_ = LoadJson(dir_ + "/golden.json");
-    auto src = ModelSource::Open(dir_);
+    auto src = ModelSource::Open(kModels + param);
     ASSERT_TRUE(src.ok()) << src.status();
     source_ = std::move(*src);
     factory_ = MakeDenseLinearFactory(&pool_);
@@ -117,7 +123,16 @@ TEST_P(HfGoldenTest, GreedyContinuationMatchesTransformers) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, HfGoldenTest,
                          ::testing::Values("llama", "llama3_rope", "llama_linear_rope", "mistral",
-                                           "qwen2", "qwen3"));
+                                           "qwen2", "qwen3", "qwen3_moe", "qwen3_moe_mixed",
+                                           "mixtral", "qwen3_moe/model.gguf",
+                                           "mixtral/model.gguf"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace tessera::model

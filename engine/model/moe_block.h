@@ -1,0 +1,58 @@
+// MoeBlock: the sparse mixture-of-experts MLP of qwen3_moe and mixtral decoder layers on the CPU
+// backend. A router scores every expert for each token; the token runs through the SwiGLU MLPs
+// of its top-k experts and gets their outputs summed with the routing weights. Tokens are grouped
+// by expert, so each expert's weights stream once per step for all the tokens routed to it (one
+// GEMM over those rows, any Linear the plan chose), and experts no token picked are not read.
+#ifndef TESSERA_ENGINE_MODEL_MOE_BLOCK_H_
+#define TESSERA_ENGINE_MODEL_MOE_BLOCK_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/backend/linear.h"
+#include "kernels/cpu/thread_pool.h"
+
+namespace tessera::model {
+
+struct ExpertMlp {
+  std::unique_ptr<backend::Linear> gate, up, down;
+};
+
+// One token's routing, computed as transformers' Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock
+// do: a softmax of the router logits in f32, the top_k largest probabilities (ties to the lower
+// expert index, so a batch routes alike whatever its order), divided by their sum when
+// `normalize`. Writes top_k experts in descending probability and their weights.
+void RouteTopK(const float* logits, int64_t num_experts, int64_t top_k, bool normalize,
+               int32_t* experts, float* weights);
+
+class MoeBlock {
+ public:
+  // `router` maps hidden -> num_experts logits; every expert maps hidden -> hidden through its own
+  // width. The caller checked the shapes.
+  MoeBlock(std::unique_ptr<backend::Linear> router, std::vector<ExpertMlp> experts, int64_t top_k,
+           bool normalize)
+      : router_(std::move(router)),
+        experts_(std::move(experts)),
+        top_k_(top_k),
+        normalize_(normalize) {}
+
+  // out[rows, hidden] (overwritten) = Σ over each row's top-k experts of weight · expert(x row),
+  // added in ascending expert order as transformers' index_add_ loop adds them. A row's result
+  // does not depend on the other rows.
+  void Forward(const float* x, int64_t rows, float* out, kernels::cpu::ThreadPool* pool) const;
+
+  const backend::Linear& router() const { return *router_; }
+  const std::vector<ExpertMlp>& experts() const { return experts_; }
+  int64_t top_k() const { return top_k_; }
+
+ private:
+  std::unique_ptr<backend::Linear> router_;
+  std::vector<ExpertMlp> experts_;
+  int64_t top_k_;
+  bool normalize_;
+};
+
+}  // namespace tessera::model
+
+#endif  // TESSERA_ENGINE_MODEL_MOE_BLOCK_H_
