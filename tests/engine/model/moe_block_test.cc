@@ -1,0 +1,237 @@
+// The mixture-of-experts pieces below the transformers goldens (hf_golden_test.cc runs the whole
+// models): routing (softmax, top-k with ties to the lower index, renormalization or not, NaN-safe),
+// MoeBlock's grouping (a row's output does not depend on the other rows; experts no row picked
+// are never run), the config fields and their errors, GgufFile::AddOuterSlices on the mixtral
+// fixture's stacked experts, and a missing expert tensor named at load.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "engine/io/gguf_file.h"
+#include "engine/model/decoder_model.h"
+#include "engine/model/model_config.h"
+#include "engine/model/model_source.h"
+#include "engine/model/moe_block.h"
+#include "gtest/gtest.h"
+
+namespace tessera::model {
+namespace {
+
+const std::string kModels = std::string(TESSERA_SOURCE_DIR) + "/tests/data/models/";
+
+TEST(RouteTopKTest, SoftmaxTopKAndRenormalization) {
+  const float logits[] = {0.5f, 2.0f, -1.0f, 1.0f};
+  double z = 0;
+  for (float l : logits) z += std::exp(double(l));
+  int32_t experts[2];
+  float weights[2];
+  RouteTopK(logits, 4, 2, /*normalize=*/false, experts, weights);
+  EXPECT_EQ(experts[0], 1);
+  EXPECT_EQ(experts[1], 3);
+  EXPECT_NEAR(weights[0], std::exp(2.0) / z, 1e-6);
+  EXPECT_NEAR(weights[1], std::exp(1.0) / z, 1e-6);
+  RouteTopK(logits, 4, 2, /*normalize=*/true, experts, weights);
+  EXPECT_NEAR(weights[0], std::exp(2.0) / (std::exp(2.0) + std::exp(1.0)), 1e-6);
+  EXPECT_NEAR(weights[0] + weights[1], 1.0, 1e-6);
+}
+
+TEST(RouteTopKTest, TiesGoToTheLowerExpertAndNanNeverWins) {
+  const float tie[] = {1.0f, 3.0f, 3.0f, 3.0f};
+  int32_t experts[2];
+  float weights[2];
+  RouteTopK(tie, 4, 2, true, experts, weights);
+  EXPECT_EQ(experts[0], 1);
+  EXPECT_EQ(experts[1], 2);
+  EXPECT_FLOAT_EQ(weights[0], 0.5f);
+  // One NaN logit poisons the softmax sum; the ordering must stay well defined (no crash, k
+  // distinct experts), whatever the weights become.
+  const float nan_logits[] = {1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 0.0f};
+  RouteTopK(nan_logits, 4, 2, true, experts, weights);
+  EXPECT_NE(experts[0], experts[1]);
+}
+
+// y = x · diag(scale) padded to n columns, counting calls: a Linear whose output is easy to
+// predict.
+class ScaleLinear : public backend::Linear {
+ public:
+  ScaleLinear(int64_t n, int64_t k, float scale, int* calls) : n_(n), k_(k), scale_(scale), calls_(calls) {}
+  int64_t out_features() const override { return n_; }
+  int64_t in_features() const override { return k_; }
+  void Forward(const float* x, int64_t rows, float* y) const override {
+    ++*calls_;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < n_; ++j) y[r * n_ + j] = scale_ * x[r * k_ + (j % k_)];
+    }
+  }
+  std::string Describe() const override { return "scale"; }
+  int64_t weight_bytes() const override { return 0; }
+
+ private:
+  int64_t n_, k_;
+  float scale_;
+  int* calls_;
+};
+
+// A router whose logit for expert e is x[e]: each row picks the experts of its largest inputs.
+std::unique_ptr<MoeBlock> MakeBlock(int num_experts, int top_k, std::vector<int>* calls) {
+  const int hidden = num_experts;
+  calls->assign(num_experts + 1, 0);
+  std::vector<ExpertMlp> experts(num_experts);
+  for (int e = 0; e < num_experts; ++e) {
+    int* c = &(*calls)[e];
+    experts[e].gate = std::make_unique<ScaleLinear>(6, hidden, 0.5f + e, c);
+    experts[e].up = std::make_unique<ScaleLinear>(6, hidden, 1.0f, c);
+    experts[e].down = std::make_unique<ScaleLinear>(hidden, 6, 1.0f / (1 + e), c);
+  }
+  auto router = std::make_unique<ScaleLinear>(num_experts, hidden, 1.0f, &calls->back());
+  return std::make_unique<MoeBlock>(std::move(router), std::move(experts), top_k, true);
+}
+
+TEST(MoeBlockTest, RowsAreIndependentAndUnpickedExpertsNeverRun) {
+  std::vector<int> calls;
+  auto block = MakeBlock(6, 2, &calls);
+  // Row 0 prefers experts 0 and 1, row 1 experts 1 and 2, row 2 experts 0 and 2: experts 3-5
+  // are never picked.
+  const std::vector<float> x = {3, 2, 0, -1, -2, -3,   //
+                                0, 3, 2, -1, -2, -3,   //
+                                2, 0, 3, -1, -2, -3};
+  std::vector<float> batched(18), alone(6);
+  block->Forward(x.data(), 3, batched.data(), nullptr);
+  for (int e = 3; e < 6; ++e) EXPECT_EQ(calls[e], 0) << e;
+  EXPECT_GT(calls[0], 0);
+  for (int r = 0; r < 3; ++r) {
+    block->Forward(x.data() + r * 6, 1, alone.data(), nullptr);
+    EXPECT_EQ(std::memcmp(alone.data(), batched.data() + r * 6, sizeof(float) * 6), 0) << r;
+  }
+  // Row 0 by hand: experts 0 and 1 with softmax weights renormalized over the pair.
+  const double w0 = std::exp(3.0) / (std::exp(3.0) + std::exp(2.0)), w1 = 1 - w0;
+  for (int c = 0; c < 6; ++c) {
+    // expert e: down(silu(gate) * up) with gate = (0.5 + e) x, up = x, down = x / (1 + e).
+    auto expert = [&](int e) {
+      const double g = (0.5 + e) * x[c], u = x[c];
+      return g / (1 + std::exp(-g)) * u / (1 + e);
+    };
+    EXPECT_NEAR(batched[c], w0 * expert(0) + w1 * expert(1), 1e-4) << c;
+  }
+}
+
+TEST(MoeConfigTest, HfFieldsAndErrors) {
+  const std::string base = R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 4,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+      "vocab_size": 320, "head_dim": 16)";
+  auto c = ModelConfigFromHfJson(base + R"(, "num_experts": 8, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "decoder_sparse_step": 2, "mlp_only_layers": [3]})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ArchitectureName(), "qwen3_moe");
+  EXPECT_FALSE(c->norm_topk_prob);  // transformers' Qwen3MoeConfig default
+  EXPECT_FALSE(c->IsMoeLayer(0));
+  EXPECT_TRUE(c->IsMoeLayer(1));
+  EXPECT_FALSE(c->IsMoeLayer(2));
+  EXPECT_FALSE(c->IsMoeLayer(3));  // sparse by step, dense by mlp_only_layers
+  auto missing = ModelConfigFromHfJson(base + R"(, "num_experts_per_tok": 2, "moe_intermediate_size": 32})");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), "num_experts")) << missing.status();
+  auto too_many = ModelConfigFromHfJson(base + R"(, "num_experts": 4, "num_experts_per_tok": 5,
+      "moe_intermediate_size": 32})");
+  ASSERT_FALSE(too_many.ok());
+  EXPECT_TRUE(absl::StrContains(too_many.status().message(), "num_experts_per_tok"));
+  auto absurd = ModelConfigFromHfJson(base + R"(, "num_experts": 100000000, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32})");
+  EXPECT_FALSE(absurd.ok());
+  auto bad_list = ModelConfigFromHfJson(base + R"(, "num_experts": 4, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32, "mlp_only_layers": "all"})");
+  ASSERT_FALSE(bad_list.ok());
+  EXPECT_TRUE(absl::StrContains(bad_list.status().message(), "mlp_only_layers"));
+}
+
+TEST(MoeConfigTest, MixtralGgufIsLlamaWithExperts) {
+  auto src = ModelSource::Open(kModels + "mixtral/model.gguf");
+  ASSERT_TRUE(src.ok()) << src.status();
+  EXPECT_EQ(src->config.architecture_name, "llama");
+  EXPECT_EQ(src->config.ArchitectureName(), "mixtral");
+  EXPECT_EQ(src->config.num_experts, 4);
+  EXPECT_EQ(src->config.num_experts_per_tok, 2);
+  EXPECT_EQ(src->config.moe_intermediate_size, 48);
+  EXPECT_TRUE(src->config.norm_topk_prob);
+  EXPECT_EQ(src->config.rope_style, RopeStyle::kInterleaved);
+}
+
+TEST(GgufOuterSlicesTest, SlabsAreViewsOfTheStackedTensor) {
+  auto file = io::GgufFile::Open(kModels + "mixtral/model.gguf");
+  ASSERT_TRUE(file.ok()) << file.status();
+  io::GgufFile& g = **file;
+  const size_t names_before = g.names().size();
+  auto stacked = g.Get("blk.1.ffn_down_exps.weight");
+  ASSERT_TRUE(stacked.ok());
+  ASSERT_EQ(stacked->shape, (std::vector<int64_t>{4, 64, 48}));
+  const std::vector<std::string> slices = {"e0", "e1", "e2", "e3"};
+  ASSERT_TRUE(g.AddOuterSlices("blk.1.ffn_down_exps.weight", slices).ok());
+  EXPECT_EQ(g.names().size(), names_before);  // listings see the file as written
+  for (int e = 0; e < 4; ++e) {
+    auto v = g.Get(slices[e]);
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->shape, (std::vector<int64_t>{64, 48}));
+    EXPECT_EQ(v->bytes.data(), stacked->bytes.data() + e * 64 * 48 * 4);
+    EXPECT_EQ(v->bytes.size(), 64u * 48 * 4);
+  }
+  // A name taken, a count that is not the outer dim, a 1-D tensor, a missing tensor.
+  EXPECT_EQ(g.AddOuterSlices("blk.1.ffn_up_exps.weight", {"e0", "x1", "x2", "x3"}).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(g.AddOuterSlices("blk.1.ffn_up_exps.weight", {"y0", "y1", "y2"}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(g.AddOuterSlices("blk.1.ffn_norm.weight", {"z0"}).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(g.AddOuterSlices("blk.9.ffn_up_exps.weight", {"w0"}).code(),
+            absl::StatusCode::kNotFound);
+}
+
+// The store minus one tensor.
+class HidingStore : public io::TensorStore {
+ public:
+  HidingStore(const io::TensorStore& base, std::string hidden) : base_(base), hidden_(std::move(hidden)) {}
+  io::ContainerKind kind() const override { return base_.kind(); }
+  const std::vector<std::string>& names() const override { return base_.names(); }
+  bool Contains(absl::string_view name) const override {
+    return name != hidden_ && base_.Contains(name);
+  }
+  absl::StatusOr<io::TensorView> Get(absl::string_view name) const override {
+    if (name == hidden_) return absl::NotFoundError(std::string(name));
+    return base_.Get(name);
+  }
+  std::vector<std::pair<std::string, std::string>> DescribeMetadata() const override {
+    return base_.DescribeMetadata();
+  }
+
+ private:
+  const io::TensorStore& base_;
+  std::string hidden_;
+};
+
+TEST(MoeLoadTest, MissingExpertOrRouterIsNamed) {
+  for (const std::string& path : {kModels + "mixtral", kModels + "mixtral/model.gguf"}) {
+    auto src = ModelSource::Open(path);
+    ASSERT_TRUE(src.ok()) << src.status();
+    const WeightNames names(src->naming);
+    auto factory = MakeDenseLinearFactory(nullptr);
+    for (const std::string& hidden :
+         {names.Expert(1, 3, LayerTensor::kUp, MoeNaming::kMixtral), names.Router(0, MoeNaming::kMixtral)}) {
+      HidingStore store(*src->store, hidden);
+      auto model = DecoderModel::Load(src->config, store, src->naming, *factory, nullptr);
+      ASSERT_FALSE(model.ok()) << hidden;
+      EXPECT_TRUE(absl::StrContains(model.status().message(), hidden)) << model.status();
+    }
+  }
+  EXPECT_EQ(WeightNames(NamingScheme::kHf).Expert(1, 3, LayerTensor::kUp, MoeNaming::kMixtral),
+            "model.layers.1.block_sparse_moe.experts.3.w3.weight");
+  EXPECT_EQ(WeightNames(NamingScheme::kGguf).Expert(1, 3, LayerTensor::kUp, MoeNaming::kMixtral),
+            "blk.1.ffn_up.3.weight");
+  EXPECT_EQ(WeightNames::ExpertModuleName(2, 7, LayerTensor::kDown, MoeNaming::kQwen),
+            "model.layers.2.mlp.experts.7.down_proj");
+}
+
+}  // namespace
+}  // namespace tessera::model

@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""llama.cpp's perplexity of the MoE fixtures' GGUF twins: an oracle for tessera's MoE decoder
+that is not transformers.
+
+make_hf_goldens.py writes tests/data/models/{qwen3_moe,mixtral}/model.gguf (the fixtures' f32
+weights as llama.cpp's convert_hf_to_gguf.py lays them out: qwen3moe, and llama with
+expert_count for Mixtral, experts stacked into ffn_{gate,up,down}_exps). This script runs
+llama.cpp's own `llama-perplexity` on each over tests/data/perplexity/story.txt (n_ctx 64, its
+default f16 KV cache, 2 threads) and records the running perplexity after every window and the
+final estimate in tests/data/perplexity/moe_twins_llama_cpp.json. llama.cpp tokenizes the text
+with the file's gpt2 vocabulary itself, so the scored-token count checks tessera's tokenizer too.
+
+Needs a llama.cpp build (not a PyPI package):
+    LLAMA_CPP_BIN=/path/to/llama.cpp/build/bin python3 tools/reference/llama_cpp_moe_perplexity.py
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MODELS = ["qwen3_moe", "mixtral"]
+N_CTX = 64
+TEXT = ROOT / "tests" / "data" / "perplexity" / "story.txt"
+OUT = ROOT / "tests" / "data" / "perplexity" / "moe_twins_llama_cpp.json"
+
+
+def main() -> int:
+    bin_dir = Path(os.environ.get("LLAMA_CPP_BIN", ""))
+    exe = bin_dir / "llama-perplexity"
+    if not exe.exists():
+        print("set LLAMA_CPP_BIN to a llama.cpp build's bin directory")
+        return 2
+    env = dict(os.environ, LD_LIBRARY_PATH=str(bin_dir))
+    version = subprocess.run([str(exe), "--version"], env=env, capture_output=True, text=True)
+    commit = re.search(r"commit (\w+)", version.stdout + version.stderr)
+    result = {"method": ("llama.cpp llama-perplexity -f tests/data/perplexity/story.txt "
+                         f"-c {N_CTX} -b {N_CTX} -t 2 (default f16 KV cache)"),
+              "llama_cpp_commit": commit.group(1) if commit else "unknown",
+              "n_ctx": N_CTX, "models": {}}
+    for name in MODELS:
+        gguf = ROOT / "tests" / "data" / "models" / name / "model.gguf"
+        cmd = [str(exe), "-m", str(gguf), "-f", str(TEXT), "-c", str(N_CTX), "-b", str(N_CTX),
+               "-t", "2"]
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+        log = out.stdout + out.stderr
+        running = [float(v) for v in re.findall(r"\[\d+\](\d+\.\d+)", log)]
+        final = re.search(r"Final estimate: PPL = (\d+\.\d+) \+/- (\d+\.\d+)", log)
+        assert final and running, log[-2000:]
+        result["models"][name] = {
+            "file": f"tests/data/models/{name}/model.gguf",
+            "running_ppl": running,
+            "ppl": float(final.group(1)),
+            "ppl_stderr": float(final.group(2)),
+        }
+        print(f"{name}: PPL {final.group(1)} over {len(running)} windows")
+    OUT.write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
