@@ -141,6 +141,17 @@ int RunBench(const std::vector<std::string>& argv) {
         weight_bytes += (*lin)->weight_bytes();
         for (const auto& sp : (*lin)->weight_spans()) spans.emplace_back(sp.data, sp.size);
       }
+      if (l.moe != nullptr) {
+        // A token reads its top-k experts: the weight rate counts those; the read roofline
+        // times every expert's pages (a rate, whatever the size).
+        weight_bytes += l.moe->TokenWeightBytes();
+        for (const auto& sp : l.moe->router().weight_spans()) spans.emplace_back(sp.data, sp.size);
+        for (const auto& ex : l.moe->experts()) {
+          for (const auto* lin : {&ex.gate, &ex.up, &ex.down}) {
+            for (const auto& sp : (*lin)->weight_spans()) spans.emplace_back(sp.data, sp.size);
+          }
+        }
+      }
     }
   }
 #ifdef TESSERA_HAVE_CUDA

@@ -15,7 +15,8 @@ namespace tessera::cli {
 namespace {
 
 const std::vector<FlagSpec> kFlags = {
-    {"shape", false, "tinyllama-1.1b, llama-3.2-1b or qwen3-0.6b"},
+    {"shape", false, "tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b or qwen3-30b-a3b (MoE, GGUF only)"},
+    {"layers", false, "write only the first N layers of the shape (a smaller file, same layers)"},
     {"type", false,
      "F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, or llama.cpp's mixes Q4_K_M / Q5_K_M (Q6_K output, "
      "some attn_v / ffn_down) (default Q4_0); --format hf is always BF16"},
@@ -45,11 +46,14 @@ int RunSynth(const std::vector<std::string>& argv) {
   }
   auto seed = args->GetInt("seed", 0);
   if (!seed.ok()) return Fail(seed.status());
+  auto layers = args->GetInt("layers", 0);
+  if (!layers.ok()) return Fail(layers.status());
   model::SynthOptions o;
   o.shape = args->GetString("shape");
   o.type = args->GetString("type", "Q4_0");
   o.seed = static_cast<uint64_t>(*seed);
   o.vocab_from = args->GetString("vocab-from");
+  o.layers = *layers;
   const std::string out = args->GetString("out");
   const std::string format = args->GetString("format", "gguf");
   if (format == "hf") {

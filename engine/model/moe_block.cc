@@ -42,6 +42,14 @@ void RouteTopK(const float* logits, int64_t num_experts, int64_t top_k, bool nor
   }
 }
 
+int64_t MoeBlock::TokenWeightBytes() const {
+  int64_t experts = 0;
+  for (const ExpertMlp& e : experts_) {
+    experts += e.gate->weight_bytes() + e.up->weight_bytes() + e.down->weight_bytes();
+  }
+  return router_->weight_bytes() + experts * top_k_ / static_cast<int64_t>(experts_.size());
+}
+
 void MoeBlock::Forward(const float* x, int64_t rows, float* out,
                        kernels::cpu::ThreadPool* pool) const {
   const int64_t num_experts = static_cast<int64_t>(experts_.size());

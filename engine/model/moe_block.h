@@ -42,6 +42,10 @@ class MoeBlock {
   // does not depend on the other rows.
   void Forward(const float* x, int64_t rows, float* out, kernels::cpu::ThreadPool* pool) const;
 
+  // Weight bytes one token reads (Linear::weight_bytes' counting): the router and top_k experts
+  // of the mean size. A batch reads the union of its tokens' experts.
+  int64_t TokenWeightBytes() const;
+
   const backend::Linear& router() const { return *router_; }
   const std::vector<ExpertMlp>& experts() const { return experts_; }
   int64_t top_k() const { return top_k_; }

@@ -118,7 +118,13 @@ absl::Status WriteSynthHfDir(const SynthOptions& o, const std::string& dir) {
   return WriteSynthHfDir(s, o, dir);
 }
 
-absl::Status WriteSynthHfDir(const SynthShape& s, const SynthOptions& o, const std::string& dir) {
+absl::Status WriteSynthHfDir(const SynthShape& shape, const SynthOptions& o, const std::string& dir) {
+  SynthShape s = shape;
+  TESSERA_RETURN_IF_ERROR(ApplySynthLayerLimit(o, s));
+  if (s.experts > 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        "shape ", s.name, " has mixture-of-experts layers, which synth writes as GGUF only"));
+  }
   if (s.vocab < 3 + 256) {
     return absl::InvalidArgumentError(
         absl::StrCat("an HF synth model needs a vocabulary of at least 259 (3 specials + 256 "

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "engine/common/status_macros.h"
 #include "engine/io/gguf_file.h"
 #include "engine/io/gguf_writer.h"
@@ -63,7 +64,8 @@ TypeInfo MixedKType(const TypeInfo& requested, const std::string& name, int64_t 
   const TypeInfo q6_k{kGgmlQ6_K, 18, 256, 210};
   if (name == (tied_embeddings ? "token_embd.weight" : "output.weight")) return q6_k;
   const bool more_bits_kind = absl::EndsWith(name, "attn_v.weight") ||
-                              absl::EndsWith(name, "ffn_down.weight");
+                              absl::EndsWith(name, "ffn_down.weight") ||
+                              absl::EndsWith(name, "ffn_down_exps.weight");
   if (layer >= 0 && more_bits_kind && UseMoreBits(layer, layers)) return q6_k;
   TypeInfo t = requested;
   t.k_mix = false;
@@ -163,13 +165,16 @@ void AddGeneratedTokenizer(io::GgufWriter& w, int64_t vocab) {
 }  // namespace
 
 double SynthShape::LinearParams() const {
+  const double mlp = experts > 0 ? static_cast<double>(hidden) * expert_ffn * 3 * experts_used
+                                 : static_cast<double>(hidden) * ffn * 3;
   const double per_layer = static_cast<double>(hidden) * (heads * head_dim) * 2 +
-                           static_cast<double>(hidden) * (kv_heads * head_dim) * 2 +
-                           static_cast<double>(hidden) * ffn * 3;
+                           static_cast<double>(hidden) * (kv_heads * head_dim) * 2 + mlp;
   return per_layer * layers + static_cast<double>(hidden) * vocab;
 }
 
-std::vector<std::string> SynthShapeNames() { return {"tinyllama-1.1b", "llama-3.2-1b", "qwen3-0.6b"}; }
+std::vector<std::string> SynthShapeNames() {
+  return {"tinyllama-1.1b", "llama-3.2-1b", "qwen3-0.6b", "qwen3-30b-a3b"};
+}
 
 absl::StatusOr<SynthShape> FindSynthShape(const std::string& name) {
   SynthShape s;
@@ -189,6 +194,12 @@ absl::StatusOr<SynthShape> FindSynthShape(const std::string& name) {
     s.hidden = 1024, s.layers = 28, s.heads = 16, s.kv_heads = 8, s.head_dim = 128, s.ffn = 3072;
     s.vocab = 151936, s.context = 40960, s.rope_theta = 1000000.0, s.rms_eps = 1e-6;
     s.tied_embeddings = true;
+  } else if (name == "qwen3-30b-a3b") {
+    // Qwen3-30B-A3B: 128 experts of 768, 8 per token (3.3B of 30.5B weights active).
+    s.arch = "qwen3moe";
+    s.hidden = 2048, s.layers = 48, s.heads = 32, s.kv_heads = 4, s.head_dim = 128, s.ffn = 6144;
+    s.experts = 128, s.experts_used = 8, s.expert_ffn = 768;
+    s.vocab = 151936, s.context = 40960, s.rope_theta = 1000000.0, s.rms_eps = 1e-6;
   } else {
     return absl::NotFoundError(absl::StrCat("unknown synth shape '", name, "' (",
                                             absl::StrJoin(SynthShapeNames(), ", "), ")"));
@@ -207,8 +218,19 @@ absl::Status WriteSynthGguf(const SynthOptions& o, const std::string& out_path) 
   return WriteSynthGguf(s, o, out_path);
 }
 
-absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
+absl::Status ApplySynthLayerLimit(const SynthOptions& o, SynthShape& s) {
+  if (o.layers < 0 || o.layers > s.layers) {
+    return absl::InvalidArgumentError(absl::StrCat("--layers ", o.layers, " is outside [1, ",
+                                                   s.layers, "] for shape ", s.name));
+  }
+  if (o.layers > 0) s.layers = o.layers;
+  return absl::OkStatus();
+}
+
+absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
                             const std::string& out_path) {
+  SynthShape s = shape;
+  TESSERA_RETURN_IF_ERROR(ApplySynthLayerLimit(o, s));
   TESSERA_ASSIGN_OR_RETURN(TypeInfo ti, LookupType(o.type));
   io::GgufWriter w;
   const std::string a = s.arch;
@@ -228,6 +250,11 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
   w.AddFloat32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(s.rms_eps));
   w.AddFloat32(a + ".rope.freq_base", static_cast<float>(s.rope_theta));
   w.AddUint32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
+  if (s.experts > 0) {
+    w.AddUint32(a + ".expert_count", static_cast<uint32_t>(s.experts));
+    w.AddUint32(a + ".expert_used_count", static_cast<uint32_t>(s.experts_used));
+    w.AddUint32(a + ".expert_feed_forward_length", static_cast<uint32_t>(s.expert_ffn));
+  }
 
   std::unique_ptr<io::GgufFile> vocab;
   if (!o.vocab_from.empty()) {
@@ -255,17 +282,28 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
       return absl::OkStatus();
     });
   };
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, int64_t layer = -1) {
+  // A matrix, or with `stack` > 0 that many matrices stacked as one [stack, rows, cols] tensor
+  // (a MoE layer's experts; matrix e draws its rows as the per-expert tensor "<base>.<e>.weight"
+  // would, so seeds do not depend on the stacking).
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, int64_t layer = -1,
+                    int64_t stack = 0) {
     const TypeInfo t = TensorType(
         ti.k_mix ? MixedKType(ti, name, layer, s.layers, s.tied_embeddings) : ti, cols);
     const int64_t row_bytes = cols / t.block * t.bytes;
-    const uint64_t bytes = static_cast<uint64_t>(rows) * row_bytes;
-    w.AddTensor(name, {cols, rows}, t.ggml_type, bytes,
+    const int64_t count = std::max<int64_t>(stack, 1);
+    const uint64_t bytes = static_cast<uint64_t>(rows) * row_bytes * count;
+    std::vector<int64_t> dims = {cols, rows};
+    if (stack > 0) dims.push_back(stack);
+    w.AddTensor(name, dims, t.ggml_type, bytes,
                 [=](std::vector<uint8_t>* out) {
                   out->resize(bytes);
                   std::vector<float> row(cols);
-                  for (int64_t r = 0; r < rows; ++r) {
-                    SynthMatrixRow(seed, name, r, cols, row.data());
+                  for (int64_t r = 0; r < rows * count; ++r) {
+                    const std::string seed_name =
+                        stack > 0 ? absl::StrCat(absl::StripSuffix(name, "_exps.weight"), ".",
+                                                 r / rows, ".weight")
+                                  : name;
+                    SynthMatrixRow(seed, seed_name, r % rows, cols, row.data());
                     uint8_t* dst = out->data() + r * row_bytes;
                     switch (t.ggml_type) {
                       case kGgmlF32: std::memcpy(dst, row.data(), cols * 4); break;
@@ -291,14 +329,31 @@ absl::Status WriteSynthGguf(const SynthShape& s, const SynthOptions& o,
     matrix(p + "attn_k.weight", kv, s.hidden);
     matrix(p + "attn_v.weight", kv, s.hidden, i);
     matrix(p + "attn_output.weight", s.hidden, q);
-    if (s.arch == "qwen3") {
+    if (s.arch == "qwen3" || s.arch == "qwen3moe") {
       norm(p + "attn_q_norm.weight", s.head_dim);
       norm(p + "attn_k_norm.weight", s.head_dim);
     }
     norm(p + "ffn_norm.weight", s.hidden);
-    matrix(p + "ffn_gate.weight", s.ffn, s.hidden);
-    matrix(p + "ffn_up.weight", s.ffn, s.hidden);
-    matrix(p + "ffn_down.weight", s.hidden, s.ffn, i);
+    if (s.experts > 0) {
+      const int64_t e = s.experts, h = s.hidden, f = s.expert_ffn;
+      w.AddTensor(p + "ffn_gate_inp.weight", {h, e}, kGgmlF32, e * h * 4,
+                  [=, name = p + "ffn_gate_inp.weight"](std::vector<uint8_t>* out) {
+                    out->resize(e * h * 4);
+                    std::vector<float> row(h);
+                    for (int64_t r = 0; r < e; ++r) {
+                      SynthMatrixRow(seed, name, r, h, row.data());
+                      std::memcpy(out->data() + r * h * 4, row.data(), h * 4);
+                    }
+                    return absl::OkStatus();
+                  });
+      matrix(p + "ffn_gate_exps.weight", f, h, -1, e);
+      matrix(p + "ffn_up_exps.weight", f, h, -1, e);
+      matrix(p + "ffn_down_exps.weight", h, f, i, e);
+    } else {
+      matrix(p + "ffn_gate.weight", s.ffn, s.hidden);
+      matrix(p + "ffn_up.weight", s.ffn, s.hidden);
+      matrix(p + "ffn_down.weight", s.hidden, s.ffn, i);
+    }
   }
   norm("output_norm.weight", s.hidden);
   if (!s.tied_embeddings) matrix("output.weight", s.vocab, s.hidden);

@@ -18,26 +18,36 @@ namespace tessera::model {
 
 struct SynthShape {
   std::string name;
-  std::string arch;  // GGUF general.architecture: "llama" or "qwen3"
+  std::string arch;  // GGUF general.architecture: "llama", "qwen3" or "qwen3moe"
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
+  // Sparse MoE MLPs (qwen3moe): experts of expert_ffn, experts_used per token, stacked into
+  // blk.N.ffn_{gate,up,down}_exps as llama.cpp writes them, an F32 router (ffn_gate_inp, which
+  // llama-quantize leaves unquantized). experts 0: dense MLPs of ffn.
+  int64_t experts = 0, experts_used = 0, expert_ffn = 0;
   int64_t context = 2048;
   double rope_theta = 10000.0;
   double rms_eps = 1e-5;
   bool tied_embeddings = false;
 
-  // Bytes of the linear weights read per decoded token (all layers + lm_head) at `bits_per_weight`.
+  // Linear weights read per decoded token (all layers, the experts one token uses, lm_head).
   double LinearParams() const;
 };
 
-// The named shapes: tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b.
+// The named shapes: tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b, qwen3-30b-a3b.
 std::vector<std::string> SynthShapeNames();
 absl::StatusOr<SynthShape> FindSynthShape(const std::string& name);
+
+struct SynthOptions;
+// `shape` cut to options.layers layers when that is set (an error naming the bounds when it is
+// outside [1, shape.layers]).
+absl::Status ApplySynthLayerLimit(const SynthOptions& options, SynthShape& shape);
 
 struct SynthOptions {
   std::string shape;
   std::string type = "Q4_0";  // F32, F16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q5_K, Q5_K_M, Q6_K
   uint64_t seed = 0;
   std::string vocab_from;     // a GGUF whose tokenizer.* keys are copied; empty = generated
+  int64_t layers = 0;         // > 0: only the first `layers` layers (a quicker file of the shape)
 };
 
 // Matrices whose rows the requested type's blocks do not tile are stored the way llama.cpp's
