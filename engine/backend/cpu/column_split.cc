@@ -43,23 +43,30 @@ void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, int64_t rows,
   RunParts({Part{n, &run}}, rows, pool);
 }
 
-void ForwardSharedInput(absl::Span<const Linear* const> layers, const float* x, int64_t rows,
-                        absl::Span<float* const> ys, kernels::cpu::ThreadPool* pool) {
-  assert(ys.size() == layers.size());
-  assert(std::all_of(layers.begin(), layers.end(), [&](const Linear* l) {
-    return l->in_features() == layers[0]->in_features();
-  }));
+void ForwardMany(absl::Span<const LinearCall> calls, kernels::cpu::ThreadPool* pool) {
+  // Each call nests a stack frame (its prepared state must live until the pass runs): passes of
+  // at most 32 calls keep the depth bounded whatever the expert count (Qwen3-Next has 512).
+  constexpr size_t kMaxCallsPerPass = 32;
+  if (calls.size() > kMaxCallsPerPass) {
+    for (size_t b = 0; b < calls.size(); b += kMaxCallsPerPass) {
+      ForwardMany(calls.subspan(b, std::min(kMaxCallsPerPass, calls.size() - b)), pool);
+    }
+    return;
+  }
+  int64_t max_rows = 0;
+  for (const LinearCall& c : calls) max_rows = std::max(max_rows, c.rows);
   std::vector<Part> parts;
-  parts.reserve(layers.size());
-  // Layer i prepares inside layer i - 1's split callback, so every prepared state (the layers'
+  parts.reserve(calls.size());
+  // Call i prepares inside call i - 1's split callback, so every prepared state (the layers'
   // scratch frames and run closures) is alive when the innermost level runs all the parts.
   std::function<void(size_t)> nest = [&](size_t i) {
-    if (i == layers.size()) {
-      RunParts(parts, rows, pool);
+    if (i == calls.size()) {
+      RunParts(parts, max_rows, pool);
       return;
     }
     bool split_called = false;
-    layers[i]->ForwardColumns(x, rows, ys[i], [&](int64_t n, const Linear::ColumnRun& run) {
+    const LinearCall& c = calls[i];
+    c.layer->ForwardColumns(c.x, c.rows, c.y, [&](int64_t n, const Linear::ColumnRun& run) {
       split_called = true;
       parts.push_back({n, &run});
       nest(i + 1);
@@ -67,6 +74,18 @@ void ForwardSharedInput(absl::Span<const Linear* const> layers, const float* x, 
     if (!split_called) nest(i + 1);  // layer i computed its output itself
   };
   nest(0);
+}
+
+void ForwardSharedInput(absl::Span<const Linear* const> layers, const float* x, int64_t rows,
+                        absl::Span<float* const> ys, kernels::cpu::ThreadPool* pool) {
+  assert(ys.size() == layers.size());
+  assert(std::all_of(layers.begin(), layers.end(), [&](const Linear* l) {
+    return l->in_features() == layers[0]->in_features();
+  }));
+  std::vector<LinearCall> calls;
+  calls.reserve(layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) calls.push_back({layers[i], x, rows, ys[i]});
+  ForwardMany(calls, pool);
 }
 
 }  // namespace tessera::backend::cpu

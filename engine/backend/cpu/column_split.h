@@ -1,7 +1,7 @@
 // Runs the column split of CPU linear layers (Linear::ForwardColumns) on the thread pool: one
 // layer's columns (RunColumnsOnPool, what Forward does), or the columns of several layers that
 // read the same input in one ParallelFor (ForwardSharedInput: the q, k and v projections; gate
-// and up). A decode step is ~7 matrix-vector products per layer a few microseconds each apart,
+// and up), or of several calls with inputs of their own (ForwardMany: a MoE layer's experts). A decode step is ~7 matrix-vector products per layer a few microseconds each apart,
 // and every ParallelFor ends with one thread waiting for the other's last chunk; fusing the
 // siblings halves those waits and gives the small k and v projections (256 columns on the
 // TinyLlama shape) a share of a larger pass instead of a pass of their own. Each column is still
@@ -29,6 +29,18 @@ void RunColumnsOnPool(kernels::cpu::ThreadPool* pool, int64_t n, int64_t rows,
 // as in Linear::Forward.
 void ForwardSharedInput(absl::Span<const Linear* const> layers, const float* x, int64_t rows,
                         absl::Span<float* const> ys, kernels::cpu::ThreadPool* pool);
+
+// One layer call of ForwardMany: y = layer->Forward(x) over `rows` rows.
+struct LinearCall {
+  const Linear* layer = nullptr;
+  const float* x = nullptr;
+  int64_t rows = 0;
+  float* y = nullptr;
+};
+
+// Every call's columns in one ParallelFor, each call with its own input and rows (a MoE layer's
+// experts, each on the tokens routed to it): the same outputs as separate Forward calls.
+void ForwardMany(absl::Span<const LinearCall> calls, kernels::cpu::ThreadPool* pool);
 
 }  // namespace tessera::backend::cpu
 
