@@ -10,6 +10,13 @@ default f16 KV cache, 2 threads) and records the running perplexity after every 
 final estimate in tests/data/perplexity/moe_twins_llama_cpp.json. llama.cpp tokenizes the text
 with the file's gpt2 vocabulary itself, so the scored-token count checks tessera's tokenizer too.
 
+Quantized experts: llama.cpp's `llama-quantize` turns the qwen3_moe twin into Q4_0
+(tests/data/models/qwen3_moe/model-Q4_0.gguf: stacked Q4_0 experts, the F32 router as
+llama-quantize leaves it, a Q8_0 output matrix where Q6_K's 256-blocks do not fit), whose
+llama.cpp perplexity is recorded too, and gguf-py dequantizes that file into
+model-Q4_0-as-f32.gguf (dequantize_gguf.py; run with a Python that has gguf, e.g. the
+requirements venv: PYTHON=.venv/bin/python).
+
 Needs a llama.cpp build (not a PyPI package):
     LLAMA_CPP_BIN=/path/to/llama.cpp/build/bin python3 tools/reference/llama_cpp_moe_perplexity.py
 """
@@ -24,7 +31,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["qwen3_moe", "mixtral"]
+MODELS = ["qwen3_moe", "mixtral"]  # their f32 twins; then qwen3_moe in Q4_0
 N_CTX = 64
 TEXT = ROOT / "tests" / "data" / "perplexity" / "story.txt"
 OUT = ROOT / "tests" / "data" / "perplexity" / "moe_twins_llama_cpp.json"
@@ -43,17 +50,27 @@ def main() -> int:
                          f"-c {N_CTX} -b {N_CTX} -t 2 (default f16 KV cache)"),
               "llama_cpp_commit": commit.group(1) if commit else "unknown",
               "n_ctx": N_CTX, "models": {}}
-    for name in MODELS:
-        gguf = ROOT / "tests" / "data" / "models" / name / "model.gguf"
+    qdir = ROOT / "tests" / "data" / "models" / "qwen3_moe"
+    subprocess.run([str(bin_dir / "llama-quantize"), str(qdir / "model.gguf"),
+                    str(qdir / "model-Q4_0.gguf"), "Q4_0"], env=env, capture_output=True,
+                   check=True)
+    subprocess.run([os.environ.get("PYTHON", sys.executable),
+                    str(ROOT / "tools" / "reference" / "dequantize_gguf.py"),
+                    str(qdir / "model-Q4_0.gguf"), str(qdir / "model-Q4_0-as-f32.gguf")],
+                   check=True)
+    for name, rel in [(m, f"{m}/model.gguf") for m in MODELS] + [
+            ("qwen3_moe_Q4_0", "qwen3_moe/model-Q4_0.gguf")]:
+        gguf = ROOT / "tests" / "data" / "models" / rel
         cmd = [str(exe), "-m", str(gguf), "-f", str(TEXT), "-c", str(N_CTX), "-b", str(N_CTX),
                "-t", "2"]
-        out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
-        log = out.stdout + out.stderr
+        out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True, check=True)
+        log = out.stdout
         running = [float(v) for v in re.findall(r"\[\d+\](\d+\.\d+)", log)]
         final = re.search(r"Final estimate: PPL = (\d+\.\d+) \+/- (\d+\.\d+)", log)
         assert final and running, log[-2000:]
         result["models"][name] = {
-            "file": f"tests/data/models/{name}/model.gguf",
+            "file": f"tests/data/models/{rel}",
             "running_ppl": running,
             "ppl": float(final.group(1)),
             "ppl_stderr": float(final.group(2)),
