@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -99,8 +100,29 @@ absl::StatusOr<std::unique_ptr<MoeBlock>> LoadMoeBlock(const ModelConfig& c, int
     TESSERA_RETURN_IF_ERROR(make(LayerTensor::kUp, F, H, &experts[e].up));
     TESSERA_RETURN_IF_ERROR(make(LayerTensor::kDown, H, F, &experts[e].down));
   }
-  return std::make_unique<MoeBlock>(std::move(router), std::move(experts), c.num_experts_per_tok,
-                                    c.norm_topk_prob);
+  auto block = std::make_unique<MoeBlock>(std::move(router), std::move(experts),
+                                          c.num_experts_per_tok, c.norm_topk_prob);
+  if (c.shared_expert_intermediate_size > 0) {
+    // qwen2_moe's shared expert through the plan like the others; its output gate [1, hidden] as
+    // stored, like the router (llama.cpp stores it as a vector, {hidden}).
+    const int64_t S = c.shared_expert_intermediate_size;
+    ExpertMlp shared;
+    for (auto [t, n, k, out] : {std::tuple(LayerTensor::kGate, S, H, &shared.gate),
+                                std::tuple(LayerTensor::kUp, S, H, &shared.up),
+                                std::tuple(LayerTensor::kDown, H, S, &shared.down)}) {
+      const std::string wname = names.SharedExpert(layer, t);
+      TESSERA_ASSIGN_OR_RETURN(
+          *out, factory.Create(WeightNames::SharedExpertModuleName(layer, t), wname, store, {}));
+      TESSERA_RETURN_IF_ERROR(ExpectLinearShape(**out, wname, n, k));
+    }
+    const std::string gate_name = names.SharedExpertGate(layer);
+    TESSERA_ASSIGN_OR_RETURN(io::TensorView gate_view, store.Get(gate_name));
+    if (gate_view.rank() == 1) gate_view.shape = {1, gate_view.shape[0]};
+    TESSERA_ASSIGN_OR_RETURN(auto gate, backend::cpu::DenseLinear::Create(gate_view, {}, pool));
+    TESSERA_RETURN_IF_ERROR(ExpectLinearShape(*gate, gate_name, 1, c.hidden_size));
+    block->SetSharedExpert(std::move(shared), std::move(gate));
+  }
+  return block;
 }
 
 }  // namespace

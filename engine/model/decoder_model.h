@@ -1,8 +1,8 @@
 // DecoderModel: the Llama-family decoder (llama, mistral, qwen2, qwen3, and with sparse MoE MLPs
-// qwen3_moe and mixtral) on the CPU backend. It
-// owns prepared weights and runs a batch of sequence chunks in one step: all new tokens of all
-// sequences go through each weight once (a batched GEMM), each token attends over its own
-// sequence's paged KV cache, and logits come back for the positions asked for.
+// qwen2_moe, qwen3_moe and mixtral) on the CPU backend. It owns prepared weights and runs a batch
+// of sequence chunks in one step: all new tokens of all sequences go through each weight once (a
+// batched GEMM), each token attends over its own sequence's paged KV cache, and logits come back
+// for the positions asked for.
 #ifndef TESSERA_ENGINE_MODEL_DECODER_MODEL_H_
 #define TESSERA_ENGINE_MODEL_DECODER_MODEL_H_
 

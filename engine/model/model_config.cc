@@ -58,6 +58,7 @@ std::string ModelConfig::ArchitectureName() const {
     case Architecture::kMistral: return "mistral";
     case Architecture::kQwen2: return "qwen2";
     case Architecture::kQwen3: return "qwen3";
+    case Architecture::kQwen2Moe: return "qwen2_moe";
     case Architecture::kQwen3Moe: return "qwen3_moe";
     case Architecture::kMixtral: return "mixtral";
   }
@@ -113,6 +114,9 @@ absl::Status ModelConfig::Validate() const {
     }
     TESSERA_RETURN_IF_ERROR(positive(moe_intermediate_size, "moe_intermediate_size"));
     TESSERA_RETURN_IF_ERROR(positive(decoder_sparse_step, "decoder_sparse_step"));
+    if (shared_expert_intermediate_size < 0) {
+      return absl::InvalidArgumentError("model config: shared_expert_intermediate_size must be >= 0");
+    }
   }
   return absl::OkStatus();
 }
@@ -137,6 +141,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kQwen2;
   } else if (model_type == "qwen3") {
     c.architecture = Architecture::kQwen3;
+  } else if (model_type == "qwen2_moe") {
+    c.architecture = Architecture::kQwen2Moe;
   } else if (model_type == "qwen3_moe") {
     c.architecture = Architecture::kQwen3Moe;
   } else if (model_type == "mixtral") {
@@ -144,8 +150,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
-                                   "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, "
-                                   "mixtral)"));
+                                   "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
+                                   "qwen3_moe, mixtral)"));
   }
   if (c.architecture_name.empty()) c.architecture_name = model_type;
   TESSERA_ASSIGN_OR_RETURN(c.hidden_size, RequireInt(j, "hidden_size"));
@@ -159,14 +165,22 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   c.rope_theta = NumberOr(j, "rope_theta", 10000.0);
   c.rms_norm_eps = NumberOr(j, "rms_norm_eps", 1e-6);
   c.tie_word_embeddings = BoolOr(j, "tie_word_embeddings", false);
-  c.attention_bias = c.architecture == Architecture::kQwen2 || BoolOr(j, "attention_bias", false);
+  // qwen2 and qwen2_moe (qkv_bias, default true) carry q/k/v biases.
+  c.attention_bias = c.architecture == Architecture::kQwen2 ||
+                     (c.architecture == Architecture::kQwen2Moe && BoolOr(j, "qkv_bias", true)) ||
+                     BoolOr(j, "attention_bias", false);
   c.qk_norm = c.architecture == Architecture::kQwen3 || c.architecture == Architecture::kQwen3Moe;
-  if (c.architecture == Architecture::kQwen3Moe) {
-    // transformers' Qwen3MoeConfig defaults: norm_topk_prob false, decoder_sparse_step 1.
+  if (c.architecture == Architecture::kQwen2Moe || c.architecture == Architecture::kQwen3Moe) {
+    // transformers' Qwen2MoeConfig / Qwen3MoeConfig defaults: norm_topk_prob false,
+    // decoder_sparse_step 1; qwen2_moe adds a shared expert.
     TESSERA_ASSIGN_OR_RETURN(c.num_experts, RequireInt(j, "num_experts"));
     TESSERA_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequireInt(j, "num_experts_per_tok"));
     TESSERA_ASSIGN_OR_RETURN(c.moe_intermediate_size, RequireInt(j, "moe_intermediate_size"));
     c.norm_topk_prob = BoolOr(j, "norm_topk_prob", false);
+    if (c.architecture == Architecture::kQwen2Moe) {
+      TESSERA_ASSIGN_OR_RETURN(c.shared_expert_intermediate_size,
+                               RequireInt(j, "shared_expert_intermediate_size"));
+    }
     c.decoder_sparse_step = IntOr(j, "decoder_sparse_step", 1);
     if (auto it = j.find("mlp_only_layers"); it != j.end() && !it->is_null()) {
       if (!it->is_array()) return FieldError("mlp_only_layers", "is not an array");
@@ -223,12 +237,16 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else if (arch == "qwen2") {
     c.architecture = Architecture::kQwen2;
     c.attention_bias = true;
+  } else if (arch == "qwen2moe") {
+    c.architecture = Architecture::kQwen2Moe;
+    c.attention_bias = true;
   } else if (arch == "qwen3" || arch == "qwen3moe") {
     c.architecture = arch == "qwen3" ? Architecture::kQwen3 : Architecture::kQwen3Moe;
     c.qk_norm = true;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "GGUF general.architecture '", arch, "' is not supported (llama, qwen2, qwen3, qwen3moe)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("GGUF general.architecture '", arch,
+                     "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
@@ -237,22 +255,30 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   c.hidden_size = static_cast<int64_t>(hidden);
   c.num_layers = static_cast<int64_t>(layers);
   c.num_heads = static_cast<int64_t>(heads);
-  // llama.cpp's MoE layouts: qwen3moe (experts expert_feed_forward_length wide) and llama with
-  // expert_count (Mixtral, experts feed_forward_length wide). Every layer is sparse in both, and
-  // both renormalize the top-k weights (llama.cpp's norm_w; qwen3moe may say so explicitly).
+  // llama.cpp's MoE layouts: qwen2moe / qwen3moe (experts expert_feed_forward_length wide;
+  // qwen2moe's shared expert expert_shared_feed_forward_length) and llama with expert_count
+  // (Mixtral, experts feed_forward_length wide). Every layer is sparse; the top-k weights are
+  // renormalized as llama.cpp's graphs fix it per architecture (norm_w: qwen3moe and llama yes,
+  // qwen2moe no), whatever an expert_weights_norm key says.
+  const bool qwen_moe =
+      c.architecture == Architecture::kQwen2Moe || c.architecture == Architecture::kQwen3Moe;
   if (auto experts = m.GetUint(key("expert_count")); experts.ok() && *experts > 0) {
     c.num_experts = static_cast<int64_t>(*experts);
     TESSERA_ASSIGN_OR_RETURN(uint64_t used, m.GetUint(key("expert_used_count")));
     c.num_experts_per_tok = static_cast<int64_t>(used);
-    if (auto norm = m.GetBool(key("expert_weights_norm")); norm.ok()) c.norm_topk_prob = *norm;
+    c.norm_topk_prob = c.architecture != Architecture::kQwen2Moe;
     if (c.architecture == Architecture::kLlama) {
       c.architecture = Architecture::kMixtral;
       c.moe_naming = MoeNaming::kMixtral;
     }
-  } else if (c.architecture == Architecture::kQwen3Moe) {
-    return absl::InvalidArgumentError("GGUF qwen3moe.expert_count is missing or 0");
+  } else if (qwen_moe) {
+    return absl::InvalidArgumentError(absl::StrCat("GGUF ", arch, ".expert_count is missing or 0"));
   }
-  if (c.architecture == Architecture::kQwen3Moe) {
+  if (c.architecture == Architecture::kQwen2Moe) {
+    TESSERA_ASSIGN_OR_RETURN(uint64_t shared, m.GetUint(key("expert_shared_feed_forward_length")));
+    c.shared_expert_intermediate_size = static_cast<int64_t>(shared);
+  }
+  if (qwen_moe) {
     TESSERA_ASSIGN_OR_RETURN(uint64_t expert_ffn, m.GetUint(key("expert_feed_forward_length")));
     c.moe_intermediate_size = static_cast<int64_t>(expert_ffn);
     auto ffn = m.GetUint(key("feed_forward_length"));  // the dense width, unused by these layers

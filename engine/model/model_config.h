@@ -1,5 +1,6 @@
 // ModelConfig: the architecture of a Llama-family decoder (llama incl. Llama 3 rope scaling,
-// mistral, qwen2, qwen3, and the sparse mixture-of-experts qwen3_moe and mixtral), read from an HF
+// mistral, qwen2, qwen3, and the sparse mixture-of-experts qwen2_moe, qwen3_moe and mixtral), read
+// from an HF
 // config.json or from GGUF metadata. Everything the decoder
 // loop needs to know about a model lives here, so architectures differ in data, not in code paths.
 #ifndef TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
@@ -16,7 +17,7 @@
 
 namespace tessera::model {
 
-enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kQwen3Moe, kMixtral };
+enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kMixtral };
 
 // How RoPE pairs the dimensions of a head. HF checkpoints rotate (i, i + d/2) ("rotate half",
 // NeoX); GGUF llama files were permuted by the converter for pairs (2i, 2i + 1).
@@ -50,16 +51,20 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
   bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (qwen3)
-  // Sparse mixture-of-experts MLP (qwen3_moe, mixtral); num_experts 0 is a dense MLP everywhere.
+  // Sparse mixture-of-experts MLP (qwen2_moe, qwen3_moe, mixtral); num_experts 0 is a dense MLP
+  // everywhere.
   // Each token's router softmax picks its num_experts_per_tok largest experts, whose SwiGLU MLPs
   // (moe_intermediate_size wide) it sums weighted by those probabilities, renormalized to sum to
   // one where norm_topk_prob (mixtral always; qwen3_moe as its config says).
   int64_t num_experts = 0;
   int64_t num_experts_per_tok = 0;
   int64_t moe_intermediate_size = 0;
+  // qwen2_moe: a shared expert (a SwiGLU MLP this wide) every token runs, its output scaled by
+  // sigmoid(shared_expert_gate · x) and added to the routed experts'; 0: none.
+  int64_t shared_expert_intermediate_size = 0;
   bool norm_topk_prob = true;
-  int64_t decoder_sparse_step = 1;       // qwen3_moe: layer i is sparse when (i + 1) % step == 0
-  std::vector<int64_t> mlp_only_layers;  // qwen3_moe: layers that keep a dense MLP
+  int64_t decoder_sparse_step = 1;       // qwen*_moe: layer i is sparse when (i + 1) % step == 0
+  std::vector<int64_t> mlp_only_layers;  // qwen*_moe: layers that keep a dense MLP
   MoeNaming moe_naming = MoeNaming::kQwen;
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;

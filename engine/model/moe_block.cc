@@ -49,7 +49,13 @@ int64_t MoeBlock::TokenWeightBytes() const {
   for (const ExpertMlp& e : experts_) {
     experts += e.gate->weight_bytes() + e.up->weight_bytes() + e.down->weight_bytes();
   }
-  return router_->weight_bytes() + experts * top_k_ / static_cast<int64_t>(experts_.size());
+  int64_t shared = 0;
+  if (shared_gate_ != nullptr) {
+    shared = shared_gate_->weight_bytes() + shared_.gate->weight_bytes() +
+             shared_.up->weight_bytes() + shared_.down->weight_bytes();
+  }
+  return router_->weight_bytes() + experts * top_k_ / static_cast<int64_t>(experts_.size()) +
+         shared;
 }
 
 void MoeBlock::Forward(const float* x, int64_t rows, float* out,
@@ -142,6 +148,29 @@ void MoeBlock::Forward(const float* x, int64_t rows, float* out,
         kf::FastAddInPlace(out + r.row * hidden, yr, hidden);
       }
     }
+  }
+  if (shared_gate_ != nullptr) AddSharedExpert(x, rows, out, pool);
+}
+
+void MoeBlock::AddSharedExpert(const float* x, int64_t rows, float* out,
+                               kernels::cpu::ThreadPool* pool) const {
+  const int64_t hidden = router_->in_features(), width = shared_.gate->out_features();
+  auto gate = std::make_unique_for_overwrite<float[]>(rows * width);
+  auto up = std::make_unique_for_overwrite<float[]>(rows * width);
+  auto y = std::make_unique_for_overwrite<float[]>(rows * hidden);
+  std::vector<float> g(rows);
+  backend::cpu::ForwardMany({{shared_.gate.get(), x, rows, gate.get()},
+                             {shared_.up.get(), x, rows, up.get()},
+                             {shared_gate_.get(), x, rows, g.data()}},
+                            pool);
+  kf::FastSwiGlu(gate.get(), up.get(), rows * width, gate.get());
+  shared_.down->Forward(gate.get(), rows, y.get());
+  // transformers: final + sigmoid(shared_expert_gate(x)) * shared_expert(x).
+  for (int64_t r = 0; r < rows; ++r) {
+    const float s = 1.0f / (1.0f + std::exp(-g[r]));
+    float* yr = y.get() + r * hidden;
+    for (int64_t c = 0; c < hidden; ++c) yr[c] *= s;
+    kf::FastAddInPlace(out + r * hidden, yr, hidden);
   }
 }
 

@@ -37,24 +37,39 @@ class MoeBlock {
         top_k_(top_k),
         normalize_(normalize) {}
 
+  // qwen2_moe: every row also runs `shared`, whose output is scaled by sigmoid(shared_gate · x)
+  // (shared_gate: hidden -> 1) and added after the routed experts' sum, as transformers adds it.
+  void SetSharedExpert(ExpertMlp shared, std::unique_ptr<backend::Linear> shared_gate) {
+    shared_ = std::move(shared);
+    shared_gate_ = std::move(shared_gate);
+  }
+
   // out[rows, hidden] (overwritten) = Σ over each row's top-k experts of weight · expert(x row),
-  // added in ascending expert order as transformers' index_add_ loop adds them. A row's result
-  // does not depend on the other rows.
+  // added in ascending expert order as transformers' index_add_ loop adds them, plus the shared
+  // expert's gated output where there is one. A row's result does not depend on the other rows.
   void Forward(const float* x, int64_t rows, float* out, kernels::cpu::ThreadPool* pool) const;
 
-  // Weight bytes one token reads (Linear::weight_bytes' counting): the router and top_k experts
-  // of the mean size. A batch reads the union of its tokens' experts.
+  // Weight bytes one token reads (Linear::weight_bytes' counting): the router, top_k experts of
+  // the mean size and the shared expert. A batch reads the union of its tokens' experts.
   int64_t TokenWeightBytes() const;
 
   const backend::Linear& router() const { return *router_; }
   const std::vector<ExpertMlp>& experts() const { return experts_; }
+  // Null members when there is no shared expert.
+  const ExpertMlp& shared_expert() const { return shared_; }
+  const backend::Linear* shared_expert_gate() const { return shared_gate_.get(); }
   int64_t top_k() const { return top_k_; }
 
  private:
+  void AddSharedExpert(const float* x, int64_t rows, float* out,
+                       kernels::cpu::ThreadPool* pool) const;
+
   std::unique_ptr<backend::Linear> router_;
   std::vector<ExpertMlp> experts_;
   int64_t top_k_;
   bool normalize_;
+  ExpertMlp shared_;
+  std::unique_ptr<backend::Linear> shared_gate_;
 };
 
 }  // namespace tessera::model

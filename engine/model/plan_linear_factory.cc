@@ -50,6 +50,17 @@ std::vector<quant::LinearModule> DecoderLinearModules(const ModelConfig& c, Nami
                        strip(names.Expert(i, e, it.t, c.moe_naming)), it.n, it.k, it.group});
       }
     }
+    if (c.shared_expert_intermediate_size > 0) {
+      const int64_t S = c.shared_expert_intermediate_size;
+      const std::string gate_up = absl::StrCat("model.layers.", i, ".mlp.shared_expert.gate_up_proj");
+      const Item shared[] = {{LayerTensor::kGate, S, H, gate_up},
+                             {LayerTensor::kUp, S, H, gate_up},
+                             {LayerTensor::kDown, H, S, ""}};
+      for (const Item& it : shared) {
+        out.push_back({WeightNames::SharedExpertModuleName(i, it.t),
+                       strip(names.SharedExpert(i, it.t)), it.n, it.k, it.group});
+      }
+    }
   }
   const bool tied = c.tie_word_embeddings || !store.Contains(names.LmHead());
   out.push_back({"lm_head", strip(tied ? names.Embedding() : names.LmHead()), c.vocab_size,

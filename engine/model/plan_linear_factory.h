@@ -19,7 +19,7 @@
 namespace tessera::model {
 
 // Every linear module in execution order: per layer q, k, v, o, then gate, up, down (a MoE layer:
-// each expert's gate, up, down in expert order); then lm_head.
+// each expert's gate, up, down in expert order, then a shared expert's); then lm_head.
 std::vector<quant::LinearModule> DecoderLinearModules(const ModelConfig& config, NamingScheme naming,
                                                       const io::TensorStore& store);
 

@@ -114,4 +114,21 @@ std::string WeightNames::ExpertModuleName(int layer, int expert, LayerTensor t, 
                       ExpertSuffix(t, moe));
 }
 
+std::string WeightNames::SharedExpert(int layer, LayerTensor t) const {
+  if (scheme_ == NamingScheme::kGguf) {
+    return absl::StrCat("blk.", layer, ".", GgufFfnName(t), "_shexp.weight");
+  }
+  return absl::StrCat(SharedExpertModuleName(layer, t), ".weight");
+}
+
+std::string WeightNames::SharedExpertGate(int layer) const {
+  if (scheme_ == NamingScheme::kGguf) return absl::StrCat("blk.", layer, ".ffn_gate_inp_shexp.weight");
+  return absl::StrCat("model.layers.", layer, ".mlp.shared_expert_gate.weight");
+}
+
+std::string WeightNames::SharedExpertModuleName(int layer, LayerTensor t) {
+  return absl::StrCat("model.layers.", layer, ".mlp.shared_expert.",
+                      ExpertSuffix(t, MoeNaming::kQwen));
+}
+
 }  // namespace tessera::model

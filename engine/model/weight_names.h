@@ -42,6 +42,13 @@ class WeightNames {
   // scheme, so plan rules read the same for both containers.
   static std::string ExpertModuleName(int layer, int expert, LayerTensor t, MoeNaming moe);
 
+  // qwen2_moe's shared expert: its gate / up / down weight (GGUF blk.L.ffn_gate_shexp.weight) and
+  // the [1, hidden] gate of its output (GGUF blk.L.ffn_gate_inp_shexp.weight).
+  std::string SharedExpert(int layer, LayerTensor t) const;
+  std::string SharedExpertGate(int layer) const;
+  // "model.layers.3.mlp.shared_expert.up_proj", whatever the scheme.
+  static std::string SharedExpertModuleName(int layer, LayerTensor t);
+
  private:
   NamingScheme scheme_;
 };

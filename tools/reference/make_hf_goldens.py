@@ -89,7 +89,7 @@ from safetensors.torch import save_file
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, LlamaConfig,
                           MistralConfig, MixtralConfig, PreTrainedTokenizerFast, Qwen2Config,
-                          Qwen3Config, Qwen3MoeConfig)
+                          Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_MODELS = ROOT / "tests" / "data" / "models"
@@ -275,11 +275,17 @@ MODELS = {
     "mixtral": (MixtralConfig, dict(COMMON, rope_theta=1000000.0, sliding_window=None,
                                     tie_word_embeddings=False, num_local_experts=4,
                                     num_experts_per_tok=2, intermediate_size=48)),
+    # qwen2_moe: top-2 of 8 not renormalized, plus a shared expert gated by sigmoid, q/k/v biases.
+    "qwen2_moe": (Qwen2MoeConfig, dict(COMMON, rope_theta=1000000.0, use_sliding_window=False,
+                                       tie_word_embeddings=False, num_experts=8,
+                                       num_experts_per_tok=2, moe_intermediate_size=32,
+                                       shared_expert_intermediate_size=48, norm_topk_prob=False,
+                                       decoder_sparse_step=1, mlp_only_layers=[], qkv_bias=True)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
 # convert_hf_to_gguf.py lays them out): general.architecture for each.
-GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama"}
+GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe"}
 
 
 def init_weights(model: torch.nn.Module, seed: int) -> None:
@@ -501,10 +507,11 @@ def llama_permute(w: np.ndarray, n_head: int) -> np.ndarray:
 
 
 def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
-    """The model as llama.cpp's convert_hf_to_gguf.py writes it, f32: qwen3moe (Qwen3MoeModel) or
-    llama with expert_count (Mixtral, q/k permuted to interleaved RoPE pairs), experts stacked
-    into blk.N.ffn_{gate,up,down}_exps [experts, N, K], the router as blk.N.ffn_gate_inp, and the
-    byte-level BPE tokenizer as a gpt2 vocabulary."""
+    """The model as llama.cpp's convert_hf_to_gguf.py writes it, f32: qwen3moe (Qwen3MoeModel),
+    qwen2moe (Qwen2MoeModel: q/k/v biases, the shared expert as ffn_*_shexp and its [1, hidden]
+    gate as ffn_gate_inp_shexp) or llama with expert_count (Mixtral, q/k permuted to interleaved
+    RoPE pairs), experts stacked into blk.N.ffn_{gate,up,down}_exps [experts, N, K], the router
+    as blk.N.ffn_gate_inp, and the byte-level BPE tokenizer as a gpt2 vocabulary."""
     import gguf
     cfg = model.config
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
@@ -522,10 +529,13 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     w.add_rope_freq_base(cfg.rope_theta)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
-    moe_prefix = "mlp" if arch == "qwen3moe" else "block_sparse_moe"
-    names = ({"gate": "gate_proj", "up": "up_proj", "down": "down_proj"} if arch == "qwen3moe"
+    qwen = arch in ("qwen2moe", "qwen3moe")
+    moe_prefix = "mlp" if qwen else "block_sparse_moe"
+    names = ({"gate": "gate_proj", "up": "up_proj", "down": "down_proj"} if qwen
              else {"gate": "w1", "up": "w3", "down": "w2"})
-    if arch == "qwen3moe":
+    if arch == "qwen2moe":
+        w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
+    if qwen:
         w.add_expert_count(cfg.num_experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)
         w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
@@ -571,6 +581,9 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
         put(f"blk.{i}.attn_k.weight", k)
         put(f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"])
         put(f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"])
+        if arch == "qwen2moe":
+            for r, g in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
+                put(f"blk.{i}.{g}.bias", sd[p + f"self_attn.{r}_proj.bias"])
         if arch == "qwen3moe":
             put(f"blk.{i}.attn_q_norm.weight", sd[p + "self_attn.q_norm.weight"])
             put(f"blk.{i}.attn_k_norm.weight", sd[p + "self_attn.k_norm.weight"])
@@ -580,6 +593,11 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
             stacked = np.stack([sd[f"{p}{moe_prefix}.experts.{e}.{names[role]}.weight"]
                                 for e in range(n_experts)])
             put(f"blk.{i}.ffn_{role}_exps.weight", stacked)
+        if arch == "qwen2moe":
+            put(f"blk.{i}.ffn_gate_inp_shexp.weight", sd[p + "mlp.shared_expert_gate.weight"])
+            for role in ("gate", "up", "down"):
+                put(f"blk.{i}.ffn_{role}_shexp.weight",
+                    sd[f"{p}mlp.shared_expert.{names[role]}.weight"])
     put("output_norm.weight", sd["model.norm.weight"])
     if not cfg.tie_word_embeddings:
         put("output.weight", sd["lm_head.weight"])

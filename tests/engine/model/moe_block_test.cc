@@ -148,6 +148,28 @@ TEST(MoeConfigTest, HfFieldsAndErrors) {
   EXPECT_TRUE(absl::StrContains(bad_list.status().message(), "mlp_only_layers"));
 }
 
+TEST(MoeConfigTest, Qwen2MoeNeedsItsSharedExpertWidth) {
+  const std::string base = R"({"model_type": "qwen2_moe", "hidden_size": 64, "num_hidden_layers": 2,
+      "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+      "vocab_size": 320, "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32)";
+  auto c = ModelConfigFromHfJson(base + R"(, "shared_expert_intermediate_size": 48})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->shared_expert_intermediate_size, 48);
+  EXPECT_TRUE(c->attention_bias);  // qkv_bias defaults to true
+  EXPECT_FALSE(c->norm_topk_prob);
+  auto no_bias = ModelConfigFromHfJson(base + R"(, "shared_expert_intermediate_size": 48, "qkv_bias": false})");
+  ASSERT_TRUE(no_bias.ok());
+  EXPECT_FALSE(no_bias->attention_bias);
+  auto missing = ModelConfigFromHfJson(base + "}");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(absl::StrContains(missing.status().message(), "shared_expert_intermediate_size"));
+  auto gguf = ModelSource::Open(kModels + "qwen2_moe/model.gguf");
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  EXPECT_EQ(gguf->config.ArchitectureName(), "qwen2_moe");
+  EXPECT_EQ(gguf->config.shared_expert_intermediate_size, 48);
+  EXPECT_FALSE(gguf->config.norm_topk_prob);  // llama.cpp's qwen2moe graph: norm_w false
+}
+
 TEST(MoeConfigTest, MixtralGgufIsLlamaWithExperts) {
   auto src = ModelSource::Open(kModels + "mixtral/model.gguf");
   ASSERT_TRUE(src.ok()) << src.status();

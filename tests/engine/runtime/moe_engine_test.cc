@@ -1,5 +1,5 @@
 // Mixture-of-experts models through the engine loader: llama.cpp's own llama-perplexity on the
-// GGUF twins of the qwen3_moe and mixtral fixtures (tools/reference/llama_cpp_moe_perplexity.py)
+// GGUF twins of the qwen3_moe, mixtral and qwen2_moe fixtures (tools/reference/llama_cpp_moe_perplexity.py)
 // is matched window by window, with this engine's tokenizer and default f16 KV cache, as llama.cpp
 // runs them, and on llama-quantize's Q4_0 of the qwen3_moe twin within 0.2% (whose exact run
 // equals its gguf-py dequantization); the precision plan lists every expert under its HF module
@@ -80,7 +80,8 @@ TEST_P(MoeGgufTwinTest, PerplexityMatchesLlamaCpp) {
   EXPECT_NEAR(result.perplexity, want["ppl"].get<double>(), 1e-4 * want["ppl"].get<double>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest, ::testing::Values("qwen3_moe", "mixtral"));
+INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
+                         ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe"));
 
 // Stacked Q4_0 experts that llama.cpp's llama-quantize wrote: with exact activations the
 // perplexity equals that of the F32 copy gguf-py dequantized (no quantized kernel involved there)
@@ -141,8 +142,24 @@ TEST(MoeEngineTest, PlanNamesEveryExpertAndRequantizesThemAlone) {
   ExpectAloneEqualsBatched(*hf);
 }
 
+TEST(MoeEngineTest, SharedExpertIsPlannedAndItsGateIsNot) {
+  auto e = Load(kData + "models/qwen2_moe/model.gguf");
+  ASSERT_NE(e, nullptr);
+  std::vector<std::string> shared;
+  for (const quant::LinearSpec& s : e->plan->layers()) {
+    if (absl::StrContains(s.module, "shared_expert")) shared.push_back(s.module);
+  }
+  EXPECT_EQ(shared, (std::vector<std::string>{
+                        "model.layers.0.mlp.shared_expert.gate_proj",
+                        "model.layers.0.mlp.shared_expert.up_proj",
+                        "model.layers.0.mlp.shared_expert.down_proj",
+                        "model.layers.1.mlp.shared_expert.gate_proj",
+                        "model.layers.1.mlp.shared_expert.up_proj",
+                        "model.layers.1.mlp.shared_expert.down_proj"}));
+}
+
 TEST(MoeEngineTest, AloneEqualsBatched) {
-  for (const char* name : {"qwen3_moe", "qwen3_moe_mixed", "mixtral"}) {
+  for (const char* name : {"qwen3_moe", "qwen3_moe_mixed", "mixtral", "qwen2_moe"}) {
     SCOPED_TRACE(name);
     auto e = Load(kData + "models/" + name);
     ASSERT_NE(e, nullptr);
