@@ -86,14 +86,17 @@ absl::StatusOr<std::unique_ptr<MoeBlock>> LoadMoeBlock(const ModelConfig& c, int
   for (int e = 0; e < c.num_experts; ++e) {
     auto make = [&](LayerTensor t, int64_t n, int64_t k,
                     std::unique_ptr<backend::Linear>* out) -> absl::Status {
+      // The factory knows which tensors the layer's format needs (a quantized checkpoint has
+      // no plain `.weight`); its error names the tensor, this adds where it sits.
       const std::string wname = names.Expert(layer, e, t, c.moe_naming);
-      if (!store.Contains(wname)) {
-        return absl::NotFoundError(absl::StrFormat(
-            "tensor '%s' is missing (expert %d of %d in layer %d)", wname, e, c.num_experts, layer));
+      auto made = factory.Create(WeightNames::ExpertModuleName(layer, e, t, c.moe_naming), wname,
+                                 store, {});
+      if (!made.ok()) {
+        return absl::Status(made.status().code(),
+                            absl::StrFormat("%s (expert %d of %d in layer %d)",
+                                            made.status().message(), e, c.num_experts, layer));
       }
-      TESSERA_ASSIGN_OR_RETURN(*out, factory.Create(WeightNames::ExpertModuleName(
-                                                        layer, e, t, c.moe_naming),
-                                                    wname, store, {}));
+      *out = std::move(*made);
       return ExpectLinearShape(**out, wname, n, k);
     };
     TESSERA_RETURN_IF_ERROR(make(LayerTensor::kGate, F, H, &experts[e].gate));

@@ -8,13 +8,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "engine/io/safetensors_file.h"
 #include "engine/model/perplexity.h"
+#include "engine/quant/packed_weights.h"
 #include "engine/runtime/engine_loader.h"
 #include "nlohmann/json.hpp"
 #include "tests/engine/runtime/small_model_test_util.h"
@@ -140,6 +143,54 @@ TEST(MoeEngineTest, PlanNamesEveryExpertAndRequantizesThemAlone) {
   EXPECT_GT(diff, 0.0);
   EXPECT_LT(diff, 0.05) << diff;  // 0.015 measured
   ExpectAloneEqualsBatched(*hf);
+}
+
+// A quantized MoE checkpoint made by its producer (tools/reference/make_moe_quant_fixture.py):
+// compressed-tensors W4A16 of the qwen3_moe fixture, router and lm_head ignored. Every expert
+// resolves from the checkpoint's config by its module name, dequantizes bit for bit to what
+// compressed-tensors' decompress_module gives, and the logits match transformers' forward with
+// those weights (weight-only: an ordinary f32 forward, the fixture's suggested tolerance).
+TEST(MoeEngineTest, CompressedTensorsW4A16CheckpointMatchesItsProducer) {
+  const std::string dir = kData + "quant/ct_w4a16_qwen3_moe";
+  const auto golden = nlohmann::json::parse(ReadFile(dir + "/expected.json"));
+  auto e = Load(dir, "", /*int8_activations=*/false);
+  ASSERT_NE(e, nullptr);
+  auto expected_file = io::SafetensorsFile::Open(dir + "/expected.safetensors");
+  ASSERT_TRUE(expected_file.ok()) << expected_file.status();
+  int experts = 0, quantized = 0;
+  for (const quant::LinearSpec& s : e->plan->layers()) {
+    if (s.module == "lm_head") {
+      EXPECT_EQ(s.SchemeName(), "f32") << s.Describe();
+      continue;
+    }
+    EXPECT_EQ(s.SchemeName(), "int4_wo_32") << s.module;
+    ++quantized;
+    experts += absl::StrContains(s.module, ".mlp.experts.");
+    auto packed = quant::LoadPackedWeights(s, s.module, *e->source.store);
+    ASSERT_TRUE(packed.ok()) << packed.status();
+    auto want = (*expected_file)->Get(s.module + ".weight");
+    ASSERT_TRUE(want.ok()) << want.status();
+    auto values = want->CopyAs<float>();
+    ASSERT_TRUE(values.ok());
+    std::vector<float> row(s.k);
+    for (int64_t r = 0; r < s.n; ++r) {
+      packed->DequantizeRow(r, row.data());
+      ASSERT_EQ(std::memcmp(row.data(), values->data() + r * s.k, s.k * sizeof(float)), 0)
+          << s.module << " row " << r;
+    }
+  }
+  EXPECT_EQ(quantized, golden["quantized_modules"].get<int>());
+  EXPECT_EQ(experts, golden["quantized_experts"].get<int>());
+  const auto ids = golden["input_ids"].get<std::vector<int32_t>>();
+  const std::vector<float> got = PrefillLogits(*e, ids);
+  auto logits_file = io::SafetensorsFile::Open(dir + "/logits.safetensors");
+  ASSERT_TRUE(logits_file.ok());
+  auto want = (*logits_file)->Get("logits")->CopyAs<float>();
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(got.size(), want->size());
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - (*want)[i]));
+  EXPECT_LE(worst, golden["logits"]["suggested_atol"].get<double>());
 }
 
 TEST(MoeEngineTest, SharedExpertIsPlannedAndItsGateIsNot) {
