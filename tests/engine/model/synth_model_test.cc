@@ -300,3 +300,73 @@ TEST(SynthModelTest, HfDirectoryLoadsMatchesGgufAndTokenizes) {
 
 }  // namespace
 }  // namespace tessera::model
+
+namespace tessera::model {
+namespace {
+
+// A tiny qwen3moe shape as synth writes the qwen3-30b-a3b one: experts stacked in
+// blk.N.ffn_{gate,up,down}_exps (slab e holds the rows of the per-expert tensor name, so seeds
+// do not depend on the stacking), an F32 router, expert metadata; the file loads as a qwen3_moe
+// model and runs, Q8_0 following F32; --layers keeps the first layers and refuses more than the
+// shape has.
+TEST(SynthModelTest, MoeShapeStacksExpertsAndRuns) {
+  SynthShape s;
+  s.name = "tiny-moe";
+  s.arch = "qwen3moe";
+  s.hidden = 64, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 32, s.ffn = 96;
+  s.experts = 4, s.experts_used = 2, s.expert_ffn = 32, s.vocab = 320, s.context = 128;
+  const std::string dir = testing::TempDir();
+  SynthOptions o;
+  o.type = "F32";
+  ASSERT_TRUE(WriteSynthGguf(s, o, dir + "/synth_moe_f32.gguf").ok());
+  o.type = "Q8_0";
+  ASSERT_TRUE(WriteSynthGguf(s, o, dir + "/synth_moe_q8.gguf").ok());
+  auto f32 = io::GgufFile::Open(dir + "/synth_moe_f32.gguf");
+  ASSERT_TRUE(f32.ok()) << f32.status();
+  const io::GgufTensorInfo* down = (*f32)->FindInfo("blk.1.ffn_down_exps.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->dims, (std::vector<int64_t>{32, 64, 4}));
+  const io::GgufTensorInfo* router = (*f32)->FindInfo("blk.0.ffn_gate_inp.weight");
+  ASSERT_NE(router, nullptr);
+  EXPECT_EQ(router->dims, (std::vector<int64_t>{64, 4}));
+  EXPECT_EQ(router->ggml_type, kGgmlF32);
+  auto view = (*f32)->Get("blk.1.ffn_down_exps.weight");
+  ASSERT_TRUE(view.ok());
+  std::vector<float> want(32), got(32);
+  SynthMatrixRow(0, "blk.1.ffn_down.3.weight", 5, 32, want.data());
+  std::memcpy(got.data(), view->bytes.data() + ((3 * 64) + 5) * 32 * 4, 32 * 4);
+  EXPECT_EQ(got, want);
+
+  kernels::cpu::ThreadPool pool(2);
+  Loaded a, b;
+  ASSERT_NO_FATAL_FAILURE(Load(dir + "/synth_moe_f32.gguf", &pool, a));
+  ASSERT_NO_FATAL_FAILURE(Load(dir + "/synth_moe_q8.gguf", &pool, b));
+  EXPECT_EQ(a.source.config.ArchitectureName(), "qwen3_moe");
+  EXPECT_EQ(a.source.config.num_experts, 4);
+  const std::vector<int32_t> prompt = {1, 300, 17, 42, 99, 250};
+  std::vector<int32_t> gen_a, gen_b;
+  const std::vector<float> la = PrefillAndDecode(*a.model, prompt, 4, &gen_a);
+  const std::vector<float> lb = PrefillAndDecode(*b.model, prompt, 4, &gen_b);
+  ASSERT_EQ(la.size(), lb.size());
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < la.size(); ++i) {
+    dot += double(la[i]) * lb[i];
+    na += double(la[i]) * la[i];
+    nb += double(lb[i]) * lb[i];
+  }
+  EXPECT_GT(dot / std::sqrt(na * nb), 0.99);
+
+  o.type = "F32";
+  o.layers = 1;
+  ASSERT_TRUE(WriteSynthGguf(s, o, dir + "/synth_moe_1l.gguf").ok());
+  auto one = io::GgufFile::Open(dir + "/synth_moe_1l.gguf");
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*(*one)->metadata().GetUint("qwen3moe.block_count"), 1u);
+  o.layers = 3;
+  EXPECT_FALSE(WriteSynthGguf(s, o, dir + "/synth_moe_3l.gguf").ok());
+  EXPECT_EQ(WriteSynthHfDir(s, SynthOptions{}, dir + "/synth_moe_hf").code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+}  // namespace
+}  // namespace tessera::model
