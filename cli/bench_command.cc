@@ -146,8 +146,16 @@ int RunBench(const std::vector<std::string>& argv) {
         // times every expert's pages (a rate, whatever the size).
         weight_bytes += l.moe->TokenWeightBytes();
         for (const auto& sp : l.moe->router().weight_spans()) spans.emplace_back(sp.data, sp.size);
-        for (const auto& ex : l.moe->experts()) {
-          for (const auto* lin : {&ex.gate, &ex.up, &ex.down}) {
+        std::vector<const model::ExpertMlp*> mlps;
+        for (const auto& ex : l.moe->experts()) mlps.push_back(&ex);
+        if (l.moe->shared_expert_gate() != nullptr) {
+          mlps.push_back(&l.moe->shared_expert());
+          for (const auto& sp : l.moe->shared_expert_gate()->weight_spans()) {
+            spans.emplace_back(sp.data, sp.size);
+          }
+        }
+        for (const model::ExpertMlp* ex : mlps) {
+          for (const auto* lin : {&ex->gate, &ex->up, &ex->down}) {
             for (const auto& sp : (*lin)->weight_spans()) spans.emplace_back(sp.data, sp.size);
           }
         }

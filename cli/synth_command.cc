@@ -16,7 +16,8 @@ namespace {
 
 const std::vector<FlagSpec> kFlags = {
     {"shape", false, "tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b or qwen3-30b-a3b (MoE, GGUF only)"},
-    {"layers", false, "write only the first N layers of the shape (a smaller file, same layers)"},
+    {"layers", false, "write only the first N layers of the shape (a smaller file; K-quant mixes "
+                      "pick their Q6_K layers from the N)"},
     {"type", false,
      "F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, or llama.cpp's mixes Q4_K_M / Q5_K_M (Q6_K output, "
      "some attn_v / ffn_down) (default Q4_0); --format hf is always BF16"},

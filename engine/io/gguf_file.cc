@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -256,15 +257,19 @@ absl::Status GgufFile::AddOuterSlices(absl::string_view name,
         "tensor '%s' has GGUF dims [%s], expected %d slabs along its last dim", name,
         absl::StrJoin(info->dims, ", "), count));
   }
+  // Every name is checked before any is added, so a failure leaves the file as it was.
+  absl::flat_hash_set<absl::string_view> seen;
+  for (const std::string& slice : slice_names) {
+    if (FindInfo(slice) != nullptr || !seen.insert(slice).second) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("tensor '", slice, "' (a slab of '", name, "') already exists"));
+    }
+  }
   // Blocks run along ne0 only, so every slab is a whole number of rows of whole blocks.
   const uint64_t slab = info->size / static_cast<uint64_t>(count);
   GgufTensorInfo base = *info;  // `info` may move as slice_infos_ grows
   for (int64_t i = 0; i < count; ++i) {
     const std::string& slice = slice_names[i];
-    if (FindInfo(slice) != nullptr) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("tensor '", slice, "' (a slab of '", name, "') already exists"));
-    }
     GgufTensorInfo s = base;
     s.name = slice;
     s.dims.pop_back();

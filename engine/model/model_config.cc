@@ -1,5 +1,6 @@
 #include "engine/model/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/ascii.h"
@@ -86,6 +87,13 @@ absl::Status ModelConfig::Validate() const {
   TESSERA_RETURN_IF_ERROR(positive(intermediate_size, "intermediate_size"));
   TESSERA_RETURN_IF_ERROR(positive(vocab_size, "vocab_size"));
   TESSERA_RETURN_IF_ERROR(positive(max_context, "max_position_embeddings"));
+  // Far above any released model (DeepSeek-V3: 61 layers); a corrupt count must not size the
+  // loader's per-layer loops and tables.
+  constexpr int64_t kMaxLayers = 4096;
+  if (num_layers > kMaxLayers) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model config: num_hidden_layers %d is more than %d", num_layers, kMaxLayers));
+  }
   if (num_heads % num_kv_heads != 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "model config: num_attention_heads %d is not a multiple of num_key_value_heads %d",
@@ -274,15 +282,27 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else if (qwen_moe) {
     return absl::InvalidArgumentError(absl::StrCat("GGUF ", arch, ".expert_count is missing or 0"));
   }
-  if (c.architecture == Architecture::kQwen2Moe) {
-    TESSERA_ASSIGN_OR_RETURN(uint64_t shared, m.GetUint(key("expert_shared_feed_forward_length")));
-    c.shared_expert_intermediate_size = static_cast<int64_t>(shared);
-  }
   if (qwen_moe) {
-    TESSERA_ASSIGN_OR_RETURN(uint64_t expert_ffn, m.GetUint(key("expert_feed_forward_length")));
-    c.moe_intermediate_size = static_cast<int64_t>(expert_ffn);
-    auto ffn = m.GetUint(key("feed_forward_length"));  // the dense width, unused by these layers
-    c.intermediate_size = ffn.ok() ? static_cast<int64_t>(*ffn) : c.moe_intermediate_size;
+    // llama.cpp's fallbacks for files without the expert widths (early Qwen1.5-MoE GGUFs):
+    // experts feed_forward_length / expert_used_count wide, the shared expert
+    // feed_forward_length. A per-layer array of expert widths is not supported.
+    auto ffn = m.GetUint(key("feed_forward_length"));
+    auto expert_ffn = m.GetUint(key("expert_feed_forward_length"));
+    if (!expert_ffn.ok() && !ffn.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GGUF ", arch, ".expert_feed_forward_length and ", arch,
+          ".feed_forward_length are both missing or not scalars"));
+    }
+    c.intermediate_size = ffn.ok() ? static_cast<int64_t>(*ffn) : 0;
+    c.moe_intermediate_size = expert_ffn.ok() && *expert_ffn > 0
+                                  ? static_cast<int64_t>(*expert_ffn)
+                                  : c.intermediate_size / std::max<int64_t>(c.num_experts_per_tok, 1);
+    if (c.intermediate_size == 0) c.intermediate_size = c.moe_intermediate_size;
+    if (c.architecture == Architecture::kQwen2Moe) {
+      auto shared = m.GetUint(key("expert_shared_feed_forward_length"));
+      c.shared_expert_intermediate_size =
+          shared.ok() && *shared > 0 ? static_cast<int64_t>(*shared) : c.intermediate_size;
+    }
   } else {
     TESSERA_ASSIGN_OR_RETURN(uint64_t ffn, m.GetUint(key("feed_forward_length")));
     c.intermediate_size = static_cast<int64_t>(ffn);

@@ -1,8 +1,7 @@
 // ModelConfig: the architecture of a Llama-family decoder (llama incl. Llama 3 rope scaling,
-// mistral, qwen2, qwen3, and the sparse mixture-of-experts qwen2_moe, qwen3_moe and mixtral), read
-// from an HF
-// config.json or from GGUF metadata. Everything the decoder
-// loop needs to know about a model lives here, so architectures differ in data, not in code paths.
+// mistral, qwen2, qwen3, and the sparse mixture-of-experts qwen2_moe, qwen3_moe and mixtral),
+// read from an HF config.json or from GGUF metadata. Everything the decoder loop needs to know
+// about a model lives here, so architectures differ in data, not in code paths.
 #ifndef TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
 #define TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
 

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "engine/common/status_macros.h"
 
 namespace tessera::model {
@@ -16,12 +17,26 @@ namespace {
 absl::Status ExposeStackedExperts(const ModelConfig& c, io::GgufFile& file) {
   if (c.num_experts == 0) return absl::OkStatus();
   const WeightNames names(NamingScheme::kGguf);
-  for (int layer = 0; layer < c.num_layers; ++layer) {
+  const int64_t H = c.hidden_size, F = c.moe_intermediate_size;
+  for (int layer = 0; layer < static_cast<int>(c.num_layers); ++layer) {
     for (LayerTensor t : {LayerTensor::kGate, LayerTensor::kUp, LayerTensor::kDown}) {
       const std::string stacked = WeightNames::StackedExperts(layer, t);
-      if (!file.Contains(stacked)) continue;  // per-expert tensors, or missing: the loader says
+      const io::GgufTensorInfo* info = file.FindInfo(stacked);
+      if (info == nullptr) continue;  // per-expert tensors, or missing: the loader says which
+      // GGUF dims [K, N, experts]: checked here, where the message can name the metadata.
+      const std::vector<int64_t> want = t == LayerTensor::kDown
+                                            ? std::vector<int64_t>{F, H, c.num_experts}
+                                            : std::vector<int64_t>{H, F, c.num_experts};
+      if (info->dims != want) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor '", stacked, "' has GGUF dims [", absl::StrJoin(info->dims, ", "),
+            "], expected [", absl::StrJoin(want, ", "),
+            "] from embedding_length, the experts' feed-forward length and expert_count"));
+      }
       std::vector<std::string> slices;
-      for (int e = 0; e < c.num_experts; ++e) slices.push_back(names.Expert(layer, e, t, c.moe_naming));
+      for (int e = 0; e < static_cast<int>(c.num_experts); ++e) {
+        slices.push_back(names.Expert(layer, e, t, c.moe_naming));
+      }
       TESSERA_RETURN_IF_ERROR(file.AddOuterSlices(stacked, slices));
     }
   }
@@ -47,14 +62,14 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
     return src;
   }
   TESSERA_ASSIGN_OR_RETURN(src.store, io::OpenTensorStore(path));
-  const io::GgufFile* g = src.gguf();
+  io::GgufFile* g = dynamic_cast<io::GgufFile*>(src.store.get());
   if (g == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, " is a bare safetensors file; a model needs an HF directory (config.json) or GGUF"));
   }
   TESSERA_ASSIGN_OR_RETURN(src.config, ModelConfigFromGguf(g->metadata()));
   src.naming = NamingScheme::kGguf;
-  TESSERA_RETURN_IF_ERROR(ExposeStackedExperts(src.config, *dynamic_cast<io::GgufFile*>(src.store.get())));
+  TESSERA_RETURN_IF_ERROR(ExposeStackedExperts(src.config, *g));
   return src;
 }
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
-#include <utility>
 #include <numeric>
+#include <utility>
 
 #include "engine/backend/cpu/column_split.h"
 #include "kernels/cpu/fast/fast_elementwise.h"
@@ -14,22 +14,20 @@ namespace tessera::model {
 namespace kf = kernels::cpu::fast;
 
 void RouteTopK(const float* logits, int64_t num_experts, int64_t top_k, bool normalize,
-               int32_t* experts, float* weights) {
+               int32_t* experts, float* weights, float* prob, int32_t* order) {
   // torch.softmax: exp(x - max) / Σ exp(x - max), in f32.
   float max_logit = logits[0];
   for (int64_t e = 1; e < num_experts; ++e) max_logit = std::max(max_logit, logits[e]);
-  std::vector<float> prob(num_experts);
   float sum = 0.0f;
   for (int64_t e = 0; e < num_experts; ++e) {
     prob[e] = std::exp(logits[e] - max_logit);
     sum += prob[e];
   }
-  for (float& p : prob) p /= sum;
-  std::vector<int32_t> order(num_experts);
-  std::iota(order.begin(), order.end(), 0);
+  for (int64_t e = 0; e < num_experts; ++e) prob[e] /= sum;
+  std::iota(order, order + num_experts, 0);
   // NaN logits (a broken checkpoint) must not break the comparator's strict weak order.
   auto key = [&](int32_t e) { return std::isnan(prob[e]) ? -1.0f : prob[e]; };
-  std::partial_sort(order.begin(), order.begin() + top_k, order.end(), [&](int32_t a, int32_t b) {
+  std::partial_sort(order, order + top_k, order + num_experts, [&](int32_t a, int32_t b) {
     const float ka = key(a), kb = key(b);
     return ka != kb ? ka > kb : a < b;
   });
@@ -66,9 +64,11 @@ void MoeBlock::Forward(const float* x, int64_t rows, float* out,
   router_->Forward(x, rows, logits.data());
   std::vector<int32_t> chosen(rows * top_k_);
   std::vector<float> weight(rows * top_k_);
+  std::vector<float> prob(num_experts);
+  std::vector<int32_t> order(num_experts);
   for (int64_t r = 0; r < rows; ++r) {
     RouteTopK(logits.data() + r * num_experts, num_experts, top_k_, normalize_,
-              chosen.data() + r * top_k_, weight.data() + r * top_k_);
+              chosen.data() + r * top_k_, weight.data() + r * top_k_, prob.data(), order.data());
   }
   // Each expert's rows, in row order, with their weights.
   struct Routed {
@@ -126,7 +126,8 @@ void MoeBlock::Forward(const float* x, int64_t rows, float* out,
       const float* input = x;  // every row picked this expert: read x in place
       if (n != rows) {
         float* dst = xs.get() + row_off * hidden;
-        for (int64_t i = 0; i < n; ++i) std::copy_n(x + mine[i].row * hidden, hidden, dst + i * hidden);
+        for (int64_t i = 0; i < n; ++i)
+          std::copy_n(x + mine[i].row * hidden, hidden, dst + i * hidden);
         input = dst;
       }
       gate_up.push_back({mlp.gate.get(), input, n, gate.get() + width_off});

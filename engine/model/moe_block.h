@@ -1,13 +1,15 @@
-// MoeBlock: the sparse mixture-of-experts MLP of qwen3_moe and mixtral decoder layers on the CPU
-// backend. A router scores every expert for each token; the token runs through the SwiGLU MLPs
-// of its top-k experts and gets their outputs summed with the routing weights. Tokens are grouped
-// by expert, so each expert's weights stream once per step for all the tokens routed to it (one
-// GEMM over those rows, any Linear the plan chose), and experts no token picked are not read.
+// MoeBlock: the sparse mixture-of-experts MLP of qwen2_moe, qwen3_moe and mixtral decoder layers
+// on the CPU backend. A router scores every expert for each token; the token runs through the
+// SwiGLU MLPs of its top-k experts and gets their outputs summed with the routing weights. Tokens
+// are grouped by expert, so each expert's weights stream once per step for all the tokens routed to
+// it (one GEMM over those rows, any Linear the plan chose), and experts no token picked are not
+// read.
 #ifndef TESSERA_ENGINE_MODEL_MOE_BLOCK_H_
 #define TESSERA_ENGINE_MODEL_MOE_BLOCK_H_
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/linear.h"
@@ -23,8 +25,9 @@ struct ExpertMlp {
 // do: a softmax of the router logits in f32, the top_k largest probabilities (ties to the lower
 // expert index, so a batch routes alike whatever its order), divided by their sum when
 // `normalize`. Writes top_k experts in descending probability and their weights.
+// `prob` and `order` are num_experts long each (the caller's scratch: no allocation per token).
 void RouteTopK(const float* logits, int64_t num_experts, int64_t top_k, bool normalize,
-               int32_t* experts, float* weights);
+               int32_t* experts, float* weights, float* prob, int32_t* order);
 
 class MoeBlock {
  public:

@@ -151,10 +151,8 @@ absl::StatusOr<LinearSpec> OnlineSchemeSpec(const std::string& scheme, const std
 }
 
 const LinearSpec* PrecisionPlan::Find(const std::string& module) const {
-  for (const LinearSpec& s : layers_) {
-    if (s.module == module) return &s;
-  }
-  return nullptr;
+  auto it = index_.find(module);
+  return it == index_.end() ? nullptr : &layers_[it->second];
 }
 
 absl::StatusOr<PrecisionPlan> PrecisionPlan::Resolve(const std::vector<LinearModule>& modules,
@@ -235,6 +233,7 @@ absl::StatusOr<PrecisionPlan> PrecisionPlan::Resolve(const std::vector<LinearMod
     if (!sel.ok()) {
       return absl::Status(sel.code(), absl::StrFormat("layer %s (%s): %s", m.module, spec.SchemeName(), sel.message()));
     }
+    plan.index_.emplace(spec.module, plan.layers_.size());
     plan.layers_.push_back(std::move(spec));
   }
   for (size_t i = 0; i < overrides.rules.size(); ++i) {

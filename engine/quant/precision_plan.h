@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "engine/io/tensor_store.h"
 #include "engine/quant/linear_spec.h"
@@ -75,6 +76,9 @@ class PrecisionPlan {
 
  private:
   std::vector<LinearSpec> layers_;
+  // module -> index into layers_: a MoE model's plan has ~20k entries (Qwen3-30B-A3B), and the
+  // loader looks each one up.
+  absl::flat_hash_map<std::string, size_t> index_;
   std::vector<std::string> warnings_;
   std::string quant_method_;
   std::string backend_;

@@ -76,6 +76,13 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
                                                  ": the CUDA decoder keeps an f32 KV cache"));
   }
 #ifdef TESSERA_HAVE_CUDA
+  if (e.source.config.num_experts > 0) {
+    // Before the plan, so no expert's kernel choice speaks first (CudaDecoder::Create says the
+    // same to direct callers).
+    return absl::UnimplementedError(absl::StrCat(
+        "the CUDA decoder has no mixture-of-experts layers (", e.source.config.ArchitectureName(),
+        ", ", e.source.config.num_experts, " experts); run this model with --device cpu"));
+  }
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info,
                            backend::cuda::OpenCudaDevice(cuda_ordinal));
   const backend::cuda::CudaKernelSelector selector(info.sm);

@@ -1,16 +1,22 @@
 // The mixture-of-experts pieces below the transformers goldens (hf_golden_test.cc runs the whole
 // models): routing (softmax, top-k with ties to the lower index, renormalization or not, NaN-safe),
-// MoeBlock's grouping (a row's output does not depend on the other rows; experts no row picked
-// are never run), the config fields and their errors, GgufFile::AddOuterSlices on the mixtral
-// fixture's stacked experts, and a missing expert tensor named at load.
+// MoeBlock's grouping (a row's output does not depend on the other rows, also across its chunked
+// passes; experts no row picked are never run), ForwardMany against separate calls, the config
+// fields and their errors, GgufFile::AddOuterSlices on the mixtral fixture's stacked experts, and a
+// missing expert tensor named at load.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/backend/cpu/column_split.h"
+#include "engine/backend/cpu/dense_linear.h"
 #include "engine/io/gguf_file.h"
 #include "engine/model/decoder_model.h"
 #include "engine/model/model_config.h"
@@ -23,34 +29,42 @@ namespace {
 
 const std::string kModels = std::string(TESSERA_SOURCE_DIR) + "/tests/data/models/";
 
+// RouteTopK with its scratch.
+void Route(const float* logits, int64_t n, int64_t k, bool normalize, int32_t* experts,
+           float* weights) {
+  std::vector<float> prob(n);
+  std::vector<int32_t> order(n);
+  RouteTopK(logits, n, k, normalize, experts, weights, prob.data(), order.data());
+}
+
 TEST(RouteTopKTest, SoftmaxTopKAndRenormalization) {
   const float logits[] = {0.5f, 2.0f, -1.0f, 1.0f};
   double z = 0;
   for (float l : logits) z += std::exp(double(l));
   int32_t experts[2];
   float weights[2];
-  RouteTopK(logits, 4, 2, /*normalize=*/false, experts, weights);
+  Route(logits, 4, 2, /*normalize=*/false, experts, weights);
   EXPECT_EQ(experts[0], 1);
   EXPECT_EQ(experts[1], 3);
   EXPECT_NEAR(weights[0], std::exp(2.0) / z, 1e-6);
   EXPECT_NEAR(weights[1], std::exp(1.0) / z, 1e-6);
-  RouteTopK(logits, 4, 2, /*normalize=*/true, experts, weights);
+  Route(logits, 4, 2, /*normalize=*/true, experts, weights);
   EXPECT_NEAR(weights[0], std::exp(2.0) / (std::exp(2.0) + std::exp(1.0)), 1e-6);
   EXPECT_NEAR(weights[0] + weights[1], 1.0, 1e-6);
 }
 
-TEST(RouteTopKTest, TiesGoToTheLowerExpertAndNanNeverWins) {
+TEST(RouteTopKTest, TiesGoToTheLowerExpertAndNanLogitsStayWellDefined) {
   const float tie[] = {1.0f, 3.0f, 3.0f, 3.0f};
   int32_t experts[2];
   float weights[2];
-  RouteTopK(tie, 4, 2, true, experts, weights);
+  Route(tie, 4, 2, true, experts, weights);
   EXPECT_EQ(experts[0], 1);
   EXPECT_EQ(experts[1], 2);
   EXPECT_FLOAT_EQ(weights[0], 0.5f);
   // One NaN logit poisons the softmax sum; the ordering must stay well defined (no crash, k
   // distinct experts), whatever the weights become.
   const float nan_logits[] = {1.0f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 0.0f};
-  RouteTopK(nan_logits, 4, 2, true, experts, weights);
+  Route(nan_logits, 4, 2, true, experts, weights);
   EXPECT_NE(experts[0], experts[1]);
 }
 
@@ -58,7 +72,8 @@ TEST(RouteTopKTest, TiesGoToTheLowerExpertAndNanNeverWins) {
 // predict.
 class ScaleLinear : public backend::Linear {
  public:
-  ScaleLinear(int64_t n, int64_t k, float scale, int* calls) : n_(n), k_(k), scale_(scale), calls_(calls) {}
+  ScaleLinear(int64_t n, int64_t k, float scale, int* calls)
+      : n_(n), k_(k), scale_(scale), calls_(calls) {}
   int64_t out_features() const override { return n_; }
   int64_t in_features() const override { return k_; }
   void Forward(const float* x, int64_t rows, float* y) const override {
@@ -96,8 +111,8 @@ TEST(MoeBlockTest, RowsAreIndependentAndUnpickedExpertsNeverRun) {
   auto block = MakeBlock(6, 2, &calls);
   // Row 0 prefers experts 0 and 1, row 1 experts 1 and 2, row 2 experts 0 and 2: experts 3-5
   // are never picked.
-  const std::vector<float> x = {3, 2, 0, -1, -2, -3,   //
-                                0, 3, 2, -1, -2, -3,   //
+  const std::vector<float> x = {3, 2, 0, -1, -2, -3,  //
+                                0, 3, 2, -1, -2, -3,  //
                                 2, 0, 3, -1, -2, -3};
   std::vector<float> batched(18), alone(6);
   block->Forward(x.data(), 3, batched.data(), nullptr);
@@ -119,6 +134,113 @@ TEST(MoeBlockTest, RowsAreIndependentAndUnpickedExpertsNeverRun) {
   }
 }
 
+// Real f32 DenseLinears over weights this test owns (the views must outlive the layers).
+class DenseLayers {
+ public:
+  explicit DenseLayers(kernels::cpu::ThreadPool* pool) : pool_(pool) {}
+  std::unique_ptr<backend::Linear> Make(int64_t n, int64_t k, uint32_t seed,
+                                        std::vector<float> bias = {}) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, 0.3f);
+    auto w = std::make_unique<std::vector<float>>(n * k);
+    for (float& v : *w) v = dist(rng);
+    io::TensorView view;
+    view.name = absl::StrCat("w", seed);
+    view.dtype = io::DType::kF32;
+    view.shape = {n, k};
+    view.bytes = {reinterpret_cast<const uint8_t*>(w->data()), w->size() * 4};
+    auto l = backend::cpu::DenseLinear::Create(view, std::move(bias), pool_);
+    EXPECT_TRUE(l.ok()) << l.status();
+    weights_.push_back(std::move(w));
+    return l.ok() ? std::move(*l) : nullptr;
+  }
+
+ private:
+  kernels::cpu::ThreadPool* pool_;
+  std::vector<std::unique_ptr<std::vector<float>>> weights_;
+};
+
+// 40 experts, top-8 of 300 rows, expert 5 picked by every row (a router bias): the chunking
+// (16 experts / 256 routed rows, one expert over 256 alone, x read in place for it) gives every
+// row the bits it gets alone, and the sum a plain double-precision reference gives.
+TEST(MoeBlockTest, ChunkedPassesEqualRowsAloneAndTheReference) {
+  kernels::cpu::ThreadPool pool(2);
+  DenseLayers layers(&pool);
+  constexpr int64_t kExperts = 40, kTopK = 8, kHidden = 64, kWidth = 32, kRows = 300;
+  std::vector<float> router_bias(kExperts, 0.0f);
+  router_bias[5] = 100.0f;
+  std::vector<ExpertMlp> experts(kExperts);
+  for (int e = 0; e < kExperts; ++e) {
+    experts[e].gate = layers.Make(kWidth, kHidden, 10 + 3 * e);
+    experts[e].up = layers.Make(kWidth, kHidden, 11 + 3 * e);
+    experts[e].down = layers.Make(kHidden, kWidth, 12 + 3 * e);
+  }
+  auto router = layers.Make(kExperts, kHidden, 7, router_bias);
+  const backend::Linear* router_ptr = router.get();
+  std::vector<const ExpertMlp*> expert_ptrs;
+  for (const ExpertMlp& e : experts) expert_ptrs.push_back(&e);
+  MoeBlock block(std::move(router), std::move(experts), kTopK, /*normalize=*/true);
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(kRows * kHidden);
+  for (float& v : x) v = dist(rng);
+  std::vector<float> batched(kRows * kHidden), alone(kHidden);
+  block.Forward(x.data(), kRows, batched.data(), &pool);
+  std::vector<float> logits(kExperts), g(kWidth), u(kWidth), y(kHidden);
+  for (int64_t r = 0; r < kRows; ++r) {
+    block.Forward(x.data() + r * kHidden, 1, alone.data(), &pool);
+    ASSERT_EQ(std::memcmp(alone.data(), batched.data() + r * kHidden, kHidden * 4), 0) << r;
+    // The reference: route with the block's own router, then each expert in double.
+    router_ptr->Forward(x.data() + r * kHidden, 1, logits.data());
+    int32_t picked[kTopK];
+    float w[kTopK];
+    Route(logits.data(), kExperts, kTopK, true, picked, w);
+    ASSERT_TRUE(std::find(picked, picked + kTopK, 5) != picked + kTopK);
+    std::vector<double> want(kHidden, 0.0);
+    for (int j = 0; j < kTopK; ++j) {
+      const ExpertMlp& e = *expert_ptrs[picked[j]];
+      e.gate->Forward(x.data() + r * kHidden, 1, g.data());
+      e.up->Forward(x.data() + r * kHidden, 1, u.data());
+      for (int64_t c = 0; c < kWidth; ++c) g[c] = g[c] / (1 + std::exp(-g[c])) * u[c];
+      e.down->Forward(g.data(), 1, y.data());
+      for (int64_t c = 0; c < kHidden; ++c) want[c] += double(w[j]) * y[c];
+    }
+    for (int64_t c = 0; c < kHidden; ++c) {
+      ASSERT_NEAR(batched[r * kHidden + c], want[c], 1e-4 * (1 + std::abs(want[c])))
+          << r << " " << c;
+    }
+  }
+}
+
+// ForwardMany over more calls than one pass takes (40, split into passes of 32), with 1, 7 and
+// 300 rows and inputs of their own: the same bits as separate Forward calls.
+TEST(ForwardManyTest, EqualsSeparateForwardCalls) {
+  kernels::cpu::ThreadPool pool(2);
+  DenseLayers layers(&pool);
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<std::unique_ptr<backend::Linear>> owned;
+  std::vector<std::vector<float>> xs, ys;
+  std::vector<backend::cpu::LinearCall> calls;
+  const int64_t row_counts[] = {1, 7, 300};
+  for (int i = 0; i < 40; ++i) {
+    const int64_t n = 16 + 16 * (i % 5), k = 32 + 32 * (i % 3), rows = row_counts[i % 3];
+    owned.push_back(layers.Make(n, k, 100 + i));
+    xs.emplace_back(rows * k);
+    for (float& v : xs.back()) v = dist(rng);
+    ys.emplace_back(rows * n);
+  }
+  for (int i = 0; i < 40; ++i) {
+    calls.push_back({owned[i].get(), xs[i].data(), row_counts[i % 3], ys[i].data()});
+  }
+  backend::cpu::ForwardMany(calls, &pool);
+  for (int i = 0; i < 40; ++i) {
+    std::vector<float> want(ys[i].size());
+    owned[i]->Forward(xs[i].data(), row_counts[i % 3], want.data());
+    EXPECT_EQ(std::memcmp(want.data(), ys[i].data(), want.size() * 4), 0) << i;
+  }
+}
+
 TEST(MoeConfigTest, HfFieldsAndErrors) {
   const std::string base = R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 4,
       "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
@@ -132,14 +254,16 @@ TEST(MoeConfigTest, HfFieldsAndErrors) {
   EXPECT_TRUE(c->IsMoeLayer(1));
   EXPECT_FALSE(c->IsMoeLayer(2));
   EXPECT_FALSE(c->IsMoeLayer(3));  // sparse by step, dense by mlp_only_layers
-  auto missing = ModelConfigFromHfJson(base + R"(, "num_experts_per_tok": 2, "moe_intermediate_size": 32})");
+  auto missing =
+      ModelConfigFromHfJson(base + R"(, "num_experts_per_tok": 2, "moe_intermediate_size": 32})");
   ASSERT_FALSE(missing.ok());
   EXPECT_TRUE(absl::StrContains(missing.status().message(), "num_experts")) << missing.status();
   auto too_many = ModelConfigFromHfJson(base + R"(, "num_experts": 4, "num_experts_per_tok": 5,
       "moe_intermediate_size": 32})");
   ASSERT_FALSE(too_many.ok());
   EXPECT_TRUE(absl::StrContains(too_many.status().message(), "num_experts_per_tok"));
-  auto absurd = ModelConfigFromHfJson(base + R"(, "num_experts": 100000000, "num_experts_per_tok": 2,
+  auto absurd =
+      ModelConfigFromHfJson(base + R"(, "num_experts": 100000000, "num_experts_per_tok": 2,
       "moe_intermediate_size": 32})");
   EXPECT_FALSE(absurd.ok());
   auto bad_list = ModelConfigFromHfJson(base + R"(, "num_experts": 4, "num_experts_per_tok": 2,
@@ -157,7 +281,8 @@ TEST(MoeConfigTest, Qwen2MoeNeedsItsSharedExpertWidth) {
   EXPECT_EQ(c->shared_expert_intermediate_size, 48);
   EXPECT_TRUE(c->attention_bias);  // qkv_bias defaults to true
   EXPECT_FALSE(c->norm_topk_prob);
-  auto no_bias = ModelConfigFromHfJson(base + R"(, "shared_expert_intermediate_size": 48, "qkv_bias": false})");
+  auto no_bias = ModelConfigFromHfJson(
+      base + R"(, "shared_expert_intermediate_size": 48, "qkv_bias": false})");
   ASSERT_TRUE(no_bias.ok());
   EXPECT_FALSE(no_bias->attention_bias);
   auto missing = ModelConfigFromHfJson(base + "}");
@@ -214,7 +339,8 @@ TEST(GgufOuterSlicesTest, SlabsAreViewsOfTheStackedTensor) {
 // The store minus one tensor.
 class HidingStore : public io::TensorStore {
  public:
-  HidingStore(const io::TensorStore& base, std::string hidden) : base_(base), hidden_(std::move(hidden)) {}
+  HidingStore(const io::TensorStore& base, std::string hidden)
+      : base_(base), hidden_(std::move(hidden)) {}
   io::ContainerKind kind() const override { return base_.kind(); }
   const std::vector<std::string>& names() const override { return base_.names(); }
   bool Contains(absl::string_view name) const override {
@@ -239,8 +365,8 @@ TEST(MoeLoadTest, MissingExpertOrRouterIsNamed) {
     ASSERT_TRUE(src.ok()) << src.status();
     const WeightNames names(src->naming);
     auto factory = MakeDenseLinearFactory(nullptr);
-    for (const std::string& hidden :
-         {names.Expert(1, 3, LayerTensor::kUp, MoeNaming::kMixtral), names.Router(0, MoeNaming::kMixtral)}) {
+    for (const std::string& hidden : {names.Expert(1, 3, LayerTensor::kUp, MoeNaming::kMixtral),
+                                      names.Router(0, MoeNaming::kMixtral)}) {
       HidingStore store(*src->store, hidden);
       auto model = DecoderModel::Load(src->config, store, src->naming, *factory, nullptr);
       ASSERT_FALSE(model.ok()) << hidden;

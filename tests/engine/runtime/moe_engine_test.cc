@@ -1,10 +1,11 @@
 // Mixture-of-experts models through the engine loader: llama.cpp's own llama-perplexity on the
-// GGUF twins of the qwen3_moe, mixtral and qwen2_moe fixtures (tools/reference/llama_cpp_moe_perplexity.py)
-// is matched window by window, with this engine's tokenizer and default f16 KV cache, as llama.cpp
-// runs them, and on llama-quantize's Q4_0 of the qwen3_moe twin within 0.2% (whose exact run
-// equals its gguf-py dequantization); the precision plan lists every expert under its HF module
-// name (the same for both containers) and a plan rule re-quantizes experts alone; and sequences
-// stay bit-identical alone and batched with another (their tokens pick different experts).
+// GGUF twins of the qwen3_moe, mixtral and qwen2_moe fixtures
+// (tools/reference/llama_cpp_moe_perplexity.py) is matched window by window, with this engine's
+// tokenizer and default f16 KV cache, as llama.cpp runs them, and on llama-quantize's Q4_0 of the
+// qwen3_moe twin within 0.2% (whose exact run equals its gguf-py dequantization); the precision
+// plan lists every expert under its HF module name (the same for both containers) and a plan rule
+// re-quantizes experts alone; and sequences stay bit-identical alone and batched with another
+// (their tokens pick different experts).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -89,9 +90,9 @@ INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
 // Stacked Q4_0 experts that llama.cpp's llama-quantize wrote: with exact activations the
 // perplexity equals that of the F32 copy gguf-py dequantized (no quantized kernel involved there)
 // to f32 summation order (1e-4 per window, whose perplexities near 1000 magnify the last bits of
-// the mean log-likelihood: 1.5-3.6e-5 measured; 1e-5 overall); with the default int8 activations (llama.cpp's own
-// method) it is within 0.2% of llama.cpp's (0.06% measured: both quantize activations to Q8_0
-// blocks, in their own summation orders).
+// the mean log-likelihood: 1.5-3.6e-5 measured; 1e-5 overall); with the default int8 activations
+// (llama.cpp's own method) it is within 0.2% of llama.cpp's (0.06% measured: both quantize
+// activations to Q8_0 blocks, in their own summation orders).
 TEST(MoeEngineTest, LlamaQuantizedQ4_0ExpertsMatchTheirDequantizationAndLlamaCpp) {
   const std::string dir = kData + "models/qwen3_moe/";
   auto exact = Load(dir + "model-Q4_0.gguf", "", /*int8_activations=*/false);
@@ -189,7 +190,8 @@ TEST(MoeEngineTest, CompressedTensorsW4A16CheckpointMatchesItsProducer) {
   ASSERT_TRUE(want.ok());
   ASSERT_EQ(got.size(), want->size());
   double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(double(got[i]) - (*want)[i]));
+  for (size_t i = 0; i < got.size(); ++i)
+    worst = std::max(worst, std::abs(double(got[i]) - (*want)[i]));
   EXPECT_LE(worst, golden["logits"]["suggested_atol"].get<double>());
 }
 
@@ -200,13 +202,12 @@ TEST(MoeEngineTest, SharedExpertIsPlannedAndItsGateIsNot) {
   for (const quant::LinearSpec& s : e->plan->layers()) {
     if (absl::StrContains(s.module, "shared_expert")) shared.push_back(s.module);
   }
-  EXPECT_EQ(shared, (std::vector<std::string>{
-                        "model.layers.0.mlp.shared_expert.gate_proj",
-                        "model.layers.0.mlp.shared_expert.up_proj",
-                        "model.layers.0.mlp.shared_expert.down_proj",
-                        "model.layers.1.mlp.shared_expert.gate_proj",
-                        "model.layers.1.mlp.shared_expert.up_proj",
-                        "model.layers.1.mlp.shared_expert.down_proj"}));
+  EXPECT_EQ(shared, (std::vector<std::string>{"model.layers.0.mlp.shared_expert.gate_proj",
+                                              "model.layers.0.mlp.shared_expert.up_proj",
+                                              "model.layers.0.mlp.shared_expert.down_proj",
+                                              "model.layers.1.mlp.shared_expert.gate_proj",
+                                              "model.layers.1.mlp.shared_expert.up_proj",
+                                              "model.layers.1.mlp.shared_expert.down_proj"}));
 }
 
 TEST(MoeEngineTest, AloneEqualsBatched) {

@@ -1,0 +1,151 @@
+"""Mixture-of-experts parts of make_hf_goldens.py: how far each fixture's expert choices are
+from a tie (router_margins), and the GGUF twin of an MoE fixture as llama.cpp's
+convert_hf_to_gguf.py lays it out (write_gguf_twin). Imported by make_hf_goldens.py, not run on
+its own.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import torch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def router_margins(model, x: torch.Tensor) -> dict:
+    """Per sparse layer, the smallest gap (over the prefill tokens) between the k-th and the
+    (k+1)-th routing probability: how far every expert choice is from a tie, so an independent
+    f32 implementation (whose probabilities differ in the last bits) picks the same experts."""
+    cfg = model.config
+    k = cfg.num_experts_per_tok
+    margins = {}
+    hooks = []
+    for i, layer in enumerate(model.model.layers):
+        block = getattr(layer, "block_sparse_moe", None) or layer.mlp
+        gate = getattr(block, "gate", None)
+        if not isinstance(gate, torch.nn.Linear):
+            continue  # a dense MLP layer (qwen3_moe's mlp_only_layers)
+
+        def hook(_mod, _inp, out, i=i):
+            p = torch.softmax(out.float(), dim=-1)
+            top = torch.topk(p, k + 1, dim=-1).values
+            margins[i] = float((top[:, k - 1] - top[:, k]).min())
+        hooks.append(gate.register_forward_hook(hook))
+    with torch.no_grad():
+        model(input_ids=x, use_cache=False)
+    for h in hooks:
+        h.remove()
+    return {"top_k": k, "min_topk_probability_gap_per_layer": margins,
+            "note": ("smallest gap between the k-th and (k+1)-th softmax probability of the "
+                     "router over the prefill tokens, per sparse layer")}
+
+
+def llama_permute(w: np.ndarray, n_head: int) -> np.ndarray:
+    """convert_hf_to_gguf.py's LlamaModel.permute: rotate-half pairs -> interleaved pairs."""
+    return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
+            .swapaxes(1, 2).reshape(w.shape))
+
+
+def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
+    """The model as llama.cpp's convert_hf_to_gguf.py writes it, f32: qwen3moe (Qwen3MoeModel),
+    qwen2moe (Qwen2MoeModel: q/k/v biases, the shared expert as ffn_*_shexp and its [1, hidden]
+    gate as ffn_gate_inp_shexp) or llama with expert_count (Mixtral, q/k permuted to interleaved
+    RoPE pairs), experts stacked into blk.N.ffn_{gate,up,down}_exps [experts, N, K], the router
+    as blk.N.ffn_gate_inp, and the byte-level BPE tokenizer as a gpt2 vocabulary."""
+    import gguf
+    cfg = model.config
+    sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_name(path.parent.name)
+    w.add_context_length(cfg.max_position_embeddings)
+    w.add_embedding_length(cfg.hidden_size)
+    w.add_block_count(cfg.num_hidden_layers)
+    w.add_head_count(cfg.num_attention_heads)
+    w.add_head_count_kv(cfg.num_key_value_heads)
+    head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+    w.add_key_length(head_dim)
+    w.add_value_length(head_dim)
+    w.add_rope_dimension_count(head_dim)
+    w.add_rope_freq_base(cfg.rope_theta)
+    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    w.add_vocab_size(cfg.vocab_size)
+    qwen = arch in ("qwen2moe", "qwen3moe")
+    moe_prefix = "mlp" if qwen else "block_sparse_moe"
+    names = ({"gate": "gate_proj", "up": "up_proj", "down": "down_proj"} if qwen
+             else {"gate": "w1", "up": "w3", "down": "w2"})
+    if arch == "qwen2moe":
+        w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
+    if qwen:
+        w.add_expert_count(cfg.num_experts)
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        n_experts = cfg.num_experts
+    else:
+        w.add_expert_count(cfg.num_local_experts)
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        n_experts = cfg.num_local_experts
+    w.add_file_type(gguf.LlamaFileType.ALL_F32)
+    # Tokenizer: the fixture's byte-level BPE as llama.cpp's gpt2 model.
+    tj = json.loads(tok.backend_tokenizer.to_str())
+    vocab = tj["model"]["vocab"]
+    tokens = [None] * len(vocab)
+    for t, i in vocab.items():
+        tokens[i] = t
+    special = {t["id"] for t in tj["added_tokens"] if t.get("special")}
+    merges = [m if isinstance(m, str) else " ".join(m) for m in tj["model"]["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("default")
+    w.add_token_list(tokens)
+    w.add_token_types([gguf.TokenType.CONTROL if i in special else gguf.TokenType.NORMAL
+                       for i in range(len(tokens))])
+    w.add_token_merges(merges)
+    w.add_bos_token_id(tok.bos_token_id)
+    w.add_eos_token_id(tok.eos_token_id)
+    w.add_pad_token_id(tok.pad_token_id)
+    w.add_add_bos_token(True)
+
+    def put(name: str, a: np.ndarray) -> None:
+        w.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))
+
+    put("token_embd.weight", sd["model.embed_tokens.weight"])
+    for i in range(cfg.num_hidden_layers):
+        p = f"model.layers.{i}."
+        q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
+        if arch == "llama":
+            q = llama_permute(q, cfg.num_attention_heads)
+            k = llama_permute(k, cfg.num_key_value_heads)
+        put(f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"])
+        put(f"blk.{i}.attn_q.weight", q)
+        put(f"blk.{i}.attn_k.weight", k)
+        put(f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"])
+        put(f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"])
+        if arch == "qwen2moe":
+            for r, g in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
+                put(f"blk.{i}.{g}.bias", sd[p + f"self_attn.{r}_proj.bias"])
+        if arch == "qwen3moe":
+            put(f"blk.{i}.attn_q_norm.weight", sd[p + "self_attn.q_norm.weight"])
+            put(f"blk.{i}.attn_k_norm.weight", sd[p + "self_attn.k_norm.weight"])
+        put(f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        put(f"blk.{i}.ffn_gate_inp.weight", sd[p + moe_prefix + ".gate.weight"])
+        for role in ("gate", "up", "down"):
+            stacked = np.stack([sd[f"{p}{moe_prefix}.experts.{e}.{names[role]}.weight"]
+                                for e in range(n_experts)])
+            put(f"blk.{i}.ffn_{role}_exps.weight", stacked)
+        if arch == "qwen2moe":
+            put(f"blk.{i}.ffn_gate_inp_shexp.weight", sd[p + "mlp.shared_expert_gate.weight"])
+            for role in ("gate", "up", "down"):
+                put(f"blk.{i}.ffn_{role}_shexp.weight",
+                    sd[f"{p}mlp.shared_expert.{names[role]}.weight"])
+    put("output_norm.weight", sd["model.norm.weight"])
+    if not cfg.tie_word_embeddings:
+        put("output.weight", sd["lm_head.weight"])
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"  {path.relative_to(ROOT)}: {path.stat().st_size} bytes ({arch})")
