@@ -4,6 +4,7 @@
 #include <map>
 #include <sstream>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -268,20 +269,95 @@ absl::StatusOr<PrecisionPlan> PrecisionPlan::Resolve(const std::vector<LinearMod
   return plan;
 }
 
+namespace {
+
+struct TableRow {
+  std::string module, shape, scheme, format, kernel, reason;
+};
+
+// "<prefix>.experts.<id>.<suffix>" split at the expert id; false for other modules.
+bool SplitExpertModule(const std::string& module, std::string* prefix, int64_t* id,
+                       std::string* suffix) {
+  const size_t at = module.find(".experts.");
+  if (at == std::string::npos) return false;
+  const size_t begin = at + 9, dot = module.find('.', begin);
+  if (dot == std::string::npos || dot == begin) return false;
+  if (!absl::SimpleAtoi(module.substr(begin, dot - begin), id)) return false;
+  *prefix = module.substr(0, begin);
+  *suffix = module.substr(dot);
+  return true;
+}
+
+// A MoE layer's expert rows that agree on everything but the expert id print as one line per
+// projection ("model.layers.3.mlp.experts.{0..127}.up_proj"): a 128-expert model's table would
+// otherwise be 18k lines of the same few. A layer whose experts differ prints every row.
+std::vector<TableRow> CollapseExperts(const std::vector<TableRow>& rows) {
+  std::vector<TableRow> out;
+  for (size_t i = 0; i < rows.size();) {
+    std::string prefix, suffix;
+    int64_t id = 0;
+    if (!SplitExpertModule(rows[i].module, &prefix, &id, &suffix)) {
+      out.push_back(rows[i++]);
+      continue;
+    }
+    // The layer's block of expert rows, grouped by projection in first-seen order.
+    std::vector<std::string> order;
+    std::map<std::string, std::vector<std::pair<int64_t, const TableRow*>>> by_suffix;
+    size_t j = i;
+    for (; j < rows.size(); ++j) {
+      std::string p, sfx;
+      int64_t e = 0;
+      if (!SplitExpertModule(rows[j].module, &p, &e, &sfx) || p != prefix) break;
+      if (!by_suffix.contains(sfx)) order.push_back(sfx);
+      by_suffix[sfx].push_back({e, &rows[j]});
+    }
+    bool uniform = true;
+    for (const auto& [sfx, members] : by_suffix) {
+      for (size_t m = 0; m < members.size(); ++m) {
+        const TableRow& a = *members[m].second;
+        const TableRow& b = *members[0].second;
+        uniform = uniform && members[m].first == members[0].first + static_cast<int64_t>(m) &&
+                  a.shape == b.shape && a.scheme == b.scheme && a.format == b.format &&
+                  a.kernel == b.kernel && a.reason == b.reason;
+      }
+    }
+    if (!uniform) {
+      out.insert(out.end(), rows.begin() + i, rows.begin() + j);
+    } else {
+      for (const std::string& sfx : order) {
+        const auto& members = by_suffix[sfx];
+        TableRow row = *members[0].second;
+        row.module = absl::StrCat(prefix, "{", members.front().first, "..", members.back().first,
+                                  "}", sfx);
+        out.push_back(std::move(row));
+      }
+    }
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string PrecisionPlan::ToTable() const {
-  size_t wm = 6, ws = 6, wd = 5, wk = 6;
+  std::vector<TableRow> rows;
   for (const LinearSpec& s : layers_) {
-    wm = std::max(wm, s.module.size());
-    ws = std::max(ws, s.SchemeName().size());
-    wd = std::max(wd, s.Describe().size());
-    wk = std::max(wk, s.kernel.size());
+    rows.push_back({s.module, Shape(s), s.SchemeName(), s.Describe(), s.kernel, s.reason});
+  }
+  rows = CollapseExperts(rows);
+  size_t wm = 6, ws = 6, wd = 5, wk = 6;
+  for (const TableRow& r : rows) {
+    wm = std::max(wm, r.module.size());
+    ws = std::max(ws, r.scheme.size());
+    wd = std::max(wd, r.format.size());
+    wk = std::max(wk, r.kernel.size());
   }
   std::string out = absl::StrFormat("precision plan (%s; backend %s)\n", quant_method_, backend_);
-  absl::StrAppendFormat(&out, "%-*s  %-10s  %-*s  %-*s  %-*s  %s\n", wm, "module", "n x k", ws, "scheme",
-                        wd, "format", wk, "kernel", "reason");
-  for (const LinearSpec& s : layers_) {
-    absl::StrAppendFormat(&out, "%-*s  %-10s  %-*s  %-*s  %-*s  %s\n", wm, s.module, Shape(s), ws,
-                          s.SchemeName(), wd, s.Describe(), wk, s.kernel, s.reason);
+  absl::StrAppendFormat(&out, "%-*s  %-10s  %-*s  %-*s  %-*s  %s\n", wm, "module", "n x k", ws,
+                        "scheme", wd, "format", wk, "kernel", "reason");
+  for (const TableRow& r : rows) {
+    absl::StrAppendFormat(&out, "%-*s  %-10s  %-*s  %-*s  %-*s  %s\n", wm, r.module, r.shape, ws,
+                          r.scheme, wd, r.format, wk, r.kernel, r.reason);
   }
   for (const std::string& w : warnings_) absl::StrAppend(&out, "warning: ", w, "\n");
   return out;

@@ -144,6 +144,25 @@ TEST(MoeEngineTest, PlanNamesEveryExpertAndRequantizesThemAlone) {
   EXPECT_GT(diff, 0.0);
   EXPECT_LT(diff, 0.05) << diff;  // 0.015 measured
   ExpectAloneEqualsBatched(*hf);
+  // The printed table: one line per projection for a layer whose experts agree.
+  const std::string table = hf->plan->ToTable();
+  EXPECT_TRUE(absl::StrContains(table, "model.layers.1.mlp.experts.{0..7}.down_proj")) << table;
+  EXPECT_FALSE(absl::StrContains(table, "model.layers.1.mlp.experts.3.down_proj")) << table;
+}
+
+TEST(MoeEngineTest, PlanTableListsExpertsOneByOneWhereTheyDiffer) {
+  ProcessTempDir dir("moe-table");
+  std::filesystem::create_directories(dir.path());
+  const std::string plan = dir.path() + "/plan.json";
+  std::ofstream(plan) << R"({"rules": [{"match": "model.layers.1.mlp.experts.3.*", "scheme": "bf16"},
+                                        {"match": "*.experts.*", "scheme": "int8"}]})";
+  auto e = Load(kData + "models/qwen3_moe", plan);
+  ASSERT_NE(e, nullptr);
+  const std::string table = e->plan->ToTable();
+  EXPECT_TRUE(absl::StrContains(table, "model.layers.0.mlp.experts.{0..7}.gate_proj")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "model.layers.1.mlp.experts.3.gate_proj")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "model.layers.1.mlp.experts.4.gate_proj")) << table;
+  EXPECT_FALSE(absl::StrContains(table, "model.layers.1.mlp.experts.{")) << table;
 }
 
 // A quantized MoE checkpoint made by its producer (tools/reference/make_moe_quant_fixture.py):
