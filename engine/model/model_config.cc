@@ -227,6 +227,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
       return FieldError("rope_scaling.rope_type", absl::StrCat("'", type, "' is not supported (llama3, linear)"));
     }
   }
+  const bool windowed = c.architecture == Architecture::kMistral ||
+                        c.architecture == Architecture::kMixtral ||
+                        BoolOr(j, "use_sliding_window", false);
+  if (windowed && IntOr(j, "sliding_window", 0) > 0) {
+    c.sliding_window = IntOr(j, "sliding_window", 0);
+    c.max_context = std::min(c.max_context, c.sliding_window);
+  }
   if (auto it = j.find("bos_token_id"); it != j.end() && it->is_number_integer()) {
     c.bos_token_id = it->get<int32_t>();
   }

@@ -42,6 +42,11 @@ struct ModelConfig {
   int64_t intermediate_size = 0;
   int64_t vocab_size = 0;
   int64_t max_context = 0;
+  // The attention window an HF checkpoint was trained with (mistral / mixtral `sliding_window`,
+  // qwen* with `use_sliding_window`); 0 without one. This decoder attends over the whole context,
+  // which equals windowed attention only up to the window, so max_context is capped to it (a
+  // longer request is refused, not answered differently; the loader says so once).
+  int64_t sliding_window = 0;
   double rope_theta = 10000.0;
   int64_t rope_dim = 0;  // rotated dims per head (== head_dim unless partial rotary)
   RopeScaling rope_scaling;

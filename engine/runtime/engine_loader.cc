@@ -147,6 +147,12 @@ absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path
   TESSERA_RETURN_IF_ERROR(BuildDecoder(*e, options, cuda_ordinal));
   e->load_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const auto& c = e->source.config;
+  if (c.sliding_window > 0) {
+    TLOG_WARNING("config.json has a sliding attention window of %d tokens; tessera attends over "
+                 "the whole context, which equals it up to the window, so the context length is "
+                 "capped at %d",
+                 c.sliding_window, c.max_context);
+  }
   TLOG_INFO("loaded %s: %s, %d layers, hidden %d, heads %d/%d, vocab %d, context %d; tokenizer %s; "
             "%d threads; device %s; KV cache %s; %.3f s",
             path, c.ArchitectureName(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,
