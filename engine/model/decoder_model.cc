@@ -173,11 +173,12 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
         L.attn_norm, LoadVector(store, names.Layer(i, LayerTensor::kAttnNorm), c.hidden_size));
     TESSERA_ASSIGN_OR_RETURN(
         L.ffn_norm, LoadVector(store, names.Layer(i, LayerTensor::kFfnNorm), c.hidden_size));
-    if (c.qk_norm) {
-      TESSERA_ASSIGN_OR_RETURN(L.q_norm,
-                               LoadVector(store, names.Layer(i, LayerTensor::kQNorm), c.head_dim));
-      TESSERA_ASSIGN_OR_RETURN(L.k_norm,
-                               LoadVector(store, names.Layer(i, LayerTensor::kKNorm), c.head_dim));
+    if (c.qk_norm || c.qk_norm_whole) {
+      // Per head (qwen3: head_dim weights) or over the whole projection (olmoe).
+      TESSERA_ASSIGN_OR_RETURN(L.q_norm, LoadVector(store, names.Layer(i, LayerTensor::kQNorm),
+                                                    c.qk_norm_whole ? c.q_dim() : c.head_dim));
+      TESSERA_ASSIGN_OR_RETURN(L.k_norm, LoadVector(store, names.Layer(i, LayerTensor::kKNorm),
+                                                    c.qk_norm_whole ? c.kv_dim() : c.head_dim));
     }
     TESSERA_ASSIGN_OR_RETURN(
         L.q, linear(i, LayerTensor::kQ, LayerTensor::kQBias, c.q_dim(), c.hidden_size));
@@ -295,6 +296,18 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       if (c.qk_norm) {
         kf::FastRmsNorm(qr, L.q_norm.data(), c.num_heads, c.head_dim, eps, qr);
         kf::FastRmsNorm(kr, L.k_norm.data(), c.num_kv_heads, c.head_dim, eps, kr);
+      } else if (c.qk_norm_whole) {
+        kf::FastRmsNorm(qr, L.q_norm.data(), 1, Q, eps, qr);
+        kf::FastRmsNorm(kr, L.k_norm.data(), 1, KV, eps, kr);
+      }
+      if (c.clip_qkv > 0) {  // olmoe: after the norms, before RoPE (transformers' order)
+        const float clip = static_cast<float>(c.clip_qkv);
+        float* vr_mut = v.data() + r * KV;
+        for (int64_t j = 0; j < Q; ++j) qr[j] = std::clamp(qr[j], -clip, clip);
+        for (int64_t j = 0; j < KV; ++j) {
+          kr[j] = std::clamp(kr[j], -clip, clip);
+          vr_mut[j] = std::clamp(vr_mut[j], -clip, clip);
+        }
       }
       const float* rc = rope_cos.data() + r * half;
       const float* rs = rope_sin.data() + r * half;

@@ -62,6 +62,7 @@ std::string ModelConfig::ArchitectureName() const {
     case Architecture::kQwen2Moe: return "qwen2_moe";
     case Architecture::kQwen3Moe: return "qwen3_moe";
     case Architecture::kMixtral: return "mixtral";
+    case Architecture::kOlmoe: return "olmoe";
   }
   return "?";
 }
@@ -155,11 +156,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kQwen3Moe;
   } else if (model_type == "mixtral") {
     c.architecture = Architecture::kMixtral;
+  } else if (model_type == "olmoe") {
+    c.architecture = Architecture::kOlmoe;
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
-                                   "qwen3_moe, mixtral)"));
+                                   "qwen3_moe, mixtral, olmoe)"));
   }
   if (c.architecture_name.empty()) c.architecture_name = model_type;
   TESSERA_ASSIGN_OR_RETURN(c.hidden_size, RequireInt(j, "hidden_size"));
@@ -197,6 +200,17 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
         c.mlp_only_layers.push_back(v.get<int64_t>());
       }
     }
+    c.moe_naming = MoeNaming::kQwen;
+  } else if (c.architecture == Architecture::kOlmoe) {
+    // OLMoE: experts intermediate_size wide, every layer sparse, weights not renormalized by
+    // default; RMSNorm over the whole q / k projections; optional clip_qkv.
+    TESSERA_ASSIGN_OR_RETURN(c.num_experts, RequireInt(j, "num_experts"));
+    TESSERA_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequireInt(j, "num_experts_per_tok"));
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = BoolOr(j, "norm_topk_prob", false);
+    c.qk_norm_whole = true;
+    c.clip_qkv = NumberOr(j, "clip_qkv", 0.0);
+    if (c.clip_qkv < 0) return FieldError("clip_qkv", "must be positive");
     c.moe_naming = MoeNaming::kQwen;
   } else if (c.architecture == Architecture::kMixtral) {
     // Mixtral's experts are intermediate_size wide; its router always renormalizes (a softmax
@@ -255,13 +269,16 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else if (arch == "qwen2moe") {
     c.architecture = Architecture::kQwen2Moe;
     c.attention_bias = true;
+  } else if (arch == "olmoe") {
+    c.architecture = Architecture::kOlmoe;
+    c.qk_norm_whole = true;
   } else if (arch == "qwen3" || arch == "qwen3moe") {
     c.architecture = arch == "qwen3" ? Architecture::kQwen3 : Architecture::kQwen3Moe;
     c.qk_norm = true;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF general.architecture '", arch,
-                     "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe)"));
+                     "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
@@ -281,12 +298,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     c.num_experts = static_cast<int64_t>(*experts);
     TESSERA_ASSIGN_OR_RETURN(uint64_t used, m.GetUint(key("expert_used_count")));
     c.num_experts_per_tok = static_cast<int64_t>(used);
-    c.norm_topk_prob = c.architecture != Architecture::kQwen2Moe;
+    c.norm_topk_prob =
+        c.architecture != Architecture::kQwen2Moe && c.architecture != Architecture::kOlmoe;
     if (c.architecture == Architecture::kLlama) {
       c.architecture = Architecture::kMixtral;
       c.moe_naming = MoeNaming::kMixtral;
     }
-  } else if (qwen_moe) {
+  } else if (qwen_moe || c.architecture == Architecture::kOlmoe) {
     return absl::InvalidArgumentError(absl::StrCat("GGUF ", arch, ".expert_count is missing or 0"));
   }
   if (qwen_moe) {

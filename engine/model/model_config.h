@@ -1,5 +1,5 @@
 // ModelConfig: the architecture of a Llama-family decoder (llama incl. Llama 3 rope scaling,
-// mistral, qwen2, qwen3, and the sparse mixture-of-experts qwen2_moe, qwen3_moe and mixtral),
+// mistral, qwen2, qwen3, and the sparse mixture-of-experts qwen2_moe, qwen3_moe, mixtral, olmoe),
 // read from an HF config.json or from GGUF metadata. Everything the decoder loop needs to know
 // about a model lives here, so architectures differ in data, not in code paths.
 #ifndef TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
@@ -16,7 +16,9 @@
 
 namespace tessera::model {
 
-enum class Architecture { kLlama, kMistral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kMixtral };
+enum class Architecture {
+  kLlama, kMistral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kMixtral, kOlmoe
+};
 
 // How RoPE pairs the dimensions of a head. HF checkpoints rotate (i, i + d/2) ("rotate half",
 // NeoX); GGUF llama files were permuted by the converter for pairs (2i, 2i + 1).
@@ -55,6 +57,8 @@ struct ModelConfig {
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
   bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (qwen3)
+  bool qk_norm_whole = false;   // olmoe: RMSNorm over the whole q and k projections instead
+  double clip_qkv = 0;          // olmoe: q, k (normed) and v clamped to ±clip_qkv; 0: none
   // Sparse mixture-of-experts MLP (qwen2_moe, qwen3_moe, mixtral); num_experts 0 is a dense MLP
   // everywhere.
   // Each token's router softmax picks its num_experts_per_tok largest experts, whose SwiGLU MLPs

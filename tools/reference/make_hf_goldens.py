@@ -90,8 +90,8 @@ from safetensors.torch import save_file
 from moe_goldens import router_margins, write_gguf_twin
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, LlamaConfig,
-                          MistralConfig, MixtralConfig, PreTrainedTokenizerFast, Qwen2Config,
-                          Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
+                          MistralConfig, MixtralConfig, OlmoeConfig, PreTrainedTokenizerFast,
+                          Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT_MODELS = ROOT / "tests" / "data" / "models"
@@ -283,11 +283,22 @@ MODELS = {
                                        num_experts_per_tok=2, moe_intermediate_size=32,
                                        shared_expert_intermediate_size=48, norm_topk_prob=False,
                                        decoder_sparse_step=1, mlp_only_layers=[], qkv_bias=True)),
+    # olmoe: RMSNorm over the whole q / k projections, top-2 of 8 not renormalized, 4 KV heads
+    # (llama.cpp's olmoe graph sizes k_norm as n_embd); olmoe_clip adds clip_qkv (HF only:
+    # llama.cpp's olmoe graph has no clamp).
+    "olmoe": (OlmoeConfig, dict(COMMON, num_key_value_heads=4, rope_theta=10000.0,
+                                tie_word_embeddings=False, num_experts=8, num_experts_per_tok=2,
+                                intermediate_size=32, norm_topk_prob=False, clip_qkv=None)),
+    "olmoe_clip": (OlmoeConfig, dict(COMMON, num_key_value_heads=2, rope_theta=10000.0,
+                                     tie_word_embeddings=False, num_experts=8,
+                                     num_experts_per_tok=2, intermediate_size=32,
+                                     norm_topk_prob=True, clip_qkv=0.7)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
 # convert_hf_to_gguf.py lays them out): general.architecture for each.
-GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe"}
+GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
+              "olmoe": "olmoe"}
 
 
 def init_weights(model: torch.nn.Module, seed: int) -> None:

@@ -72,13 +72,18 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     w.add_rope_freq_base(cfg.rope_theta)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
-    qwen = arch in ("qwen2moe", "qwen3moe")
+    qwen = arch in ("qwen2moe", "qwen3moe", "olmoe")  # olmoe names experts as Qwen does
     moe_prefix = "mlp" if qwen else "block_sparse_moe"
     names = ({"gate": "gate_proj", "up": "up_proj", "down": "down_proj"} if qwen
              else {"gate": "w1", "up": "w3", "down": "w2"})
     if arch == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
-    if qwen:
+    if arch == "olmoe":  # experts feed_forward_length wide (llama.cpp's olmoe graph)
+        w.add_expert_count(cfg.num_experts)
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        n_experts = cfg.num_experts
+    elif qwen:
         w.add_expert_count(cfg.num_experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)
         w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
@@ -127,7 +132,7 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
         if arch == "qwen2moe":
             for r, g in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
                 put(f"blk.{i}.{g}.bias", sd[p + f"self_attn.{r}_proj.bias"])
-        if arch == "qwen3moe":
+        if arch in ("qwen3moe", "olmoe"):  # per head / over the whole projection
             put(f"blk.{i}.attn_q_norm.weight", sd[p + "self_attn.q_norm.weight"])
             put(f"blk.{i}.attn_k_norm.weight", sd[p + "self_attn.k_norm.weight"])
         put(f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])

@@ -2,7 +2,8 @@
 // scaling, linear rope scaling), mistral, qwen2 (q/k/v bias), qwen3 (q/k norm, head_dim*heads
 // != hidden) and mixture-of-experts models (qwen3_moe: top-3 of 8 experts renormalized;
 // qwen3_moe_mixed: a dense layer among sparse ones, weights not renormalized; mixtral: top-2 of
-// 4; qwen2_moe: top-2 of 8 plus a sigmoid-gated shared expert, q/k/v biases), tessera's logits at every position match transformers', and greedy continuations of 32
+// 4; qwen2_moe: top-2 of 8 plus a sigmoid-gated shared expert, q/k/v biases; olmoe: q/k
+// RMSNorm over the whole projections, olmoe_clip with clip_qkv), tessera's logits at every position match transformers', and greedy continuations of 32
 // tokens are identical (tools/reference/make_hf_goldens.py made the goldens). The MoE models'
 // GGUF twins (model.gguf: the same f32 weights as llama.cpp's converter lays them out, experts
 // stacked into one tensor per role, Mixtral's q/k permuted) must give the same logits.
@@ -124,8 +125,9 @@ TEST_P(HfGoldenTest, GreedyContinuationMatchesTransformers) {
 INSTANTIATE_TEST_SUITE_P(Architectures, HfGoldenTest,
                          ::testing::Values("llama", "llama3_rope", "llama_linear_rope", "mistral",
                                            "qwen2", "qwen3", "qwen3_moe", "qwen3_moe_mixed",
-                                           "mixtral", "qwen2_moe", "qwen3_moe/model.gguf",
-                                           "mixtral/model.gguf", "qwen2_moe/model.gguf"),
+                                           "mixtral", "qwen2_moe", "olmoe", "olmoe_clip",
+                                           "qwen3_moe/model.gguf", "mixtral/model.gguf",
+                                           "qwen2_moe/model.gguf", "olmoe/model.gguf"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& ch : name) {

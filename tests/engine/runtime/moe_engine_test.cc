@@ -1,5 +1,5 @@
 // Mixture-of-experts models through the engine loader: llama.cpp's own llama-perplexity on the
-// GGUF twins of the qwen3_moe, mixtral and qwen2_moe fixtures
+// GGUF twins of the qwen3_moe, mixtral, qwen2_moe and olmoe fixtures
 // (tools/reference/llama_cpp_moe_perplexity.py) is matched window by window, with this engine's
 // tokenizer and default f16 KV cache, as llama.cpp runs them, and on llama-quantize's Q4_0 of the
 // qwen3_moe twin within 0.2% (whose exact run equals its gguf-py dequantization); the precision
@@ -85,7 +85,7 @@ TEST_P(MoeGgufTwinTest, PerplexityMatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
-                         ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe"));
+                         ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe", "olmoe"));
 
 // Stacked Q4_0 experts that llama.cpp's llama-quantize wrote: with exact activations the
 // perplexity equals that of the F32 copy gguf-py dequantized (no quantized kernel involved there)
@@ -230,7 +230,8 @@ TEST(MoeEngineTest, SharedExpertIsPlannedAndItsGateIsNot) {
 }
 
 TEST(MoeEngineTest, AloneEqualsBatched) {
-  for (const char* name : {"qwen3_moe", "qwen3_moe_mixed", "mixtral", "qwen2_moe"}) {
+  for (const char* name :
+       {"qwen3_moe", "qwen3_moe_mixed", "mixtral", "qwen2_moe", "olmoe", "olmoe_clip"}) {
     SCOPED_TRACE(name);
     auto e = Load(kData + "models/" + name);
     ASSERT_NE(e, nullptr);
