@@ -221,6 +221,10 @@ absl::Status DecoderModel::EmbedToken(int32_t token, float* out) const {
   }
   auto enc = backend::cpu::EncodingForDType(embedding_);
   kc::DecodeWeightRow(*enc, embedding_.bytes.data(), config_.hidden_size, token, out);
+  if (config_.embedding_multiplier != 1.0) {  // granite
+    const float m = static_cast<float>(config_.embedding_multiplier);
+    for (int64_t i = 0; i < config_.hidden_size; ++i) out[i] *= m;
+  }
   return absl::OkStatus();
 }
 
@@ -270,7 +274,17 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     }
   }
   const float eps = static_cast<float>(c.rms_norm_eps);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const float scale = c.attention_scale > 0 ? static_cast<float>(c.attention_scale)
+                                            : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  // granite: each block's output times residual_multiplier, rounded before the residual add as
+  // transformers computes `residual + hidden * residual_multiplier`.
+  const float residual = static_cast<float>(c.residual_multiplier);
+  auto add_residual = [&](float* out) {
+    if (residual != 1.0f) {
+      for (int64_t i = 0; i < total * H; ++i) out[i] *= residual;
+    }
+    kf::FastAddInPlace(h.data(), out, total * H);
+  };
   const kc::RopePairing pairing = c.rope_style == RopeStyle::kRotateHalf
                                       ? kc::RopePairing::kRotateHalf
                                       : kc::RopePairing::kInterleaved;
@@ -421,7 +435,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       attend(0, total * c.num_heads);
     }
     L.o->Forward(attn.data(), total, tmp.data());
-    kf::FastAddInPlace(h.data(), tmp.data(), total * H);
+    add_residual(tmp.data());
     kf::FastRmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
     if (L.moe != nullptr) {
       L.moe->Forward(xn.data(), total, tmp.data(), pool_);
@@ -431,7 +445,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       kf::FastSwiGlu(gate.data(), up.data(), total * F, gate.data());
       L.down->Forward(gate.data(), total, tmp.data());
     }
-    kf::FastAddInPlace(h.data(), tmp.data(), total * H);
+    add_residual(tmp.data());
   }
   for (const SequenceChunk& ch : chunks) ch.kv->length += static_cast<int64_t>(ch.tokens.size());
 
@@ -456,6 +470,10 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   logits->assign(out_rows.size() * c.vocab_size, 0.0f);
   if (!out_rows.empty())
     lm_head_->Forward(sel.data(), static_cast<int64_t>(out_rows.size()), logits->data());
+  if (c.logits_scaling != 1.0) {  // granite: a division, as transformers writes it
+    const float div = static_cast<float>(c.logits_scaling);
+    for (float& l : *logits) l /= div;
+  }
   return absl::OkStatus();
 }
 

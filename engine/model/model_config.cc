@@ -63,6 +63,7 @@ std::string ModelConfig::ArchitectureName() const {
     case Architecture::kQwen3Moe: return "qwen3_moe";
     case Architecture::kMixtral: return "mixtral";
     case Architecture::kOlmoe: return "olmoe";
+    case Architecture::kGranite: return "granite";
   }
   return "?";
 }
@@ -158,11 +159,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kMixtral;
   } else if (model_type == "olmoe") {
     c.architecture = Architecture::kOlmoe;
+  } else if (model_type == "granite") {
+    c.architecture = Architecture::kGranite;
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
-                                   "qwen3_moe, mixtral, olmoe)"));
+                                   "qwen3_moe, mixtral, olmoe, granite)"));
   }
   if (c.architecture_name.empty()) c.architecture_name = model_type;
   TESSERA_ASSIGN_OR_RETURN(c.hidden_size, RequireInt(j, "hidden_size"));
@@ -212,6 +215,16 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.clip_qkv = NumberOr(j, "clip_qkv", 0.0);
     if (c.clip_qkv < 0) return FieldError("clip_qkv", "must be positive");
     c.moe_naming = MoeNaming::kQwen;
+  } else if (c.architecture == Architecture::kGranite) {
+    // transformers' GraniteConfig defaults are all 1.0 (attention too: its scores are scaled by
+    // attention_multiplier alone, never 1/sqrt(head_dim)).
+    c.embedding_multiplier = NumberOr(j, "embedding_multiplier", 1.0);
+    c.attention_scale = NumberOr(j, "attention_multiplier", 1.0);
+    c.residual_multiplier = NumberOr(j, "residual_multiplier", 1.0);
+    c.logits_scaling = NumberOr(j, "logits_scaling", 1.0);
+    if (!(c.attention_scale > 0) || !(c.logits_scaling > 0)) {
+      return FieldError("attention_multiplier / logits_scaling", "must be > 0");
+    }
   } else if (c.architecture == Architecture::kMixtral) {
     // Mixtral's experts are intermediate_size wide; its router always renormalizes (a softmax
     // over the top-k logits).
@@ -272,13 +285,30 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else if (arch == "olmoe") {
     c.architecture = Architecture::kOlmoe;
     c.qk_norm_whole = true;
+  } else if (arch == "granite") {
+    // llama.cpp's granite graph: llama's permuted q/k, and the four multipliers (logit_scale
+    // required, the others default to none; attention.scale 0 means 1/sqrt(head_dim)).
+    c.architecture = Architecture::kGranite;
+    c.rope_style = RopeStyle::kInterleaved;
+    TESSERA_ASSIGN_OR_RETURN(c.logits_scaling, m.GetFloat(absl::StrCat(arch, ".logit_scale")));
+    auto scale = [&](const char* k, double def) {
+      auto v = m.GetFloat(absl::StrCat(arch, ".", k));
+      return v.ok() ? *v : def;
+    };
+    c.residual_multiplier = scale("residual_scale", 1.0);
+    c.embedding_multiplier = scale("embedding_scale", 1.0);
+    c.attention_scale = scale("attention.scale", 0.0);
+    if (!(c.logits_scaling > 0) || c.attention_scale < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GGUF ", arch, ".logit_scale must be > 0 and attention.scale >= 0"));
+    }
   } else if (arch == "qwen3" || arch == "qwen3moe") {
     c.architecture = arch == "qwen3" ? Architecture::kQwen3 : Architecture::kQwen3Moe;
     c.qk_norm = true;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF general.architecture '", arch,
-                     "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe)"));
+                     "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));

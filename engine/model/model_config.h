@@ -1,5 +1,6 @@
 // ModelConfig: the architecture of a Llama-family decoder (llama incl. Llama 3 rope scaling,
-// mistral, qwen2, qwen3, and the sparse mixture-of-experts qwen2_moe, qwen3_moe, mixtral, olmoe),
+// mistral, qwen2, qwen3, granite, and the mixture-of-experts qwen2_moe, qwen3_moe, mixtral,
+// olmoe),
 // read from an HF config.json or from GGUF metadata. Everything the decoder loop needs to know
 // about a model lives here, so architectures differ in data, not in code paths.
 #ifndef TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
@@ -17,7 +18,7 @@
 namespace tessera::model {
 
 enum class Architecture {
-  kLlama, kMistral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kMixtral, kOlmoe
+  kLlama, kMistral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kMixtral, kOlmoe, kGranite
 };
 
 // How RoPE pairs the dimensions of a head. HF checkpoints rotate (i, i + d/2) ("rotate half",
@@ -59,6 +60,17 @@ struct ModelConfig {
   bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (qwen3)
   bool qk_norm_whole = false;   // olmoe: RMSNorm over the whole q and k projections instead
   double clip_qkv = 0;          // olmoe: q, k (normed) and v clamped to ±clip_qkv; 0: none
+  // granite (1 and 0 elsewhere): embeddings times embedding_multiplier, attention
+  // scores times attention_scale (0: 1/sqrt(head_dim)), each block's output times
+  // residual_multiplier before the residual add, logits divided by logits_scaling.
+  double embedding_multiplier = 1.0;
+  double attention_scale = 0.0;
+  double residual_multiplier = 1.0;
+  double logits_scaling = 1.0;
+  bool HasGraniteMultipliers() const {
+    return embedding_multiplier != 1.0 || attention_scale != 0.0 || residual_multiplier != 1.0 ||
+           logits_scaling != 1.0;
+  }
   // Sparse mixture-of-experts MLP (qwen2_moe, qwen3_moe, mixtral); num_experts 0 is a dense MLP
   // everywhere.
   // Each token's router softmax picks its num_experts_per_tok largest experts, whose SwiGLU MLPs

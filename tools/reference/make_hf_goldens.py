@@ -89,7 +89,8 @@ from safetensors.torch import save_file
 
 from moe_goldens import router_margins, write_gguf_twin
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, LlamaConfig,
+from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, GraniteConfig,
+                          LlamaConfig,
                           MistralConfig, MixtralConfig, OlmoeConfig, PreTrainedTokenizerFast,
                           Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
 
@@ -293,12 +294,17 @@ MODELS = {
                                      tie_word_embeddings=False, num_experts=8,
                                      num_experts_per_tok=2, intermediate_size=32,
                                      norm_topk_prob=True, clip_qkv=0.7)),
+    # granite (dense): embedding, attention, residual and logits multipliers (Granite 3 style,
+    # scaled to this size).
+    "granite": (GraniteConfig, dict(COMMON, rope_theta=10000.0, tie_word_embeddings=True,
+                                    embedding_multiplier=2.0, attention_multiplier=0.0625,
+                                    residual_multiplier=0.5, logits_scaling=2.5)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
 # convert_hf_to_gguf.py lays them out): general.architecture for each.
 GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
-              "olmoe": "olmoe"}
+              "olmoe": "olmoe", "granite": "granite"}
 
 
 def init_weights(model: torch.nn.Module, seed: int) -> None:

@@ -1,6 +1,6 @@
 """Mixture-of-experts parts of make_hf_goldens.py: how far each fixture's expert choices are
-from a tie (router_margins), and the GGUF twin of an MoE fixture as llama.cpp's
-convert_hf_to_gguf.py lays it out (write_gguf_twin). Imported by make_hf_goldens.py, not run on
+from a tie (router_margins), and the GGUF twin of a fixture as llama.cpp's convert_hf_to_gguf.py
+lays it out (write_gguf_twin: the MoE architectures, and dense granite with its multipliers). Imported by make_hf_goldens.py, not run on
 its own.
 """
 
@@ -78,7 +78,14 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
              else {"gate": "w1", "up": "w3", "down": "w2"})
     if arch == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
-    if arch == "olmoe":  # experts feed_forward_length wide (llama.cpp's olmoe graph)
+    if arch == "granite":  # dense, with the four multipliers (GraniteModel)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        w.add_embedding_scale(cfg.embedding_multiplier)
+        w.add_attention_scale(cfg.attention_multiplier)
+        w.add_residual_scale(cfg.residual_multiplier)
+        w.add_logit_scale(cfg.logits_scaling)
+        n_experts = 0
+    elif arch == "olmoe":  # experts feed_forward_length wide (llama.cpp's olmoe graph)
         w.add_expert_count(cfg.num_experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)
         w.add_feed_forward_length(cfg.intermediate_size)
@@ -121,7 +128,7 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}."
         q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
-        if arch == "llama":
+        if arch in ("llama", "granite"):
             q = llama_permute(q, cfg.num_attention_heads)
             k = llama_permute(k, cfg.num_key_value_heads)
         put(f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"])
@@ -136,6 +143,10 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
             put(f"blk.{i}.attn_q_norm.weight", sd[p + "self_attn.q_norm.weight"])
             put(f"blk.{i}.attn_k_norm.weight", sd[p + "self_attn.k_norm.weight"])
         put(f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+        if n_experts == 0:
+            for role in ("gate", "up", "down"):
+                put(f"blk.{i}.ffn_{role}.weight", sd[p + f"mlp.{role}_proj.weight"])
+            continue
         put(f"blk.{i}.ffn_gate_inp.weight", sd[p + moe_prefix + ".gate.weight"])
         for role in ("gate", "up", "down"):
             stacked = np.stack([sd[f"{p}{moe_prefix}.experts.{e}.{names[role]}.weight"]
