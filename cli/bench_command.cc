@@ -136,7 +136,7 @@ int RunBench(const std::vector<std::string>& argv) {
     weight_bytes = dm->lm_head().weight_bytes();
     for (const auto& sp : dm->lm_head().weight_spans()) spans.emplace_back(sp.data, sp.size);
     for (const auto& l : dm->layers()) {
-      for (const auto* lin : {&l.q, &l.k, &l.v, &l.o, &l.gate, &l.up, &l.down}) {
+      for (const auto* lin : {&l.q, &l.k, &l.v, &l.qkv, &l.o, &l.gate, &l.up, &l.gate_up, &l.down}) {
         if (*lin == nullptr) continue;
         weight_bytes += (*lin)->weight_bytes();
         for (const auto& sp : (*lin)->weight_spans()) spans.emplace_back(sp.data, sp.size);

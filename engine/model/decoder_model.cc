@@ -180,16 +180,26 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
       TESSERA_ASSIGN_OR_RETURN(L.k_norm, LoadVector(store, names.Layer(i, LayerTensor::kKNorm),
                                                     c.qk_norm_whole ? c.kv_dim() : c.head_dim));
     }
-    TESSERA_ASSIGN_OR_RETURN(
-        L.q, linear(i, LayerTensor::kQ, LayerTensor::kQBias, c.q_dim(), c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(
-        L.k, linear(i, LayerTensor::kK, LayerTensor::kKBias, c.kv_dim(), c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(
-        L.v, linear(i, LayerTensor::kV, LayerTensor::kVBias, c.kv_dim(), c.hidden_size));
+    if (c.fused_qkv) {
+      TESSERA_ASSIGN_OR_RETURN(L.qkv, linear(i, LayerTensor::kQkv, std::nullopt,
+                                             c.q_dim() + 2 * c.kv_dim(), c.hidden_size));
+    } else {
+      TESSERA_ASSIGN_OR_RETURN(
+          L.q, linear(i, LayerTensor::kQ, LayerTensor::kQBias, c.q_dim(), c.hidden_size));
+      TESSERA_ASSIGN_OR_RETURN(
+          L.k, linear(i, LayerTensor::kK, LayerTensor::kKBias, c.kv_dim(), c.hidden_size));
+      TESSERA_ASSIGN_OR_RETURN(
+          L.v, linear(i, LayerTensor::kV, LayerTensor::kVBias, c.kv_dim(), c.hidden_size));
+    }
     TESSERA_ASSIGN_OR_RETURN(L.o,
                              linear(i, LayerTensor::kO, std::nullopt, c.hidden_size, c.q_dim()));
     if (c.IsMoeLayer(i)) {
       TESSERA_ASSIGN_OR_RETURN(L.moe, LoadMoeBlock(c, i, names, store, factory, pool));
+    } else if (c.fused_gate_up) {
+      TESSERA_ASSIGN_OR_RETURN(L.gate_up, linear(i, LayerTensor::kGateUp, std::nullopt,
+                                                 2 * c.intermediate_size, c.hidden_size));
+      TESSERA_ASSIGN_OR_RETURN(
+          L.down, linear(i, LayerTensor::kDown, std::nullopt, c.hidden_size, c.intermediate_size));
     } else {
       TESSERA_ASSIGN_OR_RETURN(
           L.gate, linear(i, LayerTensor::kGate, std::nullopt, c.intermediate_size, c.hidden_size));
@@ -265,6 +275,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       kv_format_ == runtime::KvCacheFormat::kF16 || kv_format_ == runtime::KvCacheFormat::kBf16;
   std::vector<uint8_t> k8(kv_format_ == runtime::KvCacheFormat::kFp8E4m3 ? KV : 0);
   std::vector<uint16_t> k16(half_kv ? KV : 0);
+  std::vector<float> fused;  // phi3's fused projections' outputs
   std::vector<float> h(total * H), xn(total * H), q(total * Q), k(total * KV), v(total * KV),
       attn(total * Q), tmp(total * H), gate(total * F), up(total * F);
   {
@@ -302,8 +313,21 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     const Layer& L = layers_[li];
     kf::FastRmsNorm(h.data(), L.attn_norm.data(), total, H, eps, xn.data());
     // q, k and v read the same input: their columns run in one parallel pass.
-    backend::cpu::ForwardSharedInput({L.q.get(), L.k.get(), L.v.get()}, xn.data(), total,
-                                     {q.data(), k.data(), v.data()}, pool_);
+    if (L.qkv != nullptr) {
+      // phi3: one [q; k; v] matrix, its output split per row.
+      const int64_t QKV = Q + 2 * KV;
+      fused.resize(total * QKV);
+      L.qkv->Forward(xn.data(), total, fused.data());
+      for (int64_t r = 0; r < total; ++r) {
+        const float* f = fused.data() + r * QKV;
+        std::copy_n(f, Q, q.data() + r * Q);
+        std::copy_n(f + Q, KV, k.data() + r * KV);
+        std::copy_n(f + Q + KV, KV, v.data() + r * KV);
+      }
+    } else {
+      backend::cpu::ForwardSharedInput({L.q.get(), L.k.get(), L.v.get()}, xn.data(), total,
+                                       {q.data(), k.data(), v.data()}, pool_);
+    }
     for (int64_t r = 0; r < total; ++r) {
       float* qr = q.data() + r * Q;
       float* kr = k.data() + r * KV;
@@ -439,6 +463,15 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     kf::FastRmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
     if (L.moe != nullptr) {
       L.moe->Forward(xn.data(), total, tmp.data(), pool_);
+    } else if (L.gate_up != nullptr) {
+      // phi3: [gate; up] in one matrix; transformers' chunk(2) then up * silu(gate).
+      fused.resize(total * 2 * F);
+      L.gate_up->Forward(xn.data(), total, fused.data());
+      for (int64_t r = 0; r < total; ++r) {
+        const float* f = fused.data() + r * 2 * F;
+        kf::FastSwiGlu(f, f + F, F, gate.data() + r * F);
+      }
+      L.down->Forward(gate.data(), total, tmp.data());
     } else {
       backend::cpu::ForwardSharedInput({L.gate.get(), L.up.get()}, xn.data(), total,
                                        {gate.data(), up.data()}, pool_);

@@ -42,6 +42,7 @@ class DecoderModel : public Decoder {
   struct Layer {
     std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
     std::unique_ptr<backend::Linear> q, k, v, o, gate, up, down;  // gate/up/down: a dense MLP
+    std::unique_ptr<backend::Linear> qkv, gate_up;  // phi3: fused instead of q, k, v / gate, up
     std::unique_ptr<MoeBlock> moe;                                 // or a sparse MoE one
     float k_scale = 1.0f, v_scale = 1.0f;  // FP8 KV cache (kv_cache_scales.h)
   };

@@ -64,6 +64,7 @@ std::string ModelConfig::ArchitectureName() const {
     case Architecture::kMixtral: return "mixtral";
     case Architecture::kOlmoe: return "olmoe";
     case Architecture::kGranite: return "granite";
+    case Architecture::kPhi3: return "phi3";
   }
   return "?";
 }
@@ -161,11 +162,14 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kOlmoe;
   } else if (model_type == "granite") {
     c.architecture = Architecture::kGranite;
+  } else if (model_type == "phi3") {
+    c.architecture = Architecture::kPhi3;
+    c.fused_qkv = c.fused_gate_up = true;
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
-                                   "qwen3_moe, mixtral, olmoe, granite)"));
+                                   "qwen3_moe, mixtral, olmoe, granite, phi3)"));
   }
   if (c.architecture_name.empty()) c.architecture_name = model_type;
   TESSERA_ASSIGN_OR_RETURN(c.hidden_size, RequireInt(j, "hidden_size"));
@@ -256,6 +260,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   }
   const bool windowed = c.architecture == Architecture::kMistral ||
                         c.architecture == Architecture::kMixtral ||
+                        c.architecture == Architecture::kPhi3 ||
                         BoolOr(j, "use_sliding_window", false);
   if (windowed && IntOr(j, "sliding_window", 0) > 0) {
     c.sliding_window = IntOr(j, "sliding_window", 0);
@@ -285,6 +290,11 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else if (arch == "olmoe") {
     c.architecture = Architecture::kOlmoe;
     c.qk_norm_whole = true;
+  } else if (arch == "phi3") {
+    // llama.cpp's phi3 graph: NeoX RoPE (no q/k permutation), gate and up in one ffn_up; q/k/v
+    // in one attn_qkv (ModelSource checks the file, newer converters may split them).
+    c.architecture = Architecture::kPhi3;
+    c.fused_qkv = c.fused_gate_up = true;
   } else if (arch == "granite") {
     // llama.cpp's granite graph: llama's permuted q/k, and the four multipliers (logit_scale
     // required, the others default to none; attention.scale 0 means 1/sqrt(head_dim)).
@@ -308,7 +318,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF general.architecture '", arch,
-                     "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite)"));
+                     "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite, "
+                     "phi3)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));

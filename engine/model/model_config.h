@@ -1,5 +1,5 @@
 // ModelConfig: the architecture of a Llama-family decoder (llama incl. Llama 3 rope scaling,
-// mistral, qwen2, qwen3, granite, and the mixture-of-experts qwen2_moe, qwen3_moe, mixtral,
+// mistral, qwen2, qwen3, granite, phi3, and the mixture-of-experts qwen2_moe, qwen3_moe, mixtral,
 // olmoe),
 // read from an HF config.json or from GGUF metadata. Everything the decoder loop needs to know
 // about a model lives here, so architectures differ in data, not in code paths.
@@ -18,7 +18,7 @@
 namespace tessera::model {
 
 enum class Architecture {
-  kLlama, kMistral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kMixtral, kOlmoe, kGranite
+  kLlama, kMistral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kMixtral, kOlmoe, kGranite, kPhi3
 };
 
 // How RoPE pairs the dimensions of a head. HF checkpoints rotate (i, i + d/2) ("rotate half",
@@ -59,6 +59,9 @@ struct ModelConfig {
   bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
   bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (qwen3)
   bool qk_norm_whole = false;   // olmoe: RMSNorm over the whole q and k projections instead
+  // phi3: one qkv_proj matrix ([q; k; v] rows) and one gate_up_proj ([gate; up] rows).
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
   double clip_qkv = 0;          // olmoe: q, k (normed) and v clamped to ±clip_qkv; 0: none
   // granite (1 and 0 elsewhere): embeddings times embedding_multiplier, attention
   // scores times attention_scale (0: 1/sqrt(head_dim)), each block's output times

@@ -70,6 +70,9 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
   TESSERA_ASSIGN_OR_RETURN(src.config, ModelConfigFromGguf(g->metadata()));
   src.naming = NamingScheme::kGguf;
   TESSERA_RETURN_IF_ERROR(ExposeStackedExperts(src.config, *g));
+  if (src.config.fused_qkv) {  // phi3 files with attn_q / attn_k / attn_v run them unfused
+    src.config.fused_qkv = g->Contains(WeightNames(NamingScheme::kGguf).Layer(0, LayerTensor::kQkv));
+  }
   return src;
 }
 

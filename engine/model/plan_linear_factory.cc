@@ -30,10 +30,22 @@ std::vector<quant::LinearModule> DecoderLinearModules(const ModelConfig& c, Nami
         {LayerTensor::kDown, c.hidden_size, c.intermediate_size, ""},
     };
     const bool moe = c.IsMoeLayer(i);
+    if (c.fused_qkv) {
+      out.push_back({WeightNames::ModuleName(i, LayerTensor::kQkv),
+                     strip(names.Layer(i, LayerTensor::kQkv)), c.q_dim() + 2 * c.kv_dim(),
+                     c.hidden_size, ""});
+    }
+    if (c.fused_gate_up && !moe) {
+      out.push_back({WeightNames::ModuleName(i, LayerTensor::kGateUp),
+                     strip(names.Layer(i, LayerTensor::kGateUp)), 2 * c.intermediate_size,
+                     c.hidden_size, ""});
+    }
     for (const Item& it : items) {
       const bool mlp = it.t == LayerTensor::kGate || it.t == LayerTensor::kUp ||
                        it.t == LayerTensor::kDown;
-      if (moe && mlp) continue;
+      const bool qkv = it.t == LayerTensor::kQ || it.t == LayerTensor::kK || it.t == LayerTensor::kV;
+      if ((moe && mlp) || (c.fused_qkv && qkv)) continue;
+      if (c.fused_gate_up && (it.t == LayerTensor::kGate || it.t == LayerTensor::kUp)) continue;
       out.push_back({WeightNames::ModuleName(i, it.t), strip(names.Layer(i, it.t)), it.n, it.k, it.group});
     }
     if (!moe) continue;

@@ -21,6 +21,8 @@ const char* HfSuffix(LayerTensor t) {
     case LayerTensor::kGate: return "mlp.gate_proj.weight";
     case LayerTensor::kUp: return "mlp.up_proj.weight";
     case LayerTensor::kDown: return "mlp.down_proj.weight";
+    case LayerTensor::kQkv: return "self_attn.qkv_proj.weight";
+    case LayerTensor::kGateUp: return "mlp.gate_up_proj.weight";
   }
   return "";
 }
@@ -41,6 +43,8 @@ const char* GgufSuffix(LayerTensor t) {
     case LayerTensor::kGate: return "ffn_gate.weight";
     case LayerTensor::kUp: return "ffn_up.weight";
     case LayerTensor::kDown: return "ffn_down.weight";
+    case LayerTensor::kQkv: return "attn_qkv.weight";
+    case LayerTensor::kGateUp: return "ffn_up.weight";
   }
   return "";
 }

@@ -11,6 +11,7 @@ namespace tessera::model {
 enum class LayerTensor {
   kAttnNorm, kQ, kK, kV, kO, kQBias, kKBias, kVBias, kQNorm, kKNorm,
   kFfnNorm, kGate, kUp, kDown,
+  kQkv, kGateUp,  // phi3's fused projections (GGUF attn_qkv; ffn_up holding gate and up)
 };
 
 enum class NamingScheme { kHf, kGguf };

@@ -2,10 +2,12 @@
 """llama.cpp's perplexity of the MoE (and granite) fixtures' GGUF twins: an oracle for tessera's
 decoder that is not transformers.
 
-make_hf_goldens.py writes tests/data/models/{qwen3_moe,mixtral,qwen2_moe,olmoe,granite}/model.gguf
+make_hf_goldens.py writes tests/data/models/{qwen3_moe,mixtral,qwen2_moe,olmoe,granite,phi3}/
+model.gguf
 (the fixtures' f32 weights as llama.cpp's convert_hf_to_gguf.py lays them out: qwen3moe, llama
 with expert_count for Mixtral, qwen2moe with its shared expert, olmoe, experts stacked into
-ffn_{gate,up,down}_exps; and dense granite with its multipliers). Run this after it:
+ffn_{gate,up,down}_exps; and dense granite with its multipliers and phi3 with its fused
+qkv / gate_up). Run this after it:
 make_hf_goldens.py rewrites each model directory, the Q4_0 files below included. This script runs
 llama.cpp's own `llama-perplexity` on each over tests/data/perplexity/story.txt (n_ctx 64, its
 default f16 KV cache, 2 threads) and records the running perplexity after every window and the
@@ -33,7 +35,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite"]  # their f32 twins; then qwen3_moe in Q4_0
+MODELS = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite", "phi3"]  # their f32 twins; then qwen3_moe in Q4_0
 N_CTX = 64
 TEXT = ROOT / "tests" / "data" / "perplexity" / "story.txt"
 OUT = ROOT / "tests" / "data" / "perplexity" / "moe_twins_llama_cpp.json"
@@ -65,9 +67,14 @@ def main() -> int:
         gguf = ROOT / "tests" / "data" / "models" / rel
         cmd = [str(exe), "-m", str(gguf), "-f", str(TEXT), "-c", str(N_CTX), "-b", str(N_CTX),
                "-t", "2"]
-        out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True, check=True)
-        log = out.stdout
+        # llama.cpp logs from a thread of its own; a run whose last lines did not make it out
+        # before exit is run again.
+        for _ in range(3):
+            out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                 text=True, check=True)
+            log = out.stdout
+            if "Final estimate" in log:
+                break
         running = [float(v) for v in re.findall(r"\[\d+\](\d+\.\d+)", log)]
         final = re.search(r"Final estimate: PPL = (\d+\.\d+) \+/- (\d+\.\d+)", log)
         assert final and running, log[-2000:]

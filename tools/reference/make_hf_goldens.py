@@ -90,7 +90,7 @@ from safetensors.torch import save_file
 from moe_goldens import router_margins, write_gguf_twin
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, GraniteConfig,
-                          LlamaConfig,
+                          LlamaConfig, Phi3Config,
                           MistralConfig, MixtralConfig, OlmoeConfig, PreTrainedTokenizerFast,
                           Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
 
@@ -299,12 +299,17 @@ MODELS = {
     "granite": (GraniteConfig, dict(COMMON, rope_theta=10000.0, tie_word_embeddings=True,
                                     embedding_multiplier=2.0, attention_multiplier=0.0625,
                                     residual_multiplier=0.5, logits_scaling=2.5)),
+    # phi3: fused qkv_proj and gate_up_proj, half the head rotated (partial_rotary_factor 0.5).
+    "phi3": (Phi3Config, dict(COMMON, rope_theta=10000.0, tie_word_embeddings=False,
+                              partial_rotary_factor=0.5, sliding_window=None, rope_scaling=None,
+                              original_max_position_embeddings=256, resid_pdrop=0.0,
+                              embd_pdrop=0.0, attention_dropout=0.0)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
 # convert_hf_to_gguf.py lays them out): general.architecture for each.
 GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
-              "olmoe": "olmoe", "granite": "granite"}
+              "olmoe": "olmoe", "granite": "granite", "phi3": "phi3"}
 
 
 def init_weights(model: torch.nn.Module, seed: int) -> None:

@@ -59,7 +59,9 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     cfg = model.config
     sd = {k: v.detach().float().numpy() for k, v in model.state_dict().items()}
     w = gguf.GGUFWriter(str(path), arch)
-    w.add_name(path.parent.name)
+    # llama.cpp's vocabulary loader gives a model named "phi3" Phi-3's special tokens (<unk>,
+    # <|endoftext|>), which this fixture's tokenizer does not have.
+    w.add_name("fused-qkv" if arch == "phi3" else path.parent.name)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
     w.add_block_count(cfg.num_hidden_layers)
@@ -68,7 +70,7 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
     w.add_key_length(head_dim)
     w.add_value_length(head_dim)
-    w.add_rope_dimension_count(head_dim)
+    w.add_rope_dimension_count(int(head_dim * (getattr(cfg, "partial_rotary_factor", None) or 1.0)))
     w.add_rope_freq_base(cfg.rope_theta)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
@@ -78,7 +80,10 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
              else {"gate": "w1", "up": "w3", "down": "w2"})
     if arch == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
-    if arch == "granite":  # dense, with the four multipliers (GraniteModel)
+    if arch == "phi3":  # dense, fused qkv and gate_up (Phi3MiniModel)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        n_experts = 0
+    elif arch == "granite":  # dense, with the four multipliers (GraniteModel)
         w.add_feed_forward_length(cfg.intermediate_size)
         w.add_embedding_scale(cfg.embedding_multiplier)
         w.add_attention_scale(cfg.attention_multiplier)
@@ -127,11 +132,18 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}."
-        q, k = sd[p + "self_attn.q_proj.weight"], sd[p + "self_attn.k_proj.weight"]
+        q, k = sd.get(p + "self_attn.q_proj.weight"), sd.get(p + "self_attn.k_proj.weight")
         if arch in ("llama", "granite"):
             q = llama_permute(q, cfg.num_attention_heads)
             k = llama_permute(k, cfg.num_key_value_heads)
         put(f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"])
+        if arch == "phi3":
+            put(f"blk.{i}.attn_qkv.weight", sd[p + "self_attn.qkv_proj.weight"])
+            put(f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"])
+            put(f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])
+            put(f"blk.{i}.ffn_up.weight", sd[p + "mlp.gate_up_proj.weight"])
+            put(f"blk.{i}.ffn_down.weight", sd[p + "mlp.down_proj.weight"])
+            continue
         put(f"blk.{i}.attn_q.weight", q)
         put(f"blk.{i}.attn_k.weight", k)
         put(f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"])

@@ -77,11 +77,11 @@ absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
     const quant::QuantConfig& quant_config, int device_ordinal, int64_t kv_blocks,
     int64_t kv_block_tokens, const Limits& limits) {
   if (source.config.HasGraniteMultipliers() || source.config.qk_norm_whole ||
-      source.config.clip_qkv > 0) {
+      source.config.clip_qkv > 0 || source.config.fused_qkv || source.config.fused_gate_up) {
     return absl::UnimplementedError(absl::StrCat(
         "the CUDA decoder has no ", source.config.ArchitectureName(),
-        " scaling (granite multipliers, whole-projection q/k norms, clip_qkv); run this model "
-        "with --device cpu"));
+        " layers (granite multipliers, whole-projection q/k norms, clip_qkv, fused qkv / gate_up "
+        "projections); run this model with --device cpu"));
   }
   if (source.config.num_experts > 0) {
     // No grouped-expert GEMM on the GPU yet; the CPU decoder runs these models.

@@ -3,8 +3,9 @@
 // != hidden) and mixture-of-experts models (qwen3_moe: top-3 of 8 experts renormalized;
 // qwen3_moe_mixed: a dense layer among sparse ones, weights not renormalized; mixtral: top-2 of
 // 4; qwen2_moe: top-2 of 8 plus a sigmoid-gated shared expert, q/k/v biases; olmoe: q/k
-// RMSNorm over the whole projections, olmoe_clip with clip_qkv) and granite (embedding,
-// attention, residual and logits multipliers), tessera's logits at every position match transformers', and greedy continuations of 32
+// RMSNorm over the whole projections, olmoe_clip with clip_qkv), granite (embedding,
+// attention, residual and logits multipliers) and phi3 (fused qkv / gate_up, half the head
+// rotated), tessera's logits at every position match transformers', and greedy continuations of 32
 // tokens are identical (tools/reference/make_hf_goldens.py made the goldens). The MoE models'
 // GGUF twins (model.gguf: the same f32 weights as llama.cpp's converter lays them out, experts
 // stacked into one tensor per role, Mixtral's q/k permuted) must give the same logits.
@@ -129,7 +130,7 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfGoldenTest,
                                            "mixtral", "qwen2_moe", "olmoe", "olmoe_clip",
                                            "qwen3_moe/model.gguf", "mixtral/model.gguf",
                                            "qwen2_moe/model.gguf", "olmoe/model.gguf", "granite",
-                                           "granite/model.gguf"),
+                                           "granite/model.gguf", "phi3", "phi3/model.gguf"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& ch : name) {

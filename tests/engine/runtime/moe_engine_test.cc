@@ -1,5 +1,5 @@
 // Mixture-of-experts models through the engine loader: llama.cpp's own llama-perplexity on the
-// GGUF twins of the qwen3_moe, mixtral, qwen2_moe and olmoe fixtures (and of dense granite's)
+// GGUF twins of the qwen3_moe, mixtral, qwen2_moe and olmoe fixtures (and of dense granite's and phi3's)
 // (tools/reference/llama_cpp_moe_perplexity.py) is matched window by window, with this engine's
 // tokenizer and default f16 KV cache, as llama.cpp runs them, and on llama-quantize's Q4_0 of the
 // qwen3_moe twin within 0.2% (whose exact run equals its gguf-py dequantization); the precision
@@ -85,7 +85,8 @@ TEST_P(MoeGgufTwinTest, PerplexityMatchesLlamaCpp) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
-                         ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite"));
+                         ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite",
+                                           "phi3"));
 
 // Stacked Q4_0 experts that llama.cpp's llama-quantize wrote: with exact activations the
 // perplexity equals that of the F32 copy gguf-py dequantized (no quantized kernel involved there)
