@@ -434,6 +434,9 @@ std::vector<float> RopeInverseFrequencies(const ModelConfig& c) {
       f = static_cast<float>((1 - smooth) * f / s.factor + smooth * f);
     }
   }
+  if (static_cast<int64_t>(c.rope_freq_factors.size()) == pairs) {
+    for (int64_t i = 0; i < pairs; ++i) inv[i] /= c.rope_freq_factors[i];
+  }
   return inv;
 }
 

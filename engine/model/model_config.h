@@ -53,6 +53,9 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   int64_t rope_dim = 0;  // rotated dims per head (== head_dim unless partial rotary)
   RopeScaling rope_scaling;
+  // GGUF `rope_freqs.weight` (llama.cpp's converter writes Llama 3.1+ rope scaling this way):
+  // pair i's frequency divided by rope_freq_factors[i], as ggml's rope does. Empty: none.
+  std::vector<float> rope_freq_factors;
   RopeStyle rope_style = RopeStyle::kRotateHalf;
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;

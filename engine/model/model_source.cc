@@ -1,5 +1,6 @@
 #include "engine/model/model_source.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -70,6 +71,31 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
   TESSERA_ASSIGN_OR_RETURN(src.config, ModelConfigFromGguf(g->metadata()));
   src.naming = NamingScheme::kGguf;
   TESSERA_RETURN_IF_ERROR(ExposeStackedExperts(src.config, *g));
+  // Rope frequency factors: llama.cpp's rope_freqs (Llama 3.1+), applied; Phi-3's longrope
+  // factors (short / long by context), refused rather than ignored.
+  for (const char* longrope : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
+    if (g->Contains(longrope)) {
+      return absl::UnimplementedError(absl::StrCat(
+          "tensor '", longrope, "': longrope scaling (Phi-3 128k, Phi-3.5, Phi-4-mini) is not "
+          "supported"));
+    }
+  }
+  if (g->Contains("rope_freqs.weight")) {
+    TESSERA_ASSIGN_OR_RETURN(io::TensorView view, g->Get("rope_freqs.weight"));
+    TESSERA_ASSIGN_OR_RETURN(std::vector<float> factors, io::ToFloat32(view));
+    if (static_cast<int64_t>(factors.size()) != src.config.rope_dim / 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor 'rope_freqs.weight' has ", factors.size(), " values, expected ",
+          src.config.rope_dim / 2, " (rope.dimension_count / 2)"));
+    }
+    for (float f : factors) {
+      if (!(f > 0) || !std::isfinite(f)) {
+        return absl::InvalidArgumentError("tensor 'rope_freqs.weight' holds a factor that is not "
+                                          "a positive finite number");
+      }
+    }
+    src.config.rope_freq_factors = std::move(factors);
+  }
   if (src.config.fused_qkv) {  // phi3 files with attn_q / attn_k / attn_v run them unfused
     src.config.fused_qkv = g->Contains(WeightNames(NamingScheme::kGguf).Layer(0, LayerTensor::kQkv));
   }

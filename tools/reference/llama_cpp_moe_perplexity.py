@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
-"""llama.cpp's perplexity of the MoE (and granite) fixtures' GGUF twins: an oracle for tessera's
-decoder that is not transformers.
+"""llama.cpp's perplexity of the fixtures' GGUF twins: an oracle for tessera's decoder that is not
+transformers.
 
-make_hf_goldens.py writes tests/data/models/{qwen3_moe,mixtral,qwen2_moe,olmoe,granite,phi3}/
-model.gguf
-(the fixtures' f32 weights as llama.cpp's convert_hf_to_gguf.py lays them out: qwen3moe, llama
-with expert_count for Mixtral, qwen2moe with its shared expert, olmoe, experts stacked into
-ffn_{gate,up,down}_exps; and dense granite with its multipliers and phi3 with its fused
-qkv / gate_up). Run this after it:
+make_hf_goldens.py writes tests/data/models/{qwen3_moe,mixtral,qwen2_moe,olmoe,granite,phi3,
+llama3_rope}/model.gguf: the fixtures' f32 weights as llama.cpp's convert_hf_to_gguf.py lays
+them out (qwen3moe, llama with expert_count for Mixtral, qwen2moe with its shared expert, olmoe,
+experts stacked into ffn_{gate,up,down}_exps; dense granite with its multipliers, phi3 with its
+fused qkv / gate_up, llama3_rope with its rope scaling as rope_freqs.weight). Run this after it:
 make_hf_goldens.py rewrites each model directory, the Q4_0 files below included. This script runs
 llama.cpp's own `llama-perplexity` on each over tests/data/perplexity/story.txt (n_ctx 64, its
 default f16 KV cache, 2 threads) and records the running perplexity after every window and the
@@ -35,7 +34,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite", "phi3"]  # their f32 twins; then qwen3_moe in Q4_0
+MODELS = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite", "phi3", "llama3_rope"]  # their f32 twins; then qwen3_moe in Q4_0
 N_CTX = 64
 TEXT = ROOT / "tests" / "data" / "perplexity" / "story.txt"
 OUT = ROOT / "tests" / "data" / "perplexity" / "moe_twins_llama_cpp.json"

@@ -309,7 +309,7 @@ MODELS = {
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
 # convert_hf_to_gguf.py lays them out): general.architecture for each.
 GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
-              "olmoe": "olmoe", "granite": "granite", "phi3": "phi3"}
+              "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama"}
 
 
 def init_weights(model: torch.nn.Module, seed: int) -> None:

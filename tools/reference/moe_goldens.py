@@ -1,6 +1,7 @@
 """Mixture-of-experts parts of make_hf_goldens.py: how far each fixture's expert choices are
 from a tie (router_margins), and the GGUF twin of a fixture as llama.cpp's convert_hf_to_gguf.py
-lays it out (write_gguf_twin: the MoE architectures, and dense granite with its multipliers). Imported by make_hf_goldens.py, not run on
+lays it out (write_gguf_twin: the MoE architectures, dense granite with its multipliers, phi3,
+and llama with Llama 3 rope scaling as rope_freqs.weight). Imported by make_hf_goldens.py, not run on
 its own.
 """
 
@@ -47,6 +48,28 @@ def llama_permute(w: np.ndarray, n_head: int) -> np.ndarray:
     """convert_hf_to_gguf.py's LlamaModel.permute: rotate-half pairs -> interleaved pairs."""
     return (w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:])
             .swapaxes(1, 2).reshape(w.shape))
+
+
+def llama3_rope_factors(base: float, dim: int, rope: dict) -> np.ndarray:
+    """convert_hf_to_gguf.py's LlamaModel.generate_extra_tensors: Llama 3 rope scaling as the
+    per-pair frequency divisors of rope_freqs.weight (ggml divides each pair's theta by it)."""
+    import math
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    factor = rope.get("factor", 8.0)
+    low, high = rope.get("low_freq_factor", 1.0), rope.get("high_freq_factor", 4.0)
+    old_len = rope.get("original_max_position_embeddings", 8192)
+    low_wavelen, high_wavelen = old_len / low, old_len / high
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_wavelen:
+            out.append(1)
+        elif wavelen > low_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old_len / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return torch.tensor(out, dtype=torch.float32).numpy()
 
 
 def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
@@ -101,11 +124,14 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
         w.add_expert_feed_forward_length(cfg.moe_intermediate_size)
         w.add_feed_forward_length(cfg.intermediate_size)
         n_experts = cfg.num_experts
-    else:
+    elif getattr(cfg, "num_local_experts", None):  # Mixtral
         w.add_expert_count(cfg.num_local_experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)
         w.add_feed_forward_length(cfg.intermediate_size)
         n_experts = cfg.num_local_experts
+    else:  # dense llama
+        w.add_feed_forward_length(cfg.intermediate_size)
+        n_experts = 0
     w.add_file_type(gguf.LlamaFileType.ALL_F32)
     # Tokenizer: the fixture's byte-level BPE as llama.cpp's gpt2 model.
     tj = json.loads(tok.backend_tokenizer.to_str())
@@ -130,6 +156,9 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
         w.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))
 
     put("token_embd.weight", sd["model.embed_tokens.weight"])
+    rope = getattr(cfg, "rope_scaling", None) or {}
+    if rope.get("rope_type") == "llama3":
+        put("rope_freqs.weight", llama3_rope_factors(cfg.rope_theta, head_dim, rope))
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}."
         q, k = sd.get(p + "self_attn.q_proj.weight"), sd.get(p + "self_attn.k_proj.weight")

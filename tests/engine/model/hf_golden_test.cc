@@ -5,7 +5,8 @@
 // 4; qwen2_moe: top-2 of 8 plus a sigmoid-gated shared expert, q/k/v biases; olmoe: q/k
 // RMSNorm over the whole projections, olmoe_clip with clip_qkv), granite (embedding,
 // attention, residual and logits multipliers) and phi3 (fused qkv / gate_up, half the head
-// rotated), tessera's logits at every position match transformers', and greedy continuations of 32
+// rotated). llama3_rope's GGUF twin carries its rope scaling as llama.cpp's converter writes it,
+// per-pair frequency divisors in rope_freqs.weight, tessera's logits at every position match transformers', and greedy continuations of 32
 // tokens are identical (tools/reference/make_hf_goldens.py made the goldens). The MoE models'
 // GGUF twins (model.gguf: the same f32 weights as llama.cpp's converter lays them out, experts
 // stacked into one tensor per role, Mixtral's q/k permuted) must give the same logits.
@@ -130,7 +131,8 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfGoldenTest,
                                            "mixtral", "qwen2_moe", "olmoe", "olmoe_clip",
                                            "qwen3_moe/model.gguf", "mixtral/model.gguf",
                                            "qwen2_moe/model.gguf", "olmoe/model.gguf", "granite",
-                                           "granite/model.gguf", "phi3", "phi3/model.gguf"),
+                                           "granite/model.gguf", "phi3", "phi3/model.gguf",
+                                           "llama3_rope/model.gguf"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& ch : name) {

@@ -1,5 +1,6 @@
 // Mixture-of-experts models through the engine loader: llama.cpp's own llama-perplexity on the
-// GGUF twins of the qwen3_moe, mixtral, qwen2_moe and olmoe fixtures (and of dense granite's and phi3's)
+// GGUF twins of the qwen3_moe, mixtral, qwen2_moe and olmoe fixtures (and of dense granite's, phi3's and llama3_rope's, whose rope_freqs.weight llama.cpp
+// applies)
 // (tools/reference/llama_cpp_moe_perplexity.py) is matched window by window, with this engine's
 // tokenizer and default f16 KV cache, as llama.cpp runs them, and on llama-quantize's Q4_0 of the
 // qwen3_moe twin within 0.2% (whose exact run equals its gguf-py dequantization); the precision
@@ -86,7 +87,7 @@ TEST_P(MoeGgufTwinTest, PerplexityMatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
                          ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite",
-                                           "phi3"));
+                                           "phi3", "llama3_rope"));
 
 // Stacked Q4_0 experts that llama.cpp's llama-quantize wrote: with exact activations the
 // perplexity equals that of the F32 copy gguf-py dequantized (no quantized kernel involved there)
