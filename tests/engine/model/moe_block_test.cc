@@ -2,8 +2,9 @@
 // models): routing (softmax, top-k with ties to the lower index, renormalization or not, NaN-safe),
 // MoeBlock's grouping (a row's output does not depend on the other rows, also across its chunked
 // passes; experts no row picked are never run), ForwardMany against separate calls, the config
-// fields and their errors, GgufFile::AddOuterSlices on the mixtral fixture's stacked experts, and a
-// missing expert tensor named at load.
+// fields and their errors, GgufFile::AddOuterSlices on the mixtral fixture's stacked experts, a
+// missing expert tensor named at load, and GGUF rope factors (rope_freqs applied, bad or longrope
+// ones refused).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,6 +19,7 @@
 #include "engine/backend/cpu/column_split.h"
 #include "engine/backend/cpu/dense_linear.h"
 #include "engine/io/gguf_file.h"
+#include "engine/io/gguf_writer.h"
 #include "engine/model/decoder_model.h"
 #include "engine/model/model_config.h"
 #include "engine/model/model_source.h"
@@ -356,6 +358,67 @@ TEST(GgufOuterSlicesTest, SlabsAreViewsOfTheStackedTensor) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(g.AddOuterSlices("blk.9.ffn_up_exps.weight", {"w0"}).code(),
             absl::StatusCode::kNotFound);
+}
+
+// A copy of a fixture GGUF with one more tensor (F32 values), through the engine's own writer.
+absl::Status CopyGgufWithTensor(const std::string& from, const std::string& to,
+                                const std::string& name, std::vector<float> values) {
+  auto src = io::GgufFile::Open(from);
+  if (!src.ok()) return src.status();
+  io::GgufWriter w;
+  for (const io::GgufKeyValue& kv : (*src)->metadata().entries()) w.AddMetadata(kv.key, kv.value);
+  for (const io::GgufTensorInfo& info : (*src)->tensor_infos()) {
+    auto view = (*src)->Get(info.name);
+    if (!view.ok()) return view.status();
+    const absl::Span<const uint8_t> bytes = view->bytes;
+    w.AddTensor(info.name, info.dims, info.ggml_type, bytes.size(),
+                [bytes](std::vector<uint8_t>* out) {
+                  out->assign(bytes.begin(), bytes.end());
+                  return absl::OkStatus();
+                });
+  }
+  const int64_t n = static_cast<int64_t>(values.size());
+  w.AddTensor(name, {n}, /*F32*/ 0, n * 4, [values](std::vector<uint8_t>* out) {
+    out->resize(values.size() * 4);
+    std::memcpy(out->data(), values.data(), out->size());
+    return absl::OkStatus();
+  });
+  return w.Write(to);
+}
+
+// rope_freqs.weight of the wrong length or with a non-positive factor, and Phi-3's longrope
+// factors, are refused naming the tensor (a mixtral twin: llama arch, rope_dim 16 -> 8 pairs).
+TEST(RopeFactorsTest, BadRopeFreqsAndLongropeAreRefused) {
+  const std::string dir = ::testing::TempDir();
+  const std::string twin = kModels + "mixtral/model.gguf";
+  struct Case {
+    std::string tensor;
+    std::vector<float> values;
+    std::string message;
+  } cases[] = {
+      {"rope_freqs.weight", std::vector<float>(5, 1.0f), "rope_freqs.weight"},
+      {"rope_freqs.weight", {1, 1, 1, 1, 1, 1, 1, -2}, "positive finite"},
+      {"rope_factors_long.weight", std::vector<float>(8, 1.0f), "longrope"},
+  };
+  int i = 0;
+  for (const Case& c : cases) {
+    const std::string path = absl::StrCat(dir, "/rope_case_", i++, ".gguf");
+    ASSERT_TRUE(CopyGgufWithTensor(twin, path, c.tensor, c.values).ok());
+    auto src = ModelSource::Open(path);
+    ASSERT_FALSE(src.ok()) << c.tensor;
+    EXPECT_TRUE(absl::StrContains(src.status().message(), c.message)) << src.status();
+  }
+  // Eight positive factors load and divide the frequencies.
+  const std::string ok_path = dir + "/rope_ok.gguf";
+  ASSERT_TRUE(CopyGgufWithTensor(twin, ok_path, "rope_freqs.weight",
+                                 {1, 1, 2, 2, 4, 4, 8, 8}).ok());
+  auto plain = ModelSource::Open(twin);
+  auto scaled = ModelSource::Open(ok_path);
+  ASSERT_TRUE(plain.ok() && scaled.ok()) << scaled.status();
+  const auto a = RopeInverseFrequencies(plain->config), b = RopeInverseFrequencies(scaled->config);
+  ASSERT_EQ(a.size(), 8u);
+  EXPECT_EQ(b[7], a[7] / 8);
+  EXPECT_EQ(b[0], a[0]);
 }
 
 // The store minus one tensor.
