@@ -3,8 +3,11 @@
 // the prompts it has references for), and the concurrent run takes fewer engine steps, read
 // from the /metrics endpoint as an operator would; the same for a mixture-of-experts model.
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -26,6 +29,26 @@ double Steps(int http_port, const char* series) {
   return v.ok() ? *v : -1;
 }
 
+// `n` requests run one after another, then all at once from their own channels (as real
+// clients): the sequential results, then the concurrent ones.
+template <typename Request>
+std::pair<std::vector<StreamResult>, std::vector<StreamResult>> SequentialThenConcurrent(
+    TestServer& server, int n, const Request& request, const std::function<void()>& between) {
+  auto stub = server.NewStub();
+  std::vector<StreamResult> sequential(n), concurrent(n);
+  for (int i = 0; i < n; ++i) sequential[i] = RunGenerate(*stub, request(i));
+  between();
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      auto own_stub = server.NewStub();
+      concurrent[i] = RunGenerate(*own_stub, request(i));
+    });
+  }
+  for (auto& t : threads) t.join();
+  return {std::move(sequential), std::move(concurrent)};
+}
+
 TEST(BatchingTest, ConcurrentGreedyStreamsEqualSequentialRunsInFewerSteps) {
   std::ifstream in(std::string(TESSERA_SHARED_DIR) + "/reference/stories260K-greedy.json");
   ASSERT_TRUE(in) << "missing ../shared/reference/stories260K-greedy.json";
@@ -40,7 +63,6 @@ TEST(BatchingTest, ConcurrentGreedyStreamsEqualSequentialRunsInFewerSteps) {
   auto ts = TestServer::Start(o);
   ASSERT_TRUE(ts.ok()) << ts.status();
   TestServer& server = **ts;
-  auto stub = server.NewStub();
 
   // The reference prompts first (so llama.cpp is the oracle for those), then more of our own.
   std::vector<std::string> prompts;
@@ -67,26 +89,15 @@ TEST(BatchingTest, ConcurrentGreedyStreamsEqualSequentialRunsInFewerSteps) {
   };
 
   const double steps0 = Steps(server.http_port(), "tessera_engine_steps_total");
-  std::vector<StreamResult> sequential(kStreams);
+  double steps1 = 0;
+  const auto [sequential, concurrent] = SequentialThenConcurrent(
+      server, kStreams, request,
+      [&] { steps1 = Steps(server.http_port(), "tessera_engine_steps_total"); });
+  const double steps2 = Steps(server.http_port(), "tessera_engine_steps_total");
   for (int i = 0; i < kStreams; ++i) {
-    sequential[i] = RunGenerate(*stub, request(i));
     ASSERT_TRUE(sequential[i].status.ok()) << sequential[i].status.error_message();
     ASSERT_EQ(sequential[i].token_ids.size(), static_cast<size_t>(kNewTokens));
   }
-  const double steps1 = Steps(server.http_port(), "tessera_engine_steps_total");
-
-  std::vector<StreamResult> concurrent(kStreams);
-  {
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kStreams; ++i) {
-      threads.emplace_back([&, i] {
-        auto own_stub = server.NewStub();  // one channel per client, like real clients
-        concurrent[i] = RunGenerate(*own_stub, request(i));
-      });
-    }
-    for (auto& t : threads) t.join();
-  }
-  const double steps2 = Steps(server.http_port(), "tessera_engine_steps_total");
 
   for (int i = 0; i < kStreams; ++i) {
     SCOPED_TRACE(prompts[i]);
@@ -135,24 +146,12 @@ TEST(BatchingTest, MixtureOfExpertsConcurrentStreamsEqualSequential) {
     req.mutable_stopping()->set_ignore_eos(true);
     return req;
   };
-  std::vector<StreamResult> sequential(kMoeStreams), concurrent(kMoeStreams);
-  for (int i = 0; i < kMoeStreams; ++i) {
-    sequential[i] = RunGenerate(*stub, request(i));
-    ASSERT_TRUE(sequential[i].status.ok()) << sequential[i].status.error_message();
-    ASSERT_EQ(sequential[i].token_ids.size(), static_cast<size_t>(kMoeTokens));
-  }
-  {
-    std::vector<std::thread> threads;
-    for (int i = 0; i < kMoeStreams; ++i) {
-      threads.emplace_back([&, i] {
-        auto own_stub = server.NewStub();
-        concurrent[i] = RunGenerate(*own_stub, request(i));
-      });
-    }
-    for (auto& t : threads) t.join();
-  }
+  const auto [sequential, concurrent] =
+      SequentialThenConcurrent(server, kMoeStreams, request, [] {});
   for (int i = 0; i < kMoeStreams; ++i) {
     SCOPED_TRACE(prompts[i]);
+    ASSERT_TRUE(sequential[i].status.ok()) << sequential[i].status.error_message();
+    ASSERT_EQ(sequential[i].token_ids.size(), static_cast<size_t>(kMoeTokens));
     ASSERT_TRUE(concurrent[i].status.ok()) << concurrent[i].status.error_message();
     EXPECT_EQ(concurrent[i].token_ids, sequential[i].token_ids);
   }
