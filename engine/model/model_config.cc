@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "engine/common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -67,6 +68,16 @@ std::string ModelConfig::ArchitectureName() const {
     case Architecture::kPhi3: return "phi3";
   }
   return "?";
+}
+
+std::string ModelConfig::ExtendedFeatures() const {
+  std::vector<std::string> out;
+  if (num_experts > 0) out.push_back(absl::StrCat("mixture of experts (", num_experts, ")"));
+  if (HasGraniteMultipliers()) out.push_back("granite multipliers");
+  if (qk_norm_whole) out.push_back("whole-projection q/k norms");
+  if (clip_qkv > 0) out.push_back("clip_qkv");
+  if (fused_qkv || fused_gate_up) out.push_back("fused qkv / gate_up projections");
+  return absl::StrJoin(out, ", ");
 }
 
 bool ModelConfig::IsMoeLayer(int64_t layer) const {

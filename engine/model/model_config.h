@@ -77,6 +77,10 @@ struct ModelConfig {
     return embedding_multiplier != 1.0 || attention_scale != 0.0 || residual_multiplier != 1.0 ||
            logits_scaling != 1.0;
   }
+  // The features beyond the plain llama / qwen decoder this model needs ("mixture of experts,
+  // fused qkv / gate_up"), or empty: what a backend that has only that decoder (CUDA) must
+  // refuse.
+  std::string ExtendedFeatures() const;
   // Sparse mixture-of-experts MLP (qwen2_moe, qwen3_moe, mixtral); num_experts 0 is a dense MLP
   // everywhere.
   // Each token's router softmax picks its num_experts_per_tok largest experts, whose SwiGLU MLPs

@@ -76,12 +76,12 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
                                                  ": the CUDA decoder keeps an f32 KV cache"));
   }
 #ifdef TESSERA_HAVE_CUDA
-  if (e.source.config.num_experts > 0) {
-    // Before the plan, so no expert's kernel choice speaks first (CudaDecoder::Create says the
+  if (const std::string extended = e.source.config.ExtendedFeatures(); !extended.empty()) {
+    // Before the plan, so no layer's kernel choice speaks first (CudaDecoder::Create says the
     // same to direct callers).
-    return absl::UnimplementedError(absl::StrCat(
-        "the CUDA decoder has no mixture-of-experts layers (", e.source.config.ArchitectureName(),
-        ", ", e.source.config.num_experts, " experts); run this model with --device cpu"));
+    return absl::UnimplementedError(absl::StrCat("the CUDA decoder has no ", extended, " (",
+                                                 e.source.config.ArchitectureName(),
+                                                 "); run this model with --device cpu"));
   }
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info,
                            backend::cuda::OpenCudaDevice(cuda_ordinal));

@@ -76,18 +76,10 @@ absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
     const model::ModelSource& source, const quant::PrecisionPlan& plan,
     const quant::QuantConfig& quant_config, int device_ordinal, int64_t kv_blocks,
     int64_t kv_block_tokens, const Limits& limits) {
-  if (source.config.HasGraniteMultipliers() || source.config.qk_norm_whole ||
-      source.config.clip_qkv > 0 || source.config.fused_qkv || source.config.fused_gate_up) {
-    return absl::UnimplementedError(absl::StrCat(
-        "the CUDA decoder has no ", source.config.ArchitectureName(),
-        " layers (granite multipliers, whole-projection q/k norms, clip_qkv, fused qkv / gate_up "
-        "projections); run this model with --device cpu"));
-  }
-  if (source.config.num_experts > 0) {
-    // No grouped-expert GEMM on the GPU yet; the CPU decoder runs these models.
-    return absl::UnimplementedError(absl::StrCat(
-        "the CUDA decoder has no mixture-of-experts layers (", source.config.ArchitectureName(),
-        ", ", source.config.num_experts, " experts); run this model with --device cpu"));
+  if (const std::string extended = source.config.ExtendedFeatures(); !extended.empty()) {
+    return absl::UnimplementedError(absl::StrCat("the CUDA decoder has no ", extended, " (",
+                                                 source.config.ArchitectureName(),
+                                                 "); run this model with --device cpu"));
   }
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info, OpenCudaDevice(device_ordinal));
   TESSERA_RETURN_IF_ERROR(source.config.Validate());

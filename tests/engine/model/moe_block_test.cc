@@ -319,6 +319,22 @@ TEST(MoeConfigTest, SlidingWindowCapsTheContext) {
   EXPECT_EQ(qwen_on->max_context, 64);
 }
 
+// What a backend with only the plain decoder (CUDA) must refuse, named.
+TEST(MoeConfigTest, ExtendedFeaturesNameWhatThePlainDecoderLacks) {
+  for (const auto& [dir, want] : std::vector<std::pair<std::string, std::string>>{
+           {"llama", ""},
+           {"qwen3", ""},
+           {"qwen3_moe", "mixture of experts (8)"},
+           {"granite", "granite multipliers"},
+           {"olmoe_clip", "whole-projection q/k norms, clip_qkv"},
+           {"phi3", "fused qkv / gate_up projections"}}) {
+    auto src = ModelSource::Open(kModels + dir);
+    ASSERT_TRUE(src.ok()) << src.status();
+    EXPECT_TRUE(absl::StrContains(src->config.ExtendedFeatures(), want)) << dir;
+    EXPECT_EQ(src->config.ExtendedFeatures().empty(), want.empty()) << dir;
+  }
+}
+
 TEST(MoeConfigTest, MixtralGgufIsLlamaWithExperts) {
   auto src = ModelSource::Open(kModels + "mixtral/model.gguf");
   ASSERT_TRUE(src.ok()) << src.status();
