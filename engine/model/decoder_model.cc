@@ -267,6 +267,11 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
                                 [](const Layer& L) { return L.moe == nullptr; })
                         ? c.intermediate_size
                         : 0;
+  // `up` only where a layer keeps separate gate / up (phi3's fused output lands in `fused`).
+  const int64_t F_up = std::any_of(layers_.begin(), layers_.end(),
+                                   [](const Layer& L) { return L.up != nullptr; })
+                           ? F
+                           : 0;
   const kc::KvHalf kv_half =
       kv_format_ == runtime::KvCacheFormat::kBf16 ? kc::KvHalf::kBf16 : kc::KvHalf::kF16;
   const auto encode16 = kv_half == kc::KvHalf::kBf16 ? kf::ConvertF32ToBf16 : kf::ConvertF32ToF16;
@@ -277,7 +282,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   std::vector<uint16_t> k16(half_kv ? KV : 0);
   std::vector<float> fused;  // phi3's fused projections' outputs
   std::vector<float> h(total * H), xn(total * H), q(total * Q), k(total * KV), v(total * KV),
-      attn(total * Q), tmp(total * H), gate(total * F), up(total * F);
+      attn(total * Q), tmp(total * H), gate(total * F), up(total * F_up);
   {
     int64_t r = 0;
     for (const SequenceChunk& ch : chunks) {

@@ -76,13 +76,9 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
                                                  ": the CUDA decoder keeps an f32 KV cache"));
   }
 #ifdef TESSERA_HAVE_CUDA
-  if (const std::string extended = e.source.config.ExtendedFeatures(); !extended.empty()) {
-    // Before the plan, so no layer's kernel choice speaks first (CudaDecoder::Create says the
-    // same to direct callers).
-    return absl::UnimplementedError(absl::StrCat("the CUDA decoder has no ", extended, " (",
-                                                 e.source.config.ArchitectureName(),
-                                                 "); run this model with --device cpu"));
-  }
+  // Before the plan, so no layer's kernel choice speaks first (CudaDecoder::Create checks the
+  // same for direct callers).
+  TESSERA_RETURN_IF_ERROR(backend::cuda::CheckCudaDecoderSupports(e.source.config));
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info,
                            backend::cuda::OpenCudaDevice(cuda_ordinal));
   const backend::cuda::CudaKernelSelector selector(info.sm);

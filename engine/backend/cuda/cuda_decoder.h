@@ -45,6 +45,10 @@ namespace tessera::backend::cuda {
 // past the device count.
 absl::StatusOr<kernels::cuda::DeviceInfo> OpenCudaDevice(int ordinal);
 
+// UNIMPLEMENTED naming what the model needs beyond the plain llama / qwen decoder this backend
+// has (ModelConfig::ExtendedFeatures: experts, granite multipliers, ...), and --device cpu.
+absl::Status CheckCudaDecoderSupports(const model::ModelConfig& config);
+
 class CudaDecoder : public model::Decoder {
  public:
   struct Limits {

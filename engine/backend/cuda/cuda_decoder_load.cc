@@ -65,6 +65,15 @@ absl::StatusOr<kernels::cuda::DeviceInfo> OpenCudaDevice(int ordinal) {
   return kernels::cuda::QueryDevice(ordinal);
 }
 
+absl::Status CheckCudaDecoderSupports(const model::ModelConfig& config) {
+  if (const std::string extended = config.ExtendedFeatures(); !extended.empty()) {
+    return absl::UnimplementedError(absl::StrCat("the CUDA decoder has no ", extended, " (",
+                                                 config.ArchitectureName(),
+                                                 "); run this model with --device cpu"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
     const model::ModelSource& source, const quant::PrecisionPlan& plan,
     const quant::QuantConfig& quant_config, int device_ordinal, int64_t kv_blocks,
@@ -76,11 +85,7 @@ absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
     const model::ModelSource& source, const quant::PrecisionPlan& plan,
     const quant::QuantConfig& quant_config, int device_ordinal, int64_t kv_blocks,
     int64_t kv_block_tokens, const Limits& limits) {
-  if (const std::string extended = source.config.ExtendedFeatures(); !extended.empty()) {
-    return absl::UnimplementedError(absl::StrCat("the CUDA decoder has no ", extended, " (",
-                                                 source.config.ArchitectureName(),
-                                                 "); run this model with --device cpu"));
-  }
+  TESSERA_RETURN_IF_ERROR(CheckCudaDecoderSupports(source.config));
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info, OpenCudaDevice(device_ordinal));
   TESSERA_RETURN_IF_ERROR(source.config.Validate());
   if (source.store == nullptr) return absl::InvalidArgumentError("model source has no tensors");
