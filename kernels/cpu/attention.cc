@@ -15,7 +15,8 @@ namespace {
 template <typename View, typename DecodeK, typename DecodeV>
 void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,
-                        float* out, DecodeK decode_k, DecodeV decode_v) {
+                        float* out, const AttentionOptions& options, DecodeK decode_k,
+                        DecodeV decode_v) {
   const int64_t d = kv.head_dim;
   const int64_t group = heads / kv.kv_heads;
   const int64_t bt = kv.block_tokens;
@@ -28,23 +29,26 @@ void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t c
   for (int64_t h = head_begin; h < head_end; ++h) {
     const float* qh = q + h * d;
     const int64_t kvh = h / group;
+    const int64_t first = options.first_position;
+    const float cap = options.softcap;
     float max_score = -std::numeric_limits<float>::infinity();
-    for (int64_t t = 0; t < context_len; ++t) {
+    for (int64_t t = first; t < context_len; ++t) {
       const auto* k = k_at(t, kvh);
       float dot = 0;
       for (int64_t i = 0; i < d; ++i) dot += qh[i] * decode_k(k, i * bt);
       scratch[t] = dot * scale;
+      if (cap > 0) scratch[t] = cap * std::tanh(scratch[t] / cap);
       if (scratch[t] > max_score) max_score = scratch[t];
     }
     float denom = 0;
-    for (int64_t t = 0; t < context_len; ++t) {
+    for (int64_t t = first; t < context_len; ++t) {
       scratch[t] = std::exp(scratch[t] - max_score);
       denom += scratch[t];
     }
     const float inv = 1.0f / denom;
     float* o = out + h * d;
     for (int64_t i = 0; i < d; ++i) o[i] = 0;
-    for (int64_t t = 0; t < context_len; ++t) {
+    for (int64_t t = first; t < context_len; ++t) {
       const auto* v = at(kv.v_blocks, t, kvh);
       const float p = scratch[t] * inv;
       for (int64_t i = 0; i < d; ++i) o[i] += p * decode_v(v, i);
@@ -55,16 +59,20 @@ void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t c
 }  // namespace
 
 void PagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
-                    float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out) {
+                    float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out,
+                    const AttentionOptions& options) {
   auto f32 = [](const float* p, int64_t i) { return p[i]; };
-  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, f32, f32);
+  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options,
+                     f32, f32);
 }
 
 void PagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv, int64_t context_len,
-                       float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out) {
+                       float scale, int64_t head_begin, int64_t head_end, float* scratch,
+                       float* out, const AttentionOptions& options) {
   auto k8 = [&](const uint8_t* p, int64_t i) { return numeric::DecodeE4m3(p[i]) * kv.k_scale; };
   auto v8 = [&](const uint8_t* p, int64_t i) { return numeric::DecodeE4m3(p[i]) * kv.v_scale; };
-  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, k8, v8);
+  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options,
+                     k8, v8);
 }
 
 void EncodeKvFp8(const float* x, int64_t count, float scale, uint8_t* out) {
@@ -72,15 +80,17 @@ void EncodeKvFp8(const float* x, int64_t count, float scale, uint8_t* out) {
 }
 
 void PagedAttention16(const float* q, int64_t heads, const PagedKvView16& kv, int64_t context_len,
-                      float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out) {
+                      float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out,
+                      const AttentionOptions& options) {
   if (kv.half == KvHalf::kBf16) {
     auto bf16 = [](const uint16_t* p, int64_t i) { return numeric::Bf16ToFloat(p[i]); };
-    PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, bf16,
-                       bf16);
+    PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out,
+                       options, bf16, bf16);
     return;
   }
   auto f16 = [](const uint16_t* p, int64_t i) { return numeric::HalfToFloat(p[i]); };
-  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, f16, f16);
+  PagedAttentionImpl(q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options,
+                     f16, f16);
 }
 
 void EncodeKv16(const float* x, int64_t count, KvHalf half, uint16_t* out) {

@@ -7,12 +7,25 @@
 // and a K block is transposed, [kv_heads, head_dim, block_tokens], so that consecutive positions
 // of one dim are one vector load and the fast kernel computes scores with positions in lanes (no
 // sums across lanes). Softmax runs in float with the max subtracted, in one fixed order.
+// AttentionOptions adds what sliding-window and Gemma 2 models need: a first attended position
+// (the window's start; the cache still holds the earlier positions, which full-attention layers
+// of the same model read) and a tanh soft cap on the scores.
 #ifndef TESSERA_KERNELS_CPU_ATTENTION_H_
 #define TESSERA_KERNELS_CPU_ATTENTION_H_
 
 #include <cstdint>
 
 namespace tessera::kernels::cpu {
+
+// Beyond plain causal attention over [0, context_len).
+struct AttentionOptions {
+  // Positions [first_position, context_len) are attended (a sliding window of W tokens at query
+  // position p: first_position = max(0, p + 1 - W), as transformers' and llama.cpp's masks).
+  int64_t first_position = 0;
+  // Scores (q·k · scale) become softcap · tanh(score / softcap) before the softmax (Gemma 2's
+  // attn_logit_softcapping); 0: none.
+  float softcap = 0.0f;
+};
 
 struct PagedKvView {
   const float* const* k_blocks;  // [num_blocks] pointers to [kv_heads, head_dim, block_tokens]
@@ -23,11 +36,12 @@ struct PagedKvView {
   int64_t head_dim;
 };
 
-// q: [heads, head_dim]; attends to KV positions [0, context_len); out: [heads, head_dim]. Only
-// query heads [head_begin, head_end) are computed, so callers can split heads across threads.
-// scratch must hold context_len floats.
+// q: [heads, head_dim]; attends to KV positions [options.first_position, context_len) (which
+// must not be empty); out: [heads, head_dim]. Only query heads [head_begin, head_end) are
+// computed, so callers can split heads across threads. scratch must hold context_len floats.
 void PagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
-                    float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out);
+                    float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out,
+                    const AttentionOptions& options = {});
 
 // FP8 E4M3 blocks (quant-formats.md §10): element = fp32(byte) * k_scale (v_scale for V), decoded
 // on the fly; otherwise the same arithmetic, in the same order, as PagedAttention.
@@ -42,7 +56,8 @@ struct PagedKvViewFp8 {
 };
 
 void PagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv, int64_t context_len,
-                       float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out);
+                       float scale, int64_t head_begin, int64_t head_end, float* scratch,
+                       float* out, const AttentionOptions& options = {});
 
 // Stores `count` values as sat_e4m3(x / scale) (the division, as vLLM's scaled_vec_conversion).
 void EncodeKvFp8(const float* x, int64_t count, float scale, uint8_t* out);
@@ -63,7 +78,8 @@ struct PagedKvView16 {
 };
 
 void PagedAttention16(const float* q, int64_t heads, const PagedKvView16& kv, int64_t context_len,
-                      float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out);
+                      float scale, int64_t head_begin, int64_t head_end, float* scratch, float* out,
+                      const AttentionOptions& options = {});
 
 // Stores `count` values rounded to the 16-bit format (RNE, IEEE overflow to inf for f16).
 void EncodeKv16(const float* x, int64_t count, KvHalf half, uint16_t* out);

@@ -105,10 +105,10 @@ struct KvRows {
   int64_t block_tokens, token_stride, head_offset;
   int64_t row_bytes;    // head_dim · sizeof(Elem)
   int64_t context_len;  // positions with a block (the prefetch stops there)
-  // Into L2: the rows of positions [0, min(n, context_len)), the ones ForEach(0, ...) does not
-  // prefetch itself.
-  HWY_INLINE void PrefetchFirst(int64_t n) const {
-    for (int64_t t = 0; t < std::min(n, context_len); ++t) {
+  // Into L2: the rows of positions [t0, min(t0 + n, context_len)), the ones ForEach(t0, ...)
+  // does not prefetch itself.
+  HWY_INLINE void PrefetchFirst(int64_t t0, int64_t n) const {
+    for (int64_t t = t0; t < std::min(t0 + n, context_len); ++t) {
       const auto row = reinterpret_cast<uintptr_t>(blocks[t / block_tokens] + head_offset +
                                                    t % block_tokens * token_stride);
       for (uintptr_t l = row & ~uintptr_t{63}; l < row + row_bytes; l += 64) {
@@ -160,11 +160,12 @@ static_assert(kAttentionScoreAlign % kN == 0, "score rows are whole vectors");
 constexpr int64_t kPrefetchBlocks = 4;
 
 // The K blocks of one sequence for one KV head, transposed (kernels/cpu/attention.h): element
-// (position t, dim i) at blocks[t / block_tokens] + head_offset + i · block_tokens + t % block_tokens.
+// (position t, dim i) at blocks[t / block_tokens] + head_offset + i · block_tokens + t %
+// block_tokens. Blocks before first_block lie wholly outside a sliding window and are not read.
 template <typename Elem>
 struct KColumns {
   const Elem* const* blocks;
-  int64_t block_tokens, head_offset, head_dim, context_len;
+  int64_t block_tokens, head_offset, head_dim, context_len, first_block;
   // Block b's columns of this KV head into L2.
   HWY_INLINE void Prefetch(int64_t b) const {
     const auto first = reinterpret_cast<uintptr_t>(blocks[b] + head_offset);
@@ -219,28 +220,31 @@ HWY_INLINE void ScoreColumns(DF d, const float* q, int64_t qs, const typename Re
   }
 }
 
-// s[h · stride + t] = (q_h · k_t) · scale for the positions t < context_len and the run's R heads
-// (q: R rows of qs floats, zero rows for padding heads): positions in lanes, so each K vector (one
-// dim of up to kN positions of a block) meets every head of a sub-run in one multiply-add with
-// that head's q element broadcast, and no lanes are ever summed.
+// s[h · stride + t − base] = (q_h · k_t) · scale for the positions base <= t < context_len
+// (base: the first position of k.first_block) and the run's R heads (q: R rows of qs floats,
+// zero rows for padding heads): positions in lanes, so each K vector (one dim of up to kN
+// positions of a block) meets every head of a sub-run in one multiply-add with that head's q
+// element broadcast, and no lanes are ever summed.
 template <int R, typename Reader>
 void ScoresRun(DF d, const float* q, int64_t qs, const KColumns<typename Reader::Elem>& k,
                float scale, const Reader& reader, float* s, int64_t stride) {
   const int64_t bt = k.block_tokens, blocks = (k.context_len + bt - 1) / bt;
   const VF vscale = hn::Set(d, scale);
-  for (int64_t b = 0; b < blocks; ++b) {
+  const int64_t base_t = k.first_block * bt;
+  for (int64_t b = k.first_block; b < blocks; ++b) {
     if (b + kPrefetchBlocks < blocks) k.Prefetch(b + kPrefetchBlocks);
     const typename Reader::Elem* base = k.blocks[b] + k.head_offset;
     const int64_t t0 = b * bt, in_block = std::min(bt, k.context_len - t0);
     for (int64_t c = 0; c < in_block; c += kN) {
       const int64_t m = std::min<int64_t>(kN, in_block - c);
       constexpr int kFirst = R < kScoreSubRun ? R : kScoreSubRun;
-      ScoreColumns<kFirst>(d, q, qs, base + c, bt, k.head_dim, m, vscale, reader, s + t0 + c,
-                           stride);
+      ScoreColumns<kFirst>(d, q, qs, base + c, bt, k.head_dim, m, vscale, reader,
+                           s + (t0 - base_t) + c, stride);
       if constexpr (R > kScoreSubRun) {
         static_assert(R <= 2 * kScoreSubRun, "two sub-runs at most");
         ScoreColumns<R - kScoreSubRun>(d, q + kScoreSubRun * qs, qs, base + c, bt, k.head_dim, m,
-                                       vscale, reader, s + kScoreSubRun * stride + t0 + c, stride);
+                                       vscale, reader,
+                                       s + kScoreSubRun * stride + (t0 - base_t) + c, stride);
       }
     }
   }
@@ -254,14 +258,24 @@ HWY_INLINE hn::Vec<D> ExpKeepNan(D d, hn::Vec<D> x) {
 }
 
 // Each of `rows` score rows (stride floats, a multiple of kN; positions in lanes) becomes its
-// softmax over positions [0, context_len): p = exp(s − max) · (1 / Σ exp), the sum in two
-// vector accumulators (even and odd vectors) folded, then across lanes. The padding up to the
-// stride is set to −inf first, so whole vectors cover the row and add exp(−inf) = 0.
-void Softmax(int64_t context_len, int64_t stride, int64_t rows, float* s) {
+// softmax over entries [first, len): p = exp(s − max) · (1 / Σ exp), the sum in two vector
+// accumulators (even and odd vectors) folded, then across lanes. Entries outside [first, len)
+// (before a sliding window's start, the padding up to the stride) are set to −inf first, so
+// whole vectors cover the row and add exp(−inf) = 0. softcap > 0 first maps each score to
+// softcap · tanh(s / softcap), the division as transformers writes it.
+void Softmax(int64_t first, int64_t len, int64_t stride, int64_t rows, float softcap, float* s) {
   const DF d;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = s + r * stride;
-    std::fill(row + context_len, row + stride, -std::numeric_limits<float>::infinity());
+    if (softcap > 0) {
+      const VF cap = hn::Set(d, softcap);
+      for (int64_t t = 0; t < len; t += kN) {
+        // Whole vectors: the row's stride is len rounded up to them; the tail is masked below.
+        hn::StoreU(hn::Mul(cap, hn::Tanh(d, hn::Div(hn::LoadU(d, row + t), cap))), d, row + t);
+      }
+    }
+    std::fill(row, row + first, -std::numeric_limits<float>::infinity());
+    std::fill(row + len, row + stride, -std::numeric_limits<float>::infinity());
     VF m = hn::Set(d, -std::numeric_limits<float>::infinity());
     for (int64_t t = 0; t < stride; t += kN) m = hn::Max(m, hn::LoadU(d, row + t));
     m = hn::MaxOfLanes(d, m);
@@ -285,20 +299,22 @@ void Softmax(int64_t context_len, int64_t stride, int64_t rows, float* s) {
   }
 }
 
-// out_h[c0, c0 + NF·kN (+ tail)) += Σ_{t in [t0, t1)} p_h[t] · v_t over the same lanes for
-// the HB heads h of one block (out_h starts from zero when t0 is 0), NF full vectors plus a
-// partial one of `tail` lanes when tail > 0, kept in registers across the tile; each V vector is
-// read once for the block. p_h = p + h · stride, the block's rows of probabilities. Per head the
-// order is one head's alone; storing and reloading between tiles is exact.
+// out_h[c0, c0 + NF·kN (+ tail)) += Σ_{t in [t0, t1)} p_h[t − base] · v_t over the same lanes
+// for the HB heads h of one block (out_h starts from zero on the first tile), NF full vectors
+// plus a partial one of `tail` lanes when tail > 0, kept in registers across the tile; each V
+// vector is read once for the block. p_h = p + h · stride, the block's rows of probabilities
+// (entry 0 is position base). Per head the order is one head's alone; storing and reloading
+// between tiles is exact.
 template <int HB, int NF, typename Reader>
-void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1, const float* p,
-               int64_t stride, const Reader& reader, int64_t c0, int64_t tail, float* const* out) {
+void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1,
+               bool first_tile, const float* p, int64_t base, int64_t stride, const Reader& reader,
+               int64_t c0, int64_t tail, float* const* out) {
   VF acc[HB][NF + 1];
   for (int h = 0; h < HB; ++h) {
     HWY_ALIGN float part[kN] = {};
     for (int j = 0; j < NF; ++j)
-      acc[h][j] = t0 == 0 ? hn::Zero(d) : hn::LoadU(d, out[h] + c0 + j * kN);
-    if (tail > 0 && t0 != 0)
+      acc[h][j] = first_tile ? hn::Zero(d) : hn::LoadU(d, out[h] + c0 + j * kN);
+    if (tail > 0 && !first_tile)
       std::memcpy(part, out[h] + c0 + NF * kN, static_cast<size_t>(tail) * 4);
     acc[h][NF] = hn::Load(d, part);
   }
@@ -307,7 +323,7 @@ void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t
     for (int j = 0; j < NF; ++j) vv[j] = reader.Load(d, row, c0 + j * kN);
     if (tail > 0) vv[NF] = reader.Tail(d, row, c0 + NF * kN, tail);
     for (int h = 0; h < HB; ++h) {
-      const VF pt = hn::Set(d, p[h * stride + t]);
+      const VF pt = hn::Set(d, p[h * stride + t - base]);
       for (int j = 0; j < NF; ++j) acc[h][j] = hn::MulAdd(pt, vv[j], acc[h][j]);
       if (tail > 0) acc[h][NF] = hn::MulAdd(pt, vv[NF], acc[h][NF]);
     }
@@ -325,27 +341,27 @@ void WeightedV(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t
 // One block of HB heads: Σ p·v over positions [t0, t1), head_dim in passes of kPvChunks vectors.
 template <int HB, typename Reader>
 void WeightedVBlock(DF d, const KvRows<typename Reader::Elem>& v, int64_t t0, int64_t t1,
-                    const float* p, int64_t stride, const Reader& reader, int64_t head_dim,
-                    float* const* out) {
+                    bool first_tile, const float* p, int64_t base, int64_t stride,
+                    const Reader& reader, int64_t head_dim, float* const* out) {
   for (int64_t c0 = 0; c0 < head_dim; c0 += kPvChunks * kN) {
     const int64_t left = head_dim - c0;
     const int64_t nf = std::min<int64_t>(kPvChunks, left / kN);
     const int64_t tail = nf < kPvChunks ? left - nf * kN : 0;
     switch (nf) {
       case 0:
-        WeightedV<HB, 0>(d, v, t0, t1, p, stride, reader, c0, tail, out);
+        WeightedV<HB, 0>(d, v, t0, t1, first_tile, p, base, stride, reader, c0, tail, out);
         break;
       case 1:
-        WeightedV<HB, 1>(d, v, t0, t1, p, stride, reader, c0, tail, out);
+        WeightedV<HB, 1>(d, v, t0, t1, first_tile, p, base, stride, reader, c0, tail, out);
         break;
       case 2:
-        WeightedV<HB, 2>(d, v, t0, t1, p, stride, reader, c0, tail, out);
+        WeightedV<HB, 2>(d, v, t0, t1, first_tile, p, base, stride, reader, c0, tail, out);
         break;
       case 3:
-        WeightedV<HB, 3>(d, v, t0, t1, p, stride, reader, c0, tail, out);
+        WeightedV<HB, 3>(d, v, t0, t1, first_tile, p, base, stride, reader, c0, tail, out);
         break;
       default:
-        WeightedV<HB, kPvChunks>(d, v, t0, t1, p, stride, reader, c0, tail, out);
+        WeightedV<HB, kPvChunks>(d, v, t0, t1, first_tile, p, base, stride, reader, c0, tail, out);
     }
   }
 }
@@ -360,10 +376,14 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
                  const typename Reader::Elem* const* v_blocks, int64_t block_tokens,
                  int64_t kv_heads, int64_t head_dim, int64_t context_len, float scale,
                  int64_t head_begin, int64_t head_end, float* scratch, float* out,
-                 const Reader& k_reader, const Reader& v_reader) {
+                 const AttentionOptions& options, const Reader& k_reader, const Reader& v_reader) {
   const DF d;
   const int64_t group = heads / kv_heads;
-  const int64_t stride = FastAttentionScoreStride(context_len);
+  // A sliding window: score rows start at the first position of the block holding the window's
+  // start (base), which the softmax masks up to `first`; earlier blocks are never read.
+  const int64_t first = options.first_position;
+  const int64_t first_block = first / block_tokens, base = first_block * block_tokens;
+  const int64_t stride = FastAttentionScoreStride(context_len - base);
   // The run's queries, zero rows padding a run of more than two heads to a multiple of 4 (runs of
   // one or two heads, GQA groups of two as in Qwen3, run as they are: padded to four they spent
   // half the K pass's multiply-adds on zero rows).
@@ -373,8 +393,8 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
   using Elem = typename Reader::Elem;
   const int64_t row_bytes = head_dim * static_cast<int64_t>(sizeof(Elem));
   auto k_of = [&](int64_t kvh) {
-    return KColumns<Elem>{k_blocks, block_tokens, kvh * block_tokens * head_dim, head_dim,
-                          context_len};
+    return KColumns<Elem>{k_blocks, block_tokens, kvh * block_tokens * head_dim,
+                          head_dim, context_len,  first_block};
   };
   auto v_of = [&](int64_t kvh) {
     return KvRows<Elem>{v_blocks,  block_tokens, head_dim, kvh * block_tokens * head_dim,
@@ -384,12 +404,12 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
   // covers, requested as its run begins: a decode step at a short context is mostly these (ctx
   // 128: 8 blocks per KV head), and each pass otherwise began with demand misses. (Requested one
   // run ahead instead, they competed with the current run's stream and were slower.)
-  const int64_t first_blocks =
-      std::min(kPrefetchBlocks, (context_len + block_tokens - 1) / block_tokens);
+  const int64_t end_block =
+      std::min(first_block + kPrefetchBlocks, (context_len + block_tokens - 1) / block_tokens);
   auto prefetch_starts = [&](int64_t kvh) {
     const KColumns<Elem> k = k_of(kvh);
-    for (int64_t b = 0; b < first_blocks; ++b) k.Prefetch(b);
-    v_of(kvh).PrefetchFirst(kPrefetchTokens);
+    for (int64_t b = first_block; b < end_block; ++b) k.Prefetch(b);
+    v_of(kvh).PrefetchFirst(first, kPrefetchTokens);
   };
   for (int64_t h0 = head_begin; h0 < head_end;) {
     const int64_t kvh = h0 / group;
@@ -416,23 +436,25 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
         ScoresRun<16>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
       }
     }
-    Softmax(context_len, stride, h1 - h0, scratch);
-    for (int64_t t0 = 0; t0 < context_len; t0 += kTileTokens) {
+    Softmax(first - base, context_len - base, stride, h1 - h0, options.softcap, scratch);
+    for (int64_t t0 = first; t0 < context_len; t0 += kTileTokens) {
       const int64_t t1 = std::min(context_len, t0 + kTileTokens);
+      const bool first_tile = t0 == first;
       for (int64_t hb = h0; hb < h1; hb += kHeadBlock) {
         const int64_t n = std::min<int64_t>(kHeadBlock, h1 - hb);
         float* outs[kHeadBlock];
         for (int64_t i = 0; i < n; ++i) outs[i] = out + (hb + i) * head_dim;
         const float* p = scratch + (hb - h0) * stride;
         if (n == kHeadBlock) {
-          WeightedVBlock<kHeadBlock>(d, v, t0, t1, p, stride, v_reader, head_dim, outs);
+          WeightedVBlock<kHeadBlock>(d, v, t0, t1, first_tile, p, base, stride, v_reader, head_dim,
+                                     outs);
         } else if (n == 1) {
-          WeightedVBlock<1>(d, v, t0, t1, p, stride, v_reader, head_dim, outs);
+          WeightedVBlock<1>(d, v, t0, t1, first_tile, p, base, stride, v_reader, head_dim, outs);
         } else if constexpr (kHeadBlock > 2) {
           if (n == 2) {
-            WeightedVBlock<2>(d, v, t0, t1, p, stride, v_reader, head_dim, outs);
+            WeightedVBlock<2>(d, v, t0, t1, first_tile, p, base, stride, v_reader, head_dim, outs);
           } else {
-            WeightedVBlock<3>(d, v, t0, t1, p, stride, v_reader, head_dim, outs);
+            WeightedVBlock<3>(d, v, t0, t1, first_tile, p, base, stride, v_reader, head_dim, outs);
           }
         }
       }
@@ -445,26 +467,28 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
 
 void FastPagedAttentionImpl(const float* q, int64_t heads, const PagedKvView& kv,
                             int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
-                            float* scratch, float* out) {
+                            float* scratch, float* out, const AttentionOptions& options) {
   const F32Reader reader;
   AttendHeads(q, heads, kv.k_blocks, kv.v_blocks, kv.block_tokens, kv.kv_heads, kv.head_dim,
-              context_len, scale, head_begin, head_end, scratch, out, reader, reader);
+              context_len, scale, head_begin, head_end, scratch, out, options, reader, reader);
 }
 
 void FastPagedAttentionFp8Impl(const float* q, int64_t heads, const PagedKvViewFp8& kv,
                                int64_t context_len, float scale, int64_t head_begin,
-                               int64_t head_end, float* scratch, float* out) {
+                               int64_t head_end, float* scratch, float* out,
+                               const AttentionOptions& options) {
   AttendHeads(q, heads, kv.k_blocks, kv.v_blocks, kv.block_tokens, kv.kv_heads, kv.head_dim,
-              context_len, scale, head_begin, head_end, scratch, out, Fp8Reader{kv.k_scale},
-              Fp8Reader{kv.v_scale});
+              context_len, scale, head_begin, head_end, scratch, out, options,
+              Fp8Reader{kv.k_scale}, Fp8Reader{kv.v_scale});
 }
 
 void FastPagedAttention16Impl(const float* q, int64_t heads, const PagedKvView16& kv,
                               int64_t context_len, float scale, int64_t head_begin,
-                              int64_t head_end, float* scratch, float* out) {
+                              int64_t head_end, float* scratch, float* out,
+                              const AttentionOptions& options) {
   auto attend = [&](const auto& reader) {
     AttendHeads(q, heads, kv.k_blocks, kv.v_blocks, kv.block_tokens, kv.kv_heads, kv.head_dim,
-                context_len, scale, head_begin, head_end, scratch, out, reader, reader);
+                context_len, scale, head_begin, head_end, scratch, out, options, reader, reader);
   };
   if (kv.half == KvHalf::kBf16) {
     attend(HalfReader<hwy::bfloat16_t>{});
@@ -486,26 +510,26 @@ HWY_EXPORT(FastPagedAttention16Impl);
 
 void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,
-                        float* out) {
-  if (context_len <= 0 || head_begin >= head_end) return;
+                        float* out, const AttentionOptions& options) {
+  if (context_len <= options.first_position || head_begin >= head_end) return;
   HWY_DYNAMIC_DISPATCH(FastPagedAttentionImpl)
-  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out);
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options);
 }
 
 void FastPagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv,
                            int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
-                           float* scratch, float* out) {
-  if (context_len <= 0 || head_begin >= head_end) return;
+                           float* scratch, float* out, const AttentionOptions& options) {
+  if (context_len <= options.first_position || head_begin >= head_end) return;
   HWY_DYNAMIC_DISPATCH(FastPagedAttentionFp8Impl)
-  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out);
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options);
 }
 
 void FastPagedAttention16(const float* q, int64_t heads, const PagedKvView16& kv,
                           int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
-                          float* scratch, float* out) {
-  if (context_len <= 0 || head_begin >= head_end) return;
+                          float* scratch, float* out, const AttentionOptions& options) {
+  if (context_len <= options.first_position || head_begin >= head_end) return;
   HWY_DYNAMIC_DISPATCH(FastPagedAttention16Impl)
-  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out);
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options);
 }
 
 }  // namespace tessera::kernels::cpu::fast

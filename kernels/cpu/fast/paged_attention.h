@@ -42,23 +42,24 @@ inline int64_t FastAttentionScratch(int64_t context_len, int64_t heads) {
   return (run + 3) / 4 * 4 * FastAttentionScoreStride(context_len);
 }
 
-// As PagedAttention: q [heads, head_dim]; attends to positions [0, context_len); writes query
+// As PagedAttention: q [heads, head_dim]; attends to positions [options.first_position,
+// context_len) (K blocks wholly before it are not read; scores soft-capped as there); writes query
 // heads [head_begin, head_end) of out [heads, head_dim]. scratch: FastAttentionScratch(context_len,
 // n) floats, n the most heads of one GQA group inside [head_begin, head_end) (the call works
 // through one group's heads at a time; head_end - head_begin always suffices).
 void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,
-                        float* out);
+                        float* out, const AttentionOptions& options = {});
 
 // As PagedAttentionFp8 (E4M3 blocks, element = DecodeE4m3(byte) · k_scale or v_scale).
 void FastPagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv,
                            int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
-                           float* scratch, float* out);
+                           float* scratch, float* out, const AttentionOptions& options = {});
 
 // As PagedAttention16 (f16 or bf16 blocks, widened exactly).
 void FastPagedAttention16(const float* q, int64_t heads, const PagedKvView16& kv,
                           int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
-                          float* scratch, float* out);
+                          float* scratch, float* out, const AttentionOptions& options = {});
 
 }  // namespace tessera::kernels::cpu::fast
 

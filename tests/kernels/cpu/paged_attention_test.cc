@@ -1,8 +1,10 @@
 // The vectorized paged attention (kernels/cpu/fast/paged_attention.h) against the scalar kernel
 // (kernels/cpu/attention.h) on random caches: head_dim not a multiple of any vector width, grouped
 // and plain heads, blocks that end mid-context, contexts of 1 to a few hundred positions, f32,
-// f16, bf16 and FP8 E4M3 blocks. Outputs are convex combinations of V rows, so the bound is relative to max|v|.
-// Splitting the heads across calls must not change a bit (the engine splits them over threads).
+// f16, bf16 and FP8 E4M3 blocks. Outputs are convex combinations of V rows, so the bound is
+// relative to max|v|. Splitting the heads across calls must not change a bit (the engine splits
+// them over threads). Sliding windows and soft-capped scores (AttentionOptions) against a
+// double-precision loop.
 #include "kernels/cpu/fast/paged_attention.h"
 
 #include <algorithm>
@@ -242,6 +244,118 @@ INSTANTIATE_TEST_SUITE_P(
                                          // reloaded across tiles, a group of 20 split in runs.
                                          Shape{8, 2, 40, 7, 600}, Shape{40, 2, 40, 24, 530}),
                        ::testing::Values(1.0f, 8.0f)));  // sharp softmax at 8
+
+// Sliding windows and Gemma 2's soft cap. The scalar kernel is checked against a double-precision
+// loop over positions [first, context) read straight from the blocks (a window starting before,
+// at and inside a block, one position wide, the whole context), then the fast kernel against the
+// scalar one for every cache type, and for splitting heads over calls.
+double RefAttention(const Shape& s, const Cache<float>& c, const std::vector<float>& q, float scale,
+                    int64_t h, int64_t i, int64_t first, double cap) {
+  const int64_t bt = s.block_tokens, d = s.head_dim, kvh = h / (s.heads / s.kv_heads);
+  std::vector<double> score;
+  for (int64_t t = first; t < s.context; ++t) {
+    const float* k = c.kp[t / bt] + kvh * d * bt + t % bt;
+    double dot = 0;
+    for (int64_t j = 0; j < d; ++j) dot += double{q[h * d + j]} * k[j * bt];
+    double x = dot * scale;
+    if (cap > 0) x = cap * std::tanh(x / cap);
+    score.push_back(x);
+  }
+  const double m = *std::max_element(score.begin(), score.end());
+  double denom = 0, num = 0;
+  for (int64_t t = first; t < s.context; ++t) {
+    const double e = std::exp(score[t - first] - m);
+    denom += e;
+    num += e * c.vp[t / bt][(kvh * bt + t % bt) * d + i];
+  }
+  return num / denom;
+}
+
+class AttentionWindowTest : public ::testing::TestWithParam<std::tuple<Shape, float>> {};
+
+TEST_P(AttentionWindowTest, WindowAndSoftcapMatchReference) {
+  const auto [s, softcap] = GetParam();
+  std::mt19937 rng(static_cast<uint32_t>(s.head_dim * 71 + s.context));
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const auto cache = RandomCache<float>(s, rng, [&](std::mt19937& r) { return nd(r); });
+  const auto q = RandomQ(s, rng, 4.0f);  // sharp enough that masking a position shows
+  const PagedKvView view{cache.kp.data(), cache.vp.data(), s.block_tokens, s.kv_heads, s.head_dim};
+  // The same values as f16 and FP8 caches (each kernel against its scalar twin).
+  auto widen = [&](auto encode) {
+    using T = decltype(encode(0.0f));
+    Cache<T> out;
+    for (size_t b = 0; b < cache.k.size(); ++b) {
+      out.k.emplace_back(cache.k[b].size());
+      out.v.emplace_back(cache.v[b].size());
+      for (size_t i = 0; i < cache.k[b].size(); ++i) {
+        out.k.back()[i] = encode(cache.k[b][i]);
+        out.v.back()[i] = encode(cache.v[b][i]);
+      }
+    }
+    for (const float* kp : cache.kp) {
+      const size_t b = std::find_if(cache.k.begin(), cache.k.end(),
+                                    [&](const auto& blk) { return blk.data() == kp; }) -
+                       cache.k.begin();
+      out.kp.push_back(out.k[b].data());
+      out.vp.push_back(out.v[b].data());
+    }
+    return out;
+  };
+  const auto c16 = widen(numeric::FloatToHalf);
+  const auto c8 = widen([](float x) { return numeric::EncodeE4m3(x / 0.05f); });
+  const PagedKvView16 view16{c16.kp.data(), c16.vp.data(), s.block_tokens,
+                             s.kv_heads,    s.head_dim,    KvHalf::kF16};
+  const PagedKvViewFp8 view8{c8.kp.data(), c8.vp.data(), s.block_tokens, s.kv_heads,
+                             s.head_dim,   0.05f,        0.05f};
+  const float scale = 1.0f / std::sqrt(static_cast<float>(s.head_dim));
+  const int64_t bt = s.block_tokens;
+  for (const int64_t first :
+       {int64_t{0}, int64_t{1}, bt - 1, bt, bt + 3, 3 * bt, s.context / 2, s.context - 1}) {
+    if (first < 0 || first >= s.context) continue;
+    SCOPED_TRACE(testing::Message() << "first " << first);
+    const AttentionOptions opt{first, softcap};
+    std::vector<float> want(q.size()), scratch(s.context);
+    PagedAttention(q.data(), s.heads, view, s.context, scale, 0, s.heads, scratch.data(),
+                   want.data(), opt);
+    for (int64_t h = 0; h < s.heads; ++h) {
+      for (int64_t i = 0; i < s.head_dim; ++i) {
+        const double ref = RefAttention(s, cache, q, scale, h, i, first, softcap);
+        ASSERT_NEAR(want[h * s.head_dim + i], ref, 2e-5) << "head " << h << " dim " << i;
+      }
+    }
+    std::vector<float> want16(q.size()), want8(q.size());
+    PagedAttention16(q.data(), s.heads, view16, s.context, scale, 0, s.heads, scratch.data(),
+                     want16.data(), opt);
+    PagedAttentionFp8(q.data(), s.heads, view8, s.context, scale, 0, s.heads, scratch.data(),
+                      want8.data(), opt);
+    ForEachHwyTarget([&] {
+      auto check = [&](const std::vector<float>& ref, auto attend) {
+        std::vector<float> got(q.size(), -7.0f), sc(FastAttentionScratch(s.context, s.heads));
+        attend(0, s.heads, sc.data(), got.data());
+        for (size_t i = 0; i < q.size(); ++i) {
+          ASSERT_NEAR(got[i], ref[i], 2e-5f * 448.0f * 0.05f + 1e-5f * std::fabs(ref[i])) << i;
+        }
+        ExpectSplitCallsMatch(s, got, attend);
+      };
+      check(want, [&](int64_t b, int64_t e, float* sc, float* out) {
+        FastPagedAttention(q.data(), s.heads, view, s.context, scale, b, e, sc, out, opt);
+      });
+      check(want16, [&](int64_t b, int64_t e, float* sc, float* out) {
+        FastPagedAttention16(q.data(), s.heads, view16, s.context, scale, b, e, sc, out, opt);
+      });
+      check(want8, [&](int64_t b, int64_t e, float* sc, float* out) {
+        FastPagedAttentionFp8(q.data(), s.heads, view8, s.context, scale, b, e, sc, out, opt);
+      });
+    });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, AttentionWindowTest,
+    ::testing::Combine(::testing::Values(Shape{8, 2, 72, 5, 33}, Shape{6, 1, 80, 7, 1},
+                                         Shape{4, 4, 3, 16, 17}, Shape{32, 4, 64, 16, 300},
+                                         Shape{8, 2, 40, 7, 600}),
+                       ::testing::Values(0.0f, 1.5f)));  // 1.5: most scores are capped
 
 TEST(PagedAttentionFp8, NanCodeGivesNanOutput) {
   const Shape s{2, 1, 16, 4, 6};
