@@ -24,6 +24,24 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
+void GeluGlu(const float* gate, const float* up, int64_t n, GeluApprox approx, float* out) {
+  // PyTorch's constants and operation order (aten/src/ATen/native/cpu/Activation.cpp).
+  const float kBeta = static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5);
+  const float kKappa = 0.044715f;
+  const float kAlpha = static_cast<float>(M_SQRT1_2);
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    float act;
+    if (approx == GeluApprox::kTanh) {
+      const float inner = kBeta * (g + kKappa * (g * g * g));
+      act = 0.5f * g * (1.0f + std::tanh(inner));
+    } else {
+      act = g * 0.5f * (1.0f + std::erf(g * kAlpha));
+    }
+    out[i] = act * up[i];
+  }
+}
+
 void AddInPlace(float* y, const float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }

@@ -14,6 +14,12 @@ void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, float
 // out[i] = silu(gate[i]) * up[i] with silu(v) = v / (1 + exp(-v)).
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
 
+// GeGLU (Gemma): out[i] = gelu(gate[i]) * up[i], with PyTorch's formulas in f32:
+// kTanh ("gelu_pytorch_tanh", what Gemma was trained with and llama.cpp computes)
+// 0.5·v·(1 + tanh(√(2/π)·(v + 0.044715·v³))); kErf (transformers' "gelu") 0.5·v·(1 + erf(v/√2)).
+enum class GeluApprox { kTanh, kErf };
+void GeluGlu(const float* gate, const float* up, int64_t n, GeluApprox approx, float* out);
+
 // y[i] += x[i]
 void AddInPlace(float* y, const float* x, int64_t n);
 

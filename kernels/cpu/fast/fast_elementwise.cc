@@ -79,6 +79,32 @@ void FastSwiGluImpl(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
+// gelu_tanh(g) · up for one vector, in PyTorch's order: inner = β·(g + κ·g³),
+// 0.5·g·(1 + tanh(inner)). Highway's Tanh saturates to ±1 for large |inner| as std::tanh does.
+HWY_INLINE VF GeluTanhTimes(DF d, VF g, VF up) {
+  const VF beta = hn::Set(d, static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5));
+  const VF cube = hn::Mul(hn::Mul(g, g), g);
+  const VF inner = hn::Mul(beta, hn::Add(g, hn::Mul(hn::Set(d, 0.044715f), cube)));
+  const VF act =
+      hn::Mul(hn::Mul(hn::Set(d, 0.5f), g), hn::Add(hn::Set(d, 1.0f), hn::Tanh(d, inner)));
+  return hn::Mul(act, up);
+}
+
+void FastGeluTanhGluImpl(const float* gate, const float* up, int64_t n, float* out) {
+  const DF d;
+  const int64_t full = n / kN * kN, rem = n - full;
+  for (int64_t i = 0; i < full; i += kN) {
+    hn::StoreU(GeluTanhTimes(d, hn::LoadU(d, gate + i), hn::LoadU(d, up + i)), d, out + i);
+  }
+  if (rem > 0) {  // the same vector arithmetic for the tail, as FastSwiGlu
+    HWY_ALIGN float g[kN] = {}, u[kN] = {}, o[kN];
+    std::memcpy(g, gate + full, static_cast<size_t>(rem) * sizeof(float));
+    std::memcpy(u, up + full, static_cast<size_t>(rem) * sizeof(float));
+    hn::Store(GeluTanhTimes(d, hn::Load(d, g), hn::Load(d, u)), d, o);
+    std::memcpy(out + full, o, static_cast<size_t>(rem) * sizeof(float));
+  }
+}
+
 void FastAddInPlaceImpl(float* y, const float* x, int64_t n) {
   const DF d;
   const int64_t full = n / kN * kN;
@@ -166,6 +192,7 @@ namespace tessera::kernels::cpu::fast {
 
 HWY_EXPORT(FastRmsNormImpl);
 HWY_EXPORT(FastSwiGluImpl);
+HWY_EXPORT(FastGeluTanhGluImpl);
 HWY_EXPORT(FastAddInPlaceImpl);
 HWY_EXPORT(FastApplyRopeImpl);
 
@@ -176,6 +203,14 @@ void FastRmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, f
 
 void FastSwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(FastSwiGluImpl)(gate, up, n, out);
+}
+
+void FastGeluGlu(const float* gate, const float* up, int64_t n, GeluApprox approx, float* out) {
+  if (approx == GeluApprox::kErf) {
+    GeluGlu(gate, up, n, approx, out);
+    return;
+  }
+  HWY_DYNAMIC_DISPATCH(FastGeluTanhGluImpl)(gate, up, n, out);
 }
 
 void FastAddInPlace(float* y, const float* x, int64_t n) {

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/rope.h"
 
 namespace tessera::kernels::cpu::fast {
@@ -27,6 +28,11 @@ void FastRmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, f
 
 // out[i] = silu(gate[i]) · up[i] (out may alias gate or up).
 void FastSwiGlu(const float* gate, const float* up, int64_t n, float* out);
+
+// As GeluGlu (out may alias gate or up). kTanh: tanh from Highway's polynomial, agreeing with
+// the scalar kernel to a few ulp; kErf: std::erf per element (Gemma 1 configs through
+// transformers' "gelu" only), the scalar kernel's bits.
+void FastGeluGlu(const float* gate, const float* up, int64_t n, GeluApprox approx, float* out);
 
 // y[i] += x[i]
 void FastAddInPlace(float* y, const float* x, int64_t n);

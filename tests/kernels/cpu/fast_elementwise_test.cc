@@ -79,6 +79,48 @@ TEST_P(RowLengthTest, SwiGluWithinFewUlpAndPositionIndependent) {
   }
 }
 
+TEST_P(RowLengthTest, GeluGluWithinFewUlpAndPositionIndependent) {
+  const int64_t n = GetParam();
+  auto g = Normal(n, 3.0f, 7);
+  const auto up = Normal(n, 1.0f, 8);
+  // tanh's saturation on both sides, the cube's overflow, zeros and NaN.
+  const float edges[] = {-30.0f, -9.0f, -0.0f, 0.0f, 9.0f, 30.0f, 1e13f, -1e13f, NAN, 1e-30f};
+  constexpr int64_t kEdges = sizeof(edges) / sizeof(edges[0]);
+  for (int64_t i = 0; i < n && i < kEdges; ++i) g[i * 5 % n] = edges[i];
+  for (const GeluApprox approx : {GeluApprox::kTanh, GeluApprox::kErf}) {
+    std::vector<float> want(n), got(n);
+    GeluGlu(g.data(), up.data(), n, approx, want.data());
+    FastGeluGlu(g.data(), up.data(), n, approx, got.data());
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::isnan(want[i])) {
+        EXPECT_TRUE(std::isnan(got[i])) << i << " g=" << g[i];
+        continue;
+      }
+      // Near gelu's zero crossing of large negative g the result is a tiny difference: bound
+      // it by the magnitude of the terms (|g·up|), not of the result.
+      ASSERT_NEAR(got[i], want[i], 4e-7f * std::fabs(want[i]) + 2e-7f * std::fabs(g[i] * up[i]))
+          << i << " g=" << g[i];
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      float one;
+      FastGeluGlu(g.data() + i, up.data() + i, 1, approx, &one);
+      if (std::isnan(got[i])) {
+        EXPECT_TRUE(std::isnan(one)) << i;
+      } else {
+        ASSERT_EQ(one, got[i]) << i;
+      }
+    }
+  }
+  // A point of PyTorch's curve (torch.nn.functional.gelu(torch.tensor(1.0), approximate="tanh")
+  // = 0.8411920070648193, approximate="none" = 0.8413447141647339).
+  const float one = 1.0f, unit = 1.0f;
+  float t, e;
+  GeluGlu(&one, &unit, 1, GeluApprox::kTanh, &t);
+  GeluGlu(&one, &unit, 1, GeluApprox::kErf, &e);
+  EXPECT_NEAR(t, 0.8411920070648193f, 1e-7f);
+  EXPECT_NEAR(e, 0.8413447141647339f, 1e-7f);
+}
+
 TEST_P(RowLengthTest, AddInPlaceBitIdentical) {
   const int64_t n = GetParam();
   const auto x = Normal(n, 1.0f, 5);
