@@ -102,16 +102,16 @@ void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast,
         const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kv_heads,
                                       head_dim,    0.02f,       0.03f};
         (fast ? kf::FastPagedAttentionFp8 : kc::PagedAttentionFp8)(
-            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data());
+            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data(), {});
       } else if constexpr (sizeof(T) == 2) {
         const kc::PagedKvView16 view{c.kp.data(), c.vp.data(), kBlockTokens,
                                      kv_heads,    head_dim,    half};
-        (fast ? kf::FastPagedAttention16 : kc::PagedAttention16)(q.data(), heads, view, ctx, scale,
-                                                                 b, e, scratch.data(), out.data());
+        (fast ? kf::FastPagedAttention16 : kc::PagedAttention16)(
+            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data(), {});
       } else {
         const kc::PagedKvView view{c.kp.data(), c.vp.data(), kBlockTokens, kv_heads, head_dim};
         (fast ? kf::FastPagedAttention : kc::PagedAttention)(q.data(), heads, view, ctx, scale, b,
-                                                             e, scratch.data(), out.data());
+                                                             e, scratch.data(), out.data(), {});
       }
     });
     benchmark::DoNotOptimize(out.data());

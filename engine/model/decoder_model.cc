@@ -10,12 +10,10 @@
 #include "engine/backend/cpu/column_split.h"
 #include "engine/backend/cpu/dense_linear.h"
 #include "engine/common/status_macros.h"
+#include "engine/model/decoder_attention.h"
 #include "engine/model/kv_cache_scales.h"
-#include "kernels/cpu/attention.h"
+#include "kernels/cpu/elementwise.h"
 #include "kernels/cpu/fast/fast_elementwise.h"
-#include "kernels/cpu/fast/fp8_act_quant.h"
-#include "kernels/cpu/fast/half_convert.h"
-#include "kernels/cpu/fast/paged_attention.h"
 #include "kernels/cpu/matmul_reference.h"
 #include "kernels/cpu/rope.h"
 
@@ -24,14 +22,6 @@ namespace {
 
 namespace kc = kernels::cpu;
 namespace kf = kernels::cpu::fast;
-
-// One position's K row (kv_dim elements, heads in order) stored into a transposed K block
-// ([kv_heads][head_dim][block_tokens], kernels/cpu/attention.h): element j at j · block_tokens +
-// slot.
-template <typename T>
-void StoreKColumn(const T* k, int64_t kv_dim, int64_t block_tokens, int64_t slot, T* block) {
-  for (int64_t j = 0; j < kv_dim; ++j) block[j * block_tokens + slot] = k[j];
-}
 
 class DenseLinearFactory : public LinearFactory {
  public:
@@ -58,6 +48,17 @@ absl::StatusOr<std::vector<float>> LoadVector(const io::TensorStore& store, cons
         "tensor '%s' has shape %s, expected %d values", name, view.ShapeString(), expected));
   }
   return io::ToFloat32(view);
+}
+
+// An RMSNorm weight, with Gemma's (1 + w) folded in for HF checkpoints (offset 1; computed in
+// f32 as transformers' `1.0 + self.weight.float()`).
+absl::StatusOr<std::vector<float>> LoadNorm(const io::TensorStore& store, const std::string& name,
+                                            int64_t expected, float offset) {
+  TESSERA_ASSIGN_OR_RETURN(std::vector<float> w, LoadVector(store, name, expected));
+  if (offset != 0.0f) {
+    for (float& x : w) x = offset + x;
+  }
+  return w;
 }
 
 absl::Status ExpectLinearShape(const backend::Linear& l, const std::string& name, int64_t n,
@@ -143,13 +144,16 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
   m->config_ = config;
   m->pool_ = pool;
   m->inv_freq_ = RopeInverseFrequencies(config);
+  if (config.sliding_rope_theta > 0) m->inv_freq_sliding_ = RopeInverseFrequencies(config, true);
   const WeightNames names(naming);
   const ModelConfig& c = config;
 
   TESSERA_ASSIGN_OR_RETURN(m->embedding_, store.Get(names.Embedding()));
   TESSERA_RETURN_IF_ERROR(m->embedding_.ExpectShape({c.vocab_size, c.hidden_size}));
   TESSERA_RETURN_IF_ERROR(backend::cpu::EncodingForDType(m->embedding_).status());
-  TESSERA_ASSIGN_OR_RETURN(m->final_norm_, LoadVector(store, names.FinalNorm(), c.hidden_size));
+  const float offset = c.norm_weight_offset;
+  TESSERA_ASSIGN_OR_RETURN(m->final_norm_,
+                           LoadNorm(store, names.FinalNorm(), c.hidden_size, offset));
 
   auto linear = [&](int layer, LayerTensor t, std::optional<LayerTensor> bias_t, int64_t n,
                     int64_t k) -> absl::StatusOr<std::unique_ptr<backend::Linear>> {
@@ -169,16 +173,24 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
 
   for (int i = 0; i < c.num_layers; ++i) {
     Layer L;
-    TESSERA_ASSIGN_OR_RETURN(
-        L.attn_norm, LoadVector(store, names.Layer(i, LayerTensor::kAttnNorm), c.hidden_size));
-    TESSERA_ASSIGN_OR_RETURN(
-        L.ffn_norm, LoadVector(store, names.Layer(i, LayerTensor::kFfnNorm), c.hidden_size));
+    auto norm = [&](LayerTensor t, int64_t n, std::vector<float>* out) -> absl::Status {
+      TESSERA_ASSIGN_OR_RETURN(*out, LoadNorm(store, names.Layer(i, t), n, offset));
+      return absl::OkStatus();
+    };
+    TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kAttnNorm, c.hidden_size, &L.attn_norm));
+    if (c.sandwich_norms) {  // gemma2 / gemma3
+      TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kPreFfnNorm, c.hidden_size, &L.ffn_norm));
+      TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kAttnPostNorm, c.hidden_size, &L.attn_post_norm));
+      TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kFfnPostNorm, c.hidden_size, &L.ffn_post_norm));
+    } else {
+      TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kFfnNorm, c.hidden_size, &L.ffn_norm));
+    }
     if (c.qk_norm || c.qk_norm_whole) {
-      // Per head (qwen3: head_dim weights) or over the whole projection (olmoe).
-      TESSERA_ASSIGN_OR_RETURN(L.q_norm, LoadVector(store, names.Layer(i, LayerTensor::kQNorm),
-                                                    c.qk_norm_whole ? c.q_dim() : c.head_dim));
-      TESSERA_ASSIGN_OR_RETURN(L.k_norm, LoadVector(store, names.Layer(i, LayerTensor::kKNorm),
-                                                    c.qk_norm_whole ? c.kv_dim() : c.head_dim));
+      // Per head (qwen3, gemma3: head_dim weights) or over the whole projection (olmoe).
+      TESSERA_RETURN_IF_ERROR(
+          norm(LayerTensor::kQNorm, c.qk_norm_whole ? c.q_dim() : c.head_dim, &L.q_norm));
+      TESSERA_RETURN_IF_ERROR(
+          norm(LayerTensor::kKNorm, c.qk_norm_whole ? c.kv_dim() : c.head_dim, &L.k_norm));
     }
     if (c.fused_qkv) {
       TESSERA_ASSIGN_OR_RETURN(L.qkv, linear(i, LayerTensor::kQkv, std::nullopt,
@@ -249,14 +261,13 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   TESSERA_ASSIGN_OR_RETURN(const int64_t total, ValidateChunksAndReserve(chunks, c, cache));
 
   // Row bookkeeping: which chunk and position each new token is.
-  std::vector<int> row_chunk(total);
-  std::vector<int64_t> row_pos(total);
+  StepRows rows{chunks, std::vector<int>(total), std::vector<int64_t>(total)};
   {
     int64_t r = 0;
     for (size_t i = 0; i < chunks.size(); ++i) {
       for (size_t j = 0; j < chunks[i].tokens.size(); ++j, ++r) {
-        row_chunk[r] = static_cast<int>(i);
-        row_pos[r] = chunks[i].kv->length + static_cast<int64_t>(j);
+        rows.chunk[r] = static_cast<int>(i);
+        rows.position[r] = chunks[i].kv->length + static_cast<int64_t>(j);
       }
     }
   }
@@ -268,18 +279,10 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
                         ? c.intermediate_size
                         : 0;
   // `up` only where a layer keeps separate gate / up (phi3's fused output lands in `fused`).
-  const int64_t F_up = std::any_of(layers_.begin(), layers_.end(),
-                                   [](const Layer& L) { return L.up != nullptr; })
-                           ? F
-                           : 0;
-  const kc::KvHalf kv_half =
-      kv_format_ == runtime::KvCacheFormat::kBf16 ? kc::KvHalf::kBf16 : kc::KvHalf::kF16;
-  const auto encode16 = kv_half == kc::KvHalf::kBf16 ? kf::ConvertF32ToBf16 : kf::ConvertF32ToF16;
-  // One position's K encoded before it is stored as a column of a transposed K block.
-  const bool half_kv =
-      kv_format_ == runtime::KvCacheFormat::kF16 || kv_format_ == runtime::KvCacheFormat::kBf16;
-  std::vector<uint8_t> k8(kv_format_ == runtime::KvCacheFormat::kFp8E4m3 ? KV : 0);
-  std::vector<uint16_t> k16(half_kv ? KV : 0);
+  const int64_t F_up =
+      std::any_of(layers_.begin(), layers_.end(), [](const Layer& L) { return L.up != nullptr; })
+          ? F
+          : 0;
   std::vector<float> fused;  // phi3's fused projections' outputs
   std::vector<float> h(total * H), xn(total * H), q(total * Q), k(total * KV), v(total * KV),
       attn(total * Q), tmp(total * H), gate(total * F), up(total * F_up);
@@ -293,9 +296,11 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   const float scale = c.attention_scale > 0 ? static_cast<float>(c.attention_scale)
                                             : 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   // granite: each block's output times residual_multiplier, rounded before the residual add as
-  // transformers computes `residual + hidden * residual_multiplier`.
+  // transformers computes `residual + hidden * residual_multiplier`. gemma2 / gemma3: each
+  // block's output RMS-normed first (its post norm).
   const float residual = static_cast<float>(c.residual_multiplier);
-  auto add_residual = [&](float* out) {
+  auto add_residual = [&](float* out, const std::vector<float>& post_norm) {
+    if (!post_norm.empty()) kf::FastRmsNorm(out, post_norm.data(), total, H, eps, out);
     if (residual != 1.0f) {
       for (int64_t i = 0; i < total * H; ++i) out[i] *= residual;
     }
@@ -304,18 +309,35 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   const kc::RopePairing pairing = c.rope_style == RopeStyle::kRotateHalf
                                       ? kc::RopePairing::kRotateHalf
                                       : kc::RopePairing::kInterleaved;
-  int64_t max_ctx = 0;
-  for (int64_t r = 0; r < total; ++r) max_ctx = std::max(max_ctx, row_pos[r] + 1);
-  // Each row's RoPE cos / sin, once for all layers and for its q and k heads.
+  // Each row's RoPE cos / sin, once for all layers and for its q and k heads (and for Gemma 3's
+  // sliding layers, their own base).
   const int64_t half = c.rope_dim / 2;
-  std::vector<float> rope_cos(total * half), rope_sin(total * half);
-  for (int64_t r = 0; r < total; ++r) {
-    kc::RopeCosSin(row_pos[r], inv_freq_.data(), half, rope_cos.data() + r * half,
-                   rope_sin.data() + r * half);
-  }
+  auto rope_table = [&](const std::vector<float>& inv_freq, std::vector<float>& cs,
+                        std::vector<float>& sn) {
+    cs.resize(total * half);
+    sn.resize(total * half);
+    for (int64_t r = 0; r < total; ++r) {
+      kc::RopeCosSin(rows.position[r], inv_freq.data(), half, cs.data() + r * half,
+                     sn.data() + r * half);
+    }
+  };
+  std::vector<float> rope_cos, rope_sin, sliding_cos, sliding_sin;
+  rope_table(inv_freq_, rope_cos, rope_sin);
+  if (!inv_freq_sliding_.empty()) rope_table(inv_freq_sliding_, sliding_cos, sliding_sin);
+  const kc::GeluApprox gelu =
+      c.mlp_activation == MlpActivation::kGeluErf ? kc::GeluApprox::kErf : kc::GeluApprox::kTanh;
+  // The MLP's gated activation, into `out` (which may alias gate_in).
+  auto activate = [&](const float* gate_in, const float* up_in, int64_t n, float* out) {
+    if (c.mlp_activation == MlpActivation::kSilu) {
+      kf::FastSwiGlu(gate_in, up_in, n, out);
+    } else {
+      kf::FastGeluGlu(gate_in, up_in, n, gelu, out);
+    }
+  };
 
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
+    const bool sliding = c.IsSlidingLayer(static_cast<int64_t>(li));
     kf::FastRmsNorm(h.data(), L.attn_norm.data(), total, H, eps, xn.data());
     // q, k and v read the same input: their columns run in one parallel pass.
     if (L.qkv != nullptr) {
@@ -333,6 +355,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       backend::cpu::ForwardSharedInput({L.q.get(), L.k.get(), L.v.get()}, xn.data(), total,
                                        {q.data(), k.data(), v.data()}, pool_);
     }
+    const bool local_rope = sliding && !sliding_cos.empty();
     for (int64_t r = 0; r < total; ++r) {
       float* qr = q.data() + r * Q;
       float* kr = k.data() + r * KV;
@@ -352,119 +375,18 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
           vr_mut[j] = std::clamp(vr_mut[j], -clip, clip);
         }
       }
-      const float* rc = rope_cos.data() + r * half;
-      const float* rs = rope_sin.data() + r * half;
+      const float* rc = (local_rope ? sliding_cos : rope_cos).data() + r * half;
+      const float* rs = (local_rope ? sliding_sin : rope_sin).data() + r * half;
       kf::FastApplyRope(qr, c.num_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
       kf::FastApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
-      // Append this position's K and V to its sequence's blocks.
-      const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
-      const int32_t block = seq.blocks[row_pos[r] / cache.block_tokens()];
-      const int64_t slot = row_pos[r] % cache.block_tokens();
-      const float* vr = v.data() + r * KV;
-      // Head-major blocks (kernels/cpu/attention.h): V [kv_heads][block_tokens][head_dim], so
-      // each KV head's row of this position goes to its own run; K transposed,
-      // [kv_heads][head_dim][block_tokens], so this position is a column: element j of the row
-      // at j · block_tokens + slot.
-      const int64_t d = c.head_dim, bt = cache.block_tokens();
-      switch (kv_format_) {
-        case runtime::KvCacheFormat::kFp8E4m3:
-          // kc::EncodeKvFp8's bytes, vectorized (fp8_act_quant.h).
-          kf::FastEncodeE4m3Divide(kr, KV, L.k_scale, k8.data());
-          StoreKColumn(k8.data(), KV, bt, slot, cache.KBlockFp8(li, block));
-          for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
-            kf::FastEncodeE4m3Divide(vr + kvh * d, d, L.v_scale,
-                                     cache.VBlockFp8(li, block) + (kvh * bt + slot) * d);
-          }
-          break;
-        case runtime::KvCacheFormat::kF16:
-        case runtime::KvCacheFormat::kBf16:
-          // kc::EncodeKv16's bits, vectorized (half_convert.h).
-          encode16(kr, KV, k16.data());
-          StoreKColumn(k16.data(), KV, bt, slot, cache.KBlock16(li, block));
-          for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
-            encode16(vr + kvh * d, d, cache.VBlock16(li, block) + (kvh * bt + slot) * d);
-          }
-          break;
-        case runtime::KvCacheFormat::kF32:
-          StoreKColumn(kr, KV, bt, slot, cache.KBlock(li, block));
-          for (int64_t kvh = 0; kvh < c.num_kv_heads; ++kvh) {
-            std::copy(vr + kvh * d, vr + (kvh + 1) * d,
-                      cache.VBlock(li, block) + (kvh * bt + slot) * d);
-          }
-          break;
-      }
     }
-    // Attention: each (row, head) is independent; split rows × heads across threads. A task's
-    // heads of one row share that row's block table and run as one call.
-    auto attend = [&](int64_t b, int64_t e) {
-      // Rows for one run of heads sharing a KV head, uninitialized (each row is written first).
-      const int64_t run_heads = std::min<int64_t>(e - b, c.num_heads / c.num_kv_heads);
-      auto scratch = std::make_unique_for_overwrite<float[]>(
-          static_cast<size_t>(kf::FastAttentionScratch(max_ctx, run_heads)));
-      // The sequence's block table as K and V block pointers of the cache's element type.
-      std::vector<const float*> kb, vb;
-      std::vector<const uint16_t*> kb16, vb16;
-      std::vector<const uint8_t*> kb8, vb8;
-      auto table = [](const runtime::SequenceKv& seq, auto& k, auto& v, auto k_block,
-                      auto v_block) {
-        k.clear();
-        v.clear();
-        for (int32_t blk : seq.blocks) {
-          k.push_back(k_block(blk));
-          v.push_back(v_block(blk));
-        }
-      };
-      for (int64_t idx = b; idx < e;) {
-        const int64_t r = idx / c.num_heads, head = idx % c.num_heads;
-        const int64_t head_end = std::min(c.num_heads, head + (e - idx));
-        idx += head_end - head;
-        const runtime::SequenceKv& seq = *chunks[row_chunk[r]].kv;
-        const float* qr = q.data() + r * Q;
-        float* out = attn.data() + r * Q;
-        const int64_t ctx = row_pos[r] + 1, bt = cache.block_tokens();
-        switch (kv_format_) {
-          case runtime::KvCacheFormat::kFp8E4m3: {  // decoded on the fly with this layer's scales
-            table(seq, kb8, vb8, [&](int32_t x) { return cache.KBlockFp8(li, x); },
-                  [&](int32_t x) { return cache.VBlockFp8(li, x); });
-            const kc::PagedKvViewFp8 view{kb8.data(),     vb8.data(), bt,       c.num_kv_heads,
-                                          c.head_dim,     L.k_scale,  L.v_scale};
-            kf::FastPagedAttentionFp8(qr, c.num_heads, view, ctx, scale, head, head_end,
-                                      scratch.get(), out);
-            break;
-          }
-          case runtime::KvCacheFormat::kF16:
-          case runtime::KvCacheFormat::kBf16: {
-            table(seq, kb16, vb16, [&](int32_t x) { return cache.KBlock16(li, x); },
-                  [&](int32_t x) { return cache.VBlock16(li, x); });
-            const kc::PagedKvView16 view{kb16.data(), vb16.data(), bt, c.num_kv_heads, c.head_dim,
-                                         kv_half};
-            kf::FastPagedAttention16(qr, c.num_heads, view, ctx, scale, head, head_end,
-                                     scratch.get(), out);
-            break;
-          }
-          case runtime::KvCacheFormat::kF32: {
-            table(seq, kb, vb, [&](int32_t x) { return cache.KBlock(li, x); },
-                  [&](int32_t x) { return cache.VBlock(li, x); });
-            const kc::PagedKvView view{kb.data(), vb.data(), bt, c.num_kv_heads, c.head_dim};
-            kf::FastPagedAttention(qr, c.num_heads, view, ctx, scale, head, head_end,
-                                   scratch.get(), out);
-            break;
-          }
-        }
-      }
-    };
-    if (pool_ != nullptr) {
-      // Chunks of whole GQA groups where there are enough to keep every thread busy: a group's
-      // heads share one read of its K and V (FastPagedAttention takes each K row once for all of
-      // them, and V once per block of heads, tile by tile).
-      const int64_t group = c.num_heads / c.num_kv_heads;
-      const bool whole_groups = total * c.num_kv_heads >= pool_->size();
-      pool_->ParallelFor(total * c.num_heads, whole_groups ? group : 1, attend);
-    } else {
-      attend(0, total * c.num_heads);
-    }
+    const LayerAttention layer{
+        static_cast<int64_t>(li),       scale,     static_cast<float>(c.attn_logit_softcap),
+        sliding ? c.sliding_window : 0, L.k_scale, L.v_scale};
+    AppendKv(c, rows, layer, k.data(), v.data(), cache);
+    Attend(c, rows, layer, q.data(), cache, pool_, attn.data());
     L.o->Forward(attn.data(), total, tmp.data());
-    add_residual(tmp.data());
+    add_residual(tmp.data(), L.attn_post_norm);
     kf::FastRmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
     if (L.moe != nullptr) {
       L.moe->Forward(xn.data(), total, tmp.data(), pool_);
@@ -474,16 +396,16 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       L.gate_up->Forward(xn.data(), total, fused.data());
       for (int64_t r = 0; r < total; ++r) {
         const float* f = fused.data() + r * 2 * F;
-        kf::FastSwiGlu(f, f + F, F, gate.data() + r * F);
+        activate(f, f + F, F, gate.data() + r * F);
       }
       L.down->Forward(gate.data(), total, tmp.data());
     } else {
       backend::cpu::ForwardSharedInput({L.gate.get(), L.up.get()}, xn.data(), total,
                                        {gate.data(), up.data()}, pool_);
-      kf::FastSwiGlu(gate.data(), up.data(), total * F, gate.data());
+      activate(gate.data(), up.data(), total * F, gate.data());
       L.down->Forward(gate.data(), total, tmp.data());
     }
-    add_residual(tmp.data());
+    add_residual(tmp.data(), L.ffn_post_norm);
   }
   for (const SequenceChunk& ch : chunks) ch.kv->length += static_cast<int64_t>(ch.tokens.size());
 
@@ -511,6 +433,10 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   if (c.logits_scaling != 1.0) {  // granite: a division, as transformers writes it
     const float div = static_cast<float>(c.logits_scaling);
     for (float& l : *logits) l /= div;
+  }
+  if (c.final_logit_softcap > 0) {  // gemma2: cap · tanh(logits / cap), in transformers' order
+    const float cap = static_cast<float>(c.final_logit_softcap);
+    for (float& l : *logits) l = std::tanh(l / cap) * cap;
   }
   return absl::OkStatus();
 }

@@ -1,8 +1,8 @@
-// DecoderModel: the Llama-family decoder (llama, mistral, qwen2, qwen3, and with sparse MoE MLPs
-// qwen2_moe, qwen3_moe and mixtral) on the CPU backend. It owns prepared weights and runs a batch
-// of sequence chunks in one step: all new tokens of all sequences go through each weight once (a
-// batched GEMM), each token attends over its own sequence's paged KV cache, and logits come back
-// for the positions asked for.
+// DecoderModel: the Llama-family decoder (llama, mistral, qwen2, qwen3, granite, phi3, the Gemma
+// family, and with sparse MoE MLPs qwen2_moe, qwen3_moe, mixtral and olmoe) on the CPU backend. It
+// owns prepared weights and runs a batch of sequence chunks in one step: all new tokens of all
+// sequences go through each weight once (a batched GEMM), each token attends over its own
+// sequence's paged KV cache, and logits come back for the positions asked for.
 #ifndef TESSERA_ENGINE_MODEL_DECODER_MODEL_H_
 #define TESSERA_ENGINE_MODEL_DECODER_MODEL_H_
 
@@ -41,6 +41,7 @@ class DecoderModel : public Decoder {
  public:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
+    std::vector<float> attn_post_norm, ffn_post_norm;  // gemma2 / gemma3; empty elsewhere
     std::unique_ptr<backend::Linear> q, k, v, o, gate, up, down;  // gate/up/down: a dense MLP
     std::unique_ptr<backend::Linear> qkv, gate_up;  // phi3: fused instead of q, k, v / gate, up
     std::unique_ptr<MoeBlock> moe;                                 // or a sparse MoE one
@@ -78,6 +79,7 @@ class DecoderModel : public Decoder {
   std::vector<Layer> layers_;
   std::unique_ptr<backend::Linear> lm_head_;
   std::vector<float> inv_freq_;
+  std::vector<float> inv_freq_sliding_;  // gemma3's sliding layers; empty: as inv_freq_
   kernels::cpu::ThreadPool* pool_ = nullptr;
   runtime::KvCacheFormat kv_format_ = runtime::KvCacheFormat::kF32;
 };

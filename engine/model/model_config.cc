@@ -41,6 +41,52 @@ bool BoolOr(const Json& j, const std::string& field, bool def) {
   return (it != j.end() && it->is_boolean()) ? it->get<bool>() : def;
 }
 
+// A number whose JSON null means "none" (0) and whose absence means the class default.
+double NullableNumber(const Json& j, const std::string& field, double def) {
+  auto it = j.find(field);
+  if (it == j.end()) return def;
+  return it->is_number() ? it->get<double>() : 0.0;
+}
+
+// Which layers slide: config.json's layer_types where present (transformers >= 4.53 writes it),
+// else the architecture's rule `sliding(i)`.
+template <typename Rule>
+absl::Status ReadSlidingLayers(const Json& j, ModelConfig& c, Rule sliding) {
+  if (c.num_layers < 0 || c.num_layers > ModelConfig::kMaxLayers) return absl::OkStatus();
+  c.sliding_layers.assign(c.num_layers, false);  // (Validate reports a bad layer count)
+  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+    if (!it->is_array() || static_cast<int64_t>(it->size()) != c.num_layers) {
+      return FieldError("layer_types", "is not an array of num_hidden_layers strings");
+    }
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      const Json& t = (*it)[i];
+      if (!t.is_string() || (t != "sliding_attention" && t != "full_attention")) {
+        return FieldError(absl::StrCat("layer_types[", i, "]"),
+                          "is not 'sliding_attention' or 'full_attention'");
+      }
+      c.sliding_layers[i] = t == "sliding_attention";
+    }
+    return absl::OkStatus();
+  }
+  for (int64_t i = 0; i < c.num_layers; ++i) c.sliding_layers[i] = sliding(i);
+  return absl::OkStatus();
+}
+
+// Gemma's MLP activation: hidden_activation where set (what Gemma checkpoints mean, and what
+// transformers before 4.45 used), else hidden_act.
+absl::StatusOr<MlpActivation> GemmaActivation(const Json& j) {
+  std::string act = "gelu_pytorch_tanh", field = "hidden_activation";
+  if (auto it = j.find("hidden_activation"); it != j.end() && it->is_string()) {
+    act = it->get<std::string>();
+  } else if (auto h = j.find("hidden_act"); h != j.end() && h->is_string()) {
+    act = h->get<std::string>();
+    field = "hidden_act";
+  }
+  if (act == "gelu_pytorch_tanh" || act == "gelu_new") return MlpActivation::kGeluTanh;
+  if (act == "gelu") return MlpActivation::kGeluErf;
+  return FieldError(field, absl::StrCat("'", act, "' is not supported (gelu_pytorch_tanh, gelu)"));
+}
+
 void ReadTokenIds(const Json& j, const std::string& field, std::vector<int32_t>* out) {
   auto it = j.find(field);
   if (it == j.end()) return;
@@ -66,6 +112,12 @@ std::string ModelConfig::ArchitectureName() const {
     case Architecture::kOlmoe: return "olmoe";
     case Architecture::kGranite: return "granite";
     case Architecture::kPhi3: return "phi3";
+    case Architecture::kGemma:
+      return "gemma";
+    case Architecture::kGemma2:
+      return "gemma2";
+    case Architecture::kGemma3:
+      return "gemma3";
   }
   return "?";
 }
@@ -77,7 +129,16 @@ std::string ModelConfig::ExtendedFeatures() const {
   if (qk_norm_whole) out.push_back("whole-projection q/k norms");
   if (clip_qkv > 0) out.push_back("clip_qkv");
   if (fused_qkv || fused_gate_up) out.push_back("fused qkv / gate_up projections");
+  if (mlp_activation != MlpActivation::kSilu) out.push_back("GeGLU MLP");
+  if (norm_weight_offset != 0.0f || sandwich_norms) out.push_back("Gemma norms");
+  if (attn_logit_softcap > 0 || final_logit_softcap > 0) out.push_back("soft-capped logits");
+  if (sliding_rope_theta > 0) out.push_back("per-layer RoPE bases");
   return absl::StrJoin(out, ", ");
+}
+
+bool ModelConfig::HasSlidingLayers() const {
+  return sliding_window > 0 &&
+         std::find(sliding_layers.begin(), sliding_layers.end(), true) != sliding_layers.end();
 }
 
 bool ModelConfig::IsMoeLayer(int64_t layer) const {
@@ -101,9 +162,6 @@ absl::Status ModelConfig::Validate() const {
   TESSERA_RETURN_IF_ERROR(positive(intermediate_size, "intermediate_size"));
   TESSERA_RETURN_IF_ERROR(positive(vocab_size, "vocab_size"));
   TESSERA_RETURN_IF_ERROR(positive(max_context, "max_position_embeddings"));
-  // Far above any released model (DeepSeek-V3: 61 layers); a corrupt count must not size the
-  // loader's per-layer loops and tables.
-  constexpr int64_t kMaxLayers = 4096;
   if (num_layers > kMaxLayers) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "model config: num_hidden_layers %d is more than %d", num_layers, kMaxLayers));
@@ -176,12 +234,26 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   } else if (model_type == "phi3") {
     c.architecture = Architecture::kPhi3;
     c.fused_qkv = c.fused_gate_up = true;
+  } else if (model_type == "gemma") {
+    c.architecture = Architecture::kGemma;
+  } else if (model_type == "gemma2") {
+    c.architecture = Architecture::kGemma2;
+  } else if (model_type == "gemma3_text") {
+    c.architecture = Architecture::kGemma3;
+  } else if (model_type == "gemma3") {
+    return FieldError("model_type",
+                      "'gemma3' (Gemma3ForConditionalGeneration, text and vision) is not "
+                      "supported: load its GGUF, or a gemma3_text checkpoint (Gemma 3 1B)");
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
-                                   "qwen3_moe, mixtral, olmoe, granite, phi3)"));
+                                   "qwen3_moe, mixtral, olmoe, granite, phi3, gemma, gemma2, "
+                                   "gemma3_text)"));
   }
+  const bool gemma = c.architecture == Architecture::kGemma ||
+                     c.architecture == Architecture::kGemma2 ||
+                     c.architecture == Architecture::kGemma3;
   if (c.architecture_name.empty()) c.architecture_name = model_type;
   TESSERA_ASSIGN_OR_RETURN(c.hidden_size, RequireInt(j, "hidden_size"));
   TESSERA_ASSIGN_OR_RETURN(c.num_layers, RequireInt(j, "num_hidden_layers"));
@@ -193,12 +265,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   c.max_context = IntOr(j, "max_position_embeddings", 2048);
   c.rope_theta = NumberOr(j, "rope_theta", 10000.0);
   c.rms_norm_eps = NumberOr(j, "rms_norm_eps", 1e-6);
-  c.tie_word_embeddings = BoolOr(j, "tie_word_embeddings", false);
+  c.tie_word_embeddings = BoolOr(j, "tie_word_embeddings", gemma);  // GemmaConfig: true
   // qwen2 and qwen2_moe (qkv_bias, default true) carry q/k/v biases.
   c.attention_bias = c.architecture == Architecture::kQwen2 ||
                      (c.architecture == Architecture::kQwen2Moe && BoolOr(j, "qkv_bias", true)) ||
                      BoolOr(j, "attention_bias", false);
-  c.qk_norm = c.architecture == Architecture::kQwen3 || c.architecture == Architecture::kQwen3Moe;
+  c.qk_norm = c.architecture == Architecture::kQwen3 || c.architecture == Architecture::kQwen3Moe ||
+              c.architecture == Architecture::kGemma3;
   if (c.architecture == Architecture::kQwen2Moe || c.architecture == Architecture::kQwen3Moe) {
     // transformers' Qwen2MoeConfig / Qwen3MoeConfig defaults: norm_topk_prob false,
     // decoder_sparse_step 1; qwen2_moe adds a shared expert.
@@ -240,6 +313,35 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     if (!(c.attention_scale > 0) || !(c.logits_scaling > 0)) {
       return FieldError("attention_multiplier / logits_scaling", "must be > 0");
     }
+  } else if (gemma) {
+    // transformers' Gemma*Config defaults. Embeddings are scaled by sqrt(hidden_size) (a python
+    // float rounded to the weights' dtype), norms by (1 + w).
+    TESSERA_ASSIGN_OR_RETURN(c.mlp_activation, GemmaActivation(j));
+    c.embedding_multiplier = std::sqrt(static_cast<double>(c.hidden_size));
+    c.norm_weight_offset = 1.0f;
+    if (c.architecture != Architecture::kGemma) {
+      c.sandwich_norms = true;
+      const double scalar = NumberOr(j, "query_pre_attn_scalar", 256.0);
+      if (!(scalar > 0)) return FieldError("query_pre_attn_scalar", "must be > 0");
+      c.attention_scale = std::pow(scalar, -0.5);
+      const bool g2 = c.architecture == Architecture::kGemma2;
+      c.attn_logit_softcap = NullableNumber(j, "attn_logit_softcapping", g2 ? 50.0 : 0.0);
+      c.final_logit_softcap = NullableNumber(j, "final_logit_softcapping", g2 ? 30.0 : 0.0);
+      if (c.attn_logit_softcap < 0 || c.final_logit_softcap < 0) {
+        return FieldError("attn_logit_softcapping / final_logit_softcapping", "must be >= 0");
+      }
+      c.sliding_window = static_cast<int64_t>(NullableNumber(j, "sliding_window", 4096.0));
+      // Gemma 2: every other layer from the first; Gemma 3: all but every
+      // sliding_window_pattern-th.
+      const int64_t pattern = g2 ? 2 : IntOr(j, "sliding_window_pattern", 6);
+      if (pattern < 1) return FieldError("sliding_window_pattern", "must be >= 1");
+      TESSERA_RETURN_IF_ERROR(
+          ReadSlidingLayers(j, c, [&](int64_t i) { return (i + 1) % pattern != 0; }));
+      if (c.architecture == Architecture::kGemma3) {
+        c.sliding_rope_theta = NumberOr(j, "rope_local_base_freq", 10000.0);
+        if (!(c.sliding_rope_theta > 0)) return FieldError("rope_local_base_freq", "must be > 0");
+      }
+    }
   } else if (c.architecture == Architecture::kMixtral) {
     // Mixtral's experts are intermediate_size wide; its router always renormalizes (a softmax
     // over the top-k logits).
@@ -269,14 +371,20 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
       return FieldError("rope_scaling.rope_type", absl::StrCat("'", type, "' is not supported (llama3, linear)"));
     }
   }
-  const bool windowed = c.architecture == Architecture::kMistral ||
-                        c.architecture == Architecture::kMixtral ||
-                        c.architecture == Architecture::kPhi3 ||
-                        BoolOr(j, "use_sliding_window", false);
-  if (windowed && IntOr(j, "sliding_window", 0) > 0) {
+  // Mistral, Mixtral and Phi-3 window every layer; qwen* with use_sliding_window the layers from
+  // max_window_layers on (transformers' Qwen2Config; default 28).
+  const bool qwen =
+      c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3 ||
+      c.architecture == Architecture::kQwen2Moe || c.architecture == Architecture::kQwen3Moe;
+  const bool windowed =
+      c.architecture == Architecture::kMistral || c.architecture == Architecture::kMixtral ||
+      c.architecture == Architecture::kPhi3 || (qwen && BoolOr(j, "use_sliding_window", false));
+  if (windowed && IntOr(j, "sliding_window", 0) != 0) {
     c.sliding_window = IntOr(j, "sliding_window", 0);
-    c.max_context = std::min(c.max_context, c.sliding_window);
+    const int64_t first = qwen ? IntOr(j, "max_window_layers", 28) : 0;
+    TESSERA_RETURN_IF_ERROR(ReadSlidingLayers(j, c, [&](int64_t i) { return i >= first; }));
   }
+  if (c.sliding_window < 0) return FieldError("sliding_window", "must be >= 0");
   if (auto it = j.find("bos_token_id"); it != j.end() && it->is_number_integer()) {
     c.bos_token_id = it->get<int32_t>();
   }
@@ -285,148 +393,17 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   return c;
 }
 
-absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
-  ModelConfig c;
-  TESSERA_ASSIGN_OR_RETURN(std::string arch, m.GetString("general.architecture"));
-  c.architecture_name = arch;
-  if (arch == "llama") {
-    c.architecture = Architecture::kLlama;
-    c.rope_style = RopeStyle::kInterleaved;  // the converter permuted Q/K (quant-formats.md §11.4)
-  } else if (arch == "qwen2") {
-    c.architecture = Architecture::kQwen2;
-    c.attention_bias = true;
-  } else if (arch == "qwen2moe") {
-    c.architecture = Architecture::kQwen2Moe;
-    c.attention_bias = true;
-  } else if (arch == "olmoe") {
-    c.architecture = Architecture::kOlmoe;
-    c.qk_norm_whole = true;
-  } else if (arch == "phi3") {
-    // llama.cpp's phi3 graph: NeoX RoPE (no q/k permutation), gate and up in one ffn_up; q/k/v
-    // in one attn_qkv (ModelSource checks the file, newer converters may split them).
-    c.architecture = Architecture::kPhi3;
-    c.fused_qkv = c.fused_gate_up = true;
-  } else if (arch == "granite") {
-    // llama.cpp's granite graph: llama's permuted q/k, and the four multipliers (logit_scale
-    // required, the others default to none; attention.scale 0 means 1/sqrt(head_dim)).
-    c.architecture = Architecture::kGranite;
-    c.rope_style = RopeStyle::kInterleaved;
-    TESSERA_ASSIGN_OR_RETURN(c.logits_scaling, m.GetFloat(absl::StrCat(arch, ".logit_scale")));
-    auto scale = [&](const char* k, double def) {
-      auto v = m.GetFloat(absl::StrCat(arch, ".", k));
-      return v.ok() ? *v : def;
-    };
-    c.residual_multiplier = scale("residual_scale", 1.0);
-    c.embedding_multiplier = scale("embedding_scale", 1.0);
-    c.attention_scale = scale("attention.scale", 0.0);
-    if (!(c.logits_scaling > 0) || c.attention_scale < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("GGUF ", arch, ".logit_scale must be > 0 and attention.scale >= 0"));
-    }
-  } else if (arch == "qwen3" || arch == "qwen3moe") {
-    c.architecture = arch == "qwen3" ? Architecture::kQwen3 : Architecture::kQwen3Moe;
-    c.qk_norm = true;
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("GGUF general.architecture '", arch,
-                     "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite, "
-                     "phi3)"));
-  }
-  auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
-  TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
-  TESSERA_ASSIGN_OR_RETURN(uint64_t layers, m.GetUint(key("block_count")));
-  TESSERA_ASSIGN_OR_RETURN(uint64_t heads, m.GetUint(key("attention.head_count")));
-  c.hidden_size = static_cast<int64_t>(hidden);
-  c.num_layers = static_cast<int64_t>(layers);
-  c.num_heads = static_cast<int64_t>(heads);
-  // llama.cpp's MoE layouts: qwen2moe / qwen3moe (experts expert_feed_forward_length wide;
-  // qwen2moe's shared expert expert_shared_feed_forward_length) and llama with expert_count
-  // (Mixtral, experts feed_forward_length wide). Every layer is sparse; the top-k weights are
-  // renormalized as llama.cpp's graphs fix it per architecture (norm_w: qwen3moe and llama yes,
-  // qwen2moe no), whatever an expert_weights_norm key says.
-  const bool qwen_moe =
-      c.architecture == Architecture::kQwen2Moe || c.architecture == Architecture::kQwen3Moe;
-  if (auto experts = m.GetUint(key("expert_count")); experts.ok() && *experts > 0) {
-    c.num_experts = static_cast<int64_t>(*experts);
-    TESSERA_ASSIGN_OR_RETURN(uint64_t used, m.GetUint(key("expert_used_count")));
-    c.num_experts_per_tok = static_cast<int64_t>(used);
-    c.norm_topk_prob =
-        c.architecture != Architecture::kQwen2Moe && c.architecture != Architecture::kOlmoe;
-    if (c.architecture == Architecture::kLlama) {
-      c.architecture = Architecture::kMixtral;
-      c.moe_naming = MoeNaming::kMixtral;
-    }
-  } else if (qwen_moe || c.architecture == Architecture::kOlmoe) {
-    return absl::InvalidArgumentError(absl::StrCat("GGUF ", arch, ".expert_count is missing or 0"));
-  }
-  if (qwen_moe) {
-    // llama.cpp's fallbacks for files without the expert widths (early Qwen1.5-MoE GGUFs):
-    // experts feed_forward_length / expert_used_count wide, the shared expert
-    // feed_forward_length. A per-layer array of expert widths is not supported.
-    auto ffn = m.GetUint(key("feed_forward_length"));
-    auto expert_ffn = m.GetUint(key("expert_feed_forward_length"));
-    if (!expert_ffn.ok() && !ffn.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "GGUF ", arch, ".expert_feed_forward_length and ", arch,
-          ".feed_forward_length are both missing or not scalars"));
-    }
-    c.intermediate_size = ffn.ok() ? static_cast<int64_t>(*ffn) : 0;
-    c.moe_intermediate_size = expert_ffn.ok() && *expert_ffn > 0
-                                  ? static_cast<int64_t>(*expert_ffn)
-                                  : c.intermediate_size / std::max<int64_t>(c.num_experts_per_tok, 1);
-    if (c.intermediate_size == 0) c.intermediate_size = c.moe_intermediate_size;
-    if (c.architecture == Architecture::kQwen2Moe) {
-      auto shared = m.GetUint(key("expert_shared_feed_forward_length"));
-      c.shared_expert_intermediate_size =
-          shared.ok() && *shared > 0 ? static_cast<int64_t>(*shared) : c.intermediate_size;
-    }
-  } else {
-    TESSERA_ASSIGN_OR_RETURN(uint64_t ffn, m.GetUint(key("feed_forward_length")));
-    c.intermediate_size = static_cast<int64_t>(ffn);
-    if (c.num_experts > 0) c.moe_intermediate_size = c.intermediate_size;
-  }
-  auto kv = m.GetUint(key("attention.head_count_kv"));
-  c.num_kv_heads = kv.ok() ? static_cast<int64_t>(*kv) : c.num_heads;
-  auto head_dim = m.GetUint(key("attention.key_length"));
-  c.head_dim = head_dim.ok() ? static_cast<int64_t>(*head_dim) : c.hidden_size / c.num_heads;
-  auto ctx = m.GetUint(key("context_length"));
-  c.max_context = ctx.ok() ? static_cast<int64_t>(*ctx) : 2048;
-  auto theta = m.GetFloat(key("rope.freq_base"));
-  c.rope_theta = theta.ok() ? *theta : 10000.0;
-  auto eps = m.GetFloat(key("attention.layer_norm_rms_epsilon"));
-  c.rms_norm_eps = eps.ok() ? *eps : 1e-5;
-  auto rope_dim = m.GetUint(key("rope.dimension_count"));
-  c.rope_dim = rope_dim.ok() ? static_cast<int64_t>(*rope_dim) : c.head_dim;
-  if (auto type = m.GetString(key("rope.scaling.type")); type.ok()) {
-    if (*type == "linear") {
-      c.rope_scaling.type = RopeScaling::Type::kLinear;
-      auto f = m.GetFloat(key("rope.scaling.factor"));
-      c.rope_scaling.factor = f.ok() ? *f : 1.0;
-    } else if (*type != "none") {
-      return absl::UnimplementedError(absl::StrCat("GGUF rope scaling '", *type, "' is not supported"));
-    }
-  }
-  auto tokens = m.GetArray("tokenizer.ggml.tokens");
-  if (auto vocab = m.GetUint(key("vocab_size")); vocab.ok()) {
-    c.vocab_size = static_cast<int64_t>(*vocab);
-  } else if (tokens.ok()) {
-    c.vocab_size = static_cast<int64_t>((*tokens)->size());
-  }
-  if (auto bos = m.GetUint("tokenizer.ggml.bos_token_id"); bos.ok()) c.bos_token_id = static_cast<int32_t>(*bos);
-  if (auto eos = m.GetUint("tokenizer.ggml.eos_token_id"); eos.ok()) c.eos_token_ids.push_back(static_cast<int32_t>(*eos));
-  TESSERA_RETURN_IF_ERROR(c.Validate());
-  return c;
-}
-
-std::vector<float> RopeInverseFrequencies(const ModelConfig& c) {
+std::vector<float> RopeInverseFrequencies(const ModelConfig& c, bool sliding) {
   const int64_t pairs = c.rope_dim / 2;
   std::vector<float> inv(pairs);
-  const float base = static_cast<float>(c.rope_theta);
+  const bool local = sliding && c.sliding_rope_theta > 0;
+  const float base = static_cast<float>(local ? c.sliding_rope_theta : c.rope_theta);
   for (int64_t i = 0; i < pairs; ++i) {
     // transformers: 1.0 / (base ** (arange(0, dim, 2).float() / dim)), all in float32.
     const float exponent = static_cast<float>(2 * i) / static_cast<float>(c.rope_dim);
     inv[i] = 1.0f / std::pow(base, exponent);
   }
+  if (local) return inv;  // Gemma 3's local RoPE: default, unscaled
   const RopeScaling& s = c.rope_scaling;
   if (s.type == RopeScaling::Type::kLinear) {
     for (float& f : inv) f = f / static_cast<float>(s.factor);

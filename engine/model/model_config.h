@@ -1,6 +1,6 @@
 // ModelConfig: the architecture of a Llama-family decoder (llama incl. Llama 3 rope scaling,
-// mistral, qwen2, qwen3, granite, phi3, and the mixture-of-experts qwen2_moe, qwen3_moe, mixtral,
-// olmoe),
+// mistral, qwen2, qwen3, granite, phi3, gemma, gemma2, gemma3, and the mixture-of-experts
+// qwen2_moe, qwen3_moe, mixtral, olmoe),
 // read from an HF config.json or from GGUF metadata. Everything the decoder loop needs to know
 // about a model lives here, so architectures differ in data, not in code paths.
 #ifndef TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
@@ -18,8 +18,24 @@
 namespace tessera::model {
 
 enum class Architecture {
-  kLlama, kMistral, kQwen2, kQwen3, kQwen2Moe, kQwen3Moe, kMixtral, kOlmoe, kGranite, kPhi3
+  kLlama,
+  kMistral,
+  kQwen2,
+  kQwen3,
+  kQwen2Moe,
+  kQwen3Moe,
+  kMixtral,
+  kOlmoe,
+  kGranite,
+  kPhi3,
+  kGemma,
+  kGemma2,
+  kGemma3
 };
+
+// The MLP's gated activation: SwiGLU (silu(gate) · up), or Gemma's GeGLU with PyTorch's tanh
+// approximation ("gelu_pytorch_tanh") or exact erf GELU ("gelu").
+enum class MlpActivation { kSilu, kGeluTanh, kGeluErf };
 
 // How RoPE pairs the dimensions of a head. HF checkpoints rotate (i, i + d/2) ("rotate half",
 // NeoX); GGUF llama files were permuted by the converter for pairs (2i, 2i + 1).
@@ -35,6 +51,9 @@ struct RopeScaling {
 };
 
 struct ModelConfig {
+  // Far above any released model (DeepSeek-V3: 61 layers); a corrupt count must not size the
+  // loader's per-layer loops and tables.
+  static constexpr int64_t kMaxLayers = 4096;
   Architecture architecture = Architecture::kLlama;
   std::string architecture_name;  // as written in the source ("LlamaForCausalLM", "llama")
   int64_t hidden_size = 0;
@@ -45,11 +64,21 @@ struct ModelConfig {
   int64_t intermediate_size = 0;
   int64_t vocab_size = 0;
   int64_t max_context = 0;
-  // The attention window an HF checkpoint was trained with (mistral / mixtral `sliding_window`,
-  // qwen* with `use_sliding_window`); 0 without one. This decoder attends over the whole context,
-  // which equals windowed attention only up to the window, so max_context is capped to it (a
-  // longer request is refused, not answered differently; the loader says so once).
+  // Sliding-window attention: a query at position p of a sliding layer attends to positions
+  // (p - sliding_window, p] (transformers' and llama.cpp's masks). sliding_layers[i] says
+  // whether layer i is one (empty: none is). Mistral / Mixtral / Phi-3 configs window every
+  // layer, qwen* with use_sliding_window those from max_window_layers on, Gemma 2 every other
+  // layer, Gemma 3 five of six; layer_types in config.json says it per layer where present.
   int64_t sliding_window = 0;
+  std::vector<bool> sliding_layers;
+  bool IsSlidingLayer(int64_t layer) const {
+    return sliding_window > 0 && layer < static_cast<int64_t>(sliding_layers.size()) &&
+           sliding_layers[layer];
+  }
+  bool HasSlidingLayers() const;
+  // Gemma 3: sliding layers rotate with this base and without rope_scaling (transformers'
+  // rotary_emb_local, llama.cpp's freq_base_swa); 0: as the full layers.
+  double sliding_rope_theta = 0.0;
   double rope_theta = 10000.0;
   int64_t rope_dim = 0;  // rotated dims per head (== head_dim unless partial rotary)
   RopeScaling rope_scaling;
@@ -60,7 +89,7 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
-  bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (qwen3)
+  bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (qwen3, gemma3)
   bool qk_norm_whole = false;   // olmoe: RMSNorm over the whole q and k projections instead
   // phi3: one qkv_proj matrix ([q; k; v] rows) and one gate_up_proj ([gate; up] rows).
   bool fused_qkv = false;
@@ -73,10 +102,24 @@ struct ModelConfig {
   double attention_scale = 0.0;
   double residual_multiplier = 1.0;
   double logits_scaling = 1.0;
+  // gemma: embedding_multiplier sqrt(hidden_size); gemma2 / gemma3: attention_scale
+  // query_pre_attn_scalar^-0.5.
   bool HasGraniteMultipliers() const {
     return embedding_multiplier != 1.0 || attention_scale != 0.0 || residual_multiplier != 1.0 ||
            logits_scaling != 1.0;
   }
+  // Gemma. HF Gemma norms scale by (1 + w): norm_weight_offset 1 is added to every RMSNorm
+  // weight at load (llama.cpp's converter adds it to GGUF files already, so 0 there).
+  MlpActivation mlp_activation = MlpActivation::kSilu;
+  float norm_weight_offset = 0.0f;
+  // gemma2 / gemma3: the attention output and the MLP output are each RMS-normed before their
+  // residual add (post_attention_layernorm / post_feedforward_layernorm; GGUF post_attention_norm
+  // / post_ffw_norm) and the MLP input by pre_feedforward_layernorm (GGUF ffn_norm).
+  bool sandwich_norms = false;
+  // Scores (after attention_scale) and final logits become cap · tanh(x / cap); 0: none (Gemma 2:
+  // 50 and 30).
+  double attn_logit_softcap = 0.0;
+  double final_logit_softcap = 0.0;
   // The features beyond the plain llama / qwen decoder this model needs ("mixture of experts,
   // fused qkv / gate_up"), or empty: what a backend that has only that decoder (CUDA) must
   // refuse.
@@ -112,7 +155,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& metadata
 
 // Per-pair inverse frequencies (rope_dim / 2 of them) after rope scaling, computed in float32
 // the way transformers does, so angles match the reference to the last bit where possible.
-std::vector<float> RopeInverseFrequencies(const ModelConfig& config);
+// `sliding`: those of the sliding layers (sliding_rope_theta, unscaled, where set).
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config, bool sliding = false);
 
 }  // namespace tessera::model
 

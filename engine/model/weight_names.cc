@@ -23,6 +23,12 @@ const char* HfSuffix(LayerTensor t) {
     case LayerTensor::kDown: return "mlp.down_proj.weight";
     case LayerTensor::kQkv: return "self_attn.qkv_proj.weight";
     case LayerTensor::kGateUp: return "mlp.gate_up_proj.weight";
+    case LayerTensor::kPreFfnNorm:
+      return "pre_feedforward_layernorm.weight";
+    case LayerTensor::kAttnPostNorm:
+      return "post_attention_layernorm.weight";
+    case LayerTensor::kFfnPostNorm:
+      return "post_feedforward_layernorm.weight";
   }
   return "";
 }
@@ -45,6 +51,12 @@ const char* GgufSuffix(LayerTensor t) {
     case LayerTensor::kDown: return "ffn_down.weight";
     case LayerTensor::kQkv: return "attn_qkv.weight";
     case LayerTensor::kGateUp: return "ffn_up.weight";
+    case LayerTensor::kPreFfnNorm:
+      return "ffn_norm.weight";
+    case LayerTensor::kAttnPostNorm:
+      return "post_attention_norm.weight";
+    case LayerTensor::kFfnPostNorm:
+      return "post_ffw_norm.weight";
   }
   return "";
 }

@@ -9,9 +9,29 @@
 namespace tessera::model {
 
 enum class LayerTensor {
-  kAttnNorm, kQ, kK, kV, kO, kQBias, kKBias, kVBias, kQNorm, kKNorm,
-  kFfnNorm, kGate, kUp, kDown,
-  kQkv, kGateUp,  // phi3's fused projections (GGUF attn_qkv; ffn_up holding gate and up)
+  kAttnNorm,
+  kQ,
+  kK,
+  kV,
+  kO,
+  kQBias,
+  kKBias,
+  kVBias,
+  kQNorm,
+  kKNorm,
+  kFfnNorm,
+  kGate,
+  kUp,
+  kDown,
+  kQkv,
+  kGateUp,  // phi3's fused projections (GGUF attn_qkv; ffn_up holding gate and up)
+  // gemma2 / gemma3's sandwich norms: the MLP input norm (HF pre_feedforward_layernorm, GGUF
+  // ffn_norm) and the norms of the attention and MLP outputs (HF post_attention_layernorm /
+  // post_feedforward_layernorm, GGUF post_attention_norm / post_ffw_norm). HF's
+  // post_attention_layernorm is kFfnNorm everywhere else.
+  kPreFfnNorm,
+  kAttnPostNorm,
+  kFfnPostNorm,
 };
 
 enum class NamingScheme { kHf, kGguf };

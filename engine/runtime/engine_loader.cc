@@ -1,5 +1,7 @@
 #include "engine/runtime/engine_loader.h"
 
+#include <algorithm>
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -79,6 +81,17 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
   // Before the plan, so no layer's kernel choice speaks first (CudaDecoder::Create checks the
   // same for direct callers).
   TESSERA_RETURN_IF_ERROR(backend::cuda::CheckCudaDecoderSupports(e.source.config));
+  if (e.source.config.HasSlidingLayers()) {
+    // The CUDA attention kernel has no window; full attention equals windowed attention up to
+    // the window, so the context stops there (a longer request is refused, not answered
+    // differently). The CPU decoder attends through the window at any length.
+    auto& c = e.source.config;
+    c.max_context = std::min(c.max_context, c.sliding_window);
+    TLOG_WARNING(
+        "sliding attention window of %d tokens: the CUDA decoder caps the context at %d "
+        "(--device cpu attends through the window at any length)",
+        c.sliding_window, c.max_context);
+  }
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info,
                            backend::cuda::OpenCudaDevice(cuda_ordinal));
   const backend::cuda::CudaKernelSelector selector(info.sm);
@@ -143,12 +156,6 @@ absl::StatusOr<std::unique_ptr<LoadedEngine>> LoadEngine(const std::string& path
   TESSERA_RETURN_IF_ERROR(BuildDecoder(*e, options, cuda_ordinal));
   e->load_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   const auto& c = e->source.config;
-  if (c.sliding_window > 0) {
-    TLOG_WARNING("config.json has a sliding attention window of %d tokens; tessera attends over "
-                 "the whole context, which equals it up to the window, so the context length is "
-                 "capped at %d",
-                 c.sliding_window, c.max_context);
-  }
   TLOG_INFO("loaded %s: %s, %d layers, hidden %d, heads %d/%d, vocab %d, context %d; tokenizer %s; "
             "%d threads; device %s; KV cache %s; %.3f s",
             path, c.ArchitectureName(), c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads,

@@ -89,8 +89,8 @@ from safetensors.torch import save_file
 
 from moe_goldens import router_margins, write_gguf_twin
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, GraniteConfig,
-                          LlamaConfig, Phi3Config,
+from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, Gemma2Config,
+                          Gemma3TextConfig, GemmaConfig, GraniteConfig, LlamaConfig, Phi3Config,
                           MistralConfig, MixtralConfig, OlmoeConfig, PreTrainedTokenizerFast,
                           Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
 
@@ -304,12 +304,42 @@ MODELS = {
                               partial_rotary_factor=0.5, sliding_window=None, rope_scaling=None,
                               original_max_position_embeddings=256, resid_pdrop=0.0,
                               embd_pdrop=0.0, attention_dropout=0.0)),
+    # Sliding-window attention over 8 positions (the 32-token prompt plus 32 generated tokens go
+    # well past it): mistral windows every layer; qwen2 (use_sliding_window) the layers from
+    # max_window_layers on, here layer 1 only.
+    "mistral_swa": (MistralConfig, dict(COMMON, rope_theta=10000.0, sliding_window=8,
+                                        tie_word_embeddings=False)),
+    "qwen2_swa": (Qwen2Config, dict(COMMON, rope_theta=1000000.0, use_sliding_window=True,
+                                    sliding_window=8, max_window_layers=1,
+                                    tie_word_embeddings=False)),
+    # The Gemma family: (1 + w) norms, embeddings times sqrt(hidden), GeGLU (tanh GELU), tied
+    # embeddings, head_dim 32 != hidden / heads. gemma2: sandwich norms, attention and final
+    # logit soft caps (small, so they bite at this scale), layer 0 windowed (8), layer 1 full.
+    # gemma3: per-head q/k norms, layers 0-1 windowed with their own RoPE base (10000) and
+    # layer 2 full with 1e6 and linear scaling 8, as Gemma 3 4B+; sliding_window_pattern 3.
+    # query_pre_attn_scalar = head_dim: GGUF files do not store it (llama.cpp derives it).
+    "gemma": (GemmaConfig, dict(COMMON, head_dim=32, rope_theta=10000.0,
+                                hidden_act="gelu_pytorch_tanh",
+                                hidden_activation="gelu_pytorch_tanh", tie_word_embeddings=True)),
+    "gemma2": (Gemma2Config, dict(COMMON, head_dim=32, rope_theta=10000.0,
+                                  hidden_activation="gelu_pytorch_tanh",
+                                  query_pre_attn_scalar=32, sliding_window=8,
+                                  attn_logit_softcapping=4.0, final_logit_softcapping=10.0,
+                                  tie_word_embeddings=True)),
+    "gemma3": (Gemma3TextConfig, dict(COMMON, num_hidden_layers=3, head_dim=32,
+                                      hidden_activation="gelu_pytorch_tanh",
+                                      query_pre_attn_scalar=32, sliding_window=8,
+                                      sliding_window_pattern=3, rope_theta=1000000.0,
+                                      rope_local_base_freq=10000.0,
+                                      rope_scaling={"rope_type": "linear", "factor": 8.0},
+                                      tie_word_embeddings=True)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
 # convert_hf_to_gguf.py lays them out): general.architecture for each.
 GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
-              "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama"}
+              "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama",
+              "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3"}
 
 
 def init_weights(model: torch.nn.Module, seed: int) -> None:

@@ -96,6 +96,21 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     w.add_rope_dimension_count(int(head_dim * (getattr(cfg, "partial_rotary_factor", None) or 1.0)))
     w.add_rope_freq_base(cfg.rope_theta)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
+    gemma = arch in ("gemma", "gemma2", "gemma3")
+    if arch in ("gemma2", "gemma3"):  # Gemma2Model / Gemma3Model
+        if cfg.attn_logit_softcapping:
+            w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
+        if cfg.final_logit_softcapping:
+            w.add_final_logit_softcapping(cfg.final_logit_softcapping)
+        w.add_sliding_window(cfg.sliding_window)
+    if arch == "gemma3":
+        # The converter writes no pattern (llama.cpp's default is 6) and relies on the default
+        # local base 10000; this 3-layer fixture names its period.
+        w.add_sliding_window_pattern(3)
+        rope = cfg.rope_scaling or {}
+        if rope.get("rope_type") == "linear":
+            w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+            w.add_rope_scaling_factor(rope["factor"])
     w.add_vocab_size(cfg.vocab_size)
     qwen = arch in ("qwen2moe", "qwen3moe", "olmoe")  # olmoe names experts as Qwen does
     moe_prefix = "mlp" if qwen else "block_sparse_moe"
@@ -104,6 +119,9 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     if arch == "qwen2moe":
         w.add_expert_shared_feed_forward_length(cfg.shared_expert_intermediate_size)
     if arch == "phi3":  # dense, fused qkv and gate_up (Phi3MiniModel)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        n_experts = 0
+    elif gemma:
         w.add_feed_forward_length(cfg.intermediate_size)
         n_experts = 0
     elif arch == "granite":  # dense, with the four multipliers (GraniteModel)
@@ -153,6 +171,9 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     w.add_add_bos_token(True)
 
     def put(name: str, a: np.ndarray) -> None:
+        # Gemma norms are (1 + w) in transformers; the converter stores 1 + w (modify_tensors).
+        if gemma and name.endswith("norm.weight"):
+            a = a + np.float32(1.0)
         w.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))
 
     put("token_embd.weight", sd["model.embed_tokens.weight"])
@@ -177,6 +198,16 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
         put(f"blk.{i}.attn_k.weight", k)
         put(f"blk.{i}.attn_v.weight", sd[p + "self_attn.v_proj.weight"])
         put(f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"])
+        if arch in ("gemma2", "gemma3"):  # sandwich norms
+            if arch == "gemma3":
+                put(f"blk.{i}.attn_q_norm.weight", sd[p + "self_attn.q_norm.weight"])
+                put(f"blk.{i}.attn_k_norm.weight", sd[p + "self_attn.k_norm.weight"])
+            put(f"blk.{i}.post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"])
+            put(f"blk.{i}.ffn_norm.weight", sd[p + "pre_feedforward_layernorm.weight"])
+            put(f"blk.{i}.post_ffw_norm.weight", sd[p + "post_feedforward_layernorm.weight"])
+            for role in ("gate", "up", "down"):
+                put(f"blk.{i}.ffn_{role}.weight", sd[p + f"mlp.{role}_proj.weight"])
+            continue
         if arch == "qwen2moe":
             for r, g in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
                 put(f"blk.{i}.{g}.bias", sd[p + f"self_attn.{r}_proj.bias"])

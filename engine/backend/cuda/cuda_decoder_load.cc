@@ -99,6 +99,9 @@ absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
   }
   auto d = std::make_unique<CudaDecoder>(PrivateTag{});
   d->config_ = source.config;
+  if (d->config_.HasSlidingLayers()) {  // no window in the CUDA kernel: equal up to the window
+    d->config_.max_context = std::min(d->config_.max_context, d->config_.sliding_window);
+  }
   d->limits_ = limits;
   d->limits_.max_logit_rows = std::min(limits.max_logit_rows, limits.max_step_tokens);
   if (const char* env = std::getenv("TESSERA_CUDA_GRAPHS"); env != nullptr && env[0] == '0') {

@@ -5,16 +5,22 @@
 // 4; qwen2_moe: top-2 of 8 plus a sigmoid-gated shared expert, q/k/v biases; olmoe: q/k
 // RMSNorm over the whole projections, olmoe_clip with clip_qkv), granite (embedding,
 // attention, residual and logits multipliers) and phi3 (fused qkv / gate_up, half the head
-// rotated). llama3_rope's GGUF twin carries its rope scaling as llama.cpp's converter writes it,
-// per-pair frequency divisors in rope_freqs.weight, tessera's logits at every position match transformers', and greedy continuations of 32
-// tokens are identical (tools/reference/make_hf_goldens.py made the goldens). The MoE models'
-// GGUF twins (model.gguf: the same f32 weights as llama.cpp's converter lays them out, experts
-// stacked into one tensor per role, Mixtral's q/k permuted) must give the same logits.
+// rotated), sliding windows of 8 positions (mistral_swa every layer, qwen2_swa from
+// max_window_layers on) and the Gemma family (gemma: (1 + w) norms, scaled embeddings, GeGLU;
+// gemma2: sandwich norms, attention and final logit soft caps, alternating windows; gemma3: q/k
+// norms, windows with their own RoPE base beside linearly scaled global layers, each with a GGUF
+// twin as llama.cpp's converter writes it). llama3_rope's GGUF twin carries its rope scaling as
+// llama.cpp's converter writes it, per-pair frequency divisors in rope_freqs.weight, tessera's
+// logits at every position match transformers', and greedy continuations of 32 tokens are identical
+// (tools/reference/make_hf_goldens.py made the goldens). The MoE models' GGUF twins (model.gguf:
+// the same f32 weights as llama.cpp's converter lays them out, experts stacked into one tensor per
+// role, Mixtral's q/k permuted) must give the same logits.
 //
 // Tolerance: both sides compute in f32. The script measured the oracle's own error against a
-// float64 run of the same model (f32_vs_f64_max_abs_diff, 9e-6..2.5e-5 for logits up to ~17), so two
-// independent f32 implementations differ by at most about twice that; we allow 4x the measured
-// oracle error plus 1e-6 absolute, and require the relative max error to stay below 1e-4 of max|logit|.
+// float64 run of the same model (f32_vs_f64_max_abs_diff, 9e-6..2.5e-5 for logits up to ~17), so
+// two independent f32 implementations differ by at most about twice that; we allow 4x the measured
+// oracle error plus 1e-6 absolute, and require the relative max error to stay below 1e-4 of
+// max|logit|.
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -67,9 +73,9 @@ class HfGoldenTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(HfGoldenTest, ConfigIsParsed) {
   const ModelConfig& c = source_.config;
-  EXPECT_EQ(c.ArchitectureName(), golden_["architecture"].get<std::string>() == "llama"
-                                      ? "llama"
-                                      : golden_["architecture"].get<std::string>());
+  // transformers' model_type; tessera names Gemma 3's text model gemma3, as llama.cpp does.
+  const std::string arch = golden_["architecture"].get<std::string>();
+  EXPECT_EQ(c.ArchitectureName(), arch == "gemma3_text" ? "gemma3" : arch);
   const auto& inv = golden_["rope"]["inv_freq"];
   const auto ours = RopeInverseFrequencies(c);
   ASSERT_EQ(ours.size(), inv.size());
@@ -132,7 +138,9 @@ INSTANTIATE_TEST_SUITE_P(Architectures, HfGoldenTest,
                                            "qwen3_moe/model.gguf", "mixtral/model.gguf",
                                            "qwen2_moe/model.gguf", "olmoe/model.gguf", "granite",
                                            "granite/model.gguf", "phi3", "phi3/model.gguf",
-                                           "llama3_rope/model.gguf"),
+                                           "llama3_rope/model.gguf", "mistral_swa", "qwen2_swa",
+                                           "gemma", "gemma/model.gguf", "gemma2",
+                                           "gemma2/model.gguf", "gemma3", "gemma3/model.gguf"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& ch : name) {

@@ -297,28 +297,6 @@ TEST(MoeConfigTest, Qwen2MoeNeedsItsSharedExpertWidth) {
   EXPECT_FALSE(gguf->config.norm_topk_prob);  // llama.cpp's qwen2moe graph: norm_w false
 }
 
-// Windowed attention equals full attention up to the window: the context stops there.
-TEST(MoeConfigTest, SlidingWindowCapsTheContext) {
-  const std::string base = R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
-      "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 320,
-      "max_position_embeddings": 256, )";
-  auto mistral = ModelConfigFromHfJson(base + R"("model_type": "mistral", "sliding_window": 64})");
-  ASSERT_TRUE(mistral.ok()) << mistral.status();
-  EXPECT_EQ(mistral->max_context, 64);
-  EXPECT_EQ(mistral->sliding_window, 64);
-  auto unwindowed = ModelConfigFromHfJson(base + R"("model_type": "mistral", "sliding_window": null})");
-  ASSERT_TRUE(unwindowed.ok());
-  EXPECT_EQ(unwindowed->max_context, 256);
-  auto qwen_off = ModelConfigFromHfJson(
-      base + R"("model_type": "qwen2", "sliding_window": 64, "use_sliding_window": false})");
-  ASSERT_TRUE(qwen_off.ok());
-  EXPECT_EQ(qwen_off->max_context, 256);
-  auto qwen_on = ModelConfigFromHfJson(
-      base + R"("model_type": "qwen2", "sliding_window": 64, "use_sliding_window": true})");
-  ASSERT_TRUE(qwen_on.ok());
-  EXPECT_EQ(qwen_on->max_context, 64);
-}
-
 // What a backend with only the plain decoder (CUDA) must refuse, named.
 TEST(MoeConfigTest, ExtendedFeaturesNameWhatThePlainDecoderLacks) {
   for (const auto& [dir, want] : std::vector<std::pair<std::string, std::string>>{

@@ -1,0 +1,204 @@
+// Sliding-window layers and the Gemma family's config fields, from config.json (transformers'
+// defaults and rules) and from GGUF metadata (llama.cpp's keys and defaults): which layers slide,
+// soft caps, attention scales, the (1 + w) norm offset, GeGLU activations, Gemma 3's local RoPE
+// base, and errors that name the field.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "engine/io/gguf_metadata.h"
+#include "engine/model/model_config.h"
+#include "gtest/gtest.h"
+
+namespace tessera::model {
+namespace {
+
+const std::string kBase = R"({"hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+    "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 320,
+    "max_position_embeddings": 256, )";
+
+std::vector<bool> Sliding(const ModelConfig& c) {
+  std::vector<bool> out;
+  for (int64_t i = 0; i < c.num_layers; ++i) out.push_back(c.IsSlidingLayer(i));
+  return out;
+}
+
+TEST(SlidingWindowConfigTest, WindowsPerArchitectureAndLayerTypes) {
+  auto mistral = ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": 64})");
+  ASSERT_TRUE(mistral.ok()) << mistral.status();
+  EXPECT_EQ(mistral->sliding_window, 64);
+  EXPECT_EQ(Sliding(*mistral), (std::vector<bool>{true, true}));
+  EXPECT_EQ(mistral->max_context, 256);  // windowed attention runs past the window
+  auto unwindowed =
+      ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": null})");
+  ASSERT_TRUE(unwindowed.ok());
+  EXPECT_FALSE(unwindowed->HasSlidingLayers());
+  auto qwen_off = ModelConfigFromHfJson(
+      kBase + R"("model_type": "qwen2", "sliding_window": 64, "use_sliding_window": false})");
+  ASSERT_TRUE(qwen_off.ok());
+  EXPECT_FALSE(qwen_off->HasSlidingLayers());
+  // Qwen2Config: layers from max_window_layers (default 28) on.
+  auto qwen_default = ModelConfigFromHfJson(
+      kBase + R"("model_type": "qwen2", "sliding_window": 64, "use_sliding_window": true})");
+  ASSERT_TRUE(qwen_default.ok());
+  EXPECT_FALSE(qwen_default->HasSlidingLayers());
+  auto qwen_on = ModelConfigFromHfJson(kBase + R"("model_type": "qwen2", "sliding_window": 64,
+      "use_sliding_window": true, "max_window_layers": 1})");
+  ASSERT_TRUE(qwen_on.ok());
+  EXPECT_EQ(Sliding(*qwen_on), (std::vector<bool>{false, true}));
+  auto typed = ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": 64,
+      "layer_types": ["full_attention", "sliding_attention"]})");
+  ASSERT_TRUE(typed.ok());
+  EXPECT_EQ(Sliding(*typed), (std::vector<bool>{false, true}));
+  auto short_types = ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": 64,
+      "layer_types": ["full_attention"]})");
+  ASSERT_FALSE(short_types.ok());
+  EXPECT_NE(short_types.status().message().find("layer_types"), std::string::npos);
+  auto bad_type = ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": 64,
+      "layer_types": ["full_attention", "chunked_attention"]})");
+  ASSERT_FALSE(bad_type.ok());
+  EXPECT_NE(bad_type.status().message().find("layer_types[1]"), std::string::npos);
+  auto negative =
+      ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": -3})");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("sliding_window"), std::string::npos);
+}
+
+TEST(GemmaConfigTest, Gemma2DefaultsFromTransformers) {
+  auto c = ModelConfigFromHfJson(kBase + R"("model_type": "gemma2", "head_dim": 32})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ArchitectureName(), "gemma2");
+  EXPECT_TRUE(c->tie_word_embeddings);
+  EXPECT_EQ(c->norm_weight_offset, 1.0f);
+  EXPECT_TRUE(c->sandwich_norms);
+  EXPECT_EQ(c->mlp_activation, MlpActivation::kGeluTanh);
+  EXPECT_DOUBLE_EQ(c->embedding_multiplier, 8.0);    // sqrt(64)
+  EXPECT_DOUBLE_EQ(c->attention_scale, 1.0 / 16.0);  // query_pre_attn_scalar 256
+  EXPECT_EQ(c->attn_logit_softcap, 50.0);
+  EXPECT_EQ(c->final_logit_softcap, 30.0);
+  EXPECT_EQ(c->sliding_window, 4096);
+  EXPECT_EQ(Sliding(*c), (std::vector<bool>{true, false}));  // every other layer from the first
+  EXPECT_NE(c->ExtendedFeatures().find("soft-capped logits"), std::string::npos);
+  // An explicit null turns a soft cap off; query_pre_attn_scalar sets the scale.
+  auto uncapped = ModelConfigFromHfJson(kBase + R"("model_type": "gemma2", "head_dim": 32,
+      "attn_logit_softcapping": null, "final_logit_softcapping": null,
+      "query_pre_attn_scalar": 144})");
+  ASSERT_TRUE(uncapped.ok());
+  EXPECT_EQ(uncapped->attn_logit_softcap, 0.0);
+  EXPECT_EQ(uncapped->final_logit_softcap, 0.0);
+  EXPECT_DOUBLE_EQ(uncapped->attention_scale, 1.0 / 12.0);
+}
+
+TEST(GemmaConfigTest, Gemma3WindowsAndLocalRope) {
+  auto c = ModelConfigFromHfJson(R"({"model_type": "gemma3_text", "hidden_size": 64,
+      "num_hidden_layers": 12, "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 32,
+      "intermediate_size": 128, "vocab_size": 320, "sliding_window": 512,
+      "rope_theta": 1000000.0, "rope_scaling": {"rope_type": "linear", "factor": 8.0}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->qk_norm);
+  EXPECT_EQ(c->final_logit_softcap, 0.0);
+  EXPECT_EQ(c->attn_logit_softcap, 0.0);
+  EXPECT_EQ(c->sliding_window, 512);
+  std::vector<bool> want(12, true);
+  want[5] = want[11] = false;  // sliding_window_pattern 6
+  EXPECT_EQ(Sliding(*c), want);
+  EXPECT_EQ(c->sliding_rope_theta, 10000.0);
+  const auto global = RopeInverseFrequencies(*c), local = RopeInverseFrequencies(*c, true);
+  ASSERT_EQ(global.size(), 16u);
+  ASSERT_EQ(local.size(), 16u);
+  EXPECT_FLOAT_EQ(global[0], 1.0f / 8.0f);  // base^0 scaled by the linear factor
+  EXPECT_FLOAT_EQ(local[0], 1.0f);          // unscaled
+  EXPECT_NEAR(local[1], 1.0f / std::pow(10000.0f, 2.0f / 32.0f), 1e-7f);
+  EXPECT_NEAR(global[1], 1.0f / std::pow(1e6f, 2.0f / 32.0f) / 8.0f, 1e-9f);
+}
+
+TEST(GemmaConfigTest, ActivationsAndRefusals) {
+  auto erf = ModelConfigFromHfJson(kBase + R"("model_type": "gemma", "hidden_act": "gelu"})");
+  ASSERT_TRUE(erf.ok()) << erf.status();
+  EXPECT_EQ(erf->mlp_activation, MlpActivation::kGeluErf);
+  EXPECT_FALSE(erf->sandwich_norms);
+  EXPECT_FALSE(erf->HasSlidingLayers());
+  auto tanh = ModelConfigFromHfJson(
+      kBase +
+      R"("model_type": "gemma", "hidden_act": "gelu", "hidden_activation": "gelu_pytorch_tanh"})");
+  ASSERT_TRUE(tanh.ok());
+  EXPECT_EQ(tanh->mlp_activation, MlpActivation::kGeluTanh);
+  auto relu =
+      ModelConfigFromHfJson(kBase + R"("model_type": "gemma", "hidden_activation": "relu"})");
+  ASSERT_FALSE(relu.ok());
+  EXPECT_NE(relu.status().message().find("hidden_activation"), std::string::npos);
+  auto multimodal = ModelConfigFromHfJson(kBase + R"("model_type": "gemma3"})");
+  ASSERT_FALSE(multimodal.ok());
+  EXPECT_NE(multimodal.status().message().find("GGUF"), std::string::npos);
+}
+
+// GGUF metadata for a gemma2 / gemma3 file of `layers` layers.
+io::GgufMetadata GemmaGguf(const std::string& arch, uint64_t layers) {
+  io::GgufMetadata m;
+  auto u = [](uint64_t v) { return io::GgufValue{io::GgufValueType::kU32, {}, v}; };
+  m.Add("general.architecture", io::GgufValue{io::GgufValueType::kString, {}, arch});
+  m.Add(arch + ".embedding_length", u(4608));
+  m.Add(arch + ".block_count", u(layers));
+  m.Add(arch + ".attention.head_count", u(32));
+  m.Add(arch + ".attention.head_count_kv", u(16));
+  m.Add(arch + ".attention.key_length", u(128));
+  m.Add(arch + ".feed_forward_length", u(256));
+  m.Add(arch + ".vocab_size", u(320));
+  return m;
+}
+
+TEST(GemmaConfigTest, GgufKeysAndLlamaCppDefaults) {
+  auto g2 = ModelConfigFromGguf(GemmaGguf("gemma2", 4));
+  ASSERT_TRUE(g2.ok()) << g2.status();
+  EXPECT_EQ(g2->norm_weight_offset, 0.0f);  // the converter stored 1 + w
+  EXPECT_EQ(g2->rope_style, RopeStyle::kRotateHalf);
+  EXPECT_EQ(g2->attn_logit_softcap, 50.0);
+  EXPECT_EQ(g2->final_logit_softcap, 30.0);
+  EXPECT_EQ(g2->sliding_window, 4096);
+  EXPECT_EQ(Sliding(*g2), (std::vector<bool>{true, false, true, false}));
+  EXPECT_EQ(g2->attention_scale, 0.0);  // head_dim^-0.5
+  // The 27B shape (46 layers): (n_embd / n_head)^-0.5, as llama.cpp derives it.
+  auto g2_27b = ModelConfigFromGguf(GemmaGguf("gemma2", 46));
+  ASSERT_TRUE(g2_27b.ok());
+  EXPECT_DOUBLE_EQ(g2_27b->attention_scale, 1.0 / 12.0);
+
+  // Gemma 3 slides only with a window key; pattern 6 unless the file names one.
+  auto plain = ModelConfigFromGguf(GemmaGguf("gemma3", 6));
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->HasSlidingLayers());
+  EXPECT_TRUE(plain->qk_norm);
+  auto windowed = GemmaGguf("gemma3", 7);
+  windowed.Add("gemma3.attention.sliding_window",
+               io::GgufValue{io::GgufValueType::kU32, {}, uint64_t{512}});
+  windowed.Add("gemma3.rope.freq_base_swa", io::GgufValue{io::GgufValueType::kF32, {}, 20000.0});
+  auto w6 = ModelConfigFromGguf(windowed);
+  ASSERT_TRUE(w6.ok()) << w6.status();
+  EXPECT_EQ(Sliding(*w6), (std::vector<bool>{true, true, true, true, true, false, true}));
+  EXPECT_EQ(w6->sliding_rope_theta, 20000.0);
+  auto period = windowed;
+  period.Add("gemma3.attention.sliding_window_pattern",
+             io::GgufValue{io::GgufValueType::kU32, {}, uint64_t{3}});
+  auto w3 = ModelConfigFromGguf(period);
+  ASSERT_TRUE(w3.ok());
+  EXPECT_EQ(Sliding(*w3), (std::vector<bool>{true, true, false, true, true, false, true}));
+  auto bools = windowed;
+  std::vector<io::GgufValue> flags;
+  for (bool b : {false, true, false, true, false, true, false}) {
+    flags.push_back(io::GgufValue{io::GgufValueType::kBool, {}, b});
+  }
+  bools.Add("gemma3.attention.sliding_window_pattern",
+            io::GgufValue{io::GgufValueType::kArray, io::GgufValueType::kBool, flags});
+  auto wb = ModelConfigFromGguf(bools);
+  ASSERT_TRUE(wb.ok()) << wb.status();
+  EXPECT_EQ(Sliding(*wb), (std::vector<bool>{false, true, false, true, false, true, false}));
+  auto short_bools = windowed;
+  flags.pop_back();
+  short_bools.Add("gemma3.attention.sliding_window_pattern",
+                  io::GgufValue{io::GgufValueType::kArray, io::GgufValueType::kBool, flags});
+  auto bad = ModelConfigFromGguf(short_bools);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("sliding_window_pattern"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace tessera::model
