@@ -20,6 +20,14 @@ llama.cpp perplexity is recorded too, and gguf-py dequantizes that file into
 model-Q4_0-as-f32.gguf (dequantize_gguf.py; run with a Python that has gguf, e.g. the
 requirements venv: PYTHON=.venv/bin/python).
 
+Gemma: ggml's CPU GELU reads a table of f16 values at the f16-rounded input (GGML_GELU_FP16 in
+ggml/src/ggml-cpu/vec.h), a ~1e-3 relative error per activation that moves these random models'
+perplexities (mean log-likelihoods of 23-39 nats per token) by up to ~0.2%. With
+LLAMA_CPP_EXACT_GELU_BIN naming a second build of the same commit whose libggml-cpu was compiled
+with that one `#define GGML_GELU_FP16` line commented out (only libggml-cpu.so differs; copy the
+other binaries beside it), the gemma twins are also measured there and recorded under
+"models_exact_gelu": the same graph with exact GELU, which tessera must match tightly.
+
 Needs a llama.cpp build (not a PyPI package):
     LLAMA_CPP_BIN=/path/to/llama.cpp/build/bin python3 tools/reference/llama_cpp_moe_perplexity.py
 """
@@ -34,7 +42,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-MODELS = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite", "phi3", "llama3_rope"]  # their f32 twins; then qwen3_moe in Q4_0
+MODELS = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite", "phi3", "llama3_rope", "gemma",
+          "gemma2", "gemma3"]  # their f32 twins; then qwen3_moe in Q4_0
 N_CTX = 64
 TEXT = ROOT / "tests" / "data" / "perplexity" / "story.txt"
 OUT = ROOT / "tests" / "data" / "perplexity" / "moe_twins_llama_cpp.json"
@@ -61,29 +70,41 @@ def main() -> int:
                     str(ROOT / "tools" / "reference" / "dequantize_gguf.py"),
                     str(qdir / "model-Q4_0.gguf"), str(qdir / "model-Q4_0-as-f32.gguf")],
                    check=True)
-    for name, rel in [(m, f"{m}/model.gguf") for m in MODELS] + [
-            ("qwen3_moe_Q4_0", "qwen3_moe/model-Q4_0.gguf")]:
+    def perplexity(bin_dir: Path, rel: str) -> dict:
         gguf = ROOT / "tests" / "data" / "models" / rel
-        cmd = [str(exe), "-m", str(gguf), "-f", str(TEXT), "-c", str(N_CTX), "-b", str(N_CTX),
-               "-t", "2"]
+        cmd = [str(bin_dir / "llama-perplexity"), "-m", str(gguf), "-f", str(TEXT), "-c",
+               str(N_CTX), "-b", str(N_CTX), "-t", "2"]
+        run_env = dict(os.environ, LD_LIBRARY_PATH=str(bin_dir))
         # llama.cpp logs from a thread of its own; a run whose last lines did not make it out
         # before exit is run again.
         for _ in range(3):
-            out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                 text=True, check=True)
+            out = subprocess.run(cmd, env=run_env, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT, text=True, check=True)
             log = out.stdout
             if "Final estimate" in log:
                 break
         running = [float(v) for v in re.findall(r"\[\d+\](\d+\.\d+)", log)]
         final = re.search(r"Final estimate: PPL = (\d+\.\d+) \+/- (\d+\.\d+)", log)
         assert final and running, log[-2000:]
-        result["models"][name] = {
-            "file": f"tests/data/models/{rel}",
-            "running_ppl": running,
-            "ppl": float(final.group(1)),
-            "ppl_stderr": float(final.group(2)),
-        }
-        print(f"{name}: PPL {final.group(1)} over {len(running)} windows")
+        return {"file": f"tests/data/models/{rel}", "running_ppl": running,
+                "ppl": float(final.group(1)), "ppl_stderr": float(final.group(2))}
+
+    for name, rel in [(m, f"{m}/model.gguf") for m in MODELS] + [
+            ("qwen3_moe_Q4_0", "qwen3_moe/model-Q4_0.gguf")]:
+        result["models"][name] = perplexity(bin_dir, rel)
+        print(f"{name}: PPL {result['models'][name]['ppl']} over "
+              f"{len(result['models'][name]['running_ppl'])} windows")
+    exact_bin = os.environ.get("LLAMA_CPP_EXACT_GELU_BIN")
+    if exact_bin:
+        result["exact_gelu_method"] = (
+            "the same llama.cpp commit with `#define GGML_GELU_FP16` commented out in "
+            "ggml/src/ggml-cpu/vec.h (libggml-cpu rebuilt alone): ggml_vec_gelu_f32 computes "
+            "0.5*x*(1 + tanh(sqrt(2/pi)*x*(1 + 0.044715*x^2))) in f32 instead of reading an f16 "
+            "table at the f16-rounded input")
+        result["models_exact_gelu"] = {}
+        for name in [m for m in MODELS if m.startswith("gemma")]:
+            result["models_exact_gelu"][name] = perplexity(Path(exact_bin), f"{name}/model.gguf")
+            print(f"{name} (exact GELU): PPL {result['models_exact_gelu'][name]['ppl']}")
     OUT.write_text(json.dumps(result, indent=1) + "\n")
     return 0
 

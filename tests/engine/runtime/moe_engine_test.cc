@@ -66,28 +66,49 @@ nlohmann::json LlamaCppGolden() {
 
 class MoeGgufTwinTest : public ::testing::TestWithParam<std::string> {};
 
-TEST_P(MoeGgufTwinTest, PerplexityMatchesLlamaCpp) {
-  const auto golden = LlamaCppGolden();
-  const auto& want = golden["models"][GetParam()];
-  auto e = Load(kData + "models/" + GetParam() + "/model.gguf");
-  ASSERT_NE(e, nullptr);
-  EXPECT_EQ(e->model->kv_cache_format(), KvCacheFormat::kF16);
-  const model::PerplexityResult result = Perplexity(*e);
-  // llama.cpp prints the running perplexity after each window (4 decimals); every window scores
-  // the same number of tokens, so the running value is the geometric mean of the windows'.
+// llama.cpp prints the running perplexity after each window (4 decimals); every window scores
+// the same number of tokens, so the running value is the geometric mean of the windows'. Each
+// must agree within `rel`.
+void ExpectRunningPerplexity(const model::PerplexityResult& result, const nlohmann::json& want,
+                             double rel) {
   const auto running = want["running_ppl"].get<std::vector<double>>();
   ASSERT_EQ(result.window_perplexity.size(), running.size());
   double log_sum = 0;
   for (size_t w = 0; w < running.size(); ++w) {
     log_sum += std::log(result.window_perplexity[w]);
-    EXPECT_NEAR(std::exp(log_sum / (w + 1)), running[w], 1e-4 * running[w]) << "window " << w;
+    EXPECT_NEAR(std::exp(log_sum / (w + 1)), running[w], rel * running[w]) << "window " << w;
   }
-  EXPECT_NEAR(result.perplexity, want["ppl"].get<double>(), 1e-4 * want["ppl"].get<double>());
+  EXPECT_NEAR(result.perplexity, want["ppl"].get<double>(), rel * want["ppl"].get<double>());
+}
+
+TEST_P(MoeGgufTwinTest, PerplexityMatchesLlamaCpp) {
+  const auto golden = LlamaCppGolden();
+  auto e = Load(kData + "models/" + GetParam() + "/model.gguf");
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->model->kv_cache_format(), KvCacheFormat::kF16);
+  const model::PerplexityResult result = Perplexity(*e);
+  if (!absl::StartsWith(GetParam(), "gemma")) {
+    ExpectRunningPerplexity(result, golden["models"][GetParam()], 1e-4);
+    return;
+  }
+  // Gemma's GeGLU: stock llama.cpp reads GELU from an f16 table at the f16-rounded input (~1e-3
+  // per activation); these random models' perplexities (mean log-likelihoods of 23-39 nats per
+  // token, logits up to 51) move by up to 0.12% with it (measured). The same llama.cpp with
+  // exact GELU (llama_cpp_moe_perplexity.py) is the tight oracle: 1e-4 for gemma and gemma2
+  // (met), 3e-4 for gemma3, whose first window is 1.8e-4 off (an absolute 1.8e-4 of its 39
+  // nats: f32 rounding at logits of 51).
+  {
+    SCOPED_TRACE("stock llama.cpp");
+    ExpectRunningPerplexity(result, golden["models"][GetParam()], 3e-3);
+  }
+  SCOPED_TRACE("llama.cpp with exact GELU");
+  ExpectRunningPerplexity(result, golden["models_exact_gelu"][GetParam()],
+                          GetParam() == "gemma3" ? 3e-4 : 1e-4);
 }
 
 INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
                          ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite",
-                                           "phi3", "llama3_rope"));
+                                           "phi3", "llama3_rope", "gemma", "gemma2", "gemma3"));
 
 // Stacked Q4_0 experts that llama.cpp's llama-quantize wrote: with exact activations the
 // perplexity equals that of the F32 copy gguf-py dequantized (no quantized kernel involved there)
