@@ -158,5 +158,45 @@ TEST(BatchingTest, MixtureOfExpertsConcurrentStreamsEqualSequential) {
   EXPECT_EQ(server.scheduler().Stats().kv_used_blocks, 0);
 }
 
+// Sliding windows and soft caps served: the gemma2 fixture's GGUF twin (layer 0 attends through
+// an 8-position window, layer 1 over everything; attention and final logit soft caps). Each
+// stream runs far past the window, and each row's window starts at its own position, whichever
+// rows share a step: 6 concurrent greedy streams return what 6 sequential runs return.
+TEST(BatchingTest, SlidingWindowGemmaConcurrentStreamsEqualSequential) {
+  constexpr int kStreams = 6, kTokens = 28;
+  TestServerOptions o;
+  o.model_path = std::string(TESSERA_SOURCE_DIR) + "/tests/data/models/gemma2/model.gguf";
+  o.scheduler.max_running = kStreams;
+  o.scheduler.max_queued = kStreams;
+  auto ts = TestServer::Start(o);
+  ASSERT_TRUE(ts.ok()) << ts.status();
+  TestServer& server = **ts;
+  auto stub = server.NewStub();
+  grpc::ClientContext ctx;
+  tessera::v1::ModelInfo info;
+  ASSERT_TRUE(stub->GetModelInfo(&ctx, {}, &info).ok());
+  EXPECT_EQ(info.architecture(), "gemma2");
+  const char* prompts[] = {"The little robot looked at the sky",
+                           "Once upon a time",
+                           "Rivers",
+                           "Mia loved maps and the sea and the long road home",
+                           "At night the",
+                           "Testing"};
+  auto request = [&](int i) {
+    tessera::v1::GenerateRequest req = GreedyRequest(prompts[i], kTokens);
+    req.mutable_stopping()->set_ignore_eos(true);
+    return req;
+  };
+  const auto [sequential, concurrent] = SequentialThenConcurrent(server, kStreams, request, [] {});
+  for (int i = 0; i < kStreams; ++i) {
+    SCOPED_TRACE(prompts[i]);
+    ASSERT_TRUE(sequential[i].status.ok()) << sequential[i].status.error_message();
+    ASSERT_EQ(sequential[i].token_ids.size(), static_cast<size_t>(kTokens));
+    ASSERT_TRUE(concurrent[i].status.ok()) << concurrent[i].status.error_message();
+    EXPECT_EQ(concurrent[i].token_ids, sequential[i].token_ids);
+  }
+  EXPECT_EQ(server.scheduler().Stats().kv_used_blocks, 0);
+}
+
 }  // namespace
 }  // namespace tessera::server::testing

@@ -46,7 +46,7 @@ namespace tessera::backend::cuda {
 absl::StatusOr<kernels::cuda::DeviceInfo> OpenCudaDevice(int ordinal);
 
 // UNIMPLEMENTED naming what the model needs beyond the plain llama / qwen decoder this backend
-// has (ModelConfig::ExtendedFeatures: experts, granite multipliers, ...), and --device cpu.
+// has (ModelConfig::ExtendedFeatures: experts, multipliers, Gemma norms, ...), and --device cpu.
 absl::Status CheckCudaDecoderSupports(const model::ModelConfig& config);
 
 class CudaDecoder : public model::Decoder {

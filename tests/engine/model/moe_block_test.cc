@@ -303,9 +303,15 @@ TEST(MoeConfigTest, ExtendedFeaturesNameWhatThePlainDecoderLacks) {
            {"llama", ""},
            {"qwen3", ""},
            {"qwen3_moe", "mixture of experts (8)"},
-           {"granite", "granite multipliers"},
+           {"granite", "embedding / attention / residual / logit multipliers"},
            {"olmoe_clip", "whole-projection q/k norms, clip_qkv"},
-           {"phi3", "fused qkv / gate_up projections"}}) {
+           {"phi3", "fused qkv / gate_up projections"},
+           {"gemma", "GeGLU MLP, Gemma norms"},
+           {"gemma2", "soft-capped logits"},
+           {"gemma3", "per-layer RoPE bases"},
+           {"gemma3/model.gguf", "per-layer RoPE bases"},
+           // Windows alone: the CUDA loader caps the context at the window instead.
+           {"mistral_swa", ""}}) {
     auto src = ModelSource::Open(kModels + dir);
     ASSERT_TRUE(src.ok()) << src.status();
     EXPECT_TRUE(absl::StrContains(src->config.ExtendedFeatures(), want)) << dir;
