@@ -210,6 +210,48 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   ModelConfig c;
   std::string model_type;
   if (auto it = j.find("model_type"); it != j.end() && it->is_string()) model_type = it->get<std::string>();
+  if (model_type == "gemma3") {
+    // Gemma3ForConditionalGeneration (4B-27B): the text decoder's config is text_config, its
+    // weights sit under a prefix (ModelSource renames them), the vision tower is not run.
+    auto tc = j.find("text_config");
+    if (tc == j.end() || !tc->is_object()) {
+      return FieldError("text_config", "is missing (model_type 'gemma3' keeps its decoder there)");
+    }
+    Json text = *tc;
+    for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings"}) {
+      if (!text.contains(k) && j.contains(k)) text[k] = j[k];
+    }
+    text["model_type"] = "gemma3_text";
+    auto inner = ModelConfigFromHfJson(text.dump());
+    if (!inner.ok()) {
+      return absl::Status(inner.status().code(),
+                          absl::StrCat(inner.status().message(), " (in text_config)"));
+    }
+    inner->language_model_of_multimodal = true;
+    if (auto a = j.find("architectures");
+        a != j.end() && a->is_array() && !a->empty() && (*a)[0].is_string()) {
+      inner->architecture_name = (*a)[0].get<std::string>();
+    }
+    return inner;
+  }
+  if (model_type == "gemma3_text") {
+    // Hub configs (text_config of the multimodal models above) spell out only what differs from
+    // transformers' Gemma3TextConfig defaults.
+    const std::pair<const char*, Json> defaults[] = {
+        {"vocab_size", 262208},      {"hidden_size", 2304},
+        {"intermediate_size", 9216}, {"num_hidden_layers", 26},
+        {"num_attention_heads", 8},  {"num_key_value_heads", 4},
+        {"head_dim", 256},           {"max_position_embeddings", 131072},
+        {"rms_norm_eps", 1e-6},      {"rope_theta", 1000000.0},
+        {"bos_token_id", 2},         {"eos_token_id", 1}};
+    for (const auto& [k, v] : defaults) {
+      if (!j.contains(k) || j[k].is_null()) j[k] = v;
+    }
+    if (BoolOr(j, "use_bidirectional_attention", false)) {
+      return FieldError("use_bidirectional_attention",
+                        "is true (an embedding model, not a causal decoder)");
+    }
+  }
   if (auto it = j.find("architectures"); it != j.end() && it->is_array() && !it->empty() &&
                                          (*it)[0].is_string()) {
     c.architecture_name = (*it)[0].get<std::string>();
@@ -241,16 +283,12 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kGemma2;
   } else if (model_type == "gemma3_text") {
     c.architecture = Architecture::kGemma3;
-  } else if (model_type == "gemma3") {
-    return FieldError("model_type",
-                      "'gemma3' (Gemma3ForConditionalGeneration, text and vision) is not "
-                      "supported: load its GGUF, or a gemma3_text checkpoint (Gemma 3 1B)");
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
                                    "qwen3_moe, mixtral, olmoe, granite, phi3, gemma, gemma2, "
-                                   "gemma3_text)"));
+                                   "gemma3, gemma3_text)"));
   }
   const bool gemma = c.architecture == Architecture::kGemma ||
                      c.architecture == Architecture::kGemma2 ||

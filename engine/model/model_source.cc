@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "engine/common/status_macros.h"
+#include "engine/io/renamed_tensor_store.h"
 
 namespace tessera::model {
 namespace {
@@ -59,6 +60,15 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
     src.config_json = ss.str();
     TESSERA_ASSIGN_OR_RETURN(src.config, ModelConfigFromHfJson(src.config_json));
     TESSERA_ASSIGN_OR_RETURN(src.store, io::OpenTensorStore(path));
+    if (src.config.language_model_of_multimodal) {
+      // The Hub's layout and transformers 5's; vision_tower.* / multi_modal_projector.* hidden.
+      TESSERA_ASSIGN_OR_RETURN(
+          src.store, io::RenamedTensorStore::Create(std::move(src.store),
+                                                    {{"language_model.model.", "model."},
+                                                     {"model.language_model.", "model."},
+                                                     {"language_model.lm_head.", "lm_head."},
+                                                     {"lm_head.", "lm_head."}}));
+    }
     src.naming = NamingScheme::kHf;
     return src;
   }

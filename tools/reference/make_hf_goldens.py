@@ -90,7 +90,7 @@ from safetensors.torch import save_file
 from moe_goldens import router_margins, write_gguf_twin
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, Gemma2Config,
-                          Gemma3TextConfig, GemmaConfig, GraniteConfig, LlamaConfig, Phi3Config,
+                          Gemma3Config, Gemma3TextConfig, GemmaConfig, GraniteConfig, LlamaConfig, Phi3Config,
                           MistralConfig, MixtralConfig, OlmoeConfig, PreTrainedTokenizerFast,
                           Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
 
@@ -333,6 +333,19 @@ MODELS = {
                                       rope_local_base_freq=10000.0,
                                       rope_scaling={"rope_type": "linear", "factor": 8.0},
                                       tie_word_embeddings=True)),
+    # Gemma 3 4B-27B's checkpoint layout: Gemma3ForConditionalGeneration with a (tiny) SigLIP
+    # vision tower and projector beside the decoder, whose weights transformers saves under
+    # language_model.model.*; its config.json keeps the decoder in text_config. Text-only input.
+    "gemma3_mm": (Gemma3Config, dict(
+        text_config=dict(COMMON, num_hidden_layers=3, head_dim=32,
+                         hidden_activation="gelu_pytorch_tanh", query_pre_attn_scalar=32,
+                         sliding_window=8, sliding_window_pattern=3, rope_theta=1000000.0,
+                         rope_local_base_freq=10000.0,
+                         rope_scaling={"rope_type": "linear", "factor": 8.0}),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                           num_attention_heads=2, image_size=28, patch_size=14),
+        mm_tokens_per_image=4, boi_token_index=3, eoi_token_index=4, image_token_index=5,
+        bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=True)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
@@ -409,15 +422,18 @@ def make_model(name: str, cls, kwargs: dict, tok: PreTrainedTokenizerFast, index
     cfg = cls(**kwargs)
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager", dtype=torch.float32)
     init_weights(model, SEED + 100 + index)
+    # The decoder itself (Gemma3ForConditionalGeneration keeps it as model.language_model).
+    lm = getattr(model.model, "language_model", model.model)
     if cfg.tie_word_embeddings:
         model.tie_weights()
-        assert model.lm_head.weight.data_ptr() == model.model.embed_tokens.weight.data_ptr()
+        assert model.lm_head.weight.data_ptr() == lm.embed_tokens.weight.data_ptr()
     model.save_pretrained(out_dir, safe_serialization=True)
     tok.save_pretrained(out_dir)
 
     # The oracle is the re-loaded directory.
     model = AutoModelForCausalLM.from_pretrained(out_dir, attn_implementation="eager",
                                                  dtype=torch.float32).eval()
+    lm = getattr(model.model, "language_model", model.model)
     rtok = AutoTokenizer.from_pretrained(out_dir)
     assert rtok.bos_token_id == model.config.bos_token_id == 1
     assert rtok.eos_token_id == model.config.eos_token_id == 2
@@ -506,12 +522,12 @@ def make_model(name: str, cls, kwargs: dict, tok: PreTrainedTokenizerFast, index
     if router is not None:
         golden["router"] = router
     if name == "llama3_rope":
-        golden["rope"] = {"inv_freq": model.model.rotary_emb.inv_freq.tolist(),
-                          "attention_scaling": float(model.model.rotary_emb.attention_scaling),
+        golden["rope"] = {"inv_freq": lm.rotary_emb.inv_freq.tolist(),
+                          "attention_scaling": float(lm.rotary_emb.attention_scaling),
                           "llama3_check": llama3_freq_check(model)}
     else:
-        golden["rope"] = {"inv_freq": model.model.rotary_emb.inv_freq.tolist(),
-                          "attention_scaling": float(model.model.rotary_emb.attention_scaling)}
+        golden["rope"] = {"inv_freq": lm.rotary_emb.inv_freq.tolist(),
+                          "attention_scaling": float(lm.rotary_emb.attention_scaling)}
     (out_dir / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")
     if name in GGUF_TWINS:
         write_gguf_twin(model, rtok, GGUF_TWINS[name], out_dir / "model.gguf")

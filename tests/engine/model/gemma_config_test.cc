@@ -127,9 +127,45 @@ TEST(GemmaConfigTest, ActivationsAndRefusals) {
       ModelConfigFromHfJson(kBase + R"("model_type": "gemma", "hidden_activation": "relu"})");
   ASSERT_FALSE(relu.ok());
   EXPECT_NE(relu.status().message().find("hidden_activation"), std::string::npos);
-  auto multimodal = ModelConfigFromHfJson(kBase + R"("model_type": "gemma3"})");
-  ASSERT_FALSE(multimodal.ok());
-  EXPECT_NE(multimodal.status().message().find("GGUF"), std::string::npos);
+  auto no_text = ModelConfigFromHfJson(kBase + R"("model_type": "gemma3"})");
+  ASSERT_FALSE(no_text.ok());
+  EXPECT_NE(no_text.status().message().find("text_config"), std::string::npos);
+  auto embedding = ModelConfigFromHfJson(
+      kBase + R"("model_type": "gemma3_text", "use_bidirectional_attention": true})");
+  ASSERT_FALSE(embedding.ok());
+  EXPECT_NE(embedding.status().message().find("use_bidirectional_attention"), std::string::npos);
+}
+
+// google/gemma-3-4b-it's config.json: the decoder in a sparse text_config, everything else
+// transformers' Gemma3TextConfig defaults; a text_config error says where it is.
+TEST(GemmaConfigTest, MultimodalGemma3TakesTheTextConfigWithDefaults) {
+  auto c = ModelConfigFromHfJson(R"({"architectures": ["Gemma3ForConditionalGeneration"],
+      "model_type": "gemma3", "eos_token_id": [1, 106], "mm_tokens_per_image": 256,
+      "text_config": {"hidden_size": 2560, "intermediate_size": 10240,
+        "model_type": "gemma3_text", "num_hidden_layers": 34, "sliding_window": 1024,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}},
+      "vision_config": {"model_type": "siglip_vision_model", "hidden_size": 1152}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->language_model_of_multimodal);
+  EXPECT_EQ(c->architecture_name, "Gemma3ForConditionalGeneration");
+  EXPECT_EQ(c->ArchitectureName(), "gemma3");
+  EXPECT_EQ(c->hidden_size, 2560);
+  EXPECT_EQ(c->num_heads, 8);
+  EXPECT_EQ(c->num_kv_heads, 4);
+  EXPECT_EQ(c->head_dim, 256);
+  EXPECT_EQ(c->vocab_size, 262208);
+  EXPECT_EQ(c->max_context, 131072);
+  EXPECT_EQ(c->rope_theta, 1e6);
+  EXPECT_EQ(c->eos_token_ids, (std::vector<int32_t>{1, 106}));
+  EXPECT_EQ(c->sliding_window, 1024);
+  EXPECT_TRUE(c->IsSlidingLayer(0));
+  EXPECT_FALSE(c->IsSlidingLayer(5));
+  EXPECT_TRUE(c->tie_word_embeddings);
+  auto bad = ModelConfigFromHfJson(R"({"model_type": "gemma3",
+      "text_config": {"hidden_size": "wide"}})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("hidden_size"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("text_config"), std::string::npos);
 }
 
 // GGUF metadata for a gemma2 / gemma3 file of `layers` layers.

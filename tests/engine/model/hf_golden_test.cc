@@ -9,12 +9,14 @@
 // max_window_layers on) and the Gemma family (gemma: (1 + w) norms, scaled embeddings, GeGLU;
 // gemma2: sandwich norms, attention and final logit soft caps, alternating windows; gemma3: q/k
 // norms, windows with their own RoPE base beside linearly scaled global layers, each with a GGUF
-// twin as llama.cpp's converter writes it). llama3_rope's GGUF twin carries its rope scaling as
-// llama.cpp's converter writes it, per-pair frequency divisors in rope_freqs.weight, tessera's
-// logits at every position match transformers', and greedy continuations of 32 tokens are identical
-// (tools/reference/make_hf_goldens.py made the goldens). The MoE models' GGUF twins (model.gguf:
-// the same f32 weights as llama.cpp's converter lays them out, experts stacked into one tensor per
-// role, Mixtral's q/k permuted) must give the same logits.
+// twin as llama.cpp's converter writes it; gemma3_mm: the same decoder inside
+// Gemma3ForConditionalGeneration, weights under language_model.model.* beside a vision tower).
+// llama3_rope's GGUF twin carries its rope scaling as llama.cpp's converter writes it, per-pair
+// frequency divisors in rope_freqs.weight, tessera's logits at every position match transformers',
+// and greedy continuations of 32 tokens are identical (tools/reference/make_hf_goldens.py made the
+// goldens). The MoE models' GGUF twins (model.gguf: the same f32 weights as llama.cpp's converter
+// lays them out, experts stacked into one tensor per role, Mixtral's q/k permuted) must give the
+// same logits.
 //
 // Tolerance: both sides compute in f32. The script measured the oracle's own error against a
 // float64 run of the same model (f32_vs_f64_max_abs_diff, 9e-6..2.5e-5 for logits up to ~17), so
@@ -131,23 +133,22 @@ TEST_P(HfGoldenTest, GreedyContinuationMatchesTransformers) {
   cache_->Release(seq);
 }
 
-INSTANTIATE_TEST_SUITE_P(Architectures, HfGoldenTest,
-                         ::testing::Values("llama", "llama3_rope", "llama_linear_rope", "mistral",
-                                           "qwen2", "qwen3", "qwen3_moe", "qwen3_moe_mixed",
-                                           "mixtral", "qwen2_moe", "olmoe", "olmoe_clip",
-                                           "qwen3_moe/model.gguf", "mixtral/model.gguf",
-                                           "qwen2_moe/model.gguf", "olmoe/model.gguf", "granite",
-                                           "granite/model.gguf", "phi3", "phi3/model.gguf",
-                                           "llama3_rope/model.gguf", "mistral_swa", "qwen2_swa",
-                                           "gemma", "gemma/model.gguf", "gemma2",
-                                           "gemma2/model.gguf", "gemma3", "gemma3/model.gguf"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Architectures, HfGoldenTest,
+    ::testing::Values("llama", "llama3_rope", "llama_linear_rope", "mistral", "qwen2", "qwen3",
+                      "qwen3_moe", "qwen3_moe_mixed", "mixtral", "qwen2_moe", "olmoe", "olmoe_clip",
+                      "qwen3_moe/model.gguf", "mixtral/model.gguf", "qwen2_moe/model.gguf",
+                      "olmoe/model.gguf", "granite", "granite/model.gguf", "phi3",
+                      "phi3/model.gguf", "llama3_rope/model.gguf", "mistral_swa", "qwen2_swa",
+                      "gemma", "gemma/model.gguf", "gemma2", "gemma2/model.gguf", "gemma3",
+                      "gemma3/model.gguf", "gemma3_mm"),
+    [](const ::testing::TestParamInfo<std::string>& info) {
+      std::string name = info.param;
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
 
 }  // namespace
 }  // namespace tessera::model
