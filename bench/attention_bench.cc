@@ -6,8 +6,11 @@
 //    (32 / 8, 64); heads split over the pool as the decoder splits them; every iteration reads
 //    another layer's cache (distinct copies covering 256 MiB, or TESSERA_BENCH_COVER_MIB), so
 //    KV_GB/s (K and V bytes per second) compares with the triad when the context is long.
-//  * BM_RowKernel/<RmsNorm|SwiGlu>/<fast|scalar>: 16 rows (a batch-16 decode step) of width 2048
-//    (RMSNorm) or 5632 (SwiGLU), bytes read and written per second.
+//  * BM_PagedAttention/F16/fast/ctx:4096/gemma-3-1b[/window:512]: Gemma 3 1B's geometry (4 query
+//    heads, 1 KV head, head_dim 256) over the whole context and through its sliding layers'
+//    512-position window (KV_GB/s counts the positions attended).
+//  * BM_RowKernel/<RmsNorm|SwiGlu|GeluGlu>/<fast|scalar>: 16 rows (a batch-16 decode step) of
+//    width 2048 (RMSNorm) or 5632 (SwiGLU, GeGLU), bytes read and written per second.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -84,7 +87,8 @@ std::vector<LayerCache<T>> Caches(const AttentionShape& shape, int64_t ctx, std:
 
 template <typename T>
 void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast, int64_t ctx,
-                       kc::KvHalf half, AttentionShape shape) {
+                       kc::KvHalf half, AttentionShape shape, int64_t window) {
+  const kc::AttentionOptions options{window > 0 ? std::max<int64_t>(0, ctx - window) : 0, 0.0f};
   const int64_t heads = shape.heads, kv_heads = shape.kv_heads, head_dim = shape.head_dim;
   std::mt19937 rng(7);
   const auto caches = Caches<T>(shape, ctx, rng, half);
@@ -102,27 +106,30 @@ void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast,
         const kc::PagedKvViewFp8 view{c.kp.data(), c.vp.data(), kBlockTokens, kv_heads,
                                       head_dim,    0.02f,       0.03f};
         (fast ? kf::FastPagedAttentionFp8 : kc::PagedAttentionFp8)(
-            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data(), {});
+            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data(), options);
       } else if constexpr (sizeof(T) == 2) {
         const kc::PagedKvView16 view{c.kp.data(), c.vp.data(), kBlockTokens,
                                      kv_heads,    head_dim,    half};
         (fast ? kf::FastPagedAttention16 : kc::PagedAttention16)(
-            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data(), {});
+            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data(), options);
       } else {
         const kc::PagedKvView view{c.kp.data(), c.vp.data(), kBlockTokens, kv_heads, head_dim};
-        (fast ? kf::FastPagedAttention : kc::PagedAttention)(q.data(), heads, view, ctx, scale, b,
-                                                             e, scratch.data(), out.data(), {});
+        (fast ? kf::FastPagedAttention : kc::PagedAttention)(
+            q.data(), heads, view, ctx, scale, b, e, scratch.data(), out.data(), options);
       }
     });
     benchmark::DoNotOptimize(out.data());
   }
-  const double kv_bytes = 2.0 * ctx * kv_heads * head_dim * sizeof(T);
+  const double kv_bytes = 2.0 * (ctx - options.first_position) * kv_heads * head_dim * sizeof(T);
   state.counters["KV_GB/s"] =
       benchmark::Counter(kv_bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
-void BM_RowKernel(benchmark::State& state, bool swiglu, bool fast) {
-  const int64_t rows = 16, n = swiglu ? 5632 : 2048;
+enum class RowKernel { kRmsNorm, kSwiGlu, kGeluGlu };
+
+void BM_RowKernel(benchmark::State& state, RowKernel kernel, bool fast) {
+  const bool glu = kernel != RowKernel::kRmsNorm;
+  const int64_t rows = 16, n = glu ? 5632 : 2048;
   std::mt19937 rng(9);
   std::normal_distribution<float> nd(0.0f, 2.0f);
   std::vector<float> a(rows * n), b(rows * n), w(n), out(rows * n);
@@ -130,14 +137,17 @@ void BM_RowKernel(benchmark::State& state, bool swiglu, bool fast) {
   for (auto& e : b) e = nd(rng);
   for (auto& e : w) e = nd(rng);
   for (auto _ : state) {
-    if (swiglu) {
+    if (kernel == RowKernel::kSwiGlu) {
       (fast ? kf::FastSwiGlu : kc::SwiGlu)(a.data(), b.data(), rows * n, out.data());
+    } else if (kernel == RowKernel::kGeluGlu) {
+      (fast ? kf::FastGeluGlu : kc::GeluGlu)(a.data(), b.data(), rows * n, kc::GeluApprox::kTanh,
+                                             out.data());
     } else {
       (fast ? kf::FastRmsNorm : kc::RmsNorm)(a.data(), w.data(), rows, n, 1e-5f, out.data());
     }
     benchmark::DoNotOptimize(out.data());
   }
-  const double bytes = (swiglu ? 3.0 : 2.0) * rows * n * sizeof(float);
+  const double bytes = (glu ? 3.0 : 2.0) * rows * n * sizeof(float);
   state.counters["GB/s"] =
       benchmark::Counter(bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
@@ -150,8 +160,8 @@ void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
       for (bool fast : {true, false}) {
         const std::string tail =
             std::string(fast ? "fast" : "scalar") + "/ctx:" + std::to_string(ctx) + shape.name;
-        using Fn =
-            void (*)(benchmark::State&, kc::ThreadPool*, bool, int64_t, kc::KvHalf, AttentionShape);
+        using Fn = void (*)(benchmark::State&, kc::ThreadPool*, bool, int64_t, kc::KvHalf,
+                            AttentionShape, int64_t);
         const struct {
           const char* kv;
           Fn fn;
@@ -163,18 +173,29 @@ void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
         for (const auto& c : caches) {
           benchmark::RegisterBenchmark(
               (std::string("BM_PagedAttention/") + c.kv + "/" + tail).c_str(), c.fn, pool, fast,
-              ctx, c.half, shape)
+              ctx, c.half, shape, int64_t{0})
               ->UseRealTime()
               ->Unit(benchmark::kMicrosecond);
         }
       }
     }
   }
-  for (bool swiglu : {false, true}) {
+  // Gemma 3 1B's sliding layers: the same context through its 512-position window.
+  const AttentionShape gemma{"/gemma-3-1b", 4, 1, 256};
+  for (int64_t window : {0, 512}) {
+    const std::string name = std::string("BM_PagedAttention/F16/fast/ctx:4096") + gemma.name +
+                             (window > 0 ? "/window:512" : "");
+    benchmark::RegisterBenchmark(name.c_str(), BM_PagedAttention<uint16_t>, pool, true, 4096,
+                                 kc::KvHalf::kF16, gemma, window)
+        ->UseRealTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+  for (const auto& [kernel, label] :
+       {std::pair{RowKernel::kRmsNorm, "RmsNorm/"}, std::pair{RowKernel::kSwiGlu, "SwiGlu/"},
+        std::pair{RowKernel::kGeluGlu, "GeluGlu/"}}) {
     for (bool fast : {true, false}) {
-      const std::string name = std::string("BM_RowKernel/") + (swiglu ? "SwiGlu/" : "RmsNorm/") +
-                               (fast ? "fast" : "scalar");
-      benchmark::RegisterBenchmark(name.c_str(), BM_RowKernel, swiglu, fast)
+      const std::string name = std::string("BM_RowKernel/") + label + (fast ? "fast" : "scalar");
+      benchmark::RegisterBenchmark(name.c_str(), BM_RowKernel, kernel, fast)
           ->UseRealTime()
           ->Unit(benchmark::kMicrosecond);
     }

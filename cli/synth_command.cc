@@ -15,13 +15,17 @@ namespace tessera::cli {
 namespace {
 
 const std::vector<FlagSpec> kFlags = {
-    {"shape", false, "tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b or qwen3-30b-a3b (MoE, GGUF only)"},
-    {"layers", false, "write only the first N layers of the shape (a smaller file; K-quant mixes "
-                      "pick their Q6_K layers from the N)"},
+    {"shape", false,
+     "tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b, qwen3-30b-a3b (MoE, GGUF only) or gemma-3-1b (GGUF "
+     "only)"},
+    {"layers", false,
+     "write only the first N layers of the shape (a smaller file; K-quant mixes "
+     "pick their Q6_K layers from the N)"},
     {"type", false,
      "F32, F16, Q8_0, Q4_0, Q4_K, Q5_K, Q6_K, or llama.cpp's mixes Q4_K_M / Q5_K_M (Q6_K output, "
      "some attn_v / ffn_down) (default Q4_0); --format hf is always BF16"},
-    {"format", false, "gguf (default) or hf (a directory: config.json, bf16 safetensors, tokenizer)"},
+    {"format", false,
+     "gguf (default) or hf (a directory: config.json, bf16 safetensors, tokenizer)"},
     {"out", false, "output .gguf path (a directory for --format hf)"},
     {"vocab-from", false, "GGUF whose tokenizer is copied (its vocab size must match the shape)"},
     {"seed", false, "random seed (default 0)"},

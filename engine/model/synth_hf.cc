@@ -125,6 +125,10 @@ absl::Status WriteSynthHfDir(const SynthShape& shape, const SynthOptions& o, con
     return absl::UnimplementedError(absl::StrCat(
         "shape ", s.name, " has mixture-of-experts layers, which synth writes as GGUF only"));
   }
+  if (s.arch != "llama" && s.arch != "qwen3") {
+    return absl::UnimplementedError(
+        absl::StrCat("shape ", s.name, " (", s.arch, ") is written as GGUF only"));
+  }
   if (s.vocab < 3 + 256) {
     return absl::InvalidArgumentError(
         absl::StrCat("an HF synth model needs a vocabulary of at least 259 (3 specials + 256 "

@@ -173,7 +173,7 @@ double SynthShape::LinearParams() const {
 }
 
 std::vector<std::string> SynthShapeNames() {
-  return {"tinyllama-1.1b", "llama-3.2-1b", "qwen3-0.6b", "qwen3-30b-a3b"};
+  return {"tinyllama-1.1b", "llama-3.2-1b", "qwen3-0.6b", "qwen3-30b-a3b", "gemma-3-1b"};
 }
 
 absl::StatusOr<SynthShape> FindSynthShape(const std::string& name) {
@@ -200,6 +200,14 @@ absl::StatusOr<SynthShape> FindSynthShape(const std::string& name) {
     s.hidden = 2048, s.layers = 48, s.heads = 32, s.kv_heads = 4, s.head_dim = 128, s.ffn = 6144;
     s.experts = 128, s.experts_used = 8, s.expert_ffn = 768;
     s.vocab = 151936, s.context = 40960, s.rope_theta = 1000000.0, s.rms_eps = 1e-6;
+  } else if (name == "gemma-3-1b") {
+    // Gemma 3 1B (google/gemma-3-1b-it): one KV head of 256, GeGLU, sandwich norms, q/k norms,
+    // 512-position windows on five of six layers, a 262k vocabulary tied to the embeddings.
+    s.arch = "gemma3";
+    s.hidden = 1152, s.layers = 26, s.heads = 4, s.kv_heads = 1, s.head_dim = 256, s.ffn = 6912;
+    s.vocab = 262144, s.context = 32768, s.rope_theta = 1000000.0, s.rms_eps = 1e-6;
+    s.tied_embeddings = true;
+    s.sliding_window = 512;
   } else {
     return absl::NotFoundError(absl::StrCat("unknown synth shape '", name, "' (",
                                             absl::StrJoin(SynthShapeNames(), ", "), ")"));
@@ -250,6 +258,9 @@ absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
   w.AddFloat32(a + ".attention.layer_norm_rms_epsilon", static_cast<float>(s.rms_eps));
   w.AddFloat32(a + ".rope.freq_base", static_cast<float>(s.rope_theta));
   w.AddUint32(a + ".vocab_size", static_cast<uint32_t>(s.vocab));
+  if (s.sliding_window > 0) {
+    w.AddUint32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
+  }
   if (s.experts > 0) {
     w.AddUint32(a + ".expert_count", static_cast<uint32_t>(s.experts));
     w.AddUint32(a + ".expert_used_count", static_cast<uint32_t>(s.experts_used));
@@ -329,11 +340,15 @@ absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
     matrix(p + "attn_k.weight", kv, s.hidden);
     matrix(p + "attn_v.weight", kv, s.hidden, i);
     matrix(p + "attn_output.weight", s.hidden, q);
-    if (s.arch == "qwen3" || s.arch == "qwen3moe") {
+    const bool gemma3 = s.arch == "gemma3";
+    if (s.arch == "qwen3" || s.arch == "qwen3moe" || gemma3) {
       norm(p + "attn_q_norm.weight", s.head_dim);
       norm(p + "attn_k_norm.weight", s.head_dim);
     }
+    // Gemma's norms are stored as 1 + w (llama.cpp's converter): all-ones is w = 0.
+    if (gemma3) norm(p + "post_attention_norm.weight", s.hidden);
     norm(p + "ffn_norm.weight", s.hidden);
+    if (gemma3) norm(p + "post_ffw_norm.weight", s.hidden);
     if (s.experts > 0) {
       const int64_t e = s.experts, h = s.hidden, f = s.expert_ffn;
       w.AddTensor(p + "ffn_gate_inp.weight", {h, e}, kGgmlF32, e * h * 4,

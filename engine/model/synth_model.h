@@ -18,13 +18,16 @@ namespace tessera::model {
 
 struct SynthShape {
   std::string name;
-  std::string arch;  // GGUF general.architecture: "llama", "qwen3" or "qwen3moe"
+  std::string arch;  // GGUF general.architecture: "llama", "qwen3", "qwen3moe" or "gemma3"
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   // Sparse MoE MLPs (qwen3moe): experts of expert_ffn, experts_used per token, stacked into
   // blk.N.ffn_{gate,up,down}_exps as llama.cpp writes them, an F32 router (ffn_gate_inp, which
   // llama-quantize leaves unquantized). experts 0: dense MLPs of ffn.
   int64_t experts = 0, experts_used = 0, expert_ffn = 0;
   int64_t context = 2048;
+  // gemma3: five of every six layers attend through this window (llama.cpp's default pattern),
+  // with their own RoPE base 10000; 0: none.
+  int64_t sliding_window = 0;
   double rope_theta = 10000.0;
   double rms_eps = 1e-5;
   bool tied_embeddings = false;
@@ -33,7 +36,7 @@ struct SynthShape {
   double LinearParams() const;
 };
 
-// The named shapes: tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b, qwen3-30b-a3b.
+// The named shapes: tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b, qwen3-30b-a3b, gemma-3-1b.
 std::vector<std::string> SynthShapeNames();
 absl::StatusOr<SynthShape> FindSynthShape(const std::string& name);
 
