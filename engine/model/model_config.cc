@@ -210,18 +210,32 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   ModelConfig c;
   std::string model_type;
   if (auto it = j.find("model_type"); it != j.end() && it->is_string()) model_type = it->get<std::string>();
-  if (model_type == "gemma3") {
-    // Gemma3ForConditionalGeneration (4B-27B): the text decoder's config is text_config, its
-    // weights sit under a prefix (ModelSource renames them), the vision tower is not run.
+  if (model_type == "gemma3" || model_type == "mistral3") {
+    // Image-text models whose decoder is a causal LM tessera runs (Gemma3ForConditionalGeneration,
+    // Gemma 3 4B-27B; Mistral3ForConditionalGeneration, Mistral Small 3.1 / 3.2): the decoder's
+    // config is text_config, its weights sit under a prefix (ModelSource renames them), the
+    // vision tower is not run.
     auto tc = j.find("text_config");
     if (tc == j.end() || !tc->is_object()) {
-      return FieldError("text_config", "is missing (model_type 'gemma3' keeps its decoder there)");
+      return FieldError("text_config", absl::StrCat("is missing (model_type '", model_type,
+                                                    "' keeps its decoder there)"));
     }
     Json text = *tc;
     for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "tie_word_embeddings"}) {
       if (!text.contains(k) && j.contains(k)) text[k] = j[k];
     }
-    text["model_type"] = "gemma3_text";
+    if (model_type == "gemma3") {
+      text["model_type"] = "gemma3_text";
+    } else if (!text.contains("model_type")) {
+      text["model_type"] = "mistral";  // Mistral3Config's default text_config
+    }
+    const std::string inner_type =
+        text["model_type"].is_string() ? text["model_type"].get<std::string>() : "";
+    if (model_type == "mistral3" && inner_type != "mistral" && inner_type != "llama") {
+      return FieldError(
+          "text_config.model_type",
+          absl::StrCat("'", inner_type, "' is not supported under mistral3 (mistral, llama)"));
+    }
     auto inner = ModelConfigFromHfJson(text.dump());
     if (!inner.ok()) {
       return absl::Status(inner.status().code(),
@@ -288,7 +302,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
                                    "qwen3_moe, mixtral, olmoe, granite, phi3, gemma, gemma2, "
-                                   "gemma3, gemma3_text)"));
+                                   "gemma3, gemma3_text, mistral3)"));
   }
   const bool gemma = c.architecture == Architecture::kGemma ||
                      c.architecture == Architecture::kGemma2 ||

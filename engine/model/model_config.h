@@ -108,8 +108,9 @@ struct ModelConfig {
     return embedding_multiplier != 1.0 || attention_scale != 0.0 || residual_multiplier != 1.0 ||
            logits_scaling != 1.0;
   }
-  // Gemma3ForConditionalGeneration: the decoder's weights are under language_model.model. (or
-  // model.language_model.), beside a vision tower; ModelSource shows them as model.*.
+  // Gemma3ForConditionalGeneration / Mistral3ForConditionalGeneration: the decoder's weights are
+  // under language_model.model. (or model.language_model.), beside a vision tower; ModelSource
+  // shows them as model.*.
   bool language_model_of_multimodal = false;
   // Gemma. HF Gemma norms scale by (1 + w): norm_weight_offset 1 is added to every RMSNorm
   // weight at load (llama.cpp's converter adds it to GGUF files already, so 0 there).

@@ -89,8 +89,8 @@ from safetensors.torch import save_file
 
 from moe_goldens import router_margins, write_gguf_twin
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import (AutoModelForCausalLM, AutoTokenizer, DynamicCache, Gemma2Config,
-                          Gemma3Config, Gemma3TextConfig, GemmaConfig, GraniteConfig, LlamaConfig, Phi3Config,
+from transformers import (AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, DynamicCache, Gemma2Config,
+                          Gemma3Config, Gemma3TextConfig, GemmaConfig, Mistral3Config, GraniteConfig, LlamaConfig, Phi3Config,
                           MistralConfig, MixtralConfig, OlmoeConfig, PreTrainedTokenizerFast,
                           Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
 
@@ -346,6 +346,16 @@ MODELS = {
                            num_attention_heads=2, image_size=28, patch_size=14),
         mm_tokens_per_image=4, boi_token_index=3, eoi_token_index=4, image_token_index=5,
         bos_token_id=1, eos_token_id=2, pad_token_id=0, tie_word_embeddings=True)),
+    # Mistral Small 3.1 / 3.2's layout: Mistral3ForConditionalGeneration, a (tiny) Pixtral vision
+    # tower beside a mistral decoder under language_model.model.*, an untied
+    # language_model.lm_head. Text-only input.
+    "mistral3_mm": (Mistral3Config, dict(
+        text_config=dict(COMMON, model_type="mistral", head_dim=32, rope_theta=1000000.0,
+                         sliding_window=None, tie_word_embeddings=False),
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                           num_attention_heads=2, head_dim=16, image_size=28, patch_size=14),
+        image_token_index=5, spatial_merge_size=2, bos_token_id=1, eos_token_id=2,
+        pad_token_id=0, tie_word_embeddings=False)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
@@ -419,8 +429,10 @@ def make_model(name: str, cls, kwargs: dict, tok: PreTrainedTokenizerFast, index
         shutil.rmtree(out_dir)
     out_dir.mkdir(parents=True)
     torch.manual_seed(SEED + index)
+    # transformers maps mistral3 to image-text-to-text only (gemma3 to causal LM as well).
+    auto = AutoModelForImageTextToText if cls is Mistral3Config else AutoModelForCausalLM
     cfg = cls(**kwargs)
-    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager", dtype=torch.float32)
+    model = auto.from_config(cfg, attn_implementation="eager", dtype=torch.float32)
     init_weights(model, SEED + 100 + index)
     # The decoder itself (Gemma3ForConditionalGeneration keeps it as model.language_model).
     lm = getattr(model.model, "language_model", model.model)
@@ -431,7 +443,7 @@ def make_model(name: str, cls, kwargs: dict, tok: PreTrainedTokenizerFast, index
     tok.save_pretrained(out_dir)
 
     # The oracle is the re-loaded directory.
-    model = AutoModelForCausalLM.from_pretrained(out_dir, attn_implementation="eager",
+    model = auto.from_pretrained(out_dir, attn_implementation="eager",
                                                  dtype=torch.float32).eval()
     lm = getattr(model.model, "language_model", model.model)
     rtok = AutoTokenizer.from_pretrained(out_dir)
@@ -451,7 +463,7 @@ def make_model(name: str, cls, kwargs: dict, tok: PreTrainedTokenizerFast, index
         assert torch.equal(nocache.argmax(-1), torch.tensor(gen)), name
         nocache_diff = float((nocache - step_logits).abs().max())
         # f64 twin: measures the f32 rounding error of the oracle itself.
-        m64 = AutoModelForCausalLM.from_pretrained(out_dir, attn_implementation="eager",
+        m64 = auto.from_pretrained(out_dir, attn_implementation="eager",
                                                    dtype=torch.float64).eval()
         logits64 = m64(input_ids=x, use_cache=False).logits[0]
     d64 = (logits.double() - logits64).abs()

@@ -236,5 +236,26 @@ TEST(GemmaConfigTest, GgufKeysAndLlamaCppDefaults) {
   EXPECT_NE(bad.status().message().find("sliding_window_pattern"), std::string::npos);
 }
 
+// Mistral Small 3.1's config.json: a mistral decoder in text_config (the default when its
+// model_type is absent); other decoders are refused naming the field.
+TEST(GemmaConfigTest, Mistral3TakesItsMistralTextConfig) {
+  auto c = ModelConfigFromHfJson(R"({"architectures": ["Mistral3ForConditionalGeneration"],
+      "model_type": "mistral3", "text_config": {"head_dim": 128, "hidden_size": 5120,
+        "intermediate_size": 32768, "max_position_embeddings": 131072,
+        "num_attention_heads": 32, "num_hidden_layers": 40, "num_key_value_heads": 8,
+        "rms_norm_eps": 1e-05, "rope_theta": 1000000000.0, "sliding_window": null,
+        "vocab_size": 131072}})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->ArchitectureName(), "mistral");
+  EXPECT_EQ(c->architecture_name, "Mistral3ForConditionalGeneration");
+  EXPECT_TRUE(c->language_model_of_multimodal);
+  EXPECT_EQ(c->head_dim, 128);
+  EXPECT_FALSE(c->HasSlidingLayers());
+  auto other = ModelConfigFromHfJson(R"({"model_type": "mistral3",
+      "text_config": {"model_type": "qwen2"}})");
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("text_config.model_type"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::model

@@ -10,7 +10,9 @@
 // gemma2: sandwich norms, attention and final logit soft caps, alternating windows; gemma3: q/k
 // norms, windows with their own RoPE base beside linearly scaled global layers, each with a GGUF
 // twin as llama.cpp's converter writes it; gemma3_mm: the same decoder inside
-// Gemma3ForConditionalGeneration, weights under language_model.model.* beside a vision tower).
+// Gemma3ForConditionalGeneration, weights under language_model.model.* beside a vision tower;
+// mistral3_mm: a mistral decoder inside Mistral3ForConditionalGeneration, untied
+// language_model.lm_head).
 // llama3_rope's GGUF twin carries its rope scaling as llama.cpp's converter writes it, per-pair
 // frequency divisors in rope_freqs.weight, tessera's logits at every position match transformers',
 // and greedy continuations of 32 tokens are identical (tools/reference/make_hf_goldens.py made the
@@ -75,9 +77,12 @@ class HfGoldenTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(HfGoldenTest, ConfigIsParsed) {
   const ModelConfig& c = source_.config;
-  // transformers' model_type; tessera names Gemma 3's text model gemma3, as llama.cpp does.
+  // transformers' model_type; tessera names Gemma 3's text model gemma3, as llama.cpp does, and
+  // an image-text model by its decoder (mistral3's is mistral).
   const std::string arch = golden_["architecture"].get<std::string>();
-  EXPECT_EQ(c.ArchitectureName(), arch == "gemma3_text" ? "gemma3" : arch);
+  EXPECT_EQ(c.ArchitectureName(), arch == "gemma3_text" ? "gemma3"
+                                  : arch == "mistral3"  ? "mistral"
+                                                        : arch);
   const auto& inv = golden_["rope"]["inv_freq"];
   const auto ours = RopeInverseFrequencies(c);
   ASSERT_EQ(ours.size(), inv.size());
@@ -141,7 +146,7 @@ INSTANTIATE_TEST_SUITE_P(
                       "olmoe/model.gguf", "granite", "granite/model.gguf", "phi3",
                       "phi3/model.gguf", "llama3_rope/model.gguf", "mistral_swa", "qwen2_swa",
                       "gemma", "gemma/model.gguf", "gemma2", "gemma2/model.gguf", "gemma3",
-                      "gemma3/model.gguf", "gemma3_mm"),
+                      "gemma3/model.gguf", "gemma3_mm", "mistral3_mm"),
     [](const ::testing::TestParamInfo<std::string>& info) {
       std::string name = info.param;
       for (char& ch : name) {
