@@ -177,9 +177,13 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
       TESSERA_ASSIGN_OR_RETURN(*out, LoadNorm(store, names.Layer(i, t), n, offset));
       return absl::OkStatus();
     };
-    TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kAttnNorm, c.hidden_size, &L.attn_norm));
-    if (c.sandwich_norms) {  // gemma2 / gemma3
-      TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kPreFfnNorm, c.hidden_size, &L.ffn_norm));
+    if (c.pre_norms) {
+      TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kAttnNorm, c.hidden_size, &L.attn_norm));
+    }
+    if (c.sandwich_norms) {  // gemma2 / gemma3 (and olmo2 / olmo3, output norms only)
+      if (c.pre_norms) {
+        TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kPreFfnNorm, c.hidden_size, &L.ffn_norm));
+      }
       TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kAttnPostNorm, c.hidden_size, &L.attn_post_norm));
       TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kFfnPostNorm, c.hidden_size, &L.ffn_post_norm));
     } else {
@@ -338,13 +342,18 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   for (size_t li = 0; li < layers_.size(); ++li) {
     const Layer& L = layers_[li];
     const bool sliding = c.IsSlidingLayer(static_cast<int64_t>(li));
-    kf::FastRmsNorm(h.data(), L.attn_norm.data(), total, H, eps, xn.data());
+    // The block's input: normed, or (olmo2 / olmo3) the residual stream itself.
+    const float* x = h.data();
+    if (!L.attn_norm.empty()) {
+      kf::FastRmsNorm(h.data(), L.attn_norm.data(), total, H, eps, xn.data());
+      x = xn.data();
+    }
     // q, k and v read the same input: their columns run in one parallel pass.
     if (L.qkv != nullptr) {
       // phi3: one [q; k; v] matrix, its output split per row.
       const int64_t QKV = Q + 2 * KV;
       fused.resize(total * QKV);
-      L.qkv->Forward(xn.data(), total, fused.data());
+      L.qkv->Forward(x, total, fused.data());
       for (int64_t r = 0; r < total; ++r) {
         const float* f = fused.data() + r * QKV;
         std::copy_n(f, Q, q.data() + r * Q);
@@ -352,7 +361,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
         std::copy_n(f + Q + KV, KV, v.data() + r * KV);
       }
     } else {
-      backend::cpu::ForwardSharedInput({L.q.get(), L.k.get(), L.v.get()}, xn.data(), total,
+      backend::cpu::ForwardSharedInput({L.q.get(), L.k.get(), L.v.get()}, x, total,
                                        {q.data(), k.data(), v.data()}, pool_);
     }
     const bool local_rope = sliding && !sliding_cos.empty();
@@ -387,20 +396,24 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
     Attend(c, rows, layer, q.data(), cache, pool_, attn.data());
     L.o->Forward(attn.data(), total, tmp.data());
     add_residual(tmp.data(), L.attn_post_norm);
-    kf::FastRmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
+    x = h.data();
+    if (!L.ffn_norm.empty()) {
+      kf::FastRmsNorm(h.data(), L.ffn_norm.data(), total, H, eps, xn.data());
+      x = xn.data();
+    }
     if (L.moe != nullptr) {
-      L.moe->Forward(xn.data(), total, tmp.data(), pool_);
+      L.moe->Forward(x, total, tmp.data(), pool_);
     } else if (L.gate_up != nullptr) {
       // phi3: [gate; up] in one matrix; transformers' chunk(2) then up * silu(gate).
       fused.resize(total * 2 * F);
-      L.gate_up->Forward(xn.data(), total, fused.data());
+      L.gate_up->Forward(x, total, fused.data());
       for (int64_t r = 0; r < total; ++r) {
         const float* f = fused.data() + r * 2 * F;
         activate(f, f + F, F, gate.data() + r * F);
       }
       L.down->Forward(gate.data(), total, tmp.data());
     } else {
-      backend::cpu::ForwardSharedInput({L.gate.get(), L.up.get()}, xn.data(), total,
+      backend::cpu::ForwardSharedInput({L.gate.get(), L.up.get()}, x, total,
                                        {gate.data(), up.data()}, pool_);
       activate(gate.data(), up.data(), total * F, gate.data());
       L.down->Forward(gate.data(), total, tmp.data());

@@ -118,6 +118,10 @@ std::string ModelConfig::ArchitectureName() const {
       return "gemma2";
     case Architecture::kGemma3:
       return "gemma3";
+    case Architecture::kOlmo2:
+      return "olmo2";
+    case Architecture::kOlmo3:
+      return "olmo3";
   }
   return "?";
 }
@@ -131,7 +135,7 @@ std::string ModelConfig::ExtendedFeatures() const {
   if (clip_qkv > 0) out.push_back("clip_qkv");
   if (fused_qkv || fused_gate_up) out.push_back("fused qkv / gate_up projections");
   if (mlp_activation != MlpActivation::kSilu) out.push_back("GeGLU MLP");
-  if (norm_weight_offset != 0.0f || sandwich_norms) out.push_back("Gemma norms");
+  if (norm_weight_offset != 0.0f || sandwich_norms) out.push_back("Gemma / OLMo 2 norms");
   if (attn_logit_softcap > 0 || final_logit_softcap > 0) out.push_back("soft-capped logits");
   if (sliding_rope_theta > 0) out.push_back("per-layer RoPE bases");
   return absl::StrJoin(out, ", ");
@@ -297,12 +301,16 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kGemma2;
   } else if (model_type == "gemma3_text") {
     c.architecture = Architecture::kGemma3;
+  } else if (model_type == "olmo2") {
+    c.architecture = Architecture::kOlmo2;
+  } else if (model_type == "olmo3") {
+    c.architecture = Architecture::kOlmo3;
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
                                    "qwen3_moe, mixtral, olmoe, granite, phi3, gemma, gemma2, "
-                                   "gemma3, gemma3_text, mistral3)"));
+                                   "gemma3, gemma3_text, mistral3, olmo2, olmo3)"));
   }
   const bool gemma = c.architecture == Architecture::kGemma ||
                      c.architecture == Architecture::kGemma2 ||
@@ -394,6 +402,18 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
         c.sliding_rope_theta = NumberOr(j, "rope_local_base_freq", 10000.0);
         if (!(c.sliding_rope_theta > 0)) return FieldError("rope_local_base_freq", "must be > 0");
       }
+    }
+  } else if (c.architecture == Architecture::kOlmo2 || c.architecture == Architecture::kOlmo3) {
+    // OLMo 2 / 3: RMSNorm over the whole q / k projections, norms on the attention and MLP
+    // outputs only. OLMo 3 windows three of four layers (4096 by default), which rotate without
+    // the full layers' rope_scaling.
+    c.qk_norm_whole = true;
+    c.sandwich_norms = true;
+    c.pre_norms = false;
+    if (c.architecture == Architecture::kOlmo3) {
+      c.sliding_window = static_cast<int64_t>(NullableNumber(j, "sliding_window", 4096.0));
+      TESSERA_RETURN_IF_ERROR(ReadSlidingLayers(j, c, [](int64_t i) { return (i + 1) % 4 != 0; }));
+      c.sliding_rope_theta = c.rope_theta;
     }
   } else if (c.architecture == Architecture::kMixtral) {
     // Mixtral's experts are intermediate_size wide; its router always renormalizes (a softmax

@@ -30,7 +30,9 @@ enum class Architecture {
   kPhi3,
   kGemma,
   kGemma2,
-  kGemma3
+  kGemma3,
+  kOlmo2,
+  kOlmo3
 };
 
 // The MLP's gated activation: SwiGLU (silu(gate) · up), or Gemma's GeGLU with PyTorch's tanh
@@ -120,6 +122,9 @@ struct ModelConfig {
   // residual add (post_attention_layernorm / post_feedforward_layernorm; GGUF post_attention_norm
   // / post_ffw_norm) and the MLP input by pre_feedforward_layernorm (GGUF ffn_norm).
   bool sandwich_norms = false;
+  // olmo2 / olmo3: no norm before attention or the MLP; they read the residual stream as is and
+  // only their outputs are normed (post_attention_layernorm / post_feedforward_layernorm).
+  bool pre_norms = true;
   // Scores (after attention_scale) and final logits become cap · tanh(x / cap); 0: none (Gemma 2:
   // 50 and 30).
   double attn_logit_softcap = 0.0;

@@ -12,6 +12,41 @@
 namespace tessera::model {
 namespace {
 
+// attention.sliding_window (default_window where absent; 0: no windows) and
+// attention.sliding_window_pattern: one bool per layer, or a period n (layer i slides when
+// i % n < n - 1; default_period where absent), as llama.cpp's load_swa_pattern reads them.
+absl::Status ReadSlidingWindowGguf(const io::GgufMetadata& m, const std::string& arch,
+                                   int64_t default_window, int64_t default_period, ModelConfig& c) {
+  auto window = m.GetUint(absl::StrCat(arch, ".attention.sliding_window"));
+  c.sliding_window = window.ok() ? static_cast<int64_t>(*window) : default_window;
+  if (c.sliding_window == 0) return absl::OkStatus();
+  if (c.num_layers > ModelConfig::kMaxLayers) return absl::OkStatus();  // Validate reports it
+  c.sliding_layers.assign(c.num_layers, false);
+  const std::string pattern_key = absl::StrCat(arch, ".attention.sliding_window_pattern");
+  if (auto arr = m.GetArray(pattern_key); arr.ok()) {
+    const std::vector<io::GgufValue>& a = **arr;
+    if (static_cast<int64_t>(a.size()) != c.num_layers) {
+      return absl::InvalidArgumentError(absl::StrCat("GGUF ", pattern_key, " has ", a.size(),
+                                                     " entries for ", c.num_layers, " layers"));
+    }
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      const bool* b = std::get_if<bool>(&a[i].value);
+      if (b == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("GGUF ", pattern_key, " is not an array of bools"));
+      }
+      c.sliding_layers[i] = *b;
+    }
+  } else {
+    auto n = m.GetUint(pattern_key);
+    const int64_t period = n.ok() ? static_cast<int64_t>(*n) : default_period;
+    for (int64_t i = 0; i < c.num_layers; ++i) {
+      c.sliding_layers[i] = period == 0 || i % period < period - 1;
+    }
+  }
+  return absl::OkStatus();
+}
+
 // llama.cpp's gemma / gemma2 / gemma3 load_arch_hparams (llama.cpp 0c1e570).
 absl::Status ReadGemmaGguf(const io::GgufMetadata& m, const std::string& arch, ModelConfig& c) {
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
@@ -35,35 +70,8 @@ absl::Status ReadGemmaGguf(const io::GgufMetadata& m, const std::string& arch, M
         "GGUF ", arch, ".attn_logit_softcapping / final_logit_softcapping must be >= 0"));
   }
   // Windows: Gemma 2 always (4096 by default), Gemma 3 where the key is present.
-  auto window = m.GetUint(key("attention.sliding_window"));
-  c.sliding_window = window.ok() ? static_cast<int64_t>(*window) : (g2 ? 4096 : 0);
+  TESSERA_RETURN_IF_ERROR(ReadSlidingWindowGguf(m, arch, g2 ? 4096 : 0, g2 ? 2 : 6, c));
   if (c.sliding_window == 0) return absl::OkStatus();
-  if (c.num_layers > ModelConfig::kMaxLayers) return absl::OkStatus();  // Validate reports it
-  // attention.sliding_window_pattern: one bool per layer, or a period n (layer i slides when
-  // i % n < n - 1); default 2 (Gemma 2) or 6 (Gemma 3).
-  c.sliding_layers.assign(c.num_layers, false);
-  const std::string pattern_key = key("attention.sliding_window_pattern");
-  if (auto arr = m.GetArray(pattern_key); arr.ok()) {
-    const std::vector<io::GgufValue>& a = **arr;
-    if (static_cast<int64_t>(a.size()) != c.num_layers) {
-      return absl::InvalidArgumentError(absl::StrCat("GGUF ", pattern_key, " has ", a.size(),
-                                                     " entries for ", c.num_layers, " layers"));
-    }
-    for (int64_t i = 0; i < c.num_layers; ++i) {
-      const bool* b = std::get_if<bool>(&a[i].value);
-      if (b == nullptr) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("GGUF ", pattern_key, " is not an array of bools"));
-      }
-      c.sliding_layers[i] = *b;
-    }
-  } else {
-    auto n = m.GetUint(pattern_key);
-    const int64_t period = n.ok() ? static_cast<int64_t>(*n) : (g2 ? 2 : 6);
-    for (int64_t i = 0; i < c.num_layers; ++i) {
-      c.sliding_layers[i] = period == 0 || i % period < period - 1;
-    }
-  }
   if (c.architecture == Architecture::kGemma3) {
     c.sliding_rope_theta = number("rope.freq_base_swa", 10000.0);
     if (!(c.sliding_rope_theta > 0)) {
@@ -117,6 +125,14 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else if (arch == "qwen3" || arch == "qwen3moe") {
     c.architecture = arch == "qwen3" ? Architecture::kQwen3 : Architecture::kQwen3Moe;
     c.qk_norm = true;
+  } else if (arch == "olmo2") {
+    // OLMo 2 and OLMo 3 (llama.cpp's olmo2 graph): whole-projection q/k norms, output norms
+    // only, NeoX RoPE; OLMo 3's windows (pattern from the file, period 4 by default) rotate with
+    // freq_base_swa (default: freq_base) and without rope scaling.
+    c.architecture = Architecture::kOlmo2;
+    c.qk_norm_whole = true;
+    c.sandwich_norms = true;
+    c.pre_norms = false;
   } else if (arch == "gemma" || arch == "gemma2" || arch == "gemma3") {
     // NeoX RoPE (not permuted), norm weights already 1 + w, GELU (tanh) GeGLU, embeddings
     // scaled by sqrt(n_embd); the rest per version below.
@@ -130,7 +146,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF general.architecture '", arch,
                      "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite, "
-                     "phi3, gemma, gemma2, gemma3)"));
+                     "phi3, gemma, gemma2, gemma3, olmo2)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
@@ -211,6 +227,14 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   if (c.architecture == Architecture::kGemma || c.architecture == Architecture::kGemma2 ||
       c.architecture == Architecture::kGemma3) {
     TESSERA_RETURN_IF_ERROR(ReadGemmaGguf(m, arch, c));
+  }
+  if (c.architecture == Architecture::kOlmo2) {
+    TESSERA_RETURN_IF_ERROR(ReadSlidingWindowGguf(m, arch, 0, 4, c));
+    if (c.sliding_window > 0) {
+      c.architecture = Architecture::kOlmo3;  // the OLMo with windows
+      auto base = m.GetFloat(key("rope.freq_base_swa"));
+      c.sliding_rope_theta = base.ok() ? *base : c.rope_theta;
+    }
   }
   auto tokens = m.GetArray("tokenizer.ggml.tokens");
   if (auto vocab = m.GetUint(key("vocab_size")); vocab.ok()) {

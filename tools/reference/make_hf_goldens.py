@@ -90,7 +90,8 @@ from safetensors.torch import save_file
 from moe_goldens import router_margins, write_gguf_twin
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import (AutoModelForCausalLM, AutoModelForImageTextToText, AutoTokenizer, DynamicCache, Gemma2Config,
-                          Gemma3Config, Gemma3TextConfig, GemmaConfig, Mistral3Config, GraniteConfig, LlamaConfig, Phi3Config,
+                          Gemma3Config, Gemma3TextConfig, GemmaConfig, Mistral3Config,
+                          Olmo2Config, Olmo3Config, GraniteConfig, LlamaConfig, Phi3Config,
                           MistralConfig, MixtralConfig, OlmoeConfig, PreTrainedTokenizerFast,
                           Qwen2Config, Qwen2MoeConfig, Qwen3Config, Qwen3MoeConfig)
 
@@ -356,13 +357,20 @@ MODELS = {
                            num_attention_heads=2, head_dim=16, image_size=28, patch_size=14),
         image_token_index=5, spatial_merge_size=2, bos_token_id=1, eos_token_id=2,
         pad_token_id=0, tie_word_embeddings=False)),
+    # OLMo 2: no norm before attention or the MLP, RMSNorm over the whole q / k projections and
+    # on each block's output. OLMo 3 adds windows (8 here; layer 0 sliding, layer 1 full).
+    "olmo2": (Olmo2Config, dict(COMMON, rope_theta=500000.0, tie_word_embeddings=False)),
+    "olmo3": (Olmo3Config, dict(COMMON, rope_theta=500000.0, tie_word_embeddings=False,
+                                sliding_window=8,
+                                layer_types=["sliding_attention", "full_attention"])),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
 # convert_hf_to_gguf.py lays them out): general.architecture for each.
 GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
               "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama",
-              "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3"}
+              "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3", "olmo2": "olmo2",
+              "olmo3": "olmo2"}
 
 
 def init_weights(model: torch.nn.Module, seed: int) -> None:
@@ -538,8 +546,10 @@ def make_model(name: str, cls, kwargs: dict, tok: PreTrainedTokenizerFast, index
                           "attention_scaling": float(lm.rotary_emb.attention_scaling),
                           "llama3_check": llama3_freq_check(model)}
     else:
-        golden["rope"] = {"inv_freq": lm.rotary_emb.inv_freq.tolist(),
-                          "attention_scaling": float(lm.rotary_emb.attention_scaling)}
+        # OLMo 3 keeps one rotary embedding per layer type; the full layers' is the global one.
+        rotary = lm.rotary_embs["full_attention"] if hasattr(lm, "rotary_embs") else lm.rotary_emb
+        golden["rope"] = {"inv_freq": rotary.inv_freq.tolist(),
+                          "attention_scaling": float(rotary.attention_scaling)}
     (out_dir / "golden.json").write_text(json.dumps(golden, indent=1) + "\n")
     if name in GGUF_TWINS:
         write_gguf_twin(model, rtok, GGUF_TWINS[name], out_dir / "model.gguf")

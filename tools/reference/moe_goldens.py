@@ -97,6 +97,10 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     w.add_rope_freq_base(cfg.rope_theta)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     gemma = arch in ("gemma", "gemma2", "gemma3")
+    if arch == "olmo2" and getattr(cfg, "layer_types", None):  # OLMo 3 (Olmo2Model's converter)
+        if "sliding_attention" in cfg.layer_types:
+            w.add_sliding_window(cfg.sliding_window)
+            w.add_sliding_window_pattern([t == "sliding_attention" for t in cfg.layer_types])
     if arch in ("gemma2", "gemma3"):  # Gemma2Model / Gemma3Model
         if cfg.attn_logit_softcapping:
             w.add_attn_logit_softcapping(cfg.attn_logit_softcapping)
@@ -121,7 +125,7 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     if arch == "phi3":  # dense, fused qkv and gate_up (Phi3MiniModel)
         w.add_feed_forward_length(cfg.intermediate_size)
         n_experts = 0
-    elif gemma:
+    elif gemma or arch == "olmo2":
         w.add_feed_forward_length(cfg.intermediate_size)
         n_experts = 0
     elif arch == "granite":  # dense, with the four multipliers (GraniteModel)
@@ -186,6 +190,16 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
         if arch in ("llama", "granite"):
             q = llama_permute(q, cfg.num_attention_heads)
             k = llama_permute(k, cfg.num_key_value_heads)
+        if arch == "olmo2":  # output norms only, q/k norms over the whole projections
+            for role, t in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v"), ("o", "attn_output")):
+                put(f"blk.{i}.{t}.weight", sd[p + f"self_attn.{role}_proj.weight"])
+            put(f"blk.{i}.attn_q_norm.weight", sd[p + "self_attn.q_norm.weight"])
+            put(f"blk.{i}.attn_k_norm.weight", sd[p + "self_attn.k_norm.weight"])
+            put(f"blk.{i}.post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"])
+            for role in ("gate", "up", "down"):
+                put(f"blk.{i}.ffn_{role}.weight", sd[p + f"mlp.{role}_proj.weight"])
+            put(f"blk.{i}.post_ffw_norm.weight", sd[p + "post_feedforward_layernorm.weight"])
+            continue
         put(f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"])
         if arch == "phi3":
             put(f"blk.{i}.attn_qkv.weight", sd[p + "self_attn.qkv_proj.weight"])

@@ -257,5 +257,37 @@ TEST(GemmaConfigTest, Mistral3TakesItsMistralTextConfig) {
   EXPECT_NE(other.status().message().find("text_config.model_type"), std::string::npos);
 }
 
+// OLMo 2 / 3: output norms only; OLMo 3's default pattern (three of four layers slide, 4096)
+// from config.json and from llama.cpp's olmo2 GGUF keys (period 4, freq_base_swa).
+TEST(GemmaConfigTest, OlmoNormsAndWindows) {
+  auto olmo2 = ModelConfigFromHfJson(kBase + R"("model_type": "olmo2"})");
+  ASSERT_TRUE(olmo2.ok()) << olmo2.status();
+  EXPECT_FALSE(olmo2->pre_norms);
+  EXPECT_TRUE(olmo2->sandwich_norms);
+  EXPECT_TRUE(olmo2->qk_norm_whole);
+  EXPECT_FALSE(olmo2->HasSlidingLayers());
+  auto olmo3 = ModelConfigFromHfJson(R"({"model_type": "olmo3", "hidden_size": 64,
+      "num_hidden_layers": 8, "num_attention_heads": 4, "intermediate_size": 128,
+      "vocab_size": 320, "rope_theta": 500000.0})");
+  ASSERT_TRUE(olmo3.ok()) << olmo3.status();
+  EXPECT_EQ(olmo3->sliding_window, 4096);
+  EXPECT_EQ(Sliding(*olmo3), (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(olmo3->sliding_rope_theta, 500000.0);
+  auto gguf = GemmaGguf("olmo2", 8);
+  auto plain = ModelConfigFromGguf(gguf);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->ArchitectureName(), "olmo2");
+  EXPECT_FALSE(plain->HasSlidingLayers());
+  gguf.Add("olmo2.attention.sliding_window",
+           io::GgufValue{io::GgufValueType::kU32, {}, uint64_t{4096}});
+  gguf.Add("olmo2.rope.freq_base", io::GgufValue{io::GgufValueType::kF32, {}, 500000.0});
+  auto windowed = ModelConfigFromGguf(gguf);
+  ASSERT_TRUE(windowed.ok()) << windowed.status();
+  EXPECT_EQ(windowed->ArchitectureName(), "olmo3");
+  EXPECT_EQ(Sliding(*windowed),
+            (std::vector<bool>{true, true, true, false, true, true, true, false}));
+  EXPECT_EQ(windowed->sliding_rope_theta, 500000.0);
+}
+
 }  // namespace
 }  // namespace tessera::model

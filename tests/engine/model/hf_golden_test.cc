@@ -12,7 +12,9 @@
 // twin as llama.cpp's converter writes it; gemma3_mm: the same decoder inside
 // Gemma3ForConditionalGeneration, weights under language_model.model.* beside a vision tower;
 // mistral3_mm: a mistral decoder inside Mistral3ForConditionalGeneration, untied
-// language_model.lm_head).
+// language_model.lm_head), olmo2 (no norms before attention or the MLP, output norms only,
+// whole-projection q/k norms) and olmo3 (the same with a window; GGUF twins as llama.cpp's
+// olmo2 converter writes them).
 // llama3_rope's GGUF twin carries its rope scaling as llama.cpp's converter writes it, per-pair
 // frequency divisors in rope_freqs.weight, tessera's logits at every position match transformers',
 // and greedy continuations of 32 tokens are identical (tools/reference/make_hf_goldens.py made the
@@ -146,7 +148,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "olmoe/model.gguf", "granite", "granite/model.gguf", "phi3",
                       "phi3/model.gguf", "llama3_rope/model.gguf", "mistral_swa", "qwen2_swa",
                       "gemma", "gemma/model.gguf", "gemma2", "gemma2/model.gguf", "gemma3",
-                      "gemma3/model.gguf", "gemma3_mm", "mistral3_mm"),
+                      "gemma3/model.gguf", "gemma3_mm", "mistral3_mm", "olmo2", "olmo2/model.gguf",
+                      "olmo3", "olmo3/model.gguf"),
     [](const ::testing::TestParamInfo<std::string>& info) {
       std::string name = info.param;
       for (char& ch : name) {
