@@ -316,18 +316,22 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   // Each row's RoPE cos / sin, once for all layers and for its q and k heads (and for Gemma 3's
   // sliding layers, their own base).
   const int64_t half = c.rope_dim / 2;
-  auto rope_table = [&](const std::vector<float>& inv_freq, std::vector<float>& cs,
-                        std::vector<float>& sn) {
+  auto rope_table = [&](const std::vector<float>& inv_freq, float attention_factor,
+                        std::vector<float>& cs, std::vector<float>& sn) {
     cs.resize(total * half);
     sn.resize(total * half);
     for (int64_t r = 0; r < total; ++r) {
       kc::RopeCosSin(rows.position[r], inv_freq.data(), half, cs.data() + r * half,
                      sn.data() + r * half);
     }
+    if (attention_factor != 1.0f) {  // YaRN: cos and sin scaled, as transformers' rotary_emb
+      for (float& x : cs) x *= attention_factor;
+      for (float& x : sn) x *= attention_factor;
+    }
   };
   std::vector<float> rope_cos, rope_sin, sliding_cos, sliding_sin;
-  rope_table(inv_freq_, rope_cos, rope_sin);
-  if (!inv_freq_sliding_.empty()) rope_table(inv_freq_sliding_, sliding_cos, sliding_sin);
+  rope_table(inv_freq_, static_cast<float>(c.rope_scaling.attention_factor), rope_cos, rope_sin);
+  if (!inv_freq_sliding_.empty()) rope_table(inv_freq_sliding_, 1.0f, sliding_cos, sliding_sin);
   const kc::GeluApprox gelu =
       c.mlp_activation == MlpActivation::kGeluErf ? kc::GeluApprox::kErf : kc::GeluApprox::kTanh;
   // The MLP's gated activation, into `out` (which may alias gate_in).

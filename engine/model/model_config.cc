@@ -87,6 +87,40 @@ absl::StatusOr<MlpActivation> GemmaActivation(const Json& j) {
   return FieldError(field, absl::StrCat("'", act, "' is not supported (gelu_pytorch_tanh, gelu)"));
 }
 
+// transformers' _compute_yarn_parameters: `x or default` for beta_fast / beta_slow, the context
+// the model was trained at falling back to max_position_embeddings, and attention_factor from
+// factor (and mscale / mscale_all_dim, DeepSeek's) where the config does not give it.
+absl::Status ReadYarn(const Json& rs, ModelConfig& c) {
+  RopeScaling& y = c.rope_scaling;
+  y.type = RopeScaling::Type::kYarn;
+  auto f = rs.find("factor");
+  if (f == rs.end() || !f->is_number() || !(f->get<double>() > 0)) {
+    return FieldError("rope_scaling.factor", "must be a number > 0 for yarn");
+  }
+  y.factor = f->get<double>();
+  const int64_t original = IntOr(rs, "original_max_position_embeddings", 0);
+  y.original_max_position = original > 0 ? original : c.max_context;
+  y.beta_fast = NumberOr(rs, "beta_fast", 0.0);
+  if (y.beta_fast == 0) y.beta_fast = 32.0;
+  y.beta_slow = NumberOr(rs, "beta_slow", 0.0);
+  if (y.beta_slow == 0) y.beta_slow = 1.0;
+  y.truncate = BoolOr(rs, "truncate", true);
+  auto mscale_of = [&](double m) {
+    return y.factor <= 1 ? 1.0 : 0.1 * m * std::log(y.factor) + 1.0;
+  };
+  if (auto a = rs.find("attention_factor"); a != rs.end() && a->is_number()) {
+    y.attention_factor = a->get<double>();
+  } else {
+    const double mscale = NumberOr(rs, "mscale", 0.0), all = NumberOr(rs, "mscale_all_dim", 0.0);
+    y.attention_factor =
+        mscale != 0 && all != 0 ? mscale_of(mscale) / mscale_of(all) : mscale_of(1.0);
+  }
+  if (!(y.beta_fast > 0) || !(y.beta_slow > 0) || y.original_max_position <= 0) {
+    return FieldError("rope_scaling", "yarn needs beta_fast, beta_slow and a context > 0");
+  }
+  return absl::OkStatus();
+}
+
 void ReadTokenIds(const Json& j, const std::string& field, std::vector<int32_t>* out) {
   auto it = j.find(field);
   if (it == j.end()) return;
@@ -138,6 +172,7 @@ std::string ModelConfig::ExtendedFeatures() const {
   if (norm_weight_offset != 0.0f || sandwich_norms) out.push_back("Gemma / OLMo 2 norms");
   if (attn_logit_softcap > 0 || final_logit_softcap > 0) out.push_back("soft-capped logits");
   if (sliding_rope_theta > 0) out.push_back("per-layer RoPE bases");
+  if (rope_scaling.type == RopeScaling::Type::kYarn) out.push_back("YaRN RoPE");
   return absl::StrJoin(out, ", ");
 }
 
@@ -440,8 +475,11 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     } else if (type == "linear") {
       c.rope_scaling.type = RopeScaling::Type::kLinear;
       c.rope_scaling.factor = NumberOr(*rs, "factor", 1.0);
+    } else if (type == "yarn") {
+      TESSERA_RETURN_IF_ERROR(ReadYarn(*rs, c));
     } else if (type != "default" && !type.empty()) {
-      return FieldError("rope_scaling.rope_type", absl::StrCat("'", type, "' is not supported (llama3, linear)"));
+      return FieldError("rope_scaling.rope_type",
+                        absl::StrCat("'", type, "' is not supported (llama3, linear, yarn)"));
     }
   }
   // Mistral, Mixtral and Phi-3 window every layer; qwen* with use_sliding_window the layers from
@@ -480,6 +518,31 @@ std::vector<float> RopeInverseFrequencies(const ModelConfig& c, bool sliding) {
   const RopeScaling& s = c.rope_scaling;
   if (s.type == RopeScaling::Type::kLinear) {
     for (float& f : inv) f = f / static_cast<float>(s.factor);
+  } else if (s.type == RopeScaling::Type::kYarn) {
+    // transformers' order and types: pos_freqs = base^(2i/dim) in f32, the correction range in
+    // double, the ramp and the blend in f32.
+    const double dim = static_cast<double>(c.rope_dim);
+    auto correction_dim = [&](double rotations) {
+      return dim * std::log(static_cast<double>(s.original_max_position) / (rotations * 2 * M_PI)) /
+             (2 * std::log(c.rope_theta));
+    };
+    double low = correction_dim(s.beta_fast), high = correction_dim(s.beta_slow);
+    if (s.truncate) {
+      low = std::floor(low);
+      high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, dim - 1);
+    if (low == high) high += 0.001;  // transformers' guard against a zero-width ramp
+    const float flow = static_cast<float>(low), span = static_cast<float>(high - low);
+    for (int64_t i = 0; i < pairs; ++i) {
+      const float pos = std::pow(base, static_cast<float>(2 * i) / static_cast<float>(c.rope_dim));
+      const float extrapolation = 1.0f / pos;
+      const float interpolation = 1.0f / (static_cast<float>(s.factor) * pos);
+      const float ramp = std::clamp((static_cast<float>(i) - flow) / span, 0.0f, 1.0f);
+      const float keep = 1.0f - ramp;  // inv_freq_extrapolation_factor
+      inv[i] = interpolation * (1.0f - keep) + extrapolation * keep;
+    }
   } else if (s.type == RopeScaling::Type::kLlama3) {
     const double low_wavelen = s.original_max_position / s.low_freq_factor;
     const double high_wavelen = s.original_max_position / s.high_freq_factor;

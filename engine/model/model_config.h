@@ -44,12 +44,20 @@ enum class MlpActivation { kSilu, kGeluTanh, kGeluErf };
 enum class RopeStyle { kRotateHalf, kInterleaved };
 
 struct RopeScaling {
-  enum class Type { kNone, kLinear, kLlama3 };
+  enum class Type { kNone, kLinear, kLlama3, kYarn };
   Type type = Type::kNone;
   double factor = 1.0;
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position = 8192;
+  // YaRN (transformers' _compute_yarn_parameters): pairs rotating fewer than beta_slow times
+  // over original_max_position are interpolated (divided by factor), those rotating more than
+  // beta_fast times kept, a linear ramp between (its bounds floored / ceiled where truncate);
+  // cos and sin are multiplied by attention_factor.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
+  double attention_factor = 1.0;
 };
 
 struct ModelConfig {

@@ -363,6 +363,21 @@ MODELS = {
     "olmo3": (Olmo3Config, dict(COMMON, rope_theta=500000.0, tie_word_embeddings=False,
                                 sliding_window=8,
                                 layer_types=["sliding_attention", "full_attention"])),
+    # YaRN: qwen3 with factor 4 over an original context of 64 (the ramp between beta_slow 1 and
+    # beta_fast 32 rotations falls inside the 16 pairs), attention_factor inferred (1 + 0.1 ln 4);
+    # olmo3 as OLMo 3 7B long-context: YaRN (factor 8, attention_factor 1.2) on the full layer
+    # only, the sliding layer unscaled.
+    "qwen3_yarn": (Qwen3Config, dict(COMMON, rope_theta=10000.0, head_dim=32, attention_bias=False,
+                                     use_sliding_window=False, tie_word_embeddings=True,
+                                     rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                   "original_max_position_embeddings": 64})),
+    "olmo3_yarn": (Olmo3Config, dict(COMMON, rope_theta=10000.0, tie_word_embeddings=False,
+                                     sliding_window=8,
+                                     layer_types=["sliding_attention", "full_attention"],
+                                     rope_scaling={"rope_type": "yarn", "factor": 8.0,
+                                                   "original_max_position_embeddings": 32,
+                                                   "attention_factor": 1.2, "beta_fast": 32,
+                                                   "beta_slow": 1})),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's

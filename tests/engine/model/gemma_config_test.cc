@@ -1,7 +1,7 @@
-// Sliding-window layers and the Gemma family's config fields, from config.json (transformers'
-// defaults and rules) and from GGUF metadata (llama.cpp's keys and defaults): which layers slide,
-// soft caps, attention scales, the (1 + w) norm offset, GeGLU activations, Gemma 3's local RoPE
-// base, and errors that name the field.
+// Sliding-window layers, the Gemma and OLMo 2 / 3 families' config fields and YaRN, from
+// config.json (transformers' defaults and rules) and from GGUF metadata (llama.cpp's keys and
+// defaults): which layers slide, soft caps, attention scales, the (1 + w) norm offset, GeGLU
+// activations, Gemma 3's local RoPE base, YaRN's parameters, and errors that name the field.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -287,6 +287,35 @@ TEST(GemmaConfigTest, OlmoNormsAndWindows) {
   EXPECT_EQ(Sliding(*windowed),
             (std::vector<bool>{true, true, true, false, true, true, true, false}));
   EXPECT_EQ(windowed->sliding_rope_theta, 500000.0);
+}
+
+// YaRN's attention factor: given, inferred from the factor (1 + 0.1 ln f), or from DeepSeek's
+// mscale / mscale_all_dim ratio; `x or default` for the betas; a missing factor named.
+TEST(GemmaConfigTest, YarnParameters) {
+  auto yarn = [](const std::string& rs) {
+    return ModelConfigFromHfJson(kBase + R"("model_type": "qwen3", "rope_scaling": )" + rs + "}");
+  };
+  auto inferred = yarn(R"({"rope_type": "yarn", "factor": 4.0})");
+  ASSERT_TRUE(inferred.ok()) << inferred.status();
+  EXPECT_EQ(inferred->rope_scaling.type, RopeScaling::Type::kYarn);
+  EXPECT_DOUBLE_EQ(inferred->rope_scaling.attention_factor, 0.1 * std::log(4.0) + 1.0);
+  EXPECT_EQ(inferred->rope_scaling.original_max_position, 256);  // max_position_embeddings
+  EXPECT_EQ(inferred->rope_scaling.beta_fast, 32.0);
+  EXPECT_EQ(inferred->rope_scaling.beta_slow, 1.0);
+  auto deepseek = yarn(R"({"type": "yarn", "factor": 40, "mscale": 1.0, "mscale_all_dim": 0.707,
+      "beta_fast": 0, "original_max_position_embeddings": 4096})");
+  ASSERT_TRUE(deepseek.ok()) << deepseek.status();
+  EXPECT_DOUBLE_EQ(deepseek->rope_scaling.attention_factor,
+                   (0.1 * std::log(40.0) + 1.0) / (0.1 * 0.707 * std::log(40.0) + 1.0));
+  EXPECT_EQ(deepseek->rope_scaling.beta_fast, 32.0);  // 0 is falsy in transformers
+  EXPECT_EQ(deepseek->rope_scaling.original_max_position, 4096);
+  auto given = yarn(R"({"rope_type": "yarn", "factor": 8, "attention_factor": 1.2})");
+  ASSERT_TRUE(given.ok());
+  EXPECT_EQ(given->rope_scaling.attention_factor, 1.2);
+  EXPECT_NE(given->ExtendedFeatures().find("YaRN"), std::string::npos);
+  auto no_factor = yarn(R"({"rope_type": "yarn"})");
+  ASSERT_FALSE(no_factor.ok());
+  EXPECT_NE(no_factor.status().message().find("rope_scaling.factor"), std::string::npos);
 }
 
 }  // namespace
