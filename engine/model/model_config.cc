@@ -41,20 +41,23 @@ bool BoolOr(const Json& j, const std::string& field, bool def) {
   return (it != j.end() && it->is_boolean()) ? it->get<bool>() : def;
 }
 
-// A number whose JSON null means "none" (0) and whose absence means the class default.
-double NullableNumber(const Json& j, const std::string& field, double def) {
+// A number whose JSON null means "none" (0) and whose absence means the class default; any other
+// JSON type is an error naming the field.
+absl::StatusOr<double> NullableNumber(const Json& j, const std::string& field, double def) {
   auto it = j.find(field);
   if (it == j.end()) return def;
-  return it->is_number() ? it->get<double>() : 0.0;
+  if (it->is_null()) return 0.0;
+  if (!it->is_number()) return FieldError(field, "is not a number or null");
+  return it->get<double>();
 }
 
-// Which layers slide: config.json's layer_types where present (transformers >= 4.53 writes it),
-// else the architecture's rule `sliding(i)`.
+// Which layers slide: config.json's layer_types where the architecture's transformers class reads
+// it (qwen2 / qwen3, gemma2 / gemma3, olmo3: `use_layer_types`), else the rule `sliding(i)`.
 template <typename Rule>
-absl::Status ReadSlidingLayers(const Json& j, ModelConfig& c, Rule sliding) {
+absl::Status ReadSlidingLayers(const Json& j, ModelConfig& c, bool use_layer_types, Rule sliding) {
   if (c.num_layers < 0 || c.num_layers > ModelConfig::kMaxLayers) return absl::OkStatus();
   c.sliding_layers.assign(c.num_layers, false);  // (Validate reports a bad layer count)
-  if (auto it = j.find("layer_types"); it != j.end() && !it->is_null()) {
+  if (auto it = j.find("layer_types"); use_layer_types && it != j.end() && !it->is_null()) {
     if (!it->is_array() || static_cast<int64_t>(it->size()) != c.num_layers) {
       return FieldError("layer_types", "is not an array of num_hidden_layers strings");
     }
@@ -72,13 +75,16 @@ absl::Status ReadSlidingLayers(const Json& j, ModelConfig& c, Rule sliding) {
   return absl::OkStatus();
 }
 
-// Gemma's MLP activation: hidden_activation where set (what Gemma checkpoints mean, and what
-// transformers before 4.45 used), else hidden_act.
-absl::StatusOr<MlpActivation> GemmaActivation(const Json& j) {
+// Gemma's MLP activation. Gemma 2 / 3: hidden_activation (transformers reads nothing else;
+// default tanh GELU). Gemma 1: hidden_activation where set, else hidden_act. transformers 4.57's
+// GemmaMLP reads hidden_act alone, which Google's configs set to "gelu" (erf) beside
+// hidden_activation "gelu_pytorch_tanh"; the tanh form is what Gemma was trained with and what
+// llama.cpp computes, so it wins here (a deliberate departure, by < 1e-3 per activation).
+absl::StatusOr<MlpActivation> GemmaActivation(const Json& j, bool gemma1) {
   std::string act = "gelu_pytorch_tanh", field = "hidden_activation";
   if (auto it = j.find("hidden_activation"); it != j.end() && it->is_string()) {
     act = it->get<std::string>();
-  } else if (auto h = j.find("hidden_act"); h != j.end() && h->is_string()) {
+  } else if (auto h = j.find("hidden_act"); gemma1 && h != j.end() && h->is_string()) {
     act = h->get<std::string>();
     field = "hidden_act";
   }
@@ -410,9 +416,11 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
       return FieldError("attention_multiplier / logits_scaling", "must be > 0");
     }
   } else if (gemma) {
-    // transformers' Gemma*Config defaults. Embeddings are scaled by sqrt(hidden_size) (a python
-    // float rounded to the weights' dtype), norms by (1 + w).
-    TESSERA_ASSIGN_OR_RETURN(c.mlp_activation, GemmaActivation(j));
+    // transformers' Gemma*Config defaults. Embeddings are scaled by sqrt(hidden_size) in f32 (as
+    // llama.cpp; transformers rounds it to the activations' dtype, bf16(sqrt(1152)) = 34 for a
+    // bf16 run, f32 in the goldens), norms by (1 + w).
+    TESSERA_ASSIGN_OR_RETURN(c.mlp_activation,
+                             GemmaActivation(j, c.architecture == Architecture::kGemma));
     c.embedding_multiplier = std::sqrt(static_cast<double>(c.hidden_size));
     c.norm_weight_offset = 1.0f;
     if (c.architecture != Architecture::kGemma) {
@@ -421,18 +429,24 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
       if (!(scalar > 0)) return FieldError("query_pre_attn_scalar", "must be > 0");
       c.attention_scale = std::pow(scalar, -0.5);
       const bool g2 = c.architecture == Architecture::kGemma2;
-      c.attn_logit_softcap = NullableNumber(j, "attn_logit_softcapping", g2 ? 50.0 : 0.0);
-      c.final_logit_softcap = NullableNumber(j, "final_logit_softcapping", g2 ? 30.0 : 0.0);
-      if (c.attn_logit_softcap < 0 || c.final_logit_softcap < 0) {
-        return FieldError("attn_logit_softcapping / final_logit_softcapping", "must be >= 0");
-      }
-      c.sliding_window = static_cast<int64_t>(NullableNumber(j, "sliding_window", 4096.0));
+      TESSERA_ASSIGN_OR_RETURN(c.attn_logit_softcap,
+                               NullableNumber(j, "attn_logit_softcapping", g2 ? 50.0 : 0.0));
+      if (c.attn_logit_softcap < 0) return FieldError("attn_logit_softcapping", "must be >= 0");
+      TESSERA_ASSIGN_OR_RETURN(c.final_logit_softcap,
+                               NullableNumber(j, "final_logit_softcapping", g2 ? 30.0 : 0.0));
+      if (c.final_logit_softcap < 0) return FieldError("final_logit_softcapping", "must be >= 0");
+      TESSERA_ASSIGN_OR_RETURN(const double window, NullableNumber(j, "sliding_window", 4096.0));
+      c.sliding_window = static_cast<int64_t>(window);
       // Gemma 2: every other layer from the first; Gemma 3: all but every
       // sliding_window_pattern-th.
+      if (auto it = j.find("sliding_window_pattern");
+          it != j.end() && !it->is_null() && !it->is_number_integer()) {
+        return FieldError("sliding_window_pattern", "is not an integer");
+      }
       const int64_t pattern = g2 ? 2 : IntOr(j, "sliding_window_pattern", 6);
       if (pattern < 1) return FieldError("sliding_window_pattern", "must be >= 1");
       TESSERA_RETURN_IF_ERROR(
-          ReadSlidingLayers(j, c, [&](int64_t i) { return (i + 1) % pattern != 0; }));
+          ReadSlidingLayers(j, c, true, [&](int64_t i) { return (i + 1) % pattern != 0; }));
       if (c.architecture == Architecture::kGemma3) {
         c.sliding_rope_theta = NumberOr(j, "rope_local_base_freq", 10000.0);
         if (!(c.sliding_rope_theta > 0)) return FieldError("rope_local_base_freq", "must be > 0");
@@ -446,8 +460,10 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.sandwich_norms = true;
     c.pre_norms = false;
     if (c.architecture == Architecture::kOlmo3) {
-      c.sliding_window = static_cast<int64_t>(NullableNumber(j, "sliding_window", 4096.0));
-      TESSERA_RETURN_IF_ERROR(ReadSlidingLayers(j, c, [](int64_t i) { return (i + 1) % 4 != 0; }));
+      TESSERA_ASSIGN_OR_RETURN(const double window, NullableNumber(j, "sliding_window", 4096.0));
+      c.sliding_window = static_cast<int64_t>(window);
+      TESSERA_RETURN_IF_ERROR(
+          ReadSlidingLayers(j, c, true, [](int64_t i) { return (i + 1) % 4 != 0; }));
       c.sliding_rope_theta = c.rope_theta;
     }
   } else if (c.architecture == Architecture::kMixtral) {
@@ -482,18 +498,31 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
                         absl::StrCat("'", type, "' is not supported (llama3, linear, yarn)"));
     }
   }
-  // Mistral, Mixtral and Phi-3 window every layer; qwen* with use_sliding_window the layers from
-  // max_window_layers on (transformers' Qwen2Config; default 28).
-  const bool qwen =
-      c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3 ||
-      c.architecture == Architecture::kQwen2Moe || c.architecture == Architecture::kQwen3Moe;
+  // transformers 4.57: Mistral, Mixtral, Phi-3 and the qwen MoE models window every layer (their
+  // classes read no layer_types); dense qwen2 / qwen3 with use_sliding_window the layers from
+  // max_window_layers on (default 28) or as layer_types says. An absent sliding_window is the
+  // class default: 4096 for mistral and qwen*, none for mixtral and phi3.
+  const bool qwen_dense =
+      c.architecture == Architecture::kQwen2 || c.architecture == Architecture::kQwen3;
+  const bool qwen = qwen_dense || c.architecture == Architecture::kQwen2Moe ||
+                    c.architecture == Architecture::kQwen3Moe;
   const bool windowed =
       c.architecture == Architecture::kMistral || c.architecture == Architecture::kMixtral ||
       c.architecture == Architecture::kPhi3 || (qwen && BoolOr(j, "use_sliding_window", false));
-  if (windowed && IntOr(j, "sliding_window", 0) != 0) {
-    c.sliding_window = IntOr(j, "sliding_window", 0);
-    const int64_t first = qwen ? IntOr(j, "max_window_layers", 28) : 0;
-    TESSERA_RETURN_IF_ERROR(ReadSlidingLayers(j, c, [&](int64_t i) { return i >= first; }));
+  if (windowed) {
+    const bool default_4096 = qwen || c.architecture == Architecture::kMistral;
+    TESSERA_ASSIGN_OR_RETURN(const double window,
+                             NullableNumber(j, "sliding_window", default_4096 ? 4096.0 : 0.0));
+    c.sliding_window = static_cast<int64_t>(window);
+    if (c.sliding_window > 0) {
+      if (auto m = j.find("max_window_layers");
+          qwen_dense && m != j.end() && !m->is_null() && !m->is_number_integer()) {
+        return FieldError("max_window_layers", "is not an integer");
+      }
+      const int64_t first = qwen_dense ? IntOr(j, "max_window_layers", 28) : 0;
+      TESSERA_RETURN_IF_ERROR(
+          ReadSlidingLayers(j, c, qwen_dense, [&](int64_t i) { return i >= first; }));
+    }
   }
   if (c.sliding_window < 0) return FieldError("sliding_window", "must be >= 0");
   if (auto it = j.find("bos_token_id"); it != j.end() && it->is_number_integer()) {

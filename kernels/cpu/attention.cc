@@ -1,5 +1,6 @@
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -29,7 +30,7 @@ void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t c
   for (int64_t h = head_begin; h < head_end; ++h) {
     const float* qh = q + h * d;
     const int64_t kvh = h / group;
-    const int64_t first = options.first_position;
+    const int64_t first = std::max<int64_t>(options.first_position, 0);
     const float cap = options.softcap;
     float max_score = -std::numeric_limits<float>::infinity();
     for (int64_t t = first; t < context_len; ++t) {

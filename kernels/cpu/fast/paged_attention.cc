@@ -268,9 +268,11 @@ void Softmax(int64_t first, int64_t len, int64_t stride, int64_t rows, float sof
   for (int64_t r = 0; r < rows; ++r) {
     float* row = s + r * stride;
     if (softcap > 0) {
+      // Whole vectors (the stride is len rounded up to them) over a tail zeroed first, so no
+      // unwritten scratch is read; the tail is masked below.
+      std::fill(row + len, row + stride, 0.0f);
       const VF cap = hn::Set(d, softcap);
       for (int64_t t = 0; t < len; t += kN) {
-        // Whole vectors: the row's stride is len rounded up to them; the tail is masked below.
         hn::StoreU(hn::Mul(cap, hn::Tanh(d, hn::Div(hn::LoadU(d, row + t), cap))), d, row + t);
       }
     }
@@ -511,25 +513,31 @@ HWY_EXPORT(FastPagedAttention16Impl);
 void FastPagedAttention(const float* q, int64_t heads, const PagedKvView& kv, int64_t context_len,
                         float scale, int64_t head_begin, int64_t head_end, float* scratch,
                         float* out, const AttentionOptions& options) {
-  if (context_len <= options.first_position || head_begin >= head_end) return;
+  AttentionOptions o = options;
+  o.first_position = std::max<int64_t>(o.first_position, 0);  // a window before position 0
+  if (context_len <= o.first_position || head_begin >= head_end) return;
   HWY_DYNAMIC_DISPATCH(FastPagedAttentionImpl)
-  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options);
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, o);
 }
 
 void FastPagedAttentionFp8(const float* q, int64_t heads, const PagedKvViewFp8& kv,
                            int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
                            float* scratch, float* out, const AttentionOptions& options) {
-  if (context_len <= options.first_position || head_begin >= head_end) return;
+  AttentionOptions o = options;
+  o.first_position = std::max<int64_t>(o.first_position, 0);  // a window before position 0
+  if (context_len <= o.first_position || head_begin >= head_end) return;
   HWY_DYNAMIC_DISPATCH(FastPagedAttentionFp8Impl)
-  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options);
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, o);
 }
 
 void FastPagedAttention16(const float* q, int64_t heads, const PagedKvView16& kv,
                           int64_t context_len, float scale, int64_t head_begin, int64_t head_end,
                           float* scratch, float* out, const AttentionOptions& options) {
-  if (context_len <= options.first_position || head_begin >= head_end) return;
+  AttentionOptions o = options;
+  o.first_position = std::max<int64_t>(o.first_position, 0);  // a window before position 0
+  if (context_len <= o.first_position || head_begin >= head_end) return;
   HWY_DYNAMIC_DISPATCH(FastPagedAttention16Impl)
-  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, options);
+  (q, heads, kv, context_len, scale, head_begin, head_end, scratch, out, o);
 }
 
 }  // namespace tessera::kernels::cpu::fast

@@ -46,16 +46,40 @@ TEST(SlidingWindowConfigTest, WindowsPerArchitectureAndLayerTypes) {
       "use_sliding_window": true, "max_window_layers": 1})");
   ASSERT_TRUE(qwen_on.ok());
   EXPECT_EQ(Sliding(*qwen_on), (std::vector<bool>{false, true}));
-  auto typed = ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": 64,
-      "layer_types": ["full_attention", "sliding_attention"]})");
-  ASSERT_TRUE(typed.ok());
+  const std::string qwen_on_base =
+      kBase + R"("model_type": "qwen2", "sliding_window": 64, "use_sliding_window": true, )";
+  auto typed = ModelConfigFromHfJson(qwen_on_base +
+                                     R"("layer_types": ["full_attention", "sliding_attention"]})");
+  ASSERT_TRUE(typed.ok()) << typed.status();
   EXPECT_EQ(Sliding(*typed), (std::vector<bool>{false, true}));
-  auto short_types = ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": 64,
-      "layer_types": ["full_attention"]})");
+  // transformers' Mistral reads no layer_types (it warns): every layer slides.
+  auto mistral_typed = ModelConfigFromHfJson(kBase + R"("model_type": "mistral",
+      "sliding_window": 64, "layer_types": ["full_attention", "sliding_attention"]})");
+  ASSERT_TRUE(mistral_typed.ok());
+  EXPECT_EQ(Sliding(*mistral_typed), (std::vector<bool>{true, true}));
+  // Class defaults where the key is absent: MistralConfig 4096, MixtralConfig none.
+  auto mistral_default = ModelConfigFromHfJson(kBase + R"("model_type": "mistral"})");
+  ASSERT_TRUE(mistral_default.ok());
+  EXPECT_EQ(mistral_default->sliding_window, 4096);
+  auto mixtral_default = ModelConfigFromHfJson(kBase + R"("model_type": "mixtral",
+      "num_local_experts": 4, "num_experts_per_tok": 2})");
+  ASSERT_TRUE(mixtral_default.ok()) << mixtral_default.status();
+  EXPECT_FALSE(mixtral_default->HasSlidingLayers());
+  // qwen3_moe has no max_window_layers: every layer.
+  auto moe = ModelConfigFromHfJson(kBase + R"("model_type": "qwen3_moe", "sliding_window": 64,
+      "use_sliding_window": true, "num_experts": 4, "num_experts_per_tok": 2,
+      "moe_intermediate_size": 32})");
+  ASSERT_TRUE(moe.ok()) << moe.status();
+  EXPECT_EQ(Sliding(*moe), (std::vector<bool>{true, true}));
+  auto text_window =
+      ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": "64"})");
+  ASSERT_FALSE(text_window.ok());
+  EXPECT_NE(text_window.status().message().find("sliding_window"), std::string::npos);
+  auto short_types = ModelConfigFromHfJson(qwen_on_base + R"("layer_types": ["full_attention"]})");
   ASSERT_FALSE(short_types.ok());
   EXPECT_NE(short_types.status().message().find("layer_types"), std::string::npos);
-  auto bad_type = ModelConfigFromHfJson(kBase + R"("model_type": "mistral", "sliding_window": 64,
-      "layer_types": ["full_attention", "chunked_attention"]})");
+  auto bad_type = ModelConfigFromHfJson(
+      qwen_on_base + R"("layer_types": ["full_attention", "chunked_attention"]})");
   ASSERT_FALSE(bad_type.ok());
   EXPECT_NE(bad_type.status().message().find("layer_types[1]"), std::string::npos);
   auto negative =
@@ -118,11 +142,21 @@ TEST(GemmaConfigTest, ActivationsAndRefusals) {
   EXPECT_EQ(erf->mlp_activation, MlpActivation::kGeluErf);
   EXPECT_FALSE(erf->sandwich_norms);
   EXPECT_FALSE(erf->HasSlidingLayers());
+  // Google's Gemma 1 configs: hidden_act "gelu" beside hidden_activation "gelu_pytorch_tanh" (the
+  // latter wins here; transformers 4.57 reads hidden_act: see GemmaActivation).
   auto tanh = ModelConfigFromHfJson(
       kBase +
       R"("model_type": "gemma", "hidden_act": "gelu", "hidden_activation": "gelu_pytorch_tanh"})");
   ASSERT_TRUE(tanh.ok());
   EXPECT_EQ(tanh->mlp_activation, MlpActivation::kGeluTanh);
+  // Gemma 2 reads hidden_activation alone (default tanh), whatever hidden_act says.
+  auto g2 = ModelConfigFromHfJson(kBase + R"("model_type": "gemma2", "hidden_act": "silu"})");
+  ASSERT_TRUE(g2.ok()) << g2.status();
+  EXPECT_EQ(g2->mlp_activation, MlpActivation::kGeluTanh);
+  auto text_cap =
+      ModelConfigFromHfJson(kBase + R"("model_type": "gemma2", "final_logit_softcapping": "30"})");
+  ASSERT_FALSE(text_cap.ok());
+  EXPECT_NE(text_cap.status().message().find("final_logit_softcapping"), std::string::npos);
   auto relu =
       ModelConfigFromHfJson(kBase + R"("model_type": "gemma", "hidden_activation": "relu"})");
   ASSERT_FALSE(relu.ok());

@@ -329,25 +329,47 @@ TEST_P(AttentionWindowTest, WindowAndSoftcapMatchReference) {
     PagedAttentionFp8(q.data(), s.heads, view8, s.context, scale, 0, s.heads, scratch.data(),
                       want8.data(), opt);
     ForEachHwyTarget([&] {
-      auto check = [&](const std::vector<float>& ref, auto attend) {
+      // The bounds of the unwindowed tests: relative to max|v| (about 4 for these normal values;
+      // FP8's codes reach 448 · 0.05).
+      auto check = [&](const std::vector<float>& ref, float vmax, auto attend) {
         std::vector<float> got(q.size(), -7.0f), sc(FastAttentionScratch(s.context, s.heads));
         attend(0, s.heads, sc.data(), got.data());
         for (size_t i = 0; i < q.size(); ++i) {
-          ASSERT_NEAR(got[i], ref[i], 2e-5f * 448.0f * 0.05f + 1e-5f * std::fabs(ref[i])) << i;
+          ASSERT_NEAR(got[i], ref[i], 2e-6f * vmax + 1e-5f * std::fabs(ref[i])) << i;
         }
         ExpectSplitCallsMatch(s, got, attend);
       };
-      check(want, [&](int64_t b, int64_t e, float* sc, float* out) {
+      check(want, 5.0f, [&](int64_t b, int64_t e, float* sc, float* out) {
         FastPagedAttention(q.data(), s.heads, view, s.context, scale, b, e, sc, out, opt);
       });
-      check(want16, [&](int64_t b, int64_t e, float* sc, float* out) {
+      check(want16, 5.0f, [&](int64_t b, int64_t e, float* sc, float* out) {
         FastPagedAttention16(q.data(), s.heads, view16, s.context, scale, b, e, sc, out, opt);
       });
-      check(want8, [&](int64_t b, int64_t e, float* sc, float* out) {
+      check(want8, 448.0f * 0.05f, [&](int64_t b, int64_t e, float* sc, float* out) {
         FastPagedAttentionFp8(q.data(), s.heads, view8, s.context, scale, b, e, sc, out, opt);
       });
     });
   }
+}
+
+// A window start before position 0 (a caller's max(0, p + 1 - W) skipped) is position 0.
+TEST(AttentionWindow, NegativeFirstPositionIsTheWholeContext) {
+  const Shape s{4, 2, 16, 4, 10};
+  std::mt19937 rng(5);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  const auto cache = RandomCache<float>(s, rng, [&](std::mt19937& r) { return nd(r); });
+  const auto q = RandomQ(s, rng, 1.0f);
+  const PagedKvView view{cache.kp.data(), cache.vp.data(), s.block_tokens, s.kv_heads, s.head_dim};
+  std::vector<float> a(q.size()), b(q.size()), c(q.size()), d(q.size()), scratch(s.context),
+      fast(FastAttentionScratch(s.context, s.heads));
+  PagedAttention(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads, scratch.data(), a.data());
+  PagedAttention(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads, scratch.data(), b.data(),
+                 {-5, 0.0f});
+  FastPagedAttention(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads, fast.data(), c.data());
+  FastPagedAttention(q.data(), s.heads, view, s.context, 0.25f, 0, s.heads, fast.data(), d.data(),
+                     {-5, 0.0f});
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(c, d);
 }
 
 INSTANTIATE_TEST_SUITE_P(
