@@ -369,6 +369,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
                                        {q.data(), k.data(), v.data()}, pool_);
     }
     const bool local_rope = sliding && !sliding_cos.empty();
+    const bool rope = c.UsesRope(static_cast<int64_t>(li));  // SmolLM3's NoPE layers do not
     for (int64_t r = 0; r < total; ++r) {
       float* qr = q.data() + r * Q;
       float* kr = k.data() + r * KV;
@@ -390,8 +391,10 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       }
       const float* rc = (local_rope ? sliding_cos : rope_cos).data() + r * half;
       const float* rs = (local_rope ? sliding_sin : rope_sin).data() + r * half;
-      kf::FastApplyRope(qr, c.num_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
-      kf::FastApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
+      if (rope) {
+        kf::FastApplyRope(qr, c.num_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
+        kf::FastApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
+      }
     }
     const LayerAttention layer{
         static_cast<int64_t>(li),       scale,     static_cast<float>(c.attn_logit_softcap),

@@ -162,6 +162,8 @@ std::string ModelConfig::ArchitectureName() const {
       return "olmo2";
     case Architecture::kOlmo3:
       return "olmo3";
+    case Architecture::kSmolLM3:
+      return "smollm3";
   }
   return "?";
 }
@@ -179,6 +181,9 @@ std::string ModelConfig::ExtendedFeatures() const {
   if (attn_logit_softcap > 0 || final_logit_softcap > 0) out.push_back("soft-capped logits");
   if (sliding_rope_theta > 0) out.push_back("per-layer RoPE bases");
   if (rope_scaling.type == RopeScaling::Type::kYarn) out.push_back("YaRN RoPE");
+  if (std::find(rope_layers.begin(), rope_layers.end(), false) != rope_layers.end()) {
+    out.push_back("NoPE layers");
+  }
   return absl::StrJoin(out, ", ");
 }
 
@@ -346,12 +351,14 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kOlmo2;
   } else if (model_type == "olmo3") {
     c.architecture = Architecture::kOlmo3;
+  } else if (model_type == "smollm3") {
+    c.architecture = Architecture::kSmolLM3;
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
                                    "qwen3_moe, mixtral, olmoe, granite, phi3, gemma, gemma2, "
-                                   "gemma3, gemma3_text, mistral3, olmo2, olmo3)"));
+                                   "gemma3, gemma3_text, mistral3, olmo2, olmo3, smollm3)"));
   }
   const bool gemma = c.architecture == Architecture::kGemma ||
                      c.architecture == Architecture::kGemma2 ||
@@ -465,6 +472,27 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
       TESSERA_RETURN_IF_ERROR(
           ReadSlidingLayers(j, c, true, [](int64_t i) { return (i + 1) % 4 != 0; }));
       c.sliding_rope_theta = c.rope_theta;
+    }
+  } else if (c.architecture == Architecture::kSmolLM3) {
+    // SmolLM3: llama with NoPE layers. no_rope_layers[i] is 1 where layer i rotates (transformers'
+    // name), else every no_rope_layer_interval-th layer (default 4) rotates nothing.
+    if (c.num_layers >= 0 && c.num_layers <= ModelConfig::kMaxLayers) {
+      c.rope_layers.assign(c.num_layers, true);
+      if (auto it = j.find("no_rope_layers"); it != j.end() && !it->is_null()) {
+        if (!it->is_array() || static_cast<int64_t>(it->size()) != c.num_layers) {
+          return FieldError("no_rope_layers", "is not an array of num_hidden_layers 0 / 1 values");
+        }
+        for (int64_t i = 0; i < c.num_layers; ++i) {
+          if (!(*it)[i].is_number_integer()) {
+            return FieldError(absl::StrCat("no_rope_layers[", i, "]"), "is not 0 or 1");
+          }
+          c.rope_layers[i] = (*it)[i].get<int64_t>() != 0;
+        }
+      } else {
+        const int64_t interval = IntOr(j, "no_rope_layer_interval", 4);
+        if (interval < 1) return FieldError("no_rope_layer_interval", "must be >= 1");
+        for (int64_t i = 0; i < c.num_layers; ++i) c.rope_layers[i] = (i + 1) % interval != 0;
+      }
     }
   } else if (c.architecture == Architecture::kMixtral) {
     // Mixtral's experts are intermediate_size wide; its router always renormalizes (a softmax

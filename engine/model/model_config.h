@@ -32,7 +32,8 @@ enum class Architecture {
   kGemma2,
   kGemma3,
   kOlmo2,
-  kOlmo3
+  kOlmo3,
+  kSmolLM3
 };
 
 // The MLP's gated activation: SwiGLU (silu(gate) · up), or Gemma's GeGLU with PyTorch's tanh
@@ -92,6 +93,12 @@ struct ModelConfig {
   double rope_theta = 10000.0;
   int64_t rope_dim = 0;  // rotated dims per head (== head_dim unless partial rotary)
   RopeScaling rope_scaling;
+  // SmolLM3: layers whose rope_layers entry is false rotate nothing (NoPE); empty: every layer
+  // rotates.
+  std::vector<bool> rope_layers;
+  bool UsesRope(int64_t layer) const {
+    return layer >= static_cast<int64_t>(rope_layers.size()) || rope_layers[layer];
+  }
   // GGUF `rope_freqs.weight` (llama.cpp's converter writes Llama 3.1+ rope scaling this way):
   // pair i's frequency divided by rope_freq_factors[i], as ggml's rope does. Empty: none.
   std::vector<float> rope_freq_factors;

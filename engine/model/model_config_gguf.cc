@@ -125,6 +125,11 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   } else if (arch == "qwen3" || arch == "qwen3moe") {
     c.architecture = arch == "qwen3" ? Architecture::kQwen3 : Architecture::kQwen3Moe;
     c.qk_norm = true;
+  } else if (arch == "smollm3") {
+    // llama.cpp's smollm3 graph: llama's permuted q/k, every fourth layer without RoPE (its step
+    // is fixed at 4; the file has no key for it).
+    c.architecture = Architecture::kSmolLM3;
+    c.rope_style = RopeStyle::kInterleaved;
   } else if (arch == "olmo2") {
     // OLMo 2 and OLMo 3 (llama.cpp's olmo2 graph): whole-projection q/k norms, output norms
     // only, NeoX RoPE; OLMo 3's windows (pattern from the file, period 4 by default) rotate with
@@ -146,7 +151,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF general.architecture '", arch,
                      "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite, "
-                     "phi3, gemma, gemma2, gemma3, olmo2)"));
+                     "phi3, gemma, gemma2, gemma3, olmo2, smollm3)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
@@ -227,6 +232,10 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   if (c.architecture == Architecture::kGemma || c.architecture == Architecture::kGemma2 ||
       c.architecture == Architecture::kGemma3) {
     TESSERA_RETURN_IF_ERROR(ReadGemmaGguf(m, arch, c));
+  }
+  if (c.architecture == Architecture::kSmolLM3 && c.num_layers <= ModelConfig::kMaxLayers) {
+    c.rope_layers.assign(c.num_layers, true);
+    for (int64_t i = 0; i < c.num_layers; ++i) c.rope_layers[i] = (i + 1) % 4 != 0;
   }
   if (c.architecture == Architecture::kOlmo2) {
     TESSERA_RETURN_IF_ERROR(ReadSlidingWindowGguf(m, arch, 0, 4, c));

@@ -7,7 +7,7 @@ from __future__ import annotations
 from transformers import (Gemma2Config, Gemma3Config, Gemma3TextConfig, GemmaConfig, GraniteConfig,
                           LlamaConfig, Mistral3Config, MistralConfig, MixtralConfig, Olmo2Config,
                           Olmo3Config, OlmoeConfig, Phi3Config, Qwen2Config, Qwen2MoeConfig,
-                          Qwen3Config, Qwen3MoeConfig)
+                          Qwen3Config, Qwen3MoeConfig, SmolLM3Config)
 
 VOCAB_SIZE = 320
 
@@ -147,6 +147,9 @@ MODELS = {
                                                    "original_max_position_embeddings": 32,
                                                    "attention_factor": 1.2, "beta_fast": 32,
                                                    "beta_slow": 1})),
+    # SmolLM3: llama with every fourth layer rotating nothing (NoPE); 4 layers so layer 3 is one.
+    "smollm3": (SmolLM3Config, dict(COMMON, num_hidden_layers=4, rope_theta=5000000.0,
+                                    tie_word_embeddings=True, use_sliding_window=False)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
@@ -154,4 +157,4 @@ MODELS = {
 GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
               "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama",
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3", "olmo2": "olmo2",
-              "olmo3": "olmo2"}
+              "olmo3": "olmo2", "smollm3": "smollm3"}

@@ -187,7 +187,7 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}."
         q, k = sd.get(p + "self_attn.q_proj.weight"), sd.get(p + "self_attn.k_proj.weight")
-        if arch in ("llama", "granite"):
+        if arch in ("llama", "granite", "smollm3"):
             q = llama_permute(q, cfg.num_attention_heads)
             k = llama_permute(k, cfg.num_key_value_heads)
         if arch == "olmo2":  # output norms only, q/k norms over the whole projections

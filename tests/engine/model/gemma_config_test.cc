@@ -352,5 +352,29 @@ TEST(GemmaConfigTest, YarnParameters) {
   EXPECT_NE(no_factor.status().message().find("rope_scaling.factor"), std::string::npos);
 }
 
+// SmolLM3's NoPE layers: no_rope_layers (1 = rotates), else every no_rope_layer_interval-th
+// layer without RoPE; GGUF's fixed step of 4; bad lists named.
+TEST(GemmaConfigTest, SmolLM3NoRopeLayers) {
+  auto listed =
+      ModelConfigFromHfJson(kBase + R"("model_type": "smollm3", "no_rope_layers": [0, 1]})");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_FALSE(listed->UsesRope(0));
+  EXPECT_TRUE(listed->UsesRope(1));
+  EXPECT_NE(listed->ExtendedFeatures().find("NoPE"), std::string::npos);
+  auto interval =
+      ModelConfigFromHfJson(kBase + R"("model_type": "smollm3", "no_rope_layer_interval": 2})");
+  ASSERT_TRUE(interval.ok());
+  EXPECT_TRUE(interval->UsesRope(0));
+  EXPECT_FALSE(interval->UsesRope(1));
+  auto bad =
+      ModelConfigFromHfJson(kBase + R"("model_type": "smollm3", "no_rope_layers": [1, "yes"]})");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("no_rope_layers[1]"), std::string::npos);
+  auto gguf = ModelConfigFromGguf(GemmaGguf("smollm3", 8));
+  ASSERT_TRUE(gguf.ok()) << gguf.status();
+  EXPECT_EQ(gguf->rope_style, RopeStyle::kInterleaved);
+  for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(gguf->UsesRope(i), (i + 1) % 4 != 0) << i;
+}
+
 }  // namespace
 }  // namespace tessera::model
