@@ -47,6 +47,42 @@ absl::Status ReadSlidingWindowGguf(const io::GgufMetadata& m, const std::string&
   return absl::OkStatus();
 }
 
+// YaRN as llama.cpp runs it (llama_context's cparams, ggml's rope_yarn): the ramp between
+// yarn_beta_slow and yarn_beta_fast rotations over original_context_length (floored / ceiled),
+// interpolation by 1 / factor below it, cos and sin times mscale(factor) = 1 + 0.1 ln(factor)
+// (DeepSeek's yarn_log_multiplier: the ratio of two mscales) and rope.scaling.attn_factor. The
+// same YaRN as transformers', so RopeScaling holds it alike.
+absl::Status ReadYarnGguf(const io::GgufMetadata& m, const std::string& arch, ModelConfig& c) {
+  auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
+  auto number = [&](const char* k, double def) {
+    auto v = m.GetFloat(key(k));
+    return v.ok() ? *v : def;
+  };
+  RopeScaling& y = c.rope_scaling;
+  y.type = RopeScaling::Type::kYarn;
+  y.factor = number("rope.scaling.factor", 0.0);
+  if (!(y.factor > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GGUF ", key("rope.scaling.factor"), " must be > 0 for yarn"));
+  }
+  auto original = m.GetUint(key("rope.scaling.original_context_length"));
+  y.original_max_position = original.ok() ? static_cast<int64_t>(*original) : c.max_context;
+  y.beta_fast = number("rope.scaling.yarn_beta_fast", 32.0);
+  y.beta_slow = number("rope.scaling.yarn_beta_slow", 1.0);
+  y.truncate = true;
+  auto mscale = [&](double m_all) {
+    return y.factor <= 1 ? 1.0 : 0.1 * m_all * std::log(y.factor) + 1.0;
+  };
+  const double log_mul = number("rope.scaling.yarn_log_multiplier", 0.0);
+  y.attention_factor = (log_mul != 0 ? mscale(1.0) / mscale(log_mul) : mscale(1.0)) *
+                       number("rope.scaling.attn_factor", 1.0);
+  if (!(y.beta_fast > 0) || !(y.beta_slow > 0) || y.original_max_position <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GGUF ", arch, " yarn needs beta_fast, beta_slow and a context > 0"));
+  }
+  return absl::OkStatus();
+}
+
 // llama.cpp's gemma / gemma2 / gemma3 load_arch_hparams (llama.cpp 0c1e570).
 absl::Status ReadGemmaGguf(const io::GgufMetadata& m, const std::string& arch, ModelConfig& c) {
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
@@ -224,9 +260,11 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
       c.rope_scaling.type = RopeScaling::Type::kLinear;
       auto f = m.GetFloat(key("rope.scaling.factor"));
       c.rope_scaling.factor = f.ok() ? *f : 1.0;
+    } else if (*type == "yarn") {
+      TESSERA_RETURN_IF_ERROR(ReadYarnGguf(m, arch, c));
     } else if (*type != "none") {
       return absl::UnimplementedError(
-          absl::StrCat("GGUF rope scaling '", *type, "' is not supported"));
+          absl::StrCat("GGUF rope scaling '", *type, "' is not supported (linear, yarn)"));
     }
   }
   if (c.architecture == Architecture::kGemma || c.architecture == Architecture::kGemma2 ||

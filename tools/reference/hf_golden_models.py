@@ -157,4 +157,4 @@ MODELS = {
 GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
               "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama",
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3", "olmo2": "olmo2",
-              "olmo3": "olmo2", "smollm3": "smollm3"}
+              "olmo3": "olmo2", "smollm3": "smollm3", "qwen3_yarn": "qwen3"}

@@ -182,6 +182,10 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
 
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     rope = getattr(cfg, "rope_scaling", None) or {}
+    if rope.get("rope_type") == "yarn" and arch == "qwen3":  # TextModel's generic rope scaling
+        w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
+        w.add_rope_scaling_factor(rope["factor"])
+        w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
     if rope.get("rope_type") == "llama3":
         put("rope_freqs.weight", llama3_rope_factors(cfg.rope_theta, head_dim, rope))
     for i in range(cfg.num_hidden_layers):
@@ -225,7 +229,7 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
         if arch == "qwen2moe":
             for r, g in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v")):
                 put(f"blk.{i}.{g}.bias", sd[p + f"self_attn.{r}_proj.bias"])
-        if arch in ("qwen3moe", "olmoe"):  # per head / over the whole projection
+        if arch in ("qwen3", "qwen3moe", "olmoe"):  # per head / over the whole projection
             put(f"blk.{i}.attn_q_norm.weight", sd[p + "self_attn.q_norm.weight"])
             put(f"blk.{i}.attn_k_norm.weight", sd[p + "self_attn.k_norm.weight"])
         put(f"blk.{i}.ffn_norm.weight", sd[p + "post_attention_layernorm.weight"])

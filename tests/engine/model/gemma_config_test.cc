@@ -350,6 +350,31 @@ TEST(GemmaConfigTest, YarnParameters) {
   auto no_factor = yarn(R"({"rope_type": "yarn"})");
   ASSERT_FALSE(no_factor.ok());
   EXPECT_NE(no_factor.status().message().find("rope_scaling.factor"), std::string::npos);
+
+  // GGUF: llama.cpp's keys (original_context_length, yarn_log_multiplier, attn_factor).
+  auto gguf = GemmaGguf("qwen3", 2);
+  auto str = [](const char* v) {
+    return io::GgufValue{io::GgufValueType::kString, {}, std::string(v)};
+  };
+  auto f32 = [](double v) { return io::GgufValue{io::GgufValueType::kF32, {}, v}; };
+  gguf.Add("qwen3.rope.scaling.type", str("yarn"));
+  auto missing = ModelConfigFromGguf(gguf);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("rope.scaling.factor"), std::string::npos);
+  gguf.Add("qwen3.rope.scaling.factor", f32(4.0));
+  gguf.Add("qwen3.rope.scaling.original_context_length",
+           io::GgufValue{io::GgufValueType::kU32, {}, uint64_t{32768}});
+  auto plain = ModelConfigFromGguf(gguf);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_EQ(plain->rope_scaling.type, RopeScaling::Type::kYarn);
+  EXPECT_EQ(plain->rope_scaling.original_max_position, 32768);
+  EXPECT_DOUBLE_EQ(plain->rope_scaling.attention_factor, 0.1 * std::log(4.0) + 1.0);
+  gguf.Add("qwen3.rope.scaling.yarn_log_multiplier", f32(0.5));
+  gguf.Add("qwen3.rope.scaling.attn_factor", f32(2.0));
+  auto scaled = ModelConfigFromGguf(gguf);
+  ASSERT_TRUE(scaled.ok());
+  EXPECT_NEAR(scaled->rope_scaling.attention_factor,
+              2.0 * (0.1 * std::log(4.0) + 1.0) / (0.05 * std::log(4.0) + 1.0), 1e-6);
 }
 
 // SmolLM3's NoPE layers: no_rope_layers (1 = rotates), else every no_rope_layer_interval-th
