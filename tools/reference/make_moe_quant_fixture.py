@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
-"""A quantized mixture-of-experts checkpoint made by its producer: compressed-tensors W4A16 of
-the qwen3_moe fixture (tests/data/models/qwen3_moe, make_hf_goldens.py).
+"""Quantized checkpoints made by their producer: compressed-tensors W4A16 of the qwen3_moe fixture
+(tests/data/models/qwen3_moe, make_hf_goldens.py), and with `--model gemma3_mm` of the multimodal
+Gemma 3 fixture (Gemma3ForConditionalGeneration: the decoder's projections quantized, the vision
+tower, the projector and lm_head ignored, as llm-compressor's Gemma 3 recipes do; weights saved
+under transformers' model.language_model.* names, written to tests/data/quant/ct_w4a16_gemma3_mm).
 
 Every attention projection and every expert's gate / up / down projection is quantized to int4,
 symmetric, groups of 32 along K, packed as compressed-tensors' `pack-quantized` format writes it;
@@ -35,8 +38,12 @@ from safetensors.torch import load_file, save_file
 from transformers import AutoModelForCausalLM
 
 ROOT = Path(__file__).resolve().parents[2]
-BASE = ROOT / "tests" / "data" / "models" / "qwen3_moe"
-OUT = ROOT / "tests" / "data" / "quant" / "ct_w4a16_qwen3_moe"
+MODEL = sys.argv[sys.argv.index("--model") + 1] if "--model" in sys.argv else "qwen3_moe"
+BASE = ROOT / "tests" / "data" / "models" / MODEL
+OUT = ROOT / "tests" / "data" / "quant" / f"ct_w4a16_{MODEL}"
+# What stays unquantized: the MoE router (vLLM builds it unquantized), or Gemma 3's vision side.
+IGNORE = {"qwen3_moe": ["lm_head", "re:.*mlp.gate$"],
+          "gemma3_mm": ["lm_head", "re:.*vision_tower.*", "re:.*multi_modal_projector.*"]}[MODEL]
 TOKENIZER_FILES = ["tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"]
 GROUP = 32
 
@@ -61,10 +68,10 @@ def main() -> int:
                             group_size=GROUP)
     cfg = QuantizationConfig(
         config_groups={"group_0": QuantizationScheme(targets=["Linear"], weights=args)},
-        ignore=["lm_head", "re:.*mlp.gate$"])
+        ignore=IGNORE)
     apply_quantization_config(model, cfg, show_progress=False)
     quantized = [n for n, m in model.named_modules() if getattr(m, "quantization_scheme", None)]
-    assert not any(n.endswith("mlp.gate") or n == "lm_head" for n in quantized)
+    assert not any(n.endswith("mlp.gate") or n == "lm_head" or "vision" in n for n in quantized)
     mods = dict(model.named_modules())
     with torch.no_grad():
         for name in quantized:
@@ -110,19 +117,22 @@ def main() -> int:
         "name": OUT.name,
         "made_by": "producer",
         "producer": ("compressed-tensors: apply_quantization_config (W4A16: int4 symmetric, "
-                     f"group {GROUP}, targets Linear, ignore lm_head and re:.*mlp.gate$), "
+                     f"group {GROUP}, targets Linear, ignore {', '.join(IGNORE[:-1])} and {IGNORE[-1]}), "
                      "calculate_qparams on each group's min/max, ModelCompressor.compress_model "
                      "(pack-quantized), ModelCompressor.update_config"),
         "dequantized_weights": ("expected.safetensors: compressed_tensors.compressors.base."
                                 "decompress_module of every quantized module, F32"),
-        "base_model": "tests/data/models/qwen3_moe",
+        "base_model": f"tests/data/models/{MODEL}",
         "input_ids": golden["input_ids"],
         "quantized_modules": len(quantized),
         "quantized_experts": len(experts),
-        "unquantized": ["model.layers.*.mlp.gate (router)", "lm_head", "embeddings", "norms"],
+        "unquantized": (["model.layers.*.mlp.gate (router)", "lm_head", "embeddings", "norms"]
+                        if MODEL == "qwen3_moe" else
+                        ["vision tower", "multi-modal projector", "lm_head", "embeddings",
+                         "norms"]),
         "logits": {
             "file": "logits.safetensors", "shape": list(logits[torch.float32].shape),
-            "method": ("transformers Qwen3MoeForCausalLM, eager, F32, no cache, quantized "
+            "method": (f"transformers {type(model).__name__}, eager, F32, no cache, quantized "
                        "modules' weights replaced by expected.safetensors"),
             "max_abs_logit": max_abs,
             "f32_vs_f64_max_abs_diff": f64,

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -189,13 +190,14 @@ TEST(MoeEngineTest, PlanTableListsExpertsOneByOneWhereTheyDiffer) {
   EXPECT_FALSE(absl::StrContains(table, "model.layers.1.mlp.experts.{")) << table;
 }
 
-// A quantized MoE checkpoint made by its producer (tools/reference/make_moe_quant_fixture.py):
-// compressed-tensors W4A16 of the qwen3_moe fixture, router and lm_head ignored. Every expert
-// resolves from the checkpoint's config by its module name, dequantizes bit for bit to what
-// compressed-tensors' decompress_module gives, and the logits match transformers' forward with
-// those weights (weight-only: an ordinary f32 forward, the fixture's suggested tolerance).
-TEST(MoeEngineTest, CompressedTensorsW4A16CheckpointMatchesItsProducer) {
-  const std::string dir = kData + "quant/ct_w4a16_qwen3_moe";
+// A compressed-tensors W4A16 checkpoint made by its producer
+// (tools/reference/make_moe_quant_fixture.py): every quantized module resolves from the
+// checkpoint's config by its module name, dequantizes bit for bit to what compressed-tensors'
+// decompress_module gives (the producer's weight named by `producer_name(module)`), and the
+// logits match transformers' forward with those weights (weight-only: an ordinary f32 forward,
+// the fixture's suggested tolerance).
+void ExpectProducerCheckpoint(const std::string& dir,
+                              const std::function<std::string(const std::string&)>& producer_name) {
   const auto golden = nlohmann::json::parse(ReadFile(dir + "/expected.json"));
   auto e = Load(dir, "", /*int8_activations=*/false);
   ASSERT_NE(e, nullptr);
@@ -212,7 +214,7 @@ TEST(MoeEngineTest, CompressedTensorsW4A16CheckpointMatchesItsProducer) {
     experts += absl::StrContains(s.module, ".mlp.experts.");
     auto packed = quant::LoadPackedWeights(s, s.module, *e->source.store);
     ASSERT_TRUE(packed.ok()) << packed.status();
-    auto want = (*expected_file)->Get(s.module + ".weight");
+    auto want = (*expected_file)->Get(producer_name(s.module) + ".weight");
     ASSERT_TRUE(want.ok()) << want.status();
     auto values = want->CopyAs<float>();
     ASSERT_TRUE(values.ok());
@@ -236,6 +238,21 @@ TEST(MoeEngineTest, CompressedTensorsW4A16CheckpointMatchesItsProducer) {
   for (size_t i = 0; i < got.size(); ++i)
     worst = std::max(worst, std::abs(double(got[i]) - (*want)[i]));
   EXPECT_LE(worst, golden["logits"]["suggested_atol"].get<double>());
+}
+
+// The qwen3_moe fixture, router and lm_head ignored: every expert quantized.
+TEST(MoeEngineTest, CompressedTensorsW4A16CheckpointMatchesItsProducer) {
+  ExpectProducerCheckpoint(kData + "quant/ct_w4a16_qwen3_moe",
+                           [](const std::string& m) { return m; });
+}
+
+// The multimodal Gemma 3 fixture as llm-compressor quantizes Gemma 3 4B-27B: the decoder under
+// model.language_model.*, its ignore list naming the vision tower's Linear modules and lm_head;
+// tessera reads the decoder as model.* (RenamedTensorStore) and the vision side not at all.
+TEST(MoeEngineTest, CompressedTensorsW4A16MultimodalGemma3MatchesItsProducer) {
+  ExpectProducerCheckpoint(kData + "quant/ct_w4a16_gemma3_mm", [](const std::string& m) {
+    return absl::StartsWith(m, "model.") ? "model.language_model." + m.substr(6) : m;
+  });
 }
 
 TEST(MoeEngineTest, SharedExpertIsPlannedAndItsGateIsNot) {
