@@ -35,6 +35,8 @@ std::string ModelConfig::ArchitectureName() const {
       return "olmo3";
     case Architecture::kSmolLM3:
       return "smollm3";
+    case Architecture::kGraniteMoe:
+      return "granitemoe";
   }
   return "?";
 }

@@ -33,7 +33,8 @@ enum class Architecture {
   kGemma3,
   kOlmo2,
   kOlmo3,
-  kSmolLM3
+  kSmolLM3,
+  kGraniteMoe
 };
 
 // The MLP's gated activation: SwiGLU (silu(gate) · up), or Gemma's GeGLU with PyTorch's tanh

@@ -141,10 +141,12 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     // in one attn_qkv (ModelSource checks the file, newer converters may split them).
     c.architecture = Architecture::kPhi3;
     c.fused_qkv = c.fused_gate_up = true;
-  } else if (arch == "granite") {
+  } else if (arch == "granite" || arch == "granitemoe") {
     // llama.cpp's granite graph: llama's permuted q/k, and the four multipliers (logit_scale
     // required, the others default to none; attention.scale 0 means 1/sqrt(head_dim)).
-    c.architecture = Architecture::kGranite;
+    // granitemoe: Granite 3.x MoE, Mixtral-style experts (stacked, feed_forward_length wide,
+    // softmax over the top-k logits: renormalized).
+    c.architecture = arch == "granite" ? Architecture::kGranite : Architecture::kGraniteMoe;
     c.rope_style = RopeStyle::kInterleaved;
     TESSERA_ASSIGN_OR_RETURN(c.logits_scaling, m.GetFloat(absl::StrCat(arch, ".logit_scale")));
     auto scale = [&](const char* k, double def) {
@@ -187,7 +189,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF general.architecture '", arch,
                      "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite, "
-                     "phi3, gemma, gemma2, gemma3, olmo2, smollm3)"));
+                     "phi3, gemma, gemma2, gemma3, olmo2, smollm3, granitemoe)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
@@ -213,7 +215,10 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
       c.architecture = Architecture::kMixtral;
       c.moe_naming = MoeNaming::kMixtral;
     }
-  } else if (qwen_moe || c.architecture == Architecture::kOlmoe) {
+    // Granite MoE's HF block is block_sparse_moe too: its plan names follow Mixtral's.
+    if (c.architecture == Architecture::kGraniteMoe) c.moe_naming = MoeNaming::kMixtral;
+  } else if (qwen_moe || c.architecture == Architecture::kOlmoe ||
+             c.architecture == Architecture::kGraniteMoe) {
     return absl::InvalidArgumentError(absl::StrCat("GGUF ", arch, ".expert_count is missing or 0"));
   }
   if (qwen_moe) {

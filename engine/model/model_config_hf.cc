@@ -229,6 +229,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kOlmoe;
   } else if (model_type == "granite") {
     c.architecture = Architecture::kGranite;
+  } else if (model_type == "granitemoe" || model_type == "granitemoeshared") {
+    // Its experts are fused in one input_linear [experts, 2 x ffn, hidden] tensor per layer,
+    // which tessera does not split; llama.cpp's converter does (ffn_{gate,up}_exps).
+    return FieldError("model_type",
+                      absl::StrCat("'", model_type,
+                                   "' is supported as GGUF only (general.architecture "
+                                   "granitemoe, as llama.cpp's converter writes it)"));
   } else if (model_type == "phi3") {
     c.architecture = Architecture::kPhi3;
     c.fused_qkv = c.fused_gate_up = true;

@@ -7,7 +7,7 @@ from __future__ import annotations
 from transformers import (Gemma2Config, Gemma3Config, Gemma3TextConfig, GemmaConfig, GraniteConfig,
                           LlamaConfig, Mistral3Config, MistralConfig, MixtralConfig, Olmo2Config,
                           Olmo3Config, OlmoeConfig, Phi3Config, Qwen2Config, Qwen2MoeConfig,
-                          Qwen3Config, Qwen3MoeConfig, SmolLM3Config)
+                          GraniteMoeConfig, Qwen3Config, Qwen3MoeConfig, SmolLM3Config)
 
 VOCAB_SIZE = 320
 
@@ -150,6 +150,13 @@ MODELS = {
     # SmolLM3: llama with every fourth layer rotating nothing (NoPE); 4 layers so layer 3 is one.
     "smollm3": (SmolLM3Config, dict(COMMON, num_hidden_layers=4, rope_theta=5000000.0,
                                     tie_word_embeddings=True, use_sliding_window=False)),
+    # Granite 3.x MoE: granite's multipliers, top-2 of 4 experts (softmax over the top-k logits),
+    # experts fused in block_sparse_moe.input_linear (tessera reads the GGUF twin only).
+    "granitemoe": (GraniteMoeConfig, dict(COMMON, rope_theta=10000.0, tie_word_embeddings=True,
+                                          num_local_experts=4, num_experts_per_tok=2,
+                                          intermediate_size=48, embedding_multiplier=2.0,
+                                          attention_multiplier=0.0625, residual_multiplier=0.5,
+                                          logits_scaling=2.5)),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
@@ -157,4 +164,5 @@ MODELS = {
 GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2moe",
               "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama",
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3", "olmo2": "olmo2",
-              "olmo3": "olmo2", "smollm3": "smollm3", "qwen3_yarn": "qwen3"}
+              "olmo3": "olmo2", "smollm3": "smollm3", "qwen3_yarn": "qwen3",
+              "granitemoe": "granitemoe"}

@@ -27,6 +27,8 @@ def router_margins(model, x: torch.Tensor) -> dict:
     for i, layer in enumerate(model.model.layers):
         block = getattr(layer, "block_sparse_moe", None) or layer.mlp
         gate = getattr(block, "gate", None)
+        if gate is None and hasattr(block, "router"):  # Granite MoE's router.layer
+            gate = block.router.layer
         if not isinstance(gate, torch.nn.Linear):
             continue  # a dense MLP layer (qwen3_moe's mlp_only_layers)
 
@@ -128,6 +130,15 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     elif gemma or arch == "olmo2":
         w.add_feed_forward_length(cfg.intermediate_size)
         n_experts = 0
+    elif arch == "granitemoe":  # GraniteMoeModel: the multipliers and Mixtral-style experts
+        w.add_feed_forward_length(cfg.intermediate_size)
+        w.add_embedding_scale(cfg.embedding_multiplier)
+        w.add_attention_scale(cfg.attention_multiplier)
+        w.add_residual_scale(cfg.residual_multiplier)
+        w.add_logit_scale(cfg.logits_scaling)
+        w.add_expert_count(cfg.num_local_experts)
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        n_experts = cfg.num_local_experts
     elif arch == "granite":  # dense, with the four multipliers (GraniteModel)
         w.add_feed_forward_length(cfg.intermediate_size)
         w.add_embedding_scale(cfg.embedding_multiplier)
@@ -191,7 +202,7 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}."
         q, k = sd.get(p + "self_attn.q_proj.weight"), sd.get(p + "self_attn.k_proj.weight")
-        if arch in ("llama", "granite", "smollm3"):
+        if arch in ("llama", "granite", "granitemoe", "smollm3"):
             q = llama_permute(q, cfg.num_attention_heads)
             k = llama_permute(k, cfg.num_key_value_heads)
         if arch == "olmo2":  # output norms only, q/k norms over the whole projections
@@ -236,6 +247,14 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
         if n_experts == 0:
             for role in ("gate", "up", "down"):
                 put(f"blk.{i}.ffn_{role}.weight", sd[p + f"mlp.{role}_proj.weight"])
+            continue
+        if arch == "granitemoe":  # the converter splits input_linear into gate and up halves
+            fused = sd[p + "block_sparse_moe.input_linear.weight"]
+            f = cfg.intermediate_size
+            put(f"blk.{i}.ffn_gate_inp.weight", sd[p + "block_sparse_moe.router.layer.weight"])
+            put(f"blk.{i}.ffn_gate_exps.weight", fused[:, :f, :])
+            put(f"blk.{i}.ffn_up_exps.weight", fused[:, f:, :])
+            put(f"blk.{i}.ffn_down_exps.weight", sd[p + "block_sparse_moe.output_linear.weight"])
             continue
         put(f"blk.{i}.ffn_gate_inp.weight", sd[p + moe_prefix + ".gate.weight"])
         for role in ("gate", "up", "down"):

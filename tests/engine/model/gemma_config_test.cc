@@ -401,5 +401,14 @@ TEST(GemmaConfigTest, SmolLM3NoRopeLayers) {
   for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(gguf->UsesRope(i), (i + 1) % 4 != 0) << i;
 }
 
+// Granite MoE's HF experts are fused (input_linear); the refusal points at its GGUF.
+TEST(GemmaConfigTest, GraniteMoeHfIsRefusedTowardsItsGguf) {
+  auto c = ModelConfigFromHfJson(kBase + R"("model_type": "granitemoe", "num_local_experts": 4,
+      "num_experts_per_tok": 2})");
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("GGUF"), std::string::npos);
+  EXPECT_NE(c.status().message().find("model_type"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace tessera::model
