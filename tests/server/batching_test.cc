@@ -118,15 +118,18 @@ TEST(BatchingTest, ConcurrentGreedyStreamsEqualSequentialRunsInFewerSteps) {
   EXPECT_EQ(server.scheduler().Stats().kv_used_blocks, 0);
 }
 
-// A mixture-of-experts model served: llama.cpp's Q4_0 of the qwen3_moe fixture (stacked Q4_0
-// experts). GetModelInfo lists every expert in the plan, and 8 concurrent greedy streams, whose
-// tokens route to different experts in the same steps, return what 8 sequential runs return.
-TEST(BatchingTest, MixtureOfExpertsConcurrentStreamsEqualSequential) {
-  constexpr int kMoeStreams = 8, kMoeTokens = 24;
+// Serves `model` (relative to the repository) to `prompts.size()` streams of `tokens` greedy
+// tokens each, first one after another, then all at once: the concurrent streams must return
+// what the sequential runs returned, and every KV block must be free afterwards. `check_info`
+// looks at GetModelInfo first.
+void ExpectConcurrentEqualsSequential(
+    const std::string& model, const std::vector<std::string>& prompts, int tokens,
+    const std::function<void(const tessera::v1::ModelInfo&)>& check_info) {
+  const int streams = static_cast<int>(prompts.size());
   TestServerOptions o;
-  o.model_path = std::string(TESSERA_SOURCE_DIR) + "/tests/data/models/qwen3_moe/model-Q4_0.gguf";
-  o.scheduler.max_running = kMoeStreams;
-  o.scheduler.max_queued = kMoeStreams;
+  o.model_path = std::string(TESSERA_SOURCE_DIR) + "/" + model;
+  o.scheduler.max_running = streams;
+  o.scheduler.max_queued = streams;
   auto ts = TestServer::Start(o);
   ASSERT_TRUE(ts.ok()) << ts.status();
   TestServer& server = **ts;
@@ -134,28 +137,37 @@ TEST(BatchingTest, MixtureOfExpertsConcurrentStreamsEqualSequential) {
   grpc::ClientContext ctx;
   tessera::v1::ModelInfo info;
   ASSERT_TRUE(stub->GetModelInfo(&ctx, {}, &info).ok());
-  // 2 layers x (4 attention + 8 experts x 3) + lm_head.
-  ASSERT_EQ(info.precision_plan_size(), 2 * (4 + 24) + 1);
-  EXPECT_EQ(info.precision_plan(4).module(), "model.layers.0.mlp.experts.0.gate_proj");
-  EXPECT_EQ(info.precision_plan(4).weight_format(), "gguf_q4_0");
-
-  const char* prompts[] = {"The little robot", "Once upon a time", "The baker", "Rivers run",
-                           "Questions are good", "Mia loved maps", "At night the", "Testing"};
+  check_info(info);
   auto request = [&](int i) {
-    tessera::v1::GenerateRequest req = GreedyRequest(prompts[i], kMoeTokens);
+    tessera::v1::GenerateRequest req = GreedyRequest(prompts[i], tokens);
     req.mutable_stopping()->set_ignore_eos(true);
     return req;
   };
-  const auto [sequential, concurrent] =
-      SequentialThenConcurrent(server, kMoeStreams, request, [] {});
-  for (int i = 0; i < kMoeStreams; ++i) {
+  const auto [sequential, concurrent] = SequentialThenConcurrent(server, streams, request, [] {});
+  for (int i = 0; i < streams; ++i) {
     SCOPED_TRACE(prompts[i]);
     ASSERT_TRUE(sequential[i].status.ok()) << sequential[i].status.error_message();
-    ASSERT_EQ(sequential[i].token_ids.size(), static_cast<size_t>(kMoeTokens));
+    ASSERT_EQ(sequential[i].token_ids.size(), static_cast<size_t>(tokens));
     ASSERT_TRUE(concurrent[i].status.ok()) << concurrent[i].status.error_message();
     EXPECT_EQ(concurrent[i].token_ids, sequential[i].token_ids);
   }
   EXPECT_EQ(server.scheduler().Stats().kv_used_blocks, 0);
+}
+
+// A mixture-of-experts model served: llama.cpp's Q4_0 of the qwen3_moe fixture (stacked Q4_0
+// experts). GetModelInfo lists every expert in the plan, and 8 concurrent greedy streams, whose
+// tokens route to different experts in the same steps, return what 8 sequential runs return.
+TEST(BatchingTest, MixtureOfExpertsConcurrentStreamsEqualSequential) {
+  ExpectConcurrentEqualsSequential(
+      "tests/data/models/qwen3_moe/model-Q4_0.gguf",
+      {"The little robot", "Once upon a time", "The baker", "Rivers run", "Questions are good",
+       "Mia loved maps", "At night the", "Testing"},
+      24, [](const tessera::v1::ModelInfo& info) {
+        // 2 layers x (4 attention + 8 experts x 3) + lm_head.
+        ASSERT_EQ(info.precision_plan_size(), 2 * (4 + 24) + 1);
+        EXPECT_EQ(info.precision_plan(4).module(), "model.layers.0.mlp.experts.0.gate_proj");
+        EXPECT_EQ(info.precision_plan(4).weight_format(), "gguf_q4_0");
+      });
 }
 
 // Sliding windows and soft caps served: the gemma2 fixture's GGUF twin (layer 0 attends through
@@ -163,39 +175,11 @@ TEST(BatchingTest, MixtureOfExpertsConcurrentStreamsEqualSequential) {
 // stream runs far past the window, and each row's window starts at its own position, whichever
 // rows share a step: 6 concurrent greedy streams return what 6 sequential runs return.
 TEST(BatchingTest, SlidingWindowGemmaConcurrentStreamsEqualSequential) {
-  constexpr int kStreams = 6, kTokens = 28;
-  TestServerOptions o;
-  o.model_path = std::string(TESSERA_SOURCE_DIR) + "/tests/data/models/gemma2/model.gguf";
-  o.scheduler.max_running = kStreams;
-  o.scheduler.max_queued = kStreams;
-  auto ts = TestServer::Start(o);
-  ASSERT_TRUE(ts.ok()) << ts.status();
-  TestServer& server = **ts;
-  auto stub = server.NewStub();
-  grpc::ClientContext ctx;
-  tessera::v1::ModelInfo info;
-  ASSERT_TRUE(stub->GetModelInfo(&ctx, {}, &info).ok());
-  EXPECT_EQ(info.architecture(), "gemma2");
-  const char* prompts[] = {"The little robot looked at the sky",
-                           "Once upon a time",
-                           "Rivers",
-                           "Mia loved maps and the sea and the long road home",
-                           "At night the",
-                           "Testing"};
-  auto request = [&](int i) {
-    tessera::v1::GenerateRequest req = GreedyRequest(prompts[i], kTokens);
-    req.mutable_stopping()->set_ignore_eos(true);
-    return req;
-  };
-  const auto [sequential, concurrent] = SequentialThenConcurrent(server, kStreams, request, [] {});
-  for (int i = 0; i < kStreams; ++i) {
-    SCOPED_TRACE(prompts[i]);
-    ASSERT_TRUE(sequential[i].status.ok()) << sequential[i].status.error_message();
-    ASSERT_EQ(sequential[i].token_ids.size(), static_cast<size_t>(kTokens));
-    ASSERT_TRUE(concurrent[i].status.ok()) << concurrent[i].status.error_message();
-    EXPECT_EQ(concurrent[i].token_ids, sequential[i].token_ids);
-  }
-  EXPECT_EQ(server.scheduler().Stats().kv_used_blocks, 0);
+  ExpectConcurrentEqualsSequential(
+      "tests/data/models/gemma2/model.gguf",
+      {"The little robot looked at the sky", "Once upon a time", "Rivers",
+       "Mia loved maps and the sea and the long road home", "At night the", "Testing"},
+      28, [](const tessera::v1::ModelInfo& info) { EXPECT_EQ(info.architecture(), "gemma2"); });
 }
 
 }  // namespace

@@ -130,22 +130,17 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
     elif gemma or arch == "olmo2":
         w.add_feed_forward_length(cfg.intermediate_size)
         n_experts = 0
-    elif arch == "granitemoe":  # GraniteMoeModel: the multipliers and Mixtral-style experts
-        w.add_feed_forward_length(cfg.intermediate_size)
-        w.add_embedding_scale(cfg.embedding_multiplier)
-        w.add_attention_scale(cfg.attention_multiplier)
-        w.add_residual_scale(cfg.residual_multiplier)
-        w.add_logit_scale(cfg.logits_scaling)
-        w.add_expert_count(cfg.num_local_experts)
-        w.add_expert_used_count(cfg.num_experts_per_tok)
-        n_experts = cfg.num_local_experts
-    elif arch == "granite":  # dense, with the four multipliers (GraniteModel)
+    elif arch in ("granite", "granitemoe"):  # GraniteModel / GraniteMoeModel: four multipliers
         w.add_feed_forward_length(cfg.intermediate_size)
         w.add_embedding_scale(cfg.embedding_multiplier)
         w.add_attention_scale(cfg.attention_multiplier)
         w.add_residual_scale(cfg.residual_multiplier)
         w.add_logit_scale(cfg.logits_scaling)
         n_experts = 0
+        if arch == "granitemoe":  # and Mixtral-style experts
+            w.add_expert_count(cfg.num_local_experts)
+            w.add_expert_used_count(cfg.num_experts_per_tok)
+            n_experts = cfg.num_local_experts
     elif arch == "olmoe":  # experts feed_forward_length wide (llama.cpp's olmoe graph)
         w.add_expert_count(cfg.num_experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)

@@ -129,6 +129,19 @@ void Load(const std::string& path, kernels::cpu::ThreadPool* pool, Loaded& out) 
   kv_test::Load(path, runtime::KvCacheFormat::kF32, pool, out);
 }
 
+// Cosine similarity of two logit vectors of one size, every value finite (test failures named).
+double LogitCosine(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double dot = 0, na = 0, nb = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    EXPECT_TRUE(std::isfinite(a[i]) && std::isfinite(b[i])) << i;
+    dot += double(a[i]) * b[i];
+    na += double(a[i]) * a[i];
+    nb += double(b[i]) * b[i];
+  }
+  return dot / std::sqrt(na * nb);
+}
+
 // Logits of the last position after prefilling `ids`, then `extra` greedy decode steps
 // (their argmaxes appended to `generated`).
 std::vector<float> PrefillAndDecode(DecoderModel& model, const std::vector<int32_t>& ids,
@@ -223,14 +236,7 @@ TEST(SynthModelTest, Q4KFileLoadsMatchesSourceAndRuns) {
   ASSERT_EQ(lb.size(), la.size());
   ASSERT_EQ(gen_b.size(), 9u);
   for (int32_t t : gen_b) EXPECT_TRUE(t >= 0 && t < shape.vocab) << t;
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < la.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(lb[i])) << i;
-    dot += double(la[i]) * lb[i];
-    na += double(la[i]) * la[i];
-    nb += double(lb[i]) * lb[i];
-  }
-  const double cosine = dot / std::sqrt(na * nb);
+  const double cosine = LogitCosine(la, lb);
   EXPECT_GT(cosine, 0.9);
   RecordProperty("q4k_vs_f32_logit_cosine", std::to_string(cosine));
 }
@@ -349,14 +355,7 @@ TEST(SynthModelTest, MoeShapeStacksExpertsAndRuns) {
   std::vector<int32_t> gen_a, gen_b;
   const std::vector<float> la = PrefillAndDecode(*a.model, prompt, 4, &gen_a);
   const std::vector<float> lb = PrefillAndDecode(*b.model, prompt, 4, &gen_b);
-  ASSERT_EQ(la.size(), lb.size());
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < la.size(); ++i) {
-    dot += double(la[i]) * lb[i];
-    na += double(la[i]) * la[i];
-    nb += double(lb[i]) * lb[i];
-  }
-  EXPECT_GT(dot / std::sqrt(na * nb), 0.99);
+  EXPECT_GT(LogitCosine(la, lb), 0.99);
 
   o.type = "F32";
   o.layers = 1;
@@ -400,15 +399,7 @@ TEST(SynthModelTest, Gemma3ShapeSlidesAndRuns) {
   std::vector<int32_t> gen_a, gen_b;
   const std::vector<float> la = PrefillAndDecode(*a.model, prompt, 4, &gen_a);
   const std::vector<float> lb = PrefillAndDecode(*b.model, prompt, 4, &gen_b);
-  ASSERT_EQ(la.size(), lb.size());
-  double dot = 0, na = 0, nb = 0;
-  for (size_t i = 0; i < la.size(); ++i) {
-    ASSERT_TRUE(std::isfinite(la[i])) << i;
-    dot += double(la[i]) * lb[i];
-    na += double(la[i]) * la[i];
-    nb += double(lb[i]) * lb[i];
-  }
-  EXPECT_GT(dot / std::sqrt(na * nb), 0.99);
+  EXPECT_GT(LogitCosine(la, lb), 0.99);
   EXPECT_EQ(WriteSynthHfDir(s, SynthOptions{}, dir + "/synth_gemma3_hf").code(),
             absl::StatusCode::kUnimplemented);
 }
