@@ -80,9 +80,7 @@ void AppendKv(const ModelConfig& c, const StepRows& rows, const LayerAttention& 
 
 void Attend(const ModelConfig& c, const StepRows& rows, const LayerAttention& layer, const float* q,
             runtime::KvCache& cache, kc::ThreadPool* pool, float* attn) {
-  const int64_t Q = c.q_dim(), total = rows.size(), li = layer.layer;
-  int64_t max_ctx = 0;
-  for (int64_t r = 0; r < total; ++r) max_ctx = std::max(max_ctx, rows.position[r] + 1);
+  const int64_t Q = c.q_dim(), total = rows.size(), li = layer.layer, max_ctx = rows.max_context;
   const kc::KvHalf kv_half = HalfOf(cache.format());
   // Each (row, head) is independent; split rows × heads across threads. A task's heads of one
   // row share that row's block table and run as one call.

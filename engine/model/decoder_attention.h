@@ -22,6 +22,7 @@ struct StepRows {
   absl::Span<const SequenceChunk> chunks;
   std::vector<int> chunk;         // row -> index into chunks
   std::vector<int64_t> position;  // row -> its position in its sequence
+  int64_t max_context = 0;        // the longest row's context: max position + 1
   int64_t size() const { return static_cast<int64_t>(position.size()); }
 };
 

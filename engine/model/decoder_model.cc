@@ -272,6 +272,7 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
       for (size_t j = 0; j < chunks[i].tokens.size(); ++j, ++r) {
         rows.chunk[r] = static_cast<int>(i);
         rows.position[r] = chunks[i].kv->length + static_cast<int64_t>(j);
+        rows.max_context = std::max(rows.max_context, rows.position[r] + 1);
       }
     }
   }

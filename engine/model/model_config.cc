@@ -44,8 +44,7 @@ std::string ModelConfig::ArchitectureName() const {
 std::string ModelConfig::ExtendedFeatures() const {
   std::vector<std::string> out;
   if (num_experts > 0) out.push_back(absl::StrCat("mixture of experts (", num_experts, ")"));
-  if (HasGraniteMultipliers())
-    out.push_back("embedding / attention / residual / logit multipliers");
+  if (HasMultipliers()) out.push_back("embedding / attention / residual / logit multipliers");
   if (qk_norm_whole) out.push_back("whole-projection q/k norms");
   if (clip_qkv > 0) out.push_back("clip_qkv");
   if (fused_qkv || fused_gate_up) out.push_back("fused qkv / gate_up projections");

@@ -6,6 +6,7 @@
 #ifndef TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
 #define TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
 
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -60,6 +61,11 @@ struct RopeScaling {
   double beta_slow = 1.0;
   bool truncate = true;
   double attention_factor = 1.0;
+  // YaRN's attention scaling for this factor: 0.1 · mscale · ln(factor) + 1 (1 at factor <= 1);
+  // transformers' get_mscale, llama.cpp's too.
+  double YarnMscale(double mscale) const {
+    return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
+  }
 };
 
 struct ModelConfig {
@@ -122,7 +128,7 @@ struct ModelConfig {
   double logits_scaling = 1.0;
   // gemma: embedding_multiplier sqrt(hidden_size); gemma2 / gemma3: attention_scale
   // query_pre_attn_scalar^-0.5.
-  bool HasGraniteMultipliers() const {
+  bool HasMultipliers() const {
     return embedding_multiplier != 1.0 || attention_scale != 0.0 || residual_multiplier != 1.0 ||
            logits_scaling != 1.0;
   }

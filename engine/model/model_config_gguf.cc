@@ -12,6 +12,12 @@
 namespace tessera::model {
 namespace {
 
+// `arch.key` as a number (any float or int type), or `def` where the file has no such key.
+double FloatOr(const io::GgufMetadata& m, const std::string& arch, const char* key, double def) {
+  auto v = m.GetFloat(absl::StrCat(arch, ".", key));
+  return v.ok() ? *v : def;
+}
+
 // attention.sliding_window (default_window where absent; 0: no windows) and
 // attention.sliding_window_pattern: one bool per layer, or a period n (layer i slides when
 // i % n < n - 1; default_period where absent), as llama.cpp's load_swa_pattern reads them.
@@ -54,10 +60,7 @@ absl::Status ReadSlidingWindowGguf(const io::GgufMetadata& m, const std::string&
 // same YaRN as transformers', so RopeScaling holds it alike.
 absl::Status ReadYarnGguf(const io::GgufMetadata& m, const std::string& arch, ModelConfig& c) {
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
-  auto number = [&](const char* k, double def) {
-    auto v = m.GetFloat(key(k));
-    return v.ok() ? *v : def;
-  };
+  auto number = [&](const char* k, double def) { return FloatOr(m, arch, k, def); };
   RopeScaling& y = c.rope_scaling;
   y.type = RopeScaling::Type::kYarn;
   y.factor = number("rope.scaling.factor", 0.0);
@@ -70,12 +73,10 @@ absl::Status ReadYarnGguf(const io::GgufMetadata& m, const std::string& arch, Mo
   y.beta_fast = number("rope.scaling.yarn_beta_fast", 32.0);
   y.beta_slow = number("rope.scaling.yarn_beta_slow", 1.0);
   y.truncate = true;
-  auto mscale = [&](double m_all) {
-    return y.factor <= 1 ? 1.0 : 0.1 * m_all * std::log(y.factor) + 1.0;
-  };
   const double log_mul = number("rope.scaling.yarn_log_multiplier", 0.0);
-  y.attention_factor = (log_mul != 0 ? mscale(1.0) / mscale(log_mul) : mscale(1.0)) *
-                       number("rope.scaling.attn_factor", 1.0);
+  y.attention_factor =
+      (log_mul != 0 ? y.YarnMscale(1.0) / y.YarnMscale(log_mul) : y.YarnMscale(1.0)) *
+      number("rope.scaling.attn_factor", 1.0);
   if (!(y.beta_fast > 0) || !(y.beta_slow > 0) || y.original_max_position <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF ", arch, " yarn needs beta_fast, beta_slow and a context > 0"));
@@ -85,11 +86,7 @@ absl::Status ReadYarnGguf(const io::GgufMetadata& m, const std::string& arch, Mo
 
 // llama.cpp's gemma / gemma2 / gemma3 load_arch_hparams (llama.cpp 0c1e570).
 absl::Status ReadGemmaGguf(const io::GgufMetadata& m, const std::string& arch, ModelConfig& c) {
-  auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
-  auto number = [&](const char* k, double def) {
-    auto v = m.GetFloat(key(k));
-    return v.ok() ? *v : def;
-  };
+  auto number = [&](const char* k, double def) { return FloatOr(m, arch, k, def); };
   c.embedding_multiplier = std::sqrt(static_cast<double>(c.hidden_size));
   if (c.architecture == Architecture::kGemma) return absl::OkStatus();
   // The 27B models scale queries by (n_embd / n_head)^-0.5 (query_pre_attn_scalar 144 / 168,
@@ -149,10 +146,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     c.architecture = arch == "granite" ? Architecture::kGranite : Architecture::kGraniteMoe;
     c.rope_style = RopeStyle::kInterleaved;
     TESSERA_ASSIGN_OR_RETURN(c.logits_scaling, m.GetFloat(absl::StrCat(arch, ".logit_scale")));
-    auto scale = [&](const char* k, double def) {
-      auto v = m.GetFloat(absl::StrCat(arch, ".", k));
-      return v.ok() ? *v : def;
-    };
+    auto scale = [&](const char* k, double def) { return FloatOr(m, arch, k, def); };
     c.residual_multiplier = scale("residual_scale", 1.0);
     c.embedding_multiplier = scale("embedding_scale", 1.0);
     c.attention_scale = scale("attention.scale", 0.0);
@@ -284,8 +278,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     TESSERA_RETURN_IF_ERROR(ReadSlidingWindowGguf(m, arch, 0, 4, c));
     if (c.sliding_window > 0) {
       c.architecture = Architecture::kOlmo3;  // the OLMo with windows
-      auto base = m.GetFloat(key("rope.freq_base_swa"));
-      c.sliding_rope_theta = base.ok() ? *base : c.rope_theta;
+      c.sliding_rope_theta = FloatOr(m, arch, "rope.freq_base_swa", c.rope_theta);
     }
   }
   auto tokens = m.GetArray("tokenizer.ggml.tokens");

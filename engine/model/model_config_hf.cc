@@ -113,15 +113,12 @@ absl::Status ReadYarn(const Json& rs, ModelConfig& c) {
   y.beta_slow = NumberOr(rs, "beta_slow", 0.0);
   if (y.beta_slow == 0) y.beta_slow = 1.0;
   y.truncate = BoolOr(rs, "truncate", true);
-  auto mscale_of = [&](double m) {
-    return y.factor <= 1 ? 1.0 : 0.1 * m * std::log(y.factor) + 1.0;
-  };
   if (auto a = rs.find("attention_factor"); a != rs.end() && a->is_number()) {
     y.attention_factor = a->get<double>();
   } else {
     const double mscale = NumberOr(rs, "mscale", 0.0), all = NumberOr(rs, "mscale_all_dim", 0.0);
     y.attention_factor =
-        mscale != 0 && all != 0 ? mscale_of(mscale) / mscale_of(all) : mscale_of(1.0);
+        mscale != 0 && all != 0 ? y.YarnMscale(mscale) / y.YarnMscale(all) : y.YarnMscale(1.0);
   }
   if (!(y.beta_fast > 0) || !(y.beta_slow > 0) || y.original_max_position <= 0) {
     return FieldError("rope_scaling", "yarn needs beta_fast, beta_slow and a context > 0");
