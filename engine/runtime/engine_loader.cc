@@ -1,7 +1,4 @@
 #include "engine/runtime/engine_loader.h"
-
-#include <algorithm>
-
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -81,16 +78,11 @@ absl::Status BuildDecoder(LoadedEngine& e, const EngineOptions& options, int cud
   // Before the plan, so no layer's kernel choice speaks first (CudaDecoder::Create checks the
   // same for direct callers).
   TESSERA_RETURN_IF_ERROR(backend::cuda::CheckCudaDecoderSupports(e.source.config));
-  if (e.source.config.HasSlidingLayers()) {
-    // The CUDA attention kernel has no window; full attention equals windowed attention up to
-    // the window, so the context stops there (a longer request is refused, not answered
-    // differently). The CPU decoder attends through the window at any length.
-    auto& c = e.source.config;
-    c.max_context = std::min(c.max_context, c.sliding_window);
+  if (backend::cuda::CapContextAtSlidingWindow(e.source.config)) {
     TLOG_WARNING(
         "sliding attention window of %d tokens: the CUDA decoder caps the context at %d "
         "(--device cpu attends through the window at any length)",
-        c.sliding_window, c.max_context);
+        e.source.config.sliding_window, e.source.config.max_context);
   }
   TESSERA_ASSIGN_OR_RETURN(kernels::cuda::DeviceInfo info,
                            backend::cuda::OpenCudaDevice(cuda_ordinal));

@@ -49,6 +49,11 @@ absl::StatusOr<kernels::cuda::DeviceInfo> OpenCudaDevice(int ordinal);
 // has (ModelConfig::ExtendedFeatures: experts, multipliers, Gemma norms, ...), and --device cpu.
 absl::Status CheckCudaDecoderSupports(const model::ModelConfig& config);
 
+// The CUDA attention kernel has no sliding window; full attention equals windowed attention up
+// to the window, so a model with sliding layers has its context capped there (a longer request
+// is refused, not answered differently). Returns whether it capped.
+bool CapContextAtSlidingWindow(model::ModelConfig& config);
+
 class CudaDecoder : public model::Decoder {
  public:
   struct Limits {

@@ -74,6 +74,12 @@ absl::Status CheckCudaDecoderSupports(const model::ModelConfig& config) {
   return absl::OkStatus();
 }
 
+bool CapContextAtSlidingWindow(model::ModelConfig& config) {
+  if (!config.HasSlidingLayers() || config.max_context <= config.sliding_window) return false;
+  config.max_context = config.sliding_window;
+  return true;
+}
+
 absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
     const model::ModelSource& source, const quant::PrecisionPlan& plan,
     const quant::QuantConfig& quant_config, int device_ordinal, int64_t kv_blocks,
@@ -99,9 +105,7 @@ absl::StatusOr<std::unique_ptr<CudaDecoder>> CudaDecoder::Create(
   }
   auto d = std::make_unique<CudaDecoder>(PrivateTag{});
   d->config_ = source.config;
-  if (d->config_.HasSlidingLayers()) {  // no window in the CUDA kernel: equal up to the window
-    d->config_.max_context = std::min(d->config_.max_context, d->config_.sliding_window);
-  }
+  CapContextAtSlidingWindow(d->config_);  // for direct callers; the engine loader capped already
   d->limits_ = limits;
   d->limits_.max_logit_rows = std::min(limits.max_logit_rows, limits.max_step_tokens);
   if (const char* env = std::getenv("TESSERA_CUDA_GRAPHS"); env != nullptr && env[0] == '0') {
