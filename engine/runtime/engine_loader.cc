@@ -1,4 +1,5 @@
 #include "engine/runtime/engine_loader.h"
+
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
