@@ -32,7 +32,11 @@ void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t c
     const int64_t kvh = h / group;
     const int64_t first = std::max<int64_t>(options.first_position, 0);
     const float cap = options.softcap;
-    float max_score = -std::numeric_limits<float>::infinity();
+    // A sink takes part in the max and adds its exp to the denominator last (transformers'
+    // softmax over [scores, sink]).
+    const float sink =
+        options.sinks != nullptr ? options.sinks[h] : -std::numeric_limits<float>::infinity();
+    float max_score = sink;
     for (int64_t t = first; t < context_len; ++t) {
       const auto* k = k_at(t, kvh);
       float dot = 0;
@@ -46,6 +50,7 @@ void PagedAttentionImpl(const float* q, int64_t heads, const View& kv, int64_t c
       scratch[t] = std::exp(scratch[t] - max_score);
       denom += scratch[t];
     }
+    if (options.sinks != nullptr) denom += std::exp(sink - max_score);
     const float inv = 1.0f / denom;
     float* o = out + h * d;
     for (int64_t i = 0; i < d; ++i) o[i] = 0;

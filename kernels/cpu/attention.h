@@ -7,9 +7,9 @@
 // and a K block is transposed, [kv_heads, head_dim, block_tokens], so that consecutive positions
 // of one dim are one vector load and the fast kernel computes scores with positions in lanes (no
 // sums across lanes). Softmax runs in float with the max subtracted, in one fixed order.
-// AttentionOptions adds what sliding-window and Gemma 2 models need: a first attended position
-// (the window's start; the cache still holds the earlier positions, which full-attention layers
-// of the same model read) and a tanh soft cap on the scores.
+// AttentionOptions adds what sliding-window, Gemma 2 and gpt-oss models need: a first attended
+// position (the window's start; the cache still holds the earlier positions, which full-attention
+// layers of the same model read), a tanh soft cap on the scores and per-head attention sinks.
 #ifndef TESSERA_KERNELS_CPU_ATTENTION_H_
 #define TESSERA_KERNELS_CPU_ATTENTION_H_
 
@@ -25,6 +25,11 @@ struct AttentionOptions {
   // Scores (q·k · scale) become softcap · tanh(score / softcap) before the softmax (Gemma 2's
   // attn_logit_softcapping); 0: none.
   float softcap = 0.0f;
+  // gpt-oss's attention sinks: sinks[h] is query head h's learned logit, one more entry in its
+  // softmax's denominator (after the max is taken over it too) whose probability is dropped, so a
+  // head can attend to nothing; null: none. Indexed by the head's absolute number, not by its
+  // place in [head_begin, head_end).
+  const float* sinks = nullptr;
 };
 
 struct PagedKvView {

@@ -1,5 +1,6 @@
 #include "kernels/cpu/elementwise.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace tessera::kernels::cpu {
@@ -21,6 +22,16 @@ void SwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
     out[i] = (g / (1.0f + std::exp(-g))) * up[i];
+  }
+}
+
+void SwiGluClamped(const float* gate, const float* up, int64_t n, float alpha, float limit,
+                   float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    const float sigmoid = 1.0f / (1.0f + std::exp(-(g * alpha)));
+    out[i] = (u + 1.0f) * (g * sigmoid);
   }
 }
 

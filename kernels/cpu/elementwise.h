@@ -14,6 +14,12 @@ void RmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, float
 // out[i] = silu(gate[i]) * up[i] with silu(v) = v / (1 + exp(-v)).
 void SwiGlu(const float* gate, const float* up, int64_t n, float* out);
 
+// gpt-oss's clamped SwiGLU (transformers' GptOssExperts, llama.cpp's swiglu_oai): with
+// g = min(gate[i], limit) and u = clamp(up[i], −limit, limit),
+// out[i] = (u + 1) · g · sigmoid(alpha · g), sigmoid(v) = 1 / (1 + exp(−v)).
+void SwiGluClamped(const float* gate, const float* up, int64_t n, float alpha, float limit,
+                   float* out);
+
 // GeGLU (Gemma): out[i] = gelu(gate[i]) * up[i], with PyTorch's formulas in f32:
 // kTanh ("gelu_pytorch_tanh", what Gemma was trained with and llama.cpp computes)
 // 0.5·v·(1 + tanh(√(2/π)·(v + 0.044715·v³))); kErf (transformers' "gelu") 0.5·v·(1 + erf(v/√2)).

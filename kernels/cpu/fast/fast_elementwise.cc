@@ -79,6 +79,36 @@ void FastSwiGluImpl(const float* gate, const float* up, int64_t n, float* out) {
   }
 }
 
+// (clamp(up) + 1) · g · sigmoid(alpha · g), g = min(gate, limit), for one vector (the scalar
+// kernel's order; exp's argument clamped as SiluTimes does).
+// A NaN gate or up stays NaN, as torch.clamp and std::min / std::clamp keep it (Highway's Min /
+// Max do not say which operand a NaN yields).
+HWY_INLINE VF SwiGluClampedVec(DF d, VF gate, VF up, VF alpha, VF limit) {
+  const VF g = hn::IfThenElse(hn::IsNaN(gate), gate, hn::Min(gate, limit));
+  const VF u = hn::IfThenElse(hn::IsNaN(up), up, hn::Min(hn::Max(up, hn::Neg(limit)), limit));
+  const VF e = hn::Exp(d, hn::Min(hn::Neg(hn::Mul(g, alpha)), hn::Set(d, 88.75f)));
+  const VF sigmoid = hn::Div(hn::Set(d, 1.0f), hn::Add(hn::Set(d, 1.0f), e));
+  return hn::Mul(hn::Add(u, hn::Set(d, 1.0f)), hn::Mul(g, sigmoid));
+}
+
+void FastSwiGluClampedImpl(const float* gate, const float* up, int64_t n, float alpha, float limit,
+                           float* out) {
+  const DF d;
+  const VF va = hn::Set(d, alpha), vl = hn::Set(d, limit);
+  const int64_t full = n / kN * kN, rem = n - full;
+  for (int64_t i = 0; i < full; i += kN) {
+    hn::StoreU(SwiGluClampedVec(d, hn::LoadU(d, gate + i), hn::LoadU(d, up + i), va, vl), d,
+               out + i);
+  }
+  if (rem > 0) {  // the same vector arithmetic for the tail, as FastSwiGlu
+    HWY_ALIGN float g[kN] = {}, u[kN] = {}, o[kN];
+    std::memcpy(g, gate + full, static_cast<size_t>(rem) * sizeof(float));
+    std::memcpy(u, up + full, static_cast<size_t>(rem) * sizeof(float));
+    hn::Store(SwiGluClampedVec(d, hn::Load(d, g), hn::Load(d, u), va, vl), d, o);
+    std::memcpy(out + full, o, static_cast<size_t>(rem) * sizeof(float));
+  }
+}
+
 // gelu_tanh(g) · up for one vector, in PyTorch's order: inner = β·(g + κ·g³),
 // 0.5·g·(1 + tanh(inner)). Highway's Tanh saturates to ±1 for large |inner| as std::tanh does.
 HWY_INLINE VF GeluTanhTimes(DF d, VF g, VF up) {
@@ -193,6 +223,7 @@ namespace tessera::kernels::cpu::fast {
 HWY_EXPORT(FastRmsNormImpl);
 HWY_EXPORT(FastSwiGluImpl);
 HWY_EXPORT(FastGeluTanhGluImpl);
+HWY_EXPORT(FastSwiGluClampedImpl);
 HWY_EXPORT(FastAddInPlaceImpl);
 HWY_EXPORT(FastApplyRopeImpl);
 
@@ -203,6 +234,11 @@ void FastRmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, f
 
 void FastSwiGlu(const float* gate, const float* up, int64_t n, float* out) {
   HWY_DYNAMIC_DISPATCH(FastSwiGluImpl)(gate, up, n, out);
+}
+
+void FastSwiGluClamped(const float* gate, const float* up, int64_t n, float alpha, float limit,
+                       float* out) {
+  HWY_DYNAMIC_DISPATCH(FastSwiGluClampedImpl)(gate, up, n, alpha, limit, out);
 }
 
 void FastGeluGlu(const float* gate, const float* up, int64_t n, GeluApprox approx, float* out) {

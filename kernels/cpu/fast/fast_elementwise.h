@@ -29,6 +29,11 @@ void FastRmsNorm(const float* x, const float* weight, int64_t rows, int64_t n, f
 // out[i] = silu(gate[i]) · up[i] (out may alias gate or up).
 void FastSwiGlu(const float* gate, const float* up, int64_t n, float* out);
 
+// As SwiGluClamped (out may alias gate or up); exp from Highway's polynomial as FastSwiGlu, so
+// within a few ulp of the scalar kernel.
+void FastSwiGluClamped(const float* gate, const float* up, int64_t n, float alpha, float limit,
+                       float* out);
+
 // As GeluGlu (out may alias gate or up). kTanh: tanh from Highway's polynomial, agreeing with
 // the scalar kernel to a few ulp; kErf: std::erf per element (Gemma 1 configs through
 // transformers' "gelu" only), the scalar kernel's bits.

@@ -262,8 +262,10 @@ HWY_INLINE hn::Vec<D> ExpKeepNan(D d, hn::Vec<D> x) {
 // accumulators (even and odd vectors) folded, then across lanes. Entries outside [first, len)
 // (before a sliding window's start, the padding up to the stride) are set to −inf first, so
 // whole vectors cover the row and add exp(−inf) = 0. softcap > 0 first maps each score to
-// softcap · tanh(s / softcap), the division as transformers writes it.
-void Softmax(int64_t first, int64_t len, int64_t stride, int64_t rows, float softcap, float* s) {
+// softcap · tanh(s / softcap), the division as transformers writes it. sinks (null: none):
+// row r's sink logit, in the max and, as exp(sink − max), added to the sum last.
+void Softmax(int64_t first, int64_t len, int64_t stride, int64_t rows, float softcap,
+             const float* sinks, float* s) {
   const DF d;
   for (int64_t r = 0; r < rows; ++r) {
     float* row = s + r * stride;
@@ -280,6 +282,7 @@ void Softmax(int64_t first, int64_t len, int64_t stride, int64_t rows, float sof
     std::fill(row + len, row + stride, -std::numeric_limits<float>::infinity());
     VF m = hn::Set(d, -std::numeric_limits<float>::infinity());
     for (int64_t t = 0; t < stride; t += kN) m = hn::Max(m, hn::LoadU(d, row + t));
+    if (sinks != nullptr) m = hn::Max(m, hn::Set(d, sinks[r]));
     m = hn::MaxOfLanes(d, m);
     VF s0 = hn::Zero(d), s1 = hn::Zero(d);
     int64_t t = 0;
@@ -296,7 +299,11 @@ void Softmax(int64_t first, int64_t len, int64_t stride, int64_t rows, float sof
       hn::StoreU(e0, d, row + t);
       s0 = hn::Add(s0, e0);
     }
-    const VF inv = hn::Div(hn::Set(d, 1.0f), hn::SumOfLanes(d, hn::Add(s0, s1)));
+    VF sum = hn::SumOfLanes(d, hn::Add(s0, s1));
+    if (sinks != nullptr) {
+      sum = hn::Add(sum, ExpKeepNan(d, hn::Sub(hn::Set(d, sinks[r]), m)));
+    }
+    const VF inv = hn::Div(hn::Set(d, 1.0f), sum);
     for (t = 0; t < stride; t += kN) hn::StoreU(hn::Mul(hn::LoadU(d, row + t), inv), d, row + t);
   }
 }
@@ -438,7 +445,8 @@ void AttendHeads(const float* q, int64_t heads, const typename Reader::Elem* con
         ScoresRun<16>(d, qp, head_dim, k, scale, k_reader, scratch, stride);
       }
     }
-    Softmax(first - base, context_len - base, stride, h1 - h0, options.softcap, scratch);
+    Softmax(first - base, context_len - base, stride, h1 - h0, options.softcap,
+            options.sinks != nullptr ? options.sinks + h0 : nullptr, scratch);
     for (int64_t t0 = first; t0 < context_len; t0 += kTileTokens) {
       const int64_t t1 = std::min(context_len, t0 + kTileTokens);
       const bool first_tile = t0 == first;

@@ -11,9 +11,9 @@
 // are read once per block of heads, tile by tile.
 //
 // Order: every output depends only on q, the sequence's own K/V, context_len and the options
-// (window start, soft cap), summed in an order fixed by head_dim and those, so a row's result is
-// the same whichever rows share its batch (the server's concurrent-equals-sequential guarantee).
-// The order differs from the scalar kernel's, so results agree with it to rounding
+// (window start, soft cap, sinks), summed in an order fixed by head_dim and those, so a row's
+// result is the same whichever rows share its batch (the server's concurrent-equals-sequential
+// guarantee). The order differs from the scalar kernel's, so results agree with it to rounding
 // (tests/kernels/cpu/paged_attention_test.cc), not bit for bit; FP8 elements decode to exactly
 // DecodeE4m3(b) · scale, as there.
 #ifndef TESSERA_KERNELS_CPU_FAST_PAGED_ATTENTION_H_

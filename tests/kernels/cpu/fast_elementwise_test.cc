@@ -121,6 +121,46 @@ TEST_P(RowLengthTest, GeluGluWithinFewUlpAndPositionIndependent) {
   EXPECT_NEAR(e, 0.8413447141647339f, 1e-7f);
 }
 
+TEST_P(RowLengthTest, SwiGluClampedWithinFewUlpAndPositionIndependent) {
+  const int64_t n = GetParam();
+  auto g = Normal(n, 6.0f, 9);
+  auto up = Normal(n, 6.0f, 10);
+  // Both clamps' edges (gate above the limit, up beyond ±limit), exp's extremes and NaN.
+  const float edges[] = {7.0f, 7.5f, -7.5f, 1e30f, -1e30f, -120.0f, 0.0f, -0.0f, NAN, -FLT_MAX};
+  constexpr int64_t kEdges = sizeof(edges) / sizeof(edges[0]);
+  for (int64_t i = 0; i < n && i < kEdges; ++i) {
+    g[i * 5 % n] = edges[i];
+    up[(i * 3 + 1) % n] = edges[kEdges - 1 - i];
+  }
+  constexpr float kAlpha = 1.702f, kLimit = 7.0f;
+  std::vector<float> want(n), got(n);
+  SwiGluClamped(g.data(), up.data(), n, kAlpha, kLimit, want.data());
+  FastSwiGluClamped(g.data(), up.data(), n, kAlpha, kLimit, got.data());
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << i << " g=" << g[i] << " up=" << up[i];
+      continue;
+    }
+    ASSERT_NEAR(got[i], want[i], 4e-7f * std::fabs(want[i]) + 1e-37f) << i << " g=" << g[i];
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    float one;
+    FastSwiGluClamped(g.data() + i, up.data() + i, 1, kAlpha, kLimit, &one);
+    if (std::isnan(got[i])) {
+      EXPECT_TRUE(std::isnan(one)) << i;
+    } else {
+      ASSERT_EQ(one, got[i]) << i;
+    }
+  }
+  // PyTorch (transformers' GptOssExperts' lines on these values): gate 1, 9 (clamped to 7), -3
+  // with up 0.5, -8 (clamped to -7), 2.
+  const float gates[] = {1.0f, 9.0f, -3.0f}, ups[] = {0.5f, -8.0f, 2.0f};
+  const float torch_values[] = {1.2686936855316162f, -41.999717712402344f, -0.054213933646678925f};
+  float mine[3];
+  SwiGluClamped(gates, ups, 3, kAlpha, kLimit, mine);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(mine[i], torch_values[i], 2e-7f * 42) << i;
+}
+
 TEST_P(RowLengthTest, AddInPlaceBitIdentical) {
   const int64_t n = GetParam();
   const auto x = Normal(n, 1.0f, 5);

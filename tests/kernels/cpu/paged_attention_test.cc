@@ -245,12 +245,12 @@ INSTANTIATE_TEST_SUITE_P(
                                          Shape{8, 2, 40, 7, 600}, Shape{40, 2, 40, 24, 530}),
                        ::testing::Values(1.0f, 8.0f)));  // sharp softmax at 8
 
-// Sliding windows and Gemma 2's soft cap. The scalar kernel is checked against a double-precision
-// loop over positions [first, context) read straight from the blocks (a window starting before,
-// at and inside a block, one position wide, the whole context), then the fast kernel against the
-// scalar one for every cache type, and for splitting heads over calls.
+// Sliding windows, Gemma 2's soft cap and gpt-oss's attention sinks. The scalar kernel is checked
+// against a double-precision loop over positions [first, context) read straight from the blocks (a
+// window starting before, at and inside a block, one position wide, the whole context), then the
+// fast kernel against the scalar one for every cache type, and for splitting heads over calls.
 double RefAttention(const Shape& s, const Cache<float>& c, const std::vector<float>& q, float scale,
-                    int64_t h, int64_t i, int64_t first, double cap) {
+                    int64_t h, int64_t i, int64_t first, double cap, const float* sinks) {
   const int64_t bt = s.block_tokens, d = s.head_dim, kvh = h / (s.heads / s.kv_heads);
   std::vector<double> score;
   for (int64_t t = first; t < s.context; ++t) {
@@ -261,8 +261,9 @@ double RefAttention(const Shape& s, const Cache<float>& c, const std::vector<flo
     if (cap > 0) x = cap * std::tanh(x / cap);
     score.push_back(x);
   }
-  const double m = *std::max_element(score.begin(), score.end());
-  double denom = 0, num = 0;
+  double m = *std::max_element(score.begin(), score.end());
+  if (sinks != nullptr) m = std::max(m, double{sinks[h]});
+  double denom = sinks != nullptr ? std::exp(sinks[h] - m) : 0.0, num = 0;
   for (int64_t t = first; t < s.context; ++t) {
     const double e = std::exp(score[t - first] - m);
     denom += e;
@@ -271,14 +272,18 @@ double RefAttention(const Shape& s, const Cache<float>& c, const std::vector<flo
   return num / denom;
 }
 
-class AttentionWindowTest : public ::testing::TestWithParam<std::tuple<Shape, float>> {};
+class AttentionWindowTest : public ::testing::TestWithParam<std::tuple<Shape, float, bool>> {};
 
-TEST_P(AttentionWindowTest, WindowAndSoftcapMatchReference) {
-  const auto [s, softcap] = GetParam();
+TEST_P(AttentionWindowTest, WindowSoftcapAndSinksMatchReference) {
+  const auto [s, softcap, with_sinks] = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(s.head_dim * 71 + s.context));
   std::normal_distribution<float> nd(0.0f, 1.0f);
   const auto cache = RandomCache<float>(s, rng, [&](std::mt19937& r) { return nd(r); });
   const auto q = RandomQ(s, rng, 4.0f);  // sharp enough that masking a position shows
+  // Sinks from well below to well above the scores (a head that attends to almost nothing).
+  std::vector<float> sink_values(s.heads);
+  for (int64_t h = 0; h < s.heads; ++h) sink_values[h] = -6.0f + 12.0f * h / s.heads;
+  const float* sinks = with_sinks ? sink_values.data() : nullptr;
   const PagedKvView view{cache.kp.data(), cache.vp.data(), s.block_tokens, s.kv_heads, s.head_dim};
   // The same values as f16 and FP8 caches (each kernel against its scalar twin).
   auto widen = [&](auto encode) {
@@ -313,13 +318,13 @@ TEST_P(AttentionWindowTest, WindowAndSoftcapMatchReference) {
        {int64_t{0}, int64_t{1}, bt - 1, bt, bt + 3, 3 * bt, s.context / 2, s.context - 1}) {
     if (first < 0 || first >= s.context) continue;
     SCOPED_TRACE(testing::Message() << "first " << first);
-    const AttentionOptions opt{first, softcap};
+    const AttentionOptions opt{first, softcap, sinks};
     std::vector<float> want(q.size()), scratch(s.context);
     PagedAttention(q.data(), s.heads, view, s.context, scale, 0, s.heads, scratch.data(),
                    want.data(), opt);
     for (int64_t h = 0; h < s.heads; ++h) {
       for (int64_t i = 0; i < s.head_dim; ++i) {
-        const double ref = RefAttention(s, cache, q, scale, h, i, first, softcap);
+        const double ref = RefAttention(s, cache, q, scale, h, i, first, softcap, sinks);
         ASSERT_NEAR(want[h * s.head_dim + i], ref, 2e-5) << "head " << h << " dim " << i;
       }
     }
@@ -377,7 +382,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Shape{8, 2, 72, 5, 33}, Shape{6, 1, 80, 7, 1},
                                          Shape{4, 4, 3, 16, 17}, Shape{32, 4, 64, 16, 300},
                                          Shape{8, 2, 40, 7, 600}),
-                       ::testing::Values(0.0f, 1.5f)));  // 1.5: most scores are capped
+                       ::testing::Values(0.0f, 1.5f),  // 1.5: most scores are capped
+                       ::testing::Bool()));            // attention sinks
 
 TEST(PagedAttentionFp8, NanCodeGivesNanOutput) {
   const Shape s{2, 1, 16, 4, 6};
