@@ -110,7 +110,8 @@ void Attend(const ModelConfig& c, const StepRows& rows, const LayerAttention& la
       float* out = attn + r * Q;
       const int64_t ctx = rows.position[r] + 1, bt = cache.block_tokens();
       const kc::AttentionOptions options{
-          layer.window > 0 ? std::max<int64_t>(0, ctx - layer.window) : 0, layer.softcap};
+          layer.window > 0 ? std::max<int64_t>(0, ctx - layer.window) : 0, layer.softcap,
+          layer.sinks};
       switch (cache.format()) {
         case runtime::KvCacheFormat::kFp8E4m3: {  // decoded on the fly with this layer's scales
           table(

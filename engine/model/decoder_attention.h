@@ -34,6 +34,7 @@ struct LayerAttention {
   int64_t window = 0;    // sliding window in positions; 0: the whole context
   float k_scale = 1.0f;  // FP8 cache
   float v_scale = 1.0f;
+  const float* sinks = nullptr;  // [heads] attention sink logits (gpt-oss); null: none
 };
 
 // Stores rows' K and V (k, v: [rows, kv_dim], RoPE applied) at their positions. Blocks must be

@@ -80,7 +80,13 @@ absl::StatusOr<std::unique_ptr<MoeBlock>> LoadMoeBlock(const ModelConfig& c, int
                                                        LinearFactory& factory, kc::ThreadPool* pool) {
   const std::string router_name = names.Router(layer, c.moe_naming);
   TESSERA_ASSIGN_OR_RETURN(io::TensorView router_view, store.Get(router_name));
-  TESSERA_ASSIGN_OR_RETURN(auto router, backend::cpu::DenseLinear::Create(router_view, {}, pool));
+  std::vector<float> router_bias;
+  if (c.moe_biases) {
+    TESSERA_ASSIGN_OR_RETURN(
+        router_bias, LoadVector(store, names.RouterBias(layer, c.moe_naming), c.num_experts));
+  }
+  TESSERA_ASSIGN_OR_RETURN(
+      auto router, backend::cpu::DenseLinear::Create(router_view, std::move(router_bias), pool));
   TESSERA_RETURN_IF_ERROR(ExpectLinearShape(*router, router_name, c.num_experts, c.hidden_size));
   std::vector<ExpertMlp> experts(c.num_experts);
   const int64_t H = c.hidden_size, F = c.moe_intermediate_size;
@@ -90,8 +96,13 @@ absl::StatusOr<std::unique_ptr<MoeBlock>> LoadMoeBlock(const ModelConfig& c, int
       // The factory knows which tensors the layer's format needs (a quantized checkpoint has
       // no plain `.weight`); its error names the tensor, this adds where it sits.
       const std::string wname = names.Expert(layer, e, t, c.moe_naming);
+      std::vector<float> bias;
+      if (c.moe_biases) {
+        TESSERA_ASSIGN_OR_RETURN(bias,
+                                 LoadVector(store, names.ExpertBias(layer, e, t, c.moe_naming), n));
+      }
       auto made = factory.Create(WeightNames::ExpertModuleName(layer, e, t, c.moe_naming), wname,
-                                 store, {});
+                                 store, std::move(bias));
       if (!made.ok()) {
         return absl::Status(made.status().code(),
                             absl::StrFormat("%s (expert %d of %d in layer %d)",
@@ -100,12 +111,19 @@ absl::StatusOr<std::unique_ptr<MoeBlock>> LoadMoeBlock(const ModelConfig& c, int
       *out = std::move(*made);
       return ExpectLinearShape(**out, wname, n, k);
     };
-    TESSERA_RETURN_IF_ERROR(make(LayerTensor::kGate, F, H, &experts[e].gate));
-    TESSERA_RETURN_IF_ERROR(make(LayerTensor::kUp, F, H, &experts[e].up));
+    if (c.moe_naming == MoeNaming::kGptOss) {  // gate and up interleaved in one projection
+      TESSERA_RETURN_IF_ERROR(make(LayerTensor::kGateUp, 2 * F, H, &experts[e].gate_up));
+    } else {
+      TESSERA_RETURN_IF_ERROR(make(LayerTensor::kGate, F, H, &experts[e].gate));
+      TESSERA_RETURN_IF_ERROR(make(LayerTensor::kUp, F, H, &experts[e].up));
+    }
     TESSERA_RETURN_IF_ERROR(make(LayerTensor::kDown, H, F, &experts[e].down));
   }
   auto block = std::make_unique<MoeBlock>(std::move(router), std::move(experts),
                                           c.num_experts_per_tok, c.norm_topk_prob);
+  if (c.mlp_activation == MlpActivation::kSwiGluClamped) {
+    block->SetClampedSwiGlu(static_cast<float>(c.swiglu_alpha), static_cast<float>(c.swiglu_limit));
+  }
   if (c.shared_expert_intermediate_size > 0) {
     // qwen2_moe's shared expert through the plan like the others; its output gate [1, hidden] as
     // stored, like the router (llama.cpp stores it as a vector, {hidden}).
@@ -157,12 +175,16 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
 
   auto linear = [&](int layer, LayerTensor t, std::optional<LayerTensor> bias_t, int64_t n,
                     int64_t k) -> absl::StatusOr<std::unique_ptr<backend::Linear>> {
+    // A bias present is used (Llama's attention_bias covers o_proj too); a missing one is an
+    // error where the architecture has it.
     std::vector<float> bias;
+    const bool required = bias_t == LayerTensor::kOBias ? c.o_proj_bias : c.attention_bias;
     if (bias_t && store.Contains(names.Layer(layer, *bias_t))) {
       TESSERA_ASSIGN_OR_RETURN(bias, LoadVector(store, names.Layer(layer, *bias_t), n));
-    } else if (bias_t && c.attention_bias) {
+    } else if (bias_t && required) {
       return absl::NotFoundError(absl::StrCat("tensor '", names.Layer(layer, *bias_t),
-                                              "' is missing (this architecture has q/k/v biases)"));
+                                              "' is missing (this architecture has attention "
+                                              "projection biases)"));
     }
     const std::string wname = names.Layer(layer, t);
     TESSERA_ASSIGN_OR_RETURN(
@@ -187,7 +209,16 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
       TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kAttnPostNorm, c.hidden_size, &L.attn_post_norm));
       TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kFfnPostNorm, c.hidden_size, &L.ffn_post_norm));
     } else {
-      TESSERA_RETURN_IF_ERROR(norm(LayerTensor::kFfnNorm, c.hidden_size, &L.ffn_norm));
+      // gpt-oss GGUF files name the MLP's input norm post_attention_norm (HF:
+      // post_attention_layernorm, kFfnNorm's name there too).
+      TESSERA_RETURN_IF_ERROR(norm(c.architecture == Architecture::kGptOss
+                                       ? LayerTensor::kAttnPostNorm
+                                       : LayerTensor::kFfnNorm,
+                                   c.hidden_size, &L.ffn_norm));
+    }
+    if (c.attention_sinks) {
+      TESSERA_ASSIGN_OR_RETURN(L.sinks,
+                               LoadVector(store, names.Layer(i, LayerTensor::kSinks), c.num_heads));
     }
     if (c.qk_norm || c.qk_norm_whole) {
       // Per head (qwen3, gemma3: head_dim weights) or over the whole projection (olmoe).
@@ -207,8 +238,8 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
       TESSERA_ASSIGN_OR_RETURN(
           L.v, linear(i, LayerTensor::kV, LayerTensor::kVBias, c.kv_dim(), c.hidden_size));
     }
-    TESSERA_ASSIGN_OR_RETURN(L.o,
-                             linear(i, LayerTensor::kO, std::nullopt, c.hidden_size, c.q_dim()));
+    TESSERA_ASSIGN_OR_RETURN(
+        L.o, linear(i, LayerTensor::kO, LayerTensor::kOBias, c.hidden_size, c.q_dim()));
     if (c.IsMoeLayer(i)) {
       TESSERA_ASSIGN_OR_RETURN(L.moe, LoadMoeBlock(c, i, names, store, factory, pool));
     } else if (c.fused_gate_up) {
@@ -397,9 +428,13 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
         kf::FastApplyRope(kr, c.num_kv_heads, c.head_dim, c.rope_dim, rc, rs, pairing);
       }
     }
-    const LayerAttention layer{
-        static_cast<int64_t>(li),       scale,     static_cast<float>(c.attn_logit_softcap),
-        sliding ? c.sliding_window : 0, L.k_scale, L.v_scale};
+    const LayerAttention layer{static_cast<int64_t>(li),
+                               scale,
+                               static_cast<float>(c.attn_logit_softcap),
+                               sliding ? c.sliding_window : 0,
+                               L.k_scale,
+                               L.v_scale,
+                               L.sinks.empty() ? nullptr : L.sinks.data()};
     AppendKv(c, rows, layer, k.data(), v.data(), cache);
     Attend(c, rows, layer, q.data(), cache, pool_, attn.data());
     L.o->Forward(attn.data(), total, tmp.data());

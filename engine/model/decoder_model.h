@@ -41,6 +41,7 @@ class DecoderModel : public Decoder {
  public:
   struct Layer {
     std::vector<float> attn_norm, ffn_norm, q_norm, k_norm;
+    std::vector<float> sinks;  // gpt-oss: one logit per query head; empty: none
     std::vector<float> attn_post_norm, ffn_post_norm;  // gemma2 / gemma3; empty elsewhere
     std::unique_ptr<backend::Linear> q, k, v, o, gate, up, down;  // gate/up/down: a dense MLP
     std::unique_ptr<backend::Linear> qkv, gate_up;  // phi3: fused instead of q, k, v / gate, up

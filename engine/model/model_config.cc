@@ -37,6 +37,8 @@ std::string ModelConfig::ArchitectureName() const {
       return "smollm3";
     case Architecture::kGraniteMoe:
       return "granitemoe";
+    case Architecture::kGptOss:
+      return "gpt_oss";
   }
   return "?";
 }
@@ -48,7 +50,12 @@ std::string ModelConfig::ExtendedFeatures() const {
   if (qk_norm_whole) out.push_back("whole-projection q/k norms");
   if (clip_qkv > 0) out.push_back("clip_qkv");
   if (fused_qkv || fused_gate_up) out.push_back("fused qkv / gate_up projections");
-  if (mlp_activation != MlpActivation::kSilu) out.push_back("GeGLU MLP");
+  if (mlp_activation == MlpActivation::kGeluTanh || mlp_activation == MlpActivation::kGeluErf) {
+    out.push_back("GeGLU MLP");
+  }
+  if (mlp_activation == MlpActivation::kSwiGluClamped) out.push_back("clamped SwiGLU");
+  if (attention_sinks) out.push_back("attention sinks");
+  if (o_proj_bias || moe_biases) out.push_back("output / router / expert biases");
   if (norm_weight_offset != 0.0f || sandwich_norms) out.push_back("Gemma / OLMo 2 norms");
   if (attn_logit_softcap > 0 || final_logit_softcap > 0) out.push_back("soft-capped logits");
   if (sliding_rope_theta > 0) out.push_back("per-layer RoPE bases");

@@ -1,6 +1,6 @@
 // ModelConfig: the architecture of a Llama-family decoder (llama incl. Llama 3 rope scaling,
 // mistral, qwen2, qwen3, granite, phi3, gemma, gemma2, gemma3, and the mixture-of-experts
-// qwen2_moe, qwen3_moe, mixtral, olmoe),
+// qwen2_moe, qwen3_moe, mixtral, olmoe, gpt-oss),
 // read from an HF config.json or from GGUF metadata. Everything the decoder loop needs to know
 // about a model lives here, so architectures differ in data, not in code paths.
 #ifndef TESSERA_ENGINE_MODEL_MODEL_CONFIG_H_
@@ -35,12 +35,14 @@ enum class Architecture {
   kOlmo2,
   kOlmo3,
   kSmolLM3,
-  kGraniteMoe
+  kGraniteMoe,
+  kGptOss
 };
 
-// The MLP's gated activation: SwiGLU (silu(gate) · up), or Gemma's GeGLU with PyTorch's tanh
-// approximation ("gelu_pytorch_tanh") or exact erf GELU ("gelu").
-enum class MlpActivation { kSilu, kGeluTanh, kGeluErf };
+// The MLP's gated activation: SwiGLU (silu(gate) · up), Gemma's GeGLU with PyTorch's tanh
+// approximation ("gelu_pytorch_tanh") or exact erf GELU ("gelu"), or gpt-oss's clamped SwiGLU
+// ((clamp(up) + 1) · g · sigmoid(1.702 g), g = min(gate, swiglu_limit)).
+enum class MlpActivation { kSilu, kGeluTanh, kGeluErf, kSwiGluClamped };
 
 // How RoPE pairs the dimensions of a head. HF checkpoints rotate (i, i + d/2) ("rotate half",
 // NeoX); GGUF llama files were permuted by the converter for pairs (2i, 2i + 1).
@@ -113,6 +115,10 @@ struct ModelConfig {
   double rms_norm_eps = 1e-6;
   bool tie_word_embeddings = false;
   bool attention_bias = false;  // q/k/v projections carry biases (qwen2)
+  bool o_proj_bias = false;     // and the output projection too (gpt-oss)
+  // gpt-oss: a learned logit per query head joins every attention softmax (HF self_attn.sinks,
+  // GGUF attn_sinks.weight) and takes its share of the probability, which no value receives.
+  bool attention_sinks = false;
   bool qk_norm = false;         // per-head RMSNorm on q and k before RoPE (qwen3, gemma3)
   bool qk_norm_whole = false;   // olmoe: RMSNorm over the whole q and k projections instead
   // phi3: one qkv_proj matrix ([q; k; v] rows) and one gate_up_proj ([gate; up] rows).
@@ -139,6 +145,8 @@ struct ModelConfig {
   // Gemma. HF Gemma norms scale by (1 + w): norm_weight_offset 1 is added to every RMSNorm
   // weight at load (llama.cpp's converter adds it to GGUF files already, so 0 there).
   MlpActivation mlp_activation = MlpActivation::kSilu;
+  double swiglu_alpha = 1.702;  // kSwiGluClamped
+  double swiglu_limit = 7.0;
   float norm_weight_offset = 0.0f;
   // gemma2 / gemma3: the attention output and the MLP output are each RMS-normed before their
   // residual add (post_attention_layernorm / post_feedforward_layernorm; GGUF post_attention_norm
@@ -167,6 +175,9 @@ struct ModelConfig {
   // sigmoid(shared_expert_gate · x) and added to the routed experts'; 0: none.
   int64_t shared_expert_intermediate_size = 0;
   bool norm_topk_prob = true;
+  // gpt-oss: the router (HF mlp.router.bias, GGUF ffn_gate_inp.bias) and every expert projection
+  // (GGUF ffn_{gate,up,down}_exps.bias; HF gate_up_proj_bias, down_proj_bias) add biases.
+  bool moe_biases = false;
   int64_t decoder_sparse_step = 1;       // qwen*_moe: layer i is sparse when (i + 1) % step == 0
   std::vector<int64_t> mlp_only_layers;  // qwen*_moe: layers that keep a dense MLP
   MoeNaming moe_naming = MoeNaming::kQwen;

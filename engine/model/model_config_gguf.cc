@@ -179,11 +179,18 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     c.mlp_activation = MlpActivation::kGeluTanh;
     c.qk_norm = c.architecture == Architecture::kGemma3;
     c.sandwich_norms = c.architecture != Architecture::kGemma;
+  } else if (arch == "gpt-oss") {
+    // llama.cpp's openai-moe graph: NeoX RoPE, q/k/v/o, router and expert biases, attention
+    // sinks, swiglu_oai (alpha 1.702, limit 7), softmax over the top-k router logits; windows
+    // (attention.sliding_window, required) on the layers its pattern (period 2) marks.
+    c.architecture = Architecture::kGptOss;
+    c.attention_bias = c.o_proj_bias = c.attention_sinks = c.moe_biases = true;
+    c.mlp_activation = MlpActivation::kSwiGluClamped;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("GGUF general.architecture '", arch,
                      "' is not supported (llama, qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite, "
-                     "phi3, gemma, gemma2, gemma3, olmo2, smollm3, granitemoe)"));
+                     "phi3, gemma, gemma2, gemma3, olmo2, smollm3, granitemoe, gpt-oss)"));
   }
   auto key = [&](const char* k) { return absl::StrCat(arch, ".", k); };
   TESSERA_ASSIGN_OR_RETURN(uint64_t hidden, m.GetUint(key("embedding_length")));
@@ -212,7 +219,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
     // Granite MoE's HF block is block_sparse_moe too: its plan names follow Mixtral's.
     if (c.architecture == Architecture::kGraniteMoe) c.moe_naming = MoeNaming::kMixtral;
   } else if (qwen_moe || c.architecture == Architecture::kOlmoe ||
-             c.architecture == Architecture::kGraniteMoe) {
+             c.architecture == Architecture::kGraniteMoe ||
+             c.architecture == Architecture::kGptOss) {
     return absl::InvalidArgumentError(absl::StrCat("GGUF ", arch, ".expert_count is missing or 0"));
   }
   if (qwen_moe) {
@@ -237,6 +245,9 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
       c.shared_expert_intermediate_size =
           shared.ok() && *shared > 0 ? static_cast<int64_t>(*shared) : c.intermediate_size;
     }
+  } else if (c.architecture == Architecture::kGptOss) {
+    TESSERA_ASSIGN_OR_RETURN(uint64_t ffn, m.GetUint(key("expert_feed_forward_length")));
+    c.intermediate_size = c.moe_intermediate_size = static_cast<int64_t>(ffn);
   } else {
     TESSERA_ASSIGN_OR_RETURN(uint64_t ffn, m.GetUint(key("feed_forward_length")));
     c.intermediate_size = static_cast<int64_t>(ffn);
@@ -273,6 +284,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
   if (c.architecture == Architecture::kSmolLM3 && c.num_layers <= ModelConfig::kMaxLayers) {
     c.rope_layers.assign(c.num_layers, true);
     for (int64_t i = 0; i < c.num_layers; ++i) c.rope_layers[i] = (i + 1) % 4 != 0;
+  }
+  if (c.architecture == Architecture::kGptOss) {
+    if (!m.GetUint(key("attention.sliding_window")).ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GGUF ", key("attention.sliding_window"), " is missing"));
+    }
+    TESSERA_RETURN_IF_ERROR(ReadSlidingWindowGguf(m, arch, 0, 2, c));
   }
   if (c.architecture == Architecture::kOlmo2) {
     TESSERA_RETURN_IF_ERROR(ReadSlidingWindowGguf(m, arch, 0, 4, c));

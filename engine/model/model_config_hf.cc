@@ -204,6 +204,30 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
                         "is true (an embedding model, not a causal decoder)");
     }
   }
+  if (model_type == "gpt_oss") {
+    // transformers' GptOssConfig defaults (gpt-oss-120b's shape, YaRN x32 over 4096 positions).
+    const std::pair<const char*, Json> defaults[] = {{"vocab_size", 201088},
+                                                     {"hidden_size", 2880},
+                                                     {"intermediate_size", 2880},
+                                                     {"num_hidden_layers", 36},
+                                                     {"num_attention_heads", 64},
+                                                     {"num_key_value_heads", 8},
+                                                     {"head_dim", 64},
+                                                     {"num_local_experts", 128},
+                                                     {"num_experts_per_tok", 4},
+                                                     {"rope_theta", 150000.0},
+                                                     {"rms_norm_eps", 1e-5},
+                                                     {"sliding_window", 128},
+                                                     {"max_position_embeddings", 131072}};
+    for (const auto& [k, v] : defaults) {
+      if (!j.contains(k)) j[k] = v;
+    }
+    if (!j.contains("rope_scaling")) {
+      j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 32.0},
+                           {"beta_fast", 32.0},   {"beta_slow", 1.0},
+                           {"truncate", false},   {"original_max_position_embeddings", 4096}};
+    }
+  }
   if (auto it = j.find("architectures");
       it != j.end() && it->is_array() && !it->empty() && (*it)[0].is_string()) {
     c.architecture_name = (*it)[0].get<std::string>();
@@ -248,12 +272,15 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.architecture = Architecture::kOlmo3;
   } else if (model_type == "smollm3") {
     c.architecture = Architecture::kSmolLM3;
+  } else if (model_type == "gpt_oss") {
+    c.architecture = Architecture::kGptOss;
   } else {
     return FieldError("model_type",
                       absl::StrCat("'", model_type,
                                    "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
                                    "qwen3_moe, mixtral, olmoe, granite, phi3, gemma, gemma2, "
-                                   "gemma3, gemma3_text, mistral3, olmo2, olmo3, smollm3)"));
+                                   "gemma3, gemma3_text, mistral3, olmo2, olmo3, smollm3, "
+                                   "gpt_oss)"));
   }
   const bool gemma = c.architecture == Architecture::kGemma ||
                      c.architecture == Architecture::kGemma2 ||
@@ -389,6 +416,25 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
         for (int64_t i = 0; i < c.num_layers; ++i) c.rope_layers[i] = (i + 1) % interval != 0;
       }
     }
+  } else if (c.architecture == Architecture::kGptOss) {
+    // gpt-oss: experts intermediate_size wide, softmax over the top-k router logits (the same as
+    // renormalized probabilities), biases on q/k/v/o (GptOssConfig forces attention_bias), the
+    // router and the experts, attention sinks, the clamped SwiGLU, and windows on the even
+    // layers unless layer_types says otherwise. transformers, vLLM and llama.cpp all fix the
+    // SwiGLU's limit at 7 whatever swiglu_limit says, so another value is refused, not ignored.
+    TESSERA_ASSIGN_OR_RETURN(c.num_experts, RequireInt(j, "num_local_experts"));
+    TESSERA_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequireInt(j, "num_experts_per_tok"));
+    c.moe_intermediate_size = c.intermediate_size;
+    c.norm_topk_prob = true;
+    c.moe_naming = MoeNaming::kGptOss;
+    c.attention_bias = c.o_proj_bias = c.attention_sinks = c.moe_biases = true;
+    c.mlp_activation = MlpActivation::kSwiGluClamped;
+    if (NumberOr(j, "swiglu_limit", 7.0) != 7.0) {
+      return FieldError("swiglu_limit", "is not 7 (transformers, vLLM and llama.cpp fix it at 7)");
+    }
+    TESSERA_ASSIGN_OR_RETURN(const double window, NullableNumber(j, "sliding_window", 128.0));
+    c.sliding_window = static_cast<int64_t>(window);
+    TESSERA_RETURN_IF_ERROR(ReadSlidingLayers(j, c, true, [](int64_t i) { return i % 2 == 0; }));
   } else if (c.architecture == Architecture::kMixtral) {
     // Mixtral's experts are intermediate_size wide; its router always renormalizes (a softmax
     // over the top-k logits).

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/common/status_macros.h"
 #include "engine/io/renamed_tensor_store.h"
+#include "engine/model/gpt_oss_expert_store.h"
 
 namespace tessera::model {
 namespace {
@@ -40,6 +41,21 @@ absl::Status ExposeStackedExperts(const ModelConfig& c, io::GgufFile& file) {
         slices.push_back(names.Expert(layer, e, t, c.moe_naming));
       }
       TESSERA_RETURN_IF_ERROR(file.AddOuterSlices(stacked, slices));
+      // gpt-oss: the experts' biases, stacked [E, N] (GGUF dims [N, experts]).
+      const std::string biases = WeightNames::StackedExpertBiases(layer, t);
+      if (!c.moe_biases || file.FindInfo(biases) == nullptr) continue;  // the loader says which
+      const io::GgufTensorInfo* bias_info = file.FindInfo(biases);
+      const std::vector<int64_t> want_bias{want[1], c.num_experts};
+      if (bias_info->dims != want_bias) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "tensor '", biases, "' has GGUF dims [", absl::StrJoin(bias_info->dims, ", "),
+            "], expected [", absl::StrJoin(want_bias, ", "), "]"));
+      }
+      slices.clear();
+      for (int e = 0; e < static_cast<int>(c.num_experts); ++e) {
+        slices.push_back(names.ExpertBias(layer, e, t, c.moe_naming));
+      }
+      TESSERA_RETURN_IF_ERROR(file.AddOuterSlices(biases, slices));
     }
   }
   return absl::OkStatus();
@@ -68,6 +84,9 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
                                                      {"model.language_model.", "model."},
                                                      {"language_model.lm_head.", "lm_head."},
                                                      {"lm_head.", "lm_head."}}));
+    }
+    if (src.config.moe_naming == MoeNaming::kGptOss) {
+      TESSERA_ASSIGN_OR_RETURN(src.store, GptOssExpertStore::Create(std::move(src.store)));
     }
     src.naming = NamingScheme::kHf;
     return src;

@@ -42,11 +42,14 @@ void RouteTopK(const float* logits, int64_t num_experts, int64_t top_k, bool nor
   }
 }
 
+int64_t ExpertMlp::weight_bytes() const {
+  return gate_up != nullptr ? gate_up->weight_bytes() + down->weight_bytes()
+                            : gate->weight_bytes() + up->weight_bytes() + down->weight_bytes();
+}
+
 int64_t MoeBlock::TokenWeightBytes() const {
   int64_t experts = 0;
-  for (const ExpertMlp& e : experts_) {
-    experts += e.gate->weight_bytes() + e.up->weight_bytes() + e.down->weight_bytes();
-  }
+  for (const ExpertMlp& e : experts_) experts += e.weight_bytes();
   int64_t shared = 0;
   if (shared_gate_ != nullptr) {
     shared = shared_gate_->weight_bytes() + shared_.gate->weight_bytes() +
@@ -101,7 +104,7 @@ void MoeBlock::Forward(const float* x, int64_t rows, float* out,
       const int64_t n = static_cast<int64_t>(routed[active[e]].size());
       if (e > b && chunk_rows + n > kChunkRows) break;
       chunk_rows += n;
-      chunk_width += n * experts_[active[e]].gate->out_features();
+      chunk_width += n * experts_[active[e]].width();
       ++e;
     }
     chunks.emplace_back(b, e);
@@ -113,6 +116,11 @@ void MoeBlock::Forward(const float* x, int64_t rows, float* out,
   auto y = std::make_unique_for_overwrite<float[]>(max_rows * hidden);
   auto gate = std::make_unique_for_overwrite<float[]>(max_width);
   auto up = std::make_unique_for_overwrite<float[]>(max_width);
+  // Fused experts' interleaved gate / up output, split into gate and up before the activation.
+  const bool any_fused = std::any_of(experts_.begin(), experts_.end(),
+                                     [](const ExpertMlp& e) { return e.gate_up != nullptr; });
+  std::unique_ptr<float[]> fused;
+  if (any_fused) fused = std::make_unique_for_overwrite<float[]>(2 * max_width);
   std::fill(out, out + rows * hidden, 0.0f);
   std::vector<backend::cpu::LinearCall> gate_up, down;
   for (const auto& [begin, end] : chunks) {
@@ -130,14 +138,36 @@ void MoeBlock::Forward(const float* x, int64_t rows, float* out,
           std::copy_n(x + mine[i].row * hidden, hidden, dst + i * hidden);
         input = dst;
       }
-      gate_up.push_back({mlp.gate.get(), input, n, gate.get() + width_off});
-      gate_up.push_back({mlp.up.get(), input, n, up.get() + width_off});
+      if (mlp.gate_up != nullptr) {
+        gate_up.push_back({mlp.gate_up.get(), input, n, fused.get() + 2 * width_off});
+      } else {
+        gate_up.push_back({mlp.gate.get(), input, n, gate.get() + width_off});
+        gate_up.push_back({mlp.up.get(), input, n, up.get() + width_off});
+      }
       down.push_back({mlp.down.get(), gate.get() + width_off, n, y.get() + row_off * hidden});
       row_off += n;
-      width_off += n * mlp.gate->out_features();
+      width_off += n * mlp.width();
     }
     backend::cpu::ForwardMany(gate_up, pool);
-    kf::FastSwiGlu(gate.get(), up.get(), width_off, gate.get());
+    width_off = 0;
+    for (size_t a = begin; a < end; ++a) {
+      const ExpertMlp& mlp = experts_[active[a]];
+      const int64_t w = static_cast<int64_t>(routed[active[a]].size()) * mlp.width();
+      if (mlp.gate_up != nullptr) {
+        // transformers' gate_up[..., ::2], gate_up[..., 1::2].
+        const float* f = fused.get() + 2 * width_off;
+        for (int64_t i = 0; i < w; ++i) {
+          gate[width_off + i] = f[2 * i];
+          up[width_off + i] = f[2 * i + 1];
+        }
+      }
+      width_off += w;
+    }
+    if (clamped_) {
+      kf::FastSwiGluClamped(gate.get(), up.get(), width_off, alpha_, limit_, gate.get());
+    } else {
+      kf::FastSwiGlu(gate.get(), up.get(), width_off, gate.get());
+    }
     backend::cpu::ForwardMany(down, pool);
     // transformers: out.index_add_(rows, expert(x) * w) expert by expert in ascending order, the
     // product rounded before the sum.

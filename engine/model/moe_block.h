@@ -1,9 +1,9 @@
-// MoeBlock: the sparse mixture-of-experts MLP of qwen2_moe, qwen3_moe and mixtral decoder layers
-// on the CPU backend. A router scores every expert for each token; the token runs through the
-// SwiGLU MLPs of its top-k experts and gets their outputs summed with the routing weights. Tokens
-// are grouped by expert, so each expert's weights stream once per step for all the tokens routed to
-// it (one GEMM over those rows, any Linear the plan chose), and experts no token picked are not
-// read.
+// MoeBlock: the sparse mixture-of-experts MLP of qwen2_moe, qwen3_moe, mixtral, olmoe, granitemoe
+// and gpt-oss decoder layers on the CPU backend. A router scores every expert for each token; the
+// token runs through the SwiGLU MLPs of its top-k experts and gets their outputs summed with the
+// routing weights. Tokens are grouped by expert, so each expert's weights stream once per step for
+// all the tokens routed to it (one GEMM over those rows, any Linear the plan chose), and experts no
+// token picked are not read.
 #ifndef TESSERA_ENGINE_MODEL_MOE_BLOCK_H_
 #define TESSERA_ENGINE_MODEL_MOE_BLOCK_H_
 
@@ -17,8 +17,16 @@
 
 namespace tessera::model {
 
+// An expert's projections: gate and up apart, or (gpt-oss as Hugging Face stores it) one gate_up
+// whose output interleaves them, gate in the even columns and up in the odd ones. Any of them
+// may carry a bias (the Linear's own).
 struct ExpertMlp {
   std::unique_ptr<backend::Linear> gate, up, down;
+  std::unique_ptr<backend::Linear> gate_up;  // instead of gate and up
+  int64_t width() const {
+    return gate_up != nullptr ? gate_up->out_features() / 2 : gate->out_features();
+  }
+  int64_t weight_bytes() const;
 };
 
 // One token's routing, computed as transformers' Qwen3MoeSparseMoeBlock / MixtralSparseMoeBlock
@@ -39,6 +47,14 @@ class MoeBlock {
         experts_(std::move(experts)),
         top_k_(top_k),
         normalize_(normalize) {}
+
+  // gpt-oss: the experts' activation is the clamped SwiGLU (kernels/cpu/elementwise.h
+  // SwiGluClamped) instead of SwiGLU.
+  void SetClampedSwiGlu(float alpha, float limit) {
+    clamped_ = true;
+    alpha_ = alpha;
+    limit_ = limit;
+  }
 
   // qwen2_moe: every row also runs `shared`, whose output is scaled by sigmoid(shared_gate · x)
   // (shared_gate: hidden -> 1) and added after the routed experts' sum, as transformers adds it.
@@ -73,6 +89,8 @@ class MoeBlock {
   bool normalize_;
   ExpertMlp shared_;
   std::unique_ptr<backend::Linear> shared_gate_;
+  bool clamped_ = false;
+  float alpha_ = 0.0f, limit_ = 0.0f;
 };
 
 }  // namespace tessera::model

@@ -49,14 +49,18 @@ std::vector<quant::LinearModule> DecoderLinearModules(const ModelConfig& c, Nami
       out.push_back({WeightNames::ModuleName(i, it.t), strip(names.Layer(i, it.t)), it.n, it.k, it.group});
     }
     if (!moe) continue;
-    // Each expert's gate / up / down (vLLM fuses an expert's gate and up as w13); the router
-    // stays as stored and is not in the plan.
+    // Each expert's gate / up / down (vLLM fuses an expert's gate and up as w13; gpt-oss's HF
+    // checkpoints store them fused, interleaved); the router stays as stored and is not in the
+    // plan.
     const int64_t F = c.moe_intermediate_size, H = c.hidden_size;
     for (int e = 0; e < c.num_experts; ++e) {
       const std::string w13 = absl::StrCat("model.layers.", i, ".experts.", e, ".w13");
-      const Item experts[] = {{LayerTensor::kGate, F, H, w13},
-                              {LayerTensor::kUp, F, H, w13},
-                              {LayerTensor::kDown, H, F, ""}};
+      std::vector<Item> experts = {{LayerTensor::kGate, F, H, w13},
+                                   {LayerTensor::kUp, F, H, w13},
+                                   {LayerTensor::kDown, H, F, ""}};
+      if (c.moe_naming == MoeNaming::kGptOss) {
+        experts = {{LayerTensor::kGateUp, 2 * F, H, ""}, {LayerTensor::kDown, H, F, ""}};
+      }
       for (const Item& it : experts) {
         out.push_back({WeightNames::ExpertModuleName(i, e, it.t, c.moe_naming),
                        strip(names.Expert(i, e, it.t, c.moe_naming)), it.n, it.k, it.group});

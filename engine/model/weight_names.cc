@@ -29,6 +29,10 @@ const char* HfSuffix(LayerTensor t) {
       return "post_attention_layernorm.weight";
     case LayerTensor::kFfnPostNorm:
       return "post_feedforward_layernorm.weight";
+    case LayerTensor::kOBias:
+      return "self_attn.o_proj.bias";
+    case LayerTensor::kSinks:
+      return "self_attn.sinks";
   }
   return "";
 }
@@ -57,6 +61,10 @@ const char* GgufSuffix(LayerTensor t) {
       return "post_attention_norm.weight";
     case LayerTensor::kFfnPostNorm:
       return "post_ffw_norm.weight";
+    case LayerTensor::kOBias:
+      return "attn_output.bias";
+    case LayerTensor::kSinks:
+      return "attn_sinks.weight";
   }
   return "";
 }
@@ -85,10 +93,12 @@ std::string WeightNames::ModuleName(int layer, LayerTensor t) {
 
 namespace {
 
-// Mixtral's w1 / w3 / w2 are gate / up / down.
+// Mixtral's w1 / w3 / w2 are gate / up / down; gpt-oss's gate and up are one gate_up_proj.
 std::string ExpertSuffix(LayerTensor t, MoeNaming moe) {
   const bool mixtral = moe == MoeNaming::kMixtral;
   switch (t) {
+    case LayerTensor::kGateUp:
+      return "gate_up_proj";
     case LayerTensor::kGate: return mixtral ? "w1" : "gate_proj";
     case LayerTensor::kUp: return mixtral ? "w3" : "up_proj";
     default: return mixtral ? "w2" : "down_proj";
@@ -97,6 +107,8 @@ std::string ExpertSuffix(LayerTensor t, MoeNaming moe) {
 
 const char* GgufFfnName(LayerTensor t) {
   switch (t) {
+    case LayerTensor::kGateUp:
+      return "ffn_gate_up";
     case LayerTensor::kGate: return "ffn_gate";
     case LayerTensor::kUp: return "ffn_up";
     default: return "ffn_down";
@@ -111,7 +123,22 @@ const char* HfMoeBlock(MoeNaming moe) {
 
 std::string WeightNames::Router(int layer, MoeNaming moe) const {
   if (scheme_ == NamingScheme::kGguf) return absl::StrCat("blk.", layer, ".ffn_gate_inp.weight");
+  if (moe == MoeNaming::kGptOss) return absl::StrCat("model.layers.", layer, ".mlp.router.weight");
   return absl::StrCat("model.layers.", layer, ".", HfMoeBlock(moe), ".gate.weight");
+}
+
+std::string WeightNames::RouterBias(int layer, MoeNaming moe) const {
+  const std::string w = Router(layer, moe);
+  return absl::StrCat(w.substr(0, w.size() - 6), "bias");  // "weight" -> "bias"
+}
+
+std::string WeightNames::ExpertBias(int layer, int expert, LayerTensor t, MoeNaming moe) const {
+  const std::string w = Expert(layer, expert, t, moe);
+  return absl::StrCat(w.substr(0, w.size() - 6), "bias");
+}
+
+std::string WeightNames::StackedExpertBiases(int layer, LayerTensor t) {
+  return absl::StrCat("blk.", layer, ".", GgufFfnName(t), "_exps.bias");
 }
 
 std::string WeightNames::Expert(int layer, int expert, LayerTensor t, MoeNaming moe) const {

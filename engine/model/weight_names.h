@@ -32,14 +32,19 @@ enum class LayerTensor {
   kPreFfnNorm,
   kAttnPostNorm,
   kFfnPostNorm,
+  kOBias,  // gpt-oss's attention output bias
+  kSinks,  // gpt-oss's per-head attention sink logits
 };
 
 enum class NamingScheme { kHf, kGguf };
 
 // How an HF checkpoint names a sparse MoE block's router and experts: Qwen's
 // mlp.gate / mlp.experts.E.{gate,up,down}_proj, or Mixtral's block_sparse_moe.gate /
-// block_sparse_moe.experts.E.{w1,w3,w2}.
-enum class MoeNaming { kQwen, kMixtral };
+// block_sparse_moe.experts.E.{w1,w3,w2}, or gpt-oss's mlp.router and its experts stacked in
+// mlp.experts.{gate_up_proj,down_proj}[_blocks,_scales,_bias], which ModelSource shows per
+// expert as mlp.experts.E.gate_up_proj (gate and up rows interleaved) and mlp.experts.E.down_proj
+// (see GptOssExpertStore).
+enum class MoeNaming { kQwen, kMixtral, kGptOss };
 
 class WeightNames {
  public:
@@ -53,12 +58,18 @@ class WeightNames {
 
   // A sparse MoE layer's router weight, [num_experts, hidden] (GGUF: blk.L.ffn_gate_inp.weight).
   std::string Router(int layer, MoeNaming moe) const;
+  // gpt-oss's router bias, [num_experts] (GGUF blk.L.ffn_gate_inp.bias).
+  std::string RouterBias(int layer, MoeNaming moe) const;
   // Expert e's gate, up or down weight (t is kGate, kUp or kDown). In GGUF this is
   // blk.L.ffn_gate.E.weight: a tensor of its own in early Mixtral files, otherwise the slab E of
   // the stacked blk.L.ffn_gate_exps.weight (StackedExperts) that ModelSource exposes by this name.
   std::string Expert(int layer, int expert, LayerTensor t, MoeNaming moe) const;
   // GGUF's stacked [num_experts, N, K] tensor of every expert's t.
   static std::string StackedExperts(int layer, LayerTensor t);
+  // gpt-oss: expert e's bias of t ("...experts.5.gate_up_proj.bias", GGUF blk.L.ffn_gate.5.bias:
+  // the slab of the stacked [num_experts, N] blk.L.ffn_gate_exps.bias, StackedExpertBiases).
+  std::string ExpertBias(int layer, int expert, LayerTensor t, MoeNaming moe) const;
+  static std::string StackedExpertBiases(int layer, LayerTensor t);
   // The HF module name of expert e's t ("model.layers.3.mlp.experts.5.up_proj"), whatever the
   // scheme, so plan rules read the same for both containers.
   static std::string ExpertModuleName(int layer, int expert, LayerTensor t, MoeNaming moe);

@@ -7,7 +7,8 @@ from __future__ import annotations
 from transformers import (Gemma2Config, Gemma3Config, Gemma3TextConfig, GemmaConfig, GraniteConfig,
                           LlamaConfig, Mistral3Config, MistralConfig, MixtralConfig, Olmo2Config,
                           Olmo3Config, OlmoeConfig, Phi3Config, Qwen2Config, Qwen2MoeConfig,
-                          GraniteMoeConfig, Qwen3Config, Qwen3MoeConfig, SmolLM3Config)
+                          GptOssConfig, GraniteMoeConfig, Qwen3Config, Qwen3MoeConfig,
+                          SmolLM3Config)
 
 VOCAB_SIZE = 320
 
@@ -157,6 +158,18 @@ MODELS = {
                                           intermediate_size=48, embedding_multiplier=2.0,
                                           attention_multiplier=0.0625, residual_multiplier=0.5,
                                           logits_scaling=2.5)),
+    # gpt-oss: attention sinks, q/k/v/o biases, 4 experts (top-2, softmax over their logits)
+    # with biases and the clamped SwiGLU, gate / up interleaved in gate_up_proj; layer 0 windowed
+    # (8), YaRN x4 over 32 positions without truncation, as gpt-oss's config (x32 over 4096).
+    "gpt_oss": (GptOssConfig, dict(COMMON, max_position_embeddings=128, head_dim=16,
+                                   num_local_experts=4,
+                                   num_experts_per_tok=2, intermediate_size=48,
+                                   sliding_window=8, rope_theta=150000.0,
+                                   tie_word_embeddings=False,
+                                   rope_scaling={"rope_type": "yarn", "factor": 4.0,
+                                                 "beta_fast": 32.0, "beta_slow": 1.0,
+                                                 "truncate": False,
+                                                 "original_max_position_embeddings": 32})),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
@@ -165,4 +178,4 @@ GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2mo
               "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama",
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3", "olmo2": "olmo2",
               "olmo3": "olmo2", "smollm3": "smollm3", "qwen3_yarn": "qwen3",
-              "granitemoe": "granitemoe"}
+              "granitemoe": "granitemoe", "gpt_oss": "gpt-oss"}

@@ -247,6 +247,10 @@ def init_weights(model: torch.nn.Module, seed: int) -> None:
                 p.copy_(torch.rand(p.shape, generator=gen) * 0.8 + 0.6)
             elif "embed_tokens" in name:
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.5)
+            elif name.endswith("sinks"):  # gpt-oss: on the scores' scale, so they matter
+                p.copy_(torch.randn(p.shape, generator=gen) * 2.0)
+            elif name.endswith("experts.gate_up_proj"):  # gpt-oss: wide enough that the
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.6)  # SwiGLU's clamps bite
             else:  # linear weights and biases (incl. an untied lm_head)
                 p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
 

@@ -27,13 +27,18 @@ def router_margins(model, x: torch.Tensor) -> dict:
     for i, layer in enumerate(model.model.layers):
         block = getattr(layer, "block_sparse_moe", None) or layer.mlp
         gate = getattr(block, "gate", None)
-        if gate is None and hasattr(block, "router"):  # Granite MoE's router.layer
+        if gate is None and hasattr(getattr(block, "router", None), "layer"):  # Granite MoE's
             gate = block.router.layer
-        if not isinstance(gate, torch.nn.Linear):
+        gpt_oss = gate is None and hasattr(block, "router")  # GptOssTopKRouter: logits + bias
+        if gpt_oss:
+            gate = block.router
+        elif not isinstance(gate, torch.nn.Linear):
             continue  # a dense MLP layer (qwen3_moe's mlp_only_layers)
 
-        def hook(_mod, _inp, out, i=i):
-            p = torch.softmax(out.float(), dim=-1)
+        def hook(mod, inp, out, i=i, gpt_oss=gpt_oss):
+            logits = (torch.nn.functional.linear(inp[0], mod.weight, mod.bias) if gpt_oss
+                      else out)
+            p = torch.softmax(logits.float().reshape(-1, logits.shape[-1]), dim=-1)
             top = torch.topk(p, k + 1, dim=-1).values
             margins[i] = float((top[:, k - 1] - top[:, k]).min())
         hooks.append(gate.register_forward_hook(hook))
@@ -72,6 +77,27 @@ def llama3_rope_factors(base: float, dim: int, rope: dict) -> np.ndarray:
             smooth = (old_len / wavelen - low) / (high - low)
             out.append(1 / ((1 - smooth) / factor + smooth))
     return torch.tensor(out, dtype=torch.float32).numpy()
+
+
+def write_gpt_oss_layer(put, sd: dict, p: str, i: int) -> None:
+    """One gpt-oss layer after its attn_norm as conversion/gpt_oss.py writes unquantized experts: biases as
+    `.bias` tensors, sinks as attn_sinks.weight, the MLP norm as post_attention_norm, gate_up
+    transposed to [E, 2F, H] and split into even (gate) and odd (up) rows, down transposed."""
+    for role, t in (("q", "attn_q"), ("k", "attn_k"), ("v", "attn_v"), ("o", "attn_output")):
+        put(f"blk.{i}.{t}.weight", sd[p + f"self_attn.{role}_proj.weight"])
+        put(f"blk.{i}.{t}.bias", sd[p + f"self_attn.{role}_proj.bias"])
+    put(f"blk.{i}.attn_sinks.weight", sd[p + "self_attn.sinks"])
+    put(f"blk.{i}.post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"])
+    put(f"blk.{i}.ffn_gate_inp.weight", sd[p + "mlp.router.weight"])
+    put(f"blk.{i}.ffn_gate_inp.bias", sd[p + "mlp.router.bias"])
+    gate_up = np.swapaxes(sd[p + "mlp.experts.gate_up_proj"], -1, -2)
+    bias = sd[p + "mlp.experts.gate_up_proj_bias"]
+    put(f"blk.{i}.ffn_gate_exps.weight", gate_up[:, ::2, :])
+    put(f"blk.{i}.ffn_up_exps.weight", gate_up[:, 1::2, :])
+    put(f"blk.{i}.ffn_gate_exps.bias", bias[..., ::2])
+    put(f"blk.{i}.ffn_up_exps.bias", bias[..., 1::2])
+    put(f"blk.{i}.ffn_down_exps.weight", np.swapaxes(sd[p + "mlp.experts.down_proj"], -1, -2))
+    put(f"blk.{i}.ffn_down_exps.bias", sd[p + "mlp.experts.down_proj_bias"])
 
 
 def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
@@ -141,6 +167,13 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
             w.add_expert_count(cfg.num_local_experts)
             w.add_expert_used_count(cfg.num_experts_per_tok)
             n_experts = cfg.num_local_experts
+    elif arch == "gpt-oss":  # GptOssModel: windows (default pattern: period 2), expert widths
+        w.add_expert_count(cfg.num_local_experts)
+        w.add_expert_used_count(cfg.num_experts_per_tok)
+        w.add_feed_forward_length(cfg.intermediate_size)
+        w.add_expert_feed_forward_length(cfg.intermediate_size)
+        w.add_sliding_window(cfg.sliding_window)
+        n_experts = cfg.num_local_experts
     elif arch == "olmoe":  # experts feed_forward_length wide (llama.cpp's olmoe graph)
         w.add_expert_count(cfg.num_experts)
         w.add_expert_used_count(cfg.num_experts_per_tok)
@@ -188,10 +221,13 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
 
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     rope = getattr(cfg, "rope_scaling", None) or {}
-    if rope.get("rope_type") == "yarn" and arch == "qwen3":  # TextModel's generic rope scaling
+    if rope.get("rope_type") == "yarn" and arch in ("qwen3", "gpt-oss"):  # TextModel's generic
         w.add_rope_scaling_type(gguf.RopeScalingType.YARN)
         w.add_rope_scaling_factor(rope["factor"])
         w.add_rope_scaling_orig_ctx_len(rope["original_max_position_embeddings"])
+        if arch == "gpt-oss":  # its config names the betas, which the converter then writes
+            w.add_rope_scaling_yarn_beta_fast(rope["beta_fast"])
+            w.add_rope_scaling_yarn_beta_slow(rope["beta_slow"])
     if rope.get("rope_type") == "llama3":
         put("rope_freqs.weight", llama3_rope_factors(cfg.rope_theta, head_dim, rope))
     for i in range(cfg.num_hidden_layers):
@@ -211,6 +247,9 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
             put(f"blk.{i}.post_ffw_norm.weight", sd[p + "post_feedforward_layernorm.weight"])
             continue
         put(f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"])
+        if arch == "gpt-oss":
+            write_gpt_oss_layer(put, sd, p, i)
+            continue
         if arch == "phi3":
             put(f"blk.{i}.attn_qkv.weight", sd[p + "self_attn.qkv_proj.weight"])
             put(f"blk.{i}.attn_output.weight", sd[p + "self_attn.o_proj.weight"])

@@ -154,7 +154,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "gemma", "gemma/model.gguf", "gemma2", "gemma2/model.gguf", "gemma3",
                       "gemma3/model.gguf", "gemma3_mm", "mistral3_mm", "olmo2", "olmo2/model.gguf",
                       "olmo3", "olmo3/model.gguf", "qwen3_yarn", "qwen3_yarn/model.gguf",
-                      "olmo3_yarn", "smollm3", "smollm3/model.gguf", "granitemoe/model.gguf"),
+                      "olmo3_yarn", "smollm3", "smollm3/model.gguf", "granitemoe/model.gguf",
+                      "gpt_oss"),
     [](const ::testing::TestParamInfo<std::string>& info) {
       std::string name = info.param;
       for (char& ch : name) {

@@ -1,0 +1,125 @@
+#include "engine/model/gpt_oss_expert_store.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "engine/common/status_macros.h"
+
+namespace tessera::model {
+namespace {
+
+// A stacked tensor under model.layers.L.mlp.experts., the name each expert's slab gets there, the
+// stacked rank, and whether the slab is an input-major weight to show transposed.
+struct Rule {
+  const char* stacked;
+  const char* slice;
+  int rank;
+  bool transpose;
+};
+constexpr Rule kRules[] = {
+    {"gate_up_proj", "gate_up_proj.weight", 3, true},
+    {"gate_up_proj_bias", "gate_up_proj.bias", 2, false},
+    {"gate_up_proj_blocks", "gate_up_proj_blocks", 4, false},
+    {"gate_up_proj_scales", "gate_up_proj_scales", 3, false},
+    {"down_proj", "down_proj.weight", 3, true},
+    {"down_proj_bias", "down_proj.bias", 2, false},
+    {"down_proj_blocks", "down_proj_blocks", 4, false},
+    {"down_proj_scales", "down_proj_scales", 3, false},
+};
+
+constexpr absl::string_view kExperts = ".mlp.experts.";
+
+// src [k, n] -> dst [n, k] of T-sized elements, in 32 x 32 tiles so both sides stay in cache
+// (a gpt-oss-20b expert's gate_up is 2880 x 5760).
+template <typename T>
+void Transpose(const uint8_t* src_bytes, int64_t k, int64_t n, uint8_t* dst_bytes) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < k; r0 += kTile) {
+    for (int64_t c0 = 0; c0 < n; c0 += kTile) {
+      for (int64_t r = r0; r < std::min(k, r0 + kTile); ++r) {
+        for (int64_t c = c0; c < std::min(n, c0 + kTile); ++c) {
+          T x;
+          std::memcpy(&x, src_bytes + (r * n + c) * sizeof(T), sizeof(T));
+          std::memcpy(dst_bytes + (c * k + r) * sizeof(T), &x, sizeof(T));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GptOssExpertStore>> GptOssExpertStore::Create(
+    std::unique_ptr<io::TensorStore> inner) {
+  auto store = std::make_unique<GptOssExpertStore>(PrivateTag{}, std::move(inner));
+  for (const std::string& name : store->inner_->names()) {
+    const size_t pos = absl::string_view(name).find(kExperts);
+    const Rule* rule = nullptr;
+    if (pos != std::string::npos) {
+      const absl::string_view rest = absl::string_view(name).substr(pos + kExperts.size());
+      for (const Rule& r : kRules) {
+        if (rest == r.stacked) rule = &r;
+      }
+    }
+    if (rule == nullptr) {
+      store->names_.push_back(name);
+      continue;
+    }
+    TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store->inner_->Get(name));
+    const int elem = static_cast<int>(io::GetDTypeInfo(view.dtype).block.block_bytes);
+    if (view.rank() != rule->rank || view.shape[0] <= 0 ||
+        (rule->transpose && (!io::GetDTypeInfo(view.dtype).is_float || elem < 2))) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", name, "' has shape ", view.ShapeString(), " and dtype ",
+                       io::DTypeName(view.dtype), ", expected a stack of experts of rank ",
+                       rule->rank, rule->transpose ? " in f32, f16 or bf16" : ""));
+    }
+    const std::string prefix = name.substr(0, pos + kExperts.size());
+    for (int64_t e = 0; e < view.shape[0]; ++e) {
+      std::string slice = absl::StrCat(prefix, e, ".", rule->slice);
+      store->slices_[slice] = Slice{name, e, rule->transpose};
+      store->names_.push_back(std::move(slice));
+    }
+    store->hidden_.insert(name);
+  }
+  return store;
+}
+
+absl::StatusOr<io::TensorView> GptOssExpertStore::Get(absl::string_view name) const {
+  auto it = slices_.find(name);
+  if (it == slices_.end()) {
+    if (hidden_.contains(name)) {
+      return absl::NotFoundError(
+          absl::StrCat("tensor '", name, "' is read one expert at a time (", name, ".E...)"));
+    }
+    return inner_->Get(name);
+  }
+  const Slice& s = it->second;
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView stacked, inner_->Get(s.stacked));
+  const size_t slab = stacked.bytes.size() / static_cast<size_t>(stacked.shape[0]);
+  io::TensorView v;
+  v.name = std::string(name);
+  v.dtype = stacked.dtype;
+  v.shape.assign(stacked.shape.begin() + 1, stacked.shape.end());
+  v.bytes = stacked.bytes.subspan(static_cast<size_t>(s.expert) * slab, slab);
+  if (!s.transpose) return v;
+  // [K, N] -> [N, K], element by element (2 or 4 bytes), once per slab.
+  const int64_t k = v.shape[0], n = v.shape[1];
+  const size_t elem = slab / static_cast<size_t>(k * n);
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<uint8_t[]>& buf = transposed_[v.name];
+  if (buf == nullptr) {
+    buf = std::make_unique_for_overwrite<uint8_t[]>(slab);
+    if (elem == 2) {
+      Transpose<uint16_t>(v.bytes.data(), k, n, buf.get());
+    } else {
+      Transpose<uint32_t>(v.bytes.data(), k, n, buf.get());
+    }
+  }
+  v.shape = {n, k};
+  v.bytes = absl::Span<const uint8_t>(buf.get(), slab);
+  return v;
+}
+
+}  // namespace tessera::model
