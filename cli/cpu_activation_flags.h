@@ -15,8 +15,9 @@ namespace tessera::cli {
 inline const FlagSpec kCpuInt8ActivationsFlag = {
     "cpu_int8_activations", true,
     "int8 (Q8_0-block) activations and integer kernels, which change results slightly. Default: "
-    "GGUF layers of every quantized type but MXFP4 on a CPU with AVX-512 VNNI or "
-    "AVX2, as llama.cpp runs GGUF models, and INT4/NVFP4 W4A16/MXFP4 layers on a CPU with AVX2 but not "
+    "GGUF layers of every quantized type (gpt-oss MXFP4 too) on a CPU with AVX-512 VNNI or "
+    "AVX2, as llama.cpp runs GGUF models, and INT4/NVFP4 W4A16/MXFP4 layers on a CPU with AVX2 but "
+    "not "
     "AVX-512 (there about twice as fast at batch 1 as their exact f32-activation kernel). Given: "
     "also INT4/INT8/INT3/INT2 weight-only, NVFP4 W4A16 and MXFP4 everywhere. =false: exact f32 "
     "activations everywhere (the scalar reference kernels where no f32 kernel runs: without "

@@ -375,7 +375,31 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
       return w;
     }
     case WeightFormat::kMxfp4:
-      if (src == "mxfp4 gpt-oss") {
+      if (src == "gguf mxfp4") {
+        // ggml's block_mxfp4: e, then qs[16] with element j in qs[j]'s low nibble and j + 16 in
+        // its high one (dequantize_row_mxfp4); the layer's layout pairs elements 2m, 2m + 1.
+        // kvalues_mxfp4 (doubled E2M1) times 2^(e - 128) is E2M1 times 2^(e - 127): the codes
+        // and the E8M0 byte carry over unchanged.
+        const uint8_t* blocks = Bytes(st, p + ".weight");
+        if (blocks == nullptr) {
+          return absl::NotFoundError(absl::StrCat("tensor '", p, ".weight' is missing"));
+        }
+        const int64_t count = spec.n * spec.k / 32;
+        w.bytes.resize(static_cast<size_t>(count) * 16);
+        w.scale_bytes.resize(static_cast<size_t>(count));
+        for (int64_t b = 0; b < count; ++b) {
+          const uint8_t* blk = blocks + b * 17;
+          w.scale_bytes[b] = blk[0];
+          uint8_t* out = w.bytes.data() + b * 16;
+          for (int m = 0; m < 16; ++m) {
+            auto code = [&](int i) { return i < 16 ? blk[1 + i] & 0x0F : blk[1 + i - 16] >> 4; };
+            out[m] = static_cast<uint8_t>(code(2 * m) | (code(2 * m + 1) << 4));
+          }
+        }
+        ReleaseConverted(st, p + ".weight");
+        w.q = w.bytes.data();
+        w.block_scales = w.scale_bytes.data();
+      } else if (src == "mxfp4 gpt-oss") {
         w.q = Bytes(st, p + "_blocks");
         w.block_scales = Bytes(st, p + "_scales");
       } else {

@@ -57,6 +57,25 @@ class NoQuantConfig : public QuantConfig {
   std::string method() const override { return method_; }
   absl::StatusOr<LinearSpec> Resolve(const std::string& module, const std::string& prefix, int64_t n,
                                      int64_t k, const io::TensorStore& store) const override {
+    if (method_ == "gguf") {
+      // ggml's MXFP4 blocks (gpt-oss GGUFs: the E8M0 byte, then 16 bytes of E2M1 nibbles) are
+      // the same numbers as the gpt-oss checkpoints' MXFP4: one layer format, all its kernels.
+      auto w = store.Get(prefix + ".weight");
+      if (w.ok() && w->dtype == io::DType::kMxfp4Gguf) {
+        TESSERA_RETURN_IF_ERROR(w->ExpectShape({n, k}));
+        LinearSpec s;
+        s.module = module;
+        s.n = n;
+        s.k = k;
+        s.weight_format = WeightFormat::kMxfp4;
+        s.weight_scale = ScaleGranularity::kGroup;
+        s.group_size = 32;
+        s.weight_scale_dtype = "E8M0";
+        s.source = "gguf mxfp4";
+        s.reason = "checkpoint: gguf mxfp4 (32 per block, 17 bytes)";
+        return s;
+      }
+    }
     TESSERA_ASSIGN_OR_RETURN(LinearSpec spec, DenseSpec(module, prefix, n, k, store));
     if (method_ == "gguf") {
       const io::BlockParameters bp = io::GetDTypeInfo(store.Get(prefix + ".weight")->dtype).block;

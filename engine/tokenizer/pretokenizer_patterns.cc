@@ -53,6 +53,9 @@ absl::StatusOr<std::vector<std::string>> GgufPreTokenizerPatterns(absl::string_v
       pre == "pixtral" || pre == "dbrx" || pre == "smaug-bpe" || pre == "granite-docling") {
     return V{std::string(kLlama3Pattern)};
   }
+  if (pre == "gpt-4o" || pre == "llama4" || pre == "kanana2" || pre == "talkie") {
+    return V{std::string(kO200kPattern)};
+  }
   if (pre == "qwen2" || pre == "deepseek-r1-qwen" || pre == "megrez" || pre == "stablelm2") {
     return V{std::string(kQwen2Pattern)};
   }

@@ -27,6 +27,16 @@ inline constexpr absl::string_view kQwen2Pattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 
+// o200k (GPT-4o, gpt-oss, Llama 4) as its tokenizer.json writes it. llama.cpp's "gpt-4o" rewrites
+// the case classes as [^a-z] / [^A-Z] lookaheads (its regex engine has no \p{Lu}); PCRE2 has
+// them, so tessera runs the original, which is what tiktoken and `tokenizers` split by (the two
+// can differ where letters outside ASCII change case inside a word).
+inline constexpr absl::string_view kO200kPattern =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\\p{N}{1,3}| "
+    "?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
 // The regexes llama.cpp applies for a tokenizer.ggml.pre value ("" = key absent, llama.cpp's
 // "default"). NOT_FOUND for names we do not know.
 absl::StatusOr<std::vector<std::string>> GgufPreTokenizerPatterns(absl::string_view pre);

@@ -158,12 +158,13 @@ MODELS = {
                                           intermediate_size=48, embedding_multiplier=2.0,
                                           attention_multiplier=0.0625, residual_multiplier=0.5,
                                           logits_scaling=2.5)),
-    # gpt-oss: attention sinks, q/k/v/o biases, 4 experts (top-2, softmax over their logits)
+    # gpt-oss: attention sinks, q/k/v/o biases, 4 experts 64 wide (MXFP4's groups of 32 divide
+    # both widths; top-2, softmax over their logits)
     # with biases and the clamped SwiGLU, gate / up interleaved in gate_up_proj; layer 0 windowed
     # (8), YaRN x4 over 32 positions without truncation, as gpt-oss's config (x32 over 4096).
     "gpt_oss": (GptOssConfig, dict(COMMON, max_position_embeddings=128, head_dim=16,
                                    num_local_experts=4,
-                                   num_experts_per_tok=2, intermediate_size=48,
+                                   num_experts_per_tok=2, intermediate_size=64,
                                    sliding_window=8, rope_theta=150000.0,
                                    tie_word_embeddings=False,
                                    rope_scaling={"rope_type": "yarn", "factor": 4.0,

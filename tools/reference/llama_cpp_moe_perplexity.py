@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite", "phi3", "llama3_rope", "olmo2",
           "olmo3", "smollm3", "qwen3_yarn", "granitemoe", "gemma",
-          "gemma2", "gemma3", "gpt_oss"]  # their f32 twins; then qwen3_moe in Q4_0
+          "gemma2", "gemma3", "gpt_oss"]  # f32 twins; then Q4_0 qwen3_moe, MXFP4 gpt-oss
 N_CTX = 64
 TEXT = ROOT / "tests" / "data" / "perplexity" / "story.txt"
 OUT = ROOT / "tests" / "data" / "perplexity" / "moe_twins_llama_cpp.json"
@@ -71,8 +71,8 @@ def main() -> int:
                     str(ROOT / "tools" / "reference" / "dequantize_gguf.py"),
                     str(qdir / "model-Q4_0.gguf"), str(qdir / "model-Q4_0-as-f32.gguf")],
                    check=True)
-    def perplexity(bin_dir: Path, rel: str) -> dict:
-        gguf = ROOT / "tests" / "data" / "models" / rel
+    def perplexity(bin_dir: Path, rel: str) -> dict:  # rel: under tests/data/models
+        gguf = (ROOT / "tests" / "data" / "models" / rel).resolve()
         cmd = [str(bin_dir / "llama-perplexity"), "-m", str(gguf), "-f", str(TEXT), "-c",
                str(N_CTX), "-b", str(N_CTX), "-t", "2"]
         run_env = dict(os.environ, LD_LIBRARY_PATH=str(bin_dir))
@@ -87,11 +87,13 @@ def main() -> int:
         running = [float(v) for v in re.findall(r"\[\d+\](\d+\.\d+)", log)]
         final = re.search(r"Final estimate: PPL = (\d+\.\d+) \+/- (\d+\.\d+)", log)
         assert final and running, log[-2000:]
-        return {"file": f"tests/data/models/{rel}", "running_ppl": running,
+        return {"file": str(gguf.relative_to(ROOT)), "running_ppl": running,
                 "ppl": float(final.group(1)), "ppl_stderr": float(final.group(2))}
 
     for name, rel in [(m, f"{m}/model.gguf") for m in MODELS] + [
-            ("qwen3_moe_Q4_0", "qwen3_moe/model-Q4_0.gguf")]:
+            ("qwen3_moe_Q4_0", "qwen3_moe/model-Q4_0.gguf"),
+            # gpt-oss's MXFP4 experts (make_gpt_oss_mxfp4_fixture.py)
+            ("gpt_oss_mxfp4", "../quant/mxfp4_gpt_oss/model.gguf")]:
         result["models"][name] = perplexity(bin_dir, rel)
         print(f"{name}: PPL {result['models'][name]['ppl']} over "
               f"{len(result['models'][name]['running_ppl'])} windows")

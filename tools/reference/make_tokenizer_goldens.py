@@ -16,6 +16,10 @@ Fixtures (vocab ~300-1000 each):
                      ignore_merges=True, TemplateProcessing "<|begin_of_text|> $A".
   bytelevel_qwen2    NFC normalizer, Split(Qwen2 regex) + ByteLevel(use_regex=False); ChatML
                      specials; no BOS.
+  bytelevel_o200k    Split(o200k regex, as gpt-oss's / GPT-4o's tokenizer.json: a word is
+                     upper / title / modifier / other letters and marks before lower ones,
+                     contractions attached, digits in threes, "/" kept after punctuation) +
+                     ByteLevel(use_regex=False); harmony's specials; no BOS.
   spm_llama2         Llama-2 "legacy" layout: BPE with byte_fallback, unk <unk> and fuse_unk;
                      normalizer Prepend("▁") + Replace(" ", "▁"); no pre-tokenizer; decoder
                      Replace("▁", " ") + ByteFallback + Fuse + Strip(" ", 1, 0);
@@ -54,6 +58,12 @@ OUT = ROOT / "tests" / "data" / "tokenizers"
 
 LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+    r"|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+O200K_PATTERN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+"
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+"
+    r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*"
     r"|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
 QWEN2_PATTERN = (
@@ -99,6 +109,14 @@ HARD_STRINGS = [
     "مرحبا שלום नमस्ते สวัสดี",
     "!!!!!!! ??? ...",
     "Mixed CASE 'S 'T 'Re 'VE contractions",
+]
+
+# What the o200k regex splits differently from the others: case changes inside a word, title
+# case, contractions after capitals, "/" after punctuation, digit runs.
+O200K_EXTRA = [
+    "camelCaseWords HTTPServer getHTTPResponse iPhone McDonald's ǅemal",
+    "see ./path/to/file.txt and ../../up/, a//b ;/ x",
+    "THE END'S NEAR. Don't-Stop 12345678 v1.2.3",
 ]
 
 CORPUS = HARD_STRINGS + [
@@ -168,6 +186,20 @@ def bytelevel_qwen2() -> tuple[Tokenizer, dict]:
     return tok, {"bos_token": None, "eos_token": "<|im_end|>"}
 
 
+def bytelevel_o200k() -> tuple[Tokenizer, dict]:
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(O200K_PATTERN), behavior="isolated", invert=False),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    specials = ["<|startoftext|>", "<|endoftext|>", "<|return|>", "<|start|>", "<|message|>",
+                "<|channel|>", "<|end|>", "<|call|>"]
+    train(tok, 800, specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    return tok, {"bos_token": None, "eos_token": "<|return|>"}
+
+
 def with_byte_tokens(tok: Tokenizer, specials: list, byte_fallback_model: dict) -> Tokenizer:
     """Rebuilds a trained BPE so that ids are specials, <0x00>..<0xFF>, then the rest, the
     layout of Llama 2's vocabulary (bytes are ordinary vocabulary entries there)."""
@@ -230,6 +262,7 @@ FIXTURES = {
     "bytelevel_qwen2": bytelevel_qwen2,
     "spm_llama2": spm_llama2,
     "spm_metaspace_nfc": spm_metaspace_nfc,
+    "bytelevel_o200k": bytelevel_o200k,
 }
 
 
@@ -257,7 +290,7 @@ def main() -> int:
         tok = Tokenizer.from_file(str(d / "tokenizer.json"))
         (d / "tokenizer_config.json").write_text(json.dumps(config, indent=1) + "\n")
         cases = []
-        for text in HARD_STRINGS:
+        for text in HARD_STRINGS + (O200K_EXTRA if name == "bytelevel_o200k" else []):
             ids = tok.encode(text, add_special_tokens=False).ids
             ids_special = tok.encode(text, add_special_tokens=True).ids
             cases.append({

@@ -79,7 +79,27 @@ def llama3_rope_factors(base: float, dim: int, rope: dict) -> np.ndarray:
     return torch.tensor(out, dtype=torch.float32).numpy()
 
 
-def write_gpt_oss_layer(put, sd: dict, p: str, i: int) -> None:
+def repack_mxfp4(blocks: torch.Tensor, scales: torch.Tensor) -> np.ndarray:
+    """conversion/gpt_oss.py's repack_mxfp4 (llama.cpp 0c1e570): transformers' nibble order
+    (low nibble = even element) to ggml's block_mxfp4 (low nibbles = the first 16 elements, high
+    nibbles = the last 16), each block's E8M0 byte first; [E, N, K/32, 16] + [E, N, K/32] ->
+    [E, N, K/32 * 17] bytes."""
+    t = blocks
+    t = ((t & 0x0F) << 4) | ((t & 0xF0) >> 4)
+    blk_a, blk_b = t.chunk(2, dim=-1)
+    blk_a0 = (blk_a & 0xF0).view(-1, 1)
+    blk_a1 = (blk_a << 4).view(-1, 1)
+    blk_a = torch.stack((blk_a0, blk_a1), dim=2).view(t.shape)
+    blk_b0 = (blk_b >> 4).view(-1, 1)
+    blk_b1 = (blk_b & 0x0F).view(-1, 1)
+    blk_b = torch.stack((blk_b0, blk_b1), dim=2).view(t.shape)
+    out = blk_a | blk_b
+    out = ((out & 0xF0) >> 4) | ((out & 0x0F) << 4)
+    data = torch.concat((scales.unsqueeze(-1), out), dim=-1)
+    return data.reshape(data.shape[0], data.shape[1], -1).numpy()
+
+
+def write_gpt_oss_layer(put, sd: dict, p: str, i: int, put_raw=None, mxfp4=None) -> None:
     """One gpt-oss layer after its attn_norm as conversion/gpt_oss.py writes unquantized experts: biases as
     `.bias` tensors, sinks as attn_sinks.weight, the MLP norm as post_attention_norm, gate_up
     transposed to [E, 2F, H] and split into even (gate) and odd (up) rows, down transposed."""
@@ -90,17 +110,25 @@ def write_gpt_oss_layer(put, sd: dict, p: str, i: int) -> None:
     put(f"blk.{i}.post_attention_norm.weight", sd[p + "post_attention_layernorm.weight"])
     put(f"blk.{i}.ffn_gate_inp.weight", sd[p + "mlp.router.weight"])
     put(f"blk.{i}.ffn_gate_inp.bias", sd[p + "mlp.router.bias"])
-    gate_up = np.swapaxes(sd[p + "mlp.experts.gate_up_proj"], -1, -2)
     bias = sd[p + "mlp.experts.gate_up_proj_bias"]
-    put(f"blk.{i}.ffn_gate_exps.weight", gate_up[:, ::2, :])
-    put(f"blk.{i}.ffn_up_exps.weight", gate_up[:, 1::2, :])
+    if mxfp4 is not None:  # generate_extra_tensors: MXFP4 experts repacked, gate / up rows split
+        gb, gs = mxfp4[p + "mlp.experts.gate_up_proj_blocks"], mxfp4[p + "mlp.experts.gate_up_proj_scales"]
+        put_raw(f"blk.{i}.ffn_gate_exps.weight", repack_mxfp4(gb[:, ::2], gs[:, ::2]))
+        put_raw(f"blk.{i}.ffn_up_exps.weight", repack_mxfp4(gb[:, 1::2], gs[:, 1::2]))
+        put_raw(f"blk.{i}.ffn_down_exps.weight",
+                repack_mxfp4(mxfp4[p + "mlp.experts.down_proj_blocks"],
+                             mxfp4[p + "mlp.experts.down_proj_scales"]))
+    else:
+        gate_up = np.swapaxes(sd[p + "mlp.experts.gate_up_proj"], -1, -2)
+        put(f"blk.{i}.ffn_gate_exps.weight", gate_up[:, ::2, :])
+        put(f"blk.{i}.ffn_up_exps.weight", gate_up[:, 1::2, :])
+        put(f"blk.{i}.ffn_down_exps.weight", np.swapaxes(sd[p + "mlp.experts.down_proj"], -1, -2))
     put(f"blk.{i}.ffn_gate_exps.bias", bias[..., ::2])
     put(f"blk.{i}.ffn_up_exps.bias", bias[..., 1::2])
-    put(f"blk.{i}.ffn_down_exps.weight", np.swapaxes(sd[p + "mlp.experts.down_proj"], -1, -2))
     put(f"blk.{i}.ffn_down_exps.bias", sd[p + "mlp.experts.down_proj_bias"])
 
 
-def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
+def write_gguf_twin(model, tok, arch: str, path: Path, mxfp4_experts: dict | None = None) -> None:
     """The model as llama.cpp's convert_hf_to_gguf.py writes it, f32: qwen3moe (Qwen3MoeModel),
     qwen2moe (Qwen2MoeModel: q/k/v biases, the shared expert as ffn_*_shexp and its [1, hidden]
     gate as ffn_gate_inp_shexp) or llama with expert_count (Mixtral, q/k permuted to interleaved
@@ -219,6 +247,9 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
             a = a + np.float32(1.0)
         w.add_tensor(name, np.ascontiguousarray(a, dtype=np.float32))
 
+    def put_raw(name: str, data: np.ndarray) -> None:  # MXFP4 blocks as the converter adds them
+        w.add_tensor(name, np.ascontiguousarray(data), raw_dtype=gguf.GGMLQuantizationType.MXFP4)
+
     put("token_embd.weight", sd["model.embed_tokens.weight"])
     rope = getattr(cfg, "rope_scaling", None) or {}
     if rope.get("rope_type") == "yarn" and arch in ("qwen3", "gpt-oss"):  # TextModel's generic
@@ -248,7 +279,7 @@ def write_gguf_twin(model, tok, arch: str, path: Path) -> None:
             continue
         put(f"blk.{i}.attn_norm.weight", sd[p + "input_layernorm.weight"])
         if arch == "gpt-oss":
-            write_gpt_oss_layer(put, sd, p, i)
+            write_gpt_oss_layer(put, sd, p, i, put_raw=put_raw, mxfp4=mxfp4_experts)
             continue
         if arch == "phi3":
             put(f"blk.{i}.attn_qkv.weight", sd[p + "self_attn.qkv_proj.weight"])

@@ -242,8 +242,13 @@ absl::Status CpuKernelSelector::Select(quant::LinearSpec* spec) const {
                                                                   : "cpu/nvfp4-w4a16-ref";
       break;
     case WeightFormat::kMxfp4:
-      if (Int8ForFourBit() && Int8TilesFast() && TakeInt8Activations(spec, "cpu/mxfp4-w4a16-")) {
-        NoteFourBitFallback(Int8ForAll(), spec);
+      // GGUF MXFP4 (gpt-oss GGUFs): llama.cpp's method, Q8_0 activations, as for the other GGUF
+      // block types.
+      if (const bool gguf =
+              spec->source == "gguf mxfp4" && int8_activations_ == Int8Activations::kGgufBlocks;
+          (Int8ForFourBit() || gguf) && Int8TilesFast() &&
+          TakeInt8Activations(spec, "cpu/mxfp4-w4a16-")) {
+        NoteFourBitFallback(Int8ForAll() || gguf, spec);
         break;
       }
       if (FourBitF32Fast() && TakeBf16Activations(spec, "cpu/mxfp4-w4a16-bf16-act")) break;

@@ -18,7 +18,8 @@ enum class Int8Activations {
   // what the file's numbers mean to llama.cpp, and 3x its decode speed over the f32-activation
   // kernels here. The default; elsewhere (a CPU without AVX2, where the tiles would run their
   // scalar loop) f32 activations stay.
-  // INT4 / NVFP4 W4A16 / MXFP4 layers join them on CPUs with AVX2 but not AVX-512, where the
+  // GGUF MXFP4 (gpt-oss) too. INT4 / NVFP4 W4A16 / MXFP4 layers join them on CPUs with AVX2 but
+  // not AVX-512, where the
   // f32-activation 4-bit kernel cannot run (the reason says so).
   kGgufBlocks,
   // Also INT4 / INT8 / INT3 / INT2 weight-only, NVFP4 W4A16 and MXFP4 (--cpu_int8_activations).

@@ -15,8 +15,9 @@
 namespace tessera::tokenizer::testing {
 
 inline const std::vector<std::string>& GoldenFixtureNames() {
-  static const std::vector<std::string> names = {
-      "bytelevel_gpt2", "bytelevel_llama3", "bytelevel_qwen2", "spm_llama2", "spm_metaspace_nfc"};
+  static const std::vector<std::string> names = {"bytelevel_gpt2",    "bytelevel_llama3",
+                                                 "bytelevel_qwen2",   "spm_llama2",
+                                                 "spm_metaspace_nfc", "bytelevel_o200k"};
   return names;
 }
 
