@@ -9,8 +9,9 @@
 //  * BM_PagedAttention/F16/fast/ctx:4096/gemma-3-1b[/window:512]: Gemma 3 1B's geometry (4 query
 //    heads, 1 KV head, head_dim 256) over the whole context and through its sliding layers'
 //    512-position window (KV_GB/s counts the positions attended).
-//  * BM_RowKernel/<RmsNorm|SwiGlu|GeluGlu>/<fast|scalar>: 16 rows (a batch-16 decode step) of
-//    width 2048 (RMSNorm) or 5632 (SwiGLU, GeGLU), bytes read and written per second.
+//  * BM_RowKernel/<RmsNorm|SwiGlu|GeluGlu|SwiGluClamped>/<fast|scalar>: 16 rows (a batch-16
+//    decode step) of width 2048 (RMSNorm) or 5632 (SwiGLU, GeGLU, gpt-oss's clamped SwiGLU), bytes
+//    read and written per second.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -125,7 +126,7 @@ void BM_PagedAttention(benchmark::State& state, kc::ThreadPool* pool, bool fast,
       benchmark::Counter(kv_bytes * state.iterations() / 1e9, benchmark::Counter::kIsRate);
 }
 
-enum class RowKernel { kRmsNorm, kSwiGlu, kGeluGlu };
+enum class RowKernel { kRmsNorm, kSwiGlu, kGeluGlu, kSwiGluClamped };
 
 void BM_RowKernel(benchmark::State& state, RowKernel kernel, bool fast) {
   const bool glu = kernel != RowKernel::kRmsNorm;
@@ -139,6 +140,9 @@ void BM_RowKernel(benchmark::State& state, RowKernel kernel, bool fast) {
   for (auto _ : state) {
     if (kernel == RowKernel::kSwiGlu) {
       (fast ? kf::FastSwiGlu : kc::SwiGlu)(a.data(), b.data(), rows * n, out.data());
+    } else if (kernel == RowKernel::kSwiGluClamped) {
+      (fast ? kf::FastSwiGluClamped : kc::SwiGluClamped)(a.data(), b.data(), rows * n, 1.702f, 7.0f,
+                                                         out.data());
     } else if (kernel == RowKernel::kGeluGlu) {
       (fast ? kf::FastGeluGlu : kc::GeluGlu)(a.data(), b.data(), rows * n, kc::GeluApprox::kTanh,
                                              out.data());
@@ -192,7 +196,8 @@ void RegisterAttentionBenchmarks(kc::ThreadPool* pool) {
   }
   for (const auto& [kernel, label] :
        {std::pair{RowKernel::kRmsNorm, "RmsNorm/"}, std::pair{RowKernel::kSwiGlu, "SwiGlu/"},
-        std::pair{RowKernel::kGeluGlu, "GeluGlu/"}}) {
+        std::pair{RowKernel::kGeluGlu, "GeluGlu/"},
+        std::pair{RowKernel::kSwiGluClamped, "SwiGluClamped/"}}) {
     for (bool fast : {true, false}) {
       const std::string name = std::string("BM_RowKernel/") + label + (fast ? "fast" : "scalar");
       benchmark::RegisterBenchmark(name.c_str(), BM_RowKernel, kernel, fast)

@@ -49,6 +49,33 @@ void QuantizeQ4_0(const float* x, int64_t k, uint8_t* out) {
   }
 }
 
+void QuantizeMxfp4(const float* x, int64_t k, uint8_t* out) {
+  static constexpr float kValues[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+  auto best_index = [](float v, float d) {  // best_index_mxfp4: the first of equal errors
+    int best = 0;
+    float best_err = std::fabs(kValues[0] * d - v);
+    for (int i = 1; i < 16; ++i) {
+      const float err = std::fabs(kValues[i] * d - v);
+      if (err < best_err) {
+        best = i;
+        best_err = err;
+      }
+    }
+    return best;
+  };
+  for (int64_t b = 0; b < k / 32; ++b, x += 32, out += 17) {
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const uint8_t e = amax > 0.0f ? static_cast<uint8_t>(std::floor(std::log2(amax)) - 2 + 127) : 0;
+    // GGML_E8M0_TO_FP32_HALF: 2^(e - 128), e = 0 and 1 as the subnormals 2^-128 and 2^-127.
+    const float d = std::ldexp(1.0f, static_cast<int>(e) - 128);
+    out[0] = e;
+    for (int j = 0; j < 16; ++j) {
+      out[1 + j] = static_cast<uint8_t>(best_index(x[j], d) | (best_index(x[j + 16], d) << 4));
+    }
+  }
+}
+
 namespace {
 
 // ggml-quants.c nearest_int: round half to even through the float mantissa (valid for

@@ -12,6 +12,10 @@ namespace tessera::model {
 // quantize_row_q8_0_ref / q4_0_ref, k a multiple of 32.
 void QuantizeQ8_0(const float* x, int64_t k, uint8_t* out);
 void QuantizeQ4_0(const float* x, int64_t k, uint8_t* out);
+// quantize_row_mxfp4_ref, k a multiple of 32: 17-byte blocks, the E8M0 exponent
+// floor(log2(amax)) - 2 + 127 and the nearest of kvalues_mxfp4 (doubled E2M1) times 2^(e - 128)
+// per value, element j in qs[j]'s low nibble and j + 16 in its high one.
+void QuantizeMxfp4(const float* x, int64_t k, uint8_t* out);
 // quantize_row_q4_K_ref (with make_qkx2_quants), k a multiple of 256: 144-byte super-blocks of 8
 // sub-blocks of 32 with 6-bit scales and mins.
 void QuantizeQ4_K(const float* x, int64_t k, uint8_t* out);

@@ -20,7 +20,7 @@ namespace {
 
 // ggml type ids (ggml.h) and llama_ftype values for general.file_type.
 constexpr uint32_t kGgmlF32 = 0, kGgmlF16 = 1, kGgmlQ4_0 = 2, kGgmlQ8_0 = 8, kGgmlQ4_K = 12,
-                   kGgmlQ5_K = 13, kGgmlQ6_K = 14;
+                   kGgmlQ5_K = 13, kGgmlQ6_K = 14, kGgmlMxfp4 = 39;
 
 struct TypeInfo {
   uint32_t ggml_type;
@@ -28,6 +28,7 @@ struct TypeInfo {
   int64_t block;  // values per block
   int64_t bytes;  // bytes per block
   bool k_mix = false;  // Q4_K_M / Q5_K_M: some tensors in Q6_K (MixedKType)
+  bool mxfp4_experts = false;  // MXFP4: stacked experts in MXFP4, everything else as this type
 };
 
 absl::StatusOr<TypeInfo> LookupType(const std::string& t) {
@@ -45,9 +46,11 @@ absl::StatusOr<TypeInfo> LookupType(const std::string& t) {
   if (t == "Q5_K") return TypeInfo{kGgmlQ5_K, 17, 256, 176};
   if (t == "Q5_K_M") return TypeInfo{kGgmlQ5_K, 17, 256, 176, true};
   if (t == "Q6_K") return TypeInfo{kGgmlQ6_K, 18, 256, 210};
+  // LLAMA_FTYPE_MOSTLY_MXFP4_MOE (38): MXFP4 experts, the other matrices Q8_0.
+  if (t == "MXFP4") return TypeInfo{kGgmlQ8_0, 38, 32, 34, false, true};
   return absl::InvalidArgumentError(absl::StrCat("synth type '", t,
                                                  "' is not supported (F32, F16, Q8_0, Q4_0, Q4_K, "
-                                                 "Q4_K_M, Q5_K, Q5_K_M, Q6_K)"));
+                                                 "Q4_K_M, Q5_K, Q5_K_M, Q6_K, MXFP4)"));
 }
 
 // llama.cpp's use_more_bits (llama-quant.cpp): the first and last eighth of the layers and every
@@ -173,7 +176,8 @@ double SynthShape::LinearParams() const {
 }
 
 std::vector<std::string> SynthShapeNames() {
-  return {"tinyllama-1.1b", "llama-3.2-1b", "qwen3-0.6b", "qwen3-30b-a3b", "gemma-3-1b"};
+  return {"tinyllama-1.1b", "llama-3.2-1b", "qwen3-0.6b",
+          "qwen3-30b-a3b",  "gemma-3-1b",   "gpt-oss-20b"};
 }
 
 absl::StatusOr<SynthShape> FindSynthShape(const std::string& name) {
@@ -208,6 +212,15 @@ absl::StatusOr<SynthShape> FindSynthShape(const std::string& name) {
     s.vocab = 262144, s.context = 32768, s.rope_theta = 1000000.0, s.rms_eps = 1e-6;
     s.tied_embeddings = true;
     s.sliding_window = 512;
+  } else if (name == "gpt-oss-20b") {
+    // openai/gpt-oss-20b: 32 experts of 2880, 4 per token (3.6B of 20.9B weights active), 64 query
+    // heads of 64 over 8 KV heads, 128-position windows on every other layer, YaRN x32 over 4096.
+    s.arch = "gpt-oss";
+    s.hidden = 2880, s.layers = 24, s.heads = 64, s.kv_heads = 8, s.head_dim = 64, s.ffn = 2880;
+    s.experts = 32, s.experts_used = 4, s.expert_ffn = 2880;
+    s.vocab = 201088, s.context = 131072, s.rope_theta = 150000.0, s.rms_eps = 1e-5;
+    s.sliding_window = 128;
+    s.yarn_factor = 32.0, s.yarn_original_context = 4096;
   } else {
     return absl::NotFoundError(absl::StrCat("unknown synth shape '", name, "' (",
                                             absl::StrJoin(SynthShapeNames(), ", "), ")"));
@@ -261,6 +274,12 @@ absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
   if (s.sliding_window > 0) {
     w.AddUint32(a + ".attention.sliding_window", static_cast<uint32_t>(s.sliding_window));
   }
+  if (s.yarn_factor > 0) {
+    w.AddString(a + ".rope.scaling.type", "yarn");
+    w.AddFloat32(a + ".rope.scaling.factor", static_cast<float>(s.yarn_factor));
+    w.AddUint32(a + ".rope.scaling.original_context_length",
+                static_cast<uint32_t>(s.yarn_original_context));
+  }
   if (s.experts > 0) {
     w.AddUint32(a + ".expert_count", static_cast<uint32_t>(s.experts));
     w.AddUint32(a + ".expert_used_count", static_cast<uint32_t>(s.experts_used));
@@ -296,10 +315,25 @@ absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
   // A matrix, or with `stack` > 0 that many matrices stacked as one [stack, rows, cols] tensor
   // (a MoE layer's experts; matrix e draws its rows as the per-expert tensor "<base>.<e>.weight"
   // would, so seeds do not depend on the stacking).
+  // A vector of small random values (biases, attention sinks), F32 as llama.cpp keeps them;
+  // dims in GGUF order.
+  auto vec = [&](const std::string& name, std::vector<int64_t> dims) {
+    int64_t n = 1;
+    for (int64_t d : dims) n *= d;
+    w.AddTensor(name, dims, kGgmlF32, n * 4, [=](std::vector<uint8_t>* out) {
+      std::vector<float> v(n);
+      FillRandom(seed, name, 0.02f, v.data(), n);
+      out->resize(n * 4);
+      std::memcpy(out->data(), v.data(), n * 4);
+      return absl::OkStatus();
+    });
+  };
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, int64_t layer = -1,
                     int64_t stack = 0) {
-    const TypeInfo t = TensorType(
-        ti.k_mix ? MixedKType(ti, name, layer, s.layers, s.tied_embeddings) : ti, cols);
+    const TypeInfo requested = ti.mxfp4_experts && stack > 0 ? TypeInfo{kGgmlMxfp4, 38, 32, 17}
+                               : ti.k_mix ? MixedKType(ti, name, layer, s.layers, s.tied_embeddings)
+                                          : ti;
+    const TypeInfo t = TensorType(requested, cols);
     const int64_t row_bytes = cols / t.block * t.bytes;
     const int64_t count = std::max<int64_t>(stack, 1);
     const uint64_t bytes = static_cast<uint64_t>(rows) * row_bytes * count;
@@ -325,6 +359,9 @@ absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
                       case kGgmlQ4_K: QuantizeQ4_K(row.data(), cols, dst); break;
                       case kGgmlQ5_K: QuantizeQ5_K(row.data(), cols, dst); break;
                       case kGgmlQ6_K: QuantizeQ6_K(row.data(), cols, dst); break;
+                      case kGgmlMxfp4:
+                        QuantizeMxfp4(row.data(), cols, dst);
+                        break;
                       default: QuantizeQ4_0(row.data(), cols, dst); break;
                     }
                   }
@@ -340,6 +377,14 @@ absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
     matrix(p + "attn_k.weight", kv, s.hidden);
     matrix(p + "attn_v.weight", kv, s.hidden, i);
     matrix(p + "attn_output.weight", s.hidden, q);
+    const bool gpt_oss = s.arch == "gpt-oss";
+    if (gpt_oss) {
+      vec(p + "attn_q.bias", {q});
+      vec(p + "attn_k.bias", {kv});
+      vec(p + "attn_v.bias", {kv});
+      vec(p + "attn_output.bias", {s.hidden});
+      vec(p + "attn_sinks.weight", {s.heads});
+    }
     const bool gemma3 = s.arch == "gemma3";
     if (s.arch == "qwen3" || s.arch == "qwen3moe" || gemma3) {
       norm(p + "attn_q_norm.weight", s.head_dim);
@@ -347,7 +392,8 @@ absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
     }
     // Gemma's norms are stored as 1 + w (llama.cpp's converter): all-ones is w = 0.
     if (gemma3) norm(p + "post_attention_norm.weight", s.hidden);
-    norm(p + "ffn_norm.weight", s.hidden);
+    // gpt-oss names the MLP's input norm post_attention_norm.
+    norm(p + (gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), s.hidden);
     if (gemma3) norm(p + "post_ffw_norm.weight", s.hidden);
     if (s.experts > 0) {
       const int64_t e = s.experts, h = s.hidden, f = s.expert_ffn;
@@ -364,6 +410,12 @@ absl::Status WriteSynthGguf(const SynthShape& shape, const SynthOptions& o,
       matrix(p + "ffn_gate_exps.weight", f, h, -1, e);
       matrix(p + "ffn_up_exps.weight", f, h, -1, e);
       matrix(p + "ffn_down_exps.weight", h, f, i, e);
+      if (gpt_oss) {
+        vec(p + "ffn_gate_inp.bias", {e});
+        vec(p + "ffn_gate_exps.bias", {f, e});
+        vec(p + "ffn_up_exps.bias", {f, e});
+        vec(p + "ffn_down_exps.bias", {h, e});
+      }
     } else {
       matrix(p + "ffn_gate.weight", s.ffn, s.hidden);
       matrix(p + "ffn_up.weight", s.ffn, s.hidden);

@@ -18,7 +18,7 @@ namespace tessera::model {
 
 struct SynthShape {
   std::string name;
-  std::string arch;  // GGUF general.architecture: "llama", "qwen3", "qwen3moe" or "gemma3"
+  std::string arch;  // GGUF general.architecture: "llama", "qwen3", "qwen3moe", "gemma3", "gpt-oss"
   int64_t hidden = 0, layers = 0, heads = 0, kv_heads = 0, head_dim = 0, ffn = 0, vocab = 0;
   // Sparse MoE MLPs (qwen3moe): experts of expert_ffn, experts_used per token, stacked into
   // blk.N.ffn_{gate,up,down}_exps as llama.cpp writes them, an F32 router (ffn_gate_inp, which
@@ -28,6 +28,10 @@ struct SynthShape {
   // gemma3: five of every six layers attend through this window (llama.cpp's default pattern),
   // with their own RoPE base 10000; 0: none.
   int64_t sliding_window = 0;
+  // gpt-oss: YaRN over this many positions by this factor (0: none); the attention sinks and the
+  // q/k/v/o, router and expert biases llama.cpp's openai-moe graph reads; windows on even layers.
+  double yarn_factor = 0.0;
+  int64_t yarn_original_context = 0;
   double rope_theta = 10000.0;
   double rms_eps = 1e-5;
   bool tied_embeddings = false;
@@ -36,7 +40,8 @@ struct SynthShape {
   double LinearParams() const;
 };
 
-// The named shapes: tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b, qwen3-30b-a3b, gemma-3-1b.
+// The named shapes: tinyllama-1.1b, llama-3.2-1b, qwen3-0.6b, qwen3-30b-a3b, gemma-3-1b,
+// gpt-oss-20b.
 std::vector<std::string> SynthShapeNames();
 absl::StatusOr<SynthShape> FindSynthShape(const std::string& name);
 
@@ -47,7 +52,9 @@ absl::Status ApplySynthLayerLimit(const SynthOptions& options, SynthShape& shape
 
 struct SynthOptions {
   std::string shape;
-  std::string type = "Q4_0";  // F32, F16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q5_K, Q5_K_M, Q6_K
+  // F32, F16, Q8_0, Q4_0, Q4_K, Q4_K_M, Q5_K, Q5_K_M, Q6_K, or MXFP4 (MoE shapes: the experts in
+  // MXFP4 and the rest in Q8_0, as gpt-oss's GGUFs ship).
+  std::string type = "Q4_0";
   uint64_t seed = 0;
   std::string vocab_from;     // a GGUF whose tokenizer.* keys are copied; empty = generated
   int64_t layers = 0;         // > 0: only the first `layers` layers (a quicker file of the shape)

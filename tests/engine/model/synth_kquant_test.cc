@@ -4,7 +4,10 @@
 // code −128 as ggml does, and decode all-zero sub-blocks and rows to zeros), quantize_row_q5_K_ref
 // (Q4_K's search with 5-bit codes: between Q4_K and Q6_K in error, an all-zero sub-block decoded
 // to zeros), and the Q4_K_M / Q5_K_M mixes of llama.cpp's llama_tensor_get_type (output.weight,
-// and attn_v / ffn_down of the layers use_more_bits picks, in Q6_K; everything else Q4_K / Q5_K).
+// and attn_v / ffn_down of the layers use_more_bits picks, in Q6_K; everything else Q4_K / Q5_K);
+// and quantize_row_mxfp4_ref (gpt-oss GGUFs' experts: each block's exponent from its largest
+// magnitude, each value the nearest point of its block's grid).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -132,6 +135,36 @@ TEST_P(SynthKMixTest, PutsLlamaCppsTensorsInQ6K) {
 
 // A tied model has no output.weight: llama.cpp then gives token_embd.weight (the output matrix)
 // Q6_K.
+TEST(SynthMxfp4Test, QuantizerPicksTheExponentAndTheNearestCodes) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  constexpr int64_t kCols = 256;
+  std::vector<float> row(kCols), back(kCols);
+  std::vector<uint8_t> q(kCols / 32 * 17);
+  static constexpr float kGrid[8] = {0, 1, 2, 3, 4, 6, 8, 12};  // kvalues_mxfp4's magnitudes
+  for (float scale : {1e-3f, 0.02f, 1.0f, 300.0f}) {
+    for (float& v : row) v = scale * normal(rng);
+    for (int i = 32; i < 64; ++i) row[i] = 0.0f;  // an all-zero block: exponent byte 0
+    row[70] = 4.0f;  // a power of two as the block's largest: floor(log2) exact
+    for (int i = 64; i < 96; ++i) row[i] = std::clamp(row[i], -3.9f, 3.9f);
+    QuantizeMxfp4(row.data(), kCols, q.data());
+    DequantizeGgmlBlocks(GgmlBlockType::kMxfp4, q.data(), kCols / 32, back.data());
+    for (int64_t b = 0; b < kCols / 32; ++b) {
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(row[b * 32 + j]));
+      const int e = amax > 0 ? static_cast<int>(std::floor(std::log2(amax))) - 2 + 127 : 0;
+      ASSERT_EQ(q[b * 17], e) << "block " << b << " scale " << scale;
+      const float d = std::ldexp(1.0f, e - 128);
+      for (int j = 0; j < 32; ++j) {
+        const float x = row[b * 32 + j];
+        float best = INFINITY;
+        for (float g : kGrid) best = std::min({best, std::fabs(g * d - x), std::fabs(-g * d - x)});
+        ASSERT_EQ(std::fabs(back[b * 32 + j] - x), best) << "value " << b * 32 + j;
+      }
+    }
+  }
+}
+
 TEST(SynthQ6KTest, TiedEmbeddingIsTheQ6KOutput) {
   SynthShape s;
   s.name = "kmix-tied-test";

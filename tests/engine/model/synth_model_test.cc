@@ -116,9 +116,11 @@ TEST(SynthModelTest, NamedShapesTileQ4KEverywhere) {
   for (const std::string& name : SynthShapeNames()) {
     auto s = FindSynthShape(name);
     ASSERT_TRUE(s.ok()) << s.status();
-    EXPECT_EQ(s->hidden % (name == "gemma-3-1b" ? 32 : 256), 0) << name;
+    // gpt-oss-20b's 2880 is 90 blocks of 32 (MXFP4, Q8_0, Q4_0) and falls back under Q4_K too.
+    const int64_t tile = name == "gemma-3-1b" || name == "gpt-oss-20b" ? 32 : 256;
+    EXPECT_EQ(s->hidden % tile, 0) << name;
     EXPECT_EQ(s->heads * s->head_dim % 256, 0) << name;
-    EXPECT_EQ(s->ffn % 256, 0) << name;
+    EXPECT_EQ(s->ffn % tile, 0) << name;
   }
 }
 
@@ -239,6 +241,46 @@ TEST(SynthModelTest, Q4KFileLoadsMatchesSourceAndRuns) {
   const double cosine = LogitCosine(la, lb);
   EXPECT_GT(cosine, 0.9);
   RecordProperty("q4k_vs_f32_logit_cosine", std::to_string(cosine));
+}
+
+// A tiny gpt-oss shape as synth writes gpt-oss-20b: attention sinks, q/k/v/o, router and expert
+// biases, the MLP norm named post_attention_norm, windows on the even layers, YaRN. Its MXFP4 file
+// (experts MXFP4, the rest Q8_0, as gpt-oss GGUFs ship) loads the experts as MXFP4 layers and
+// follows the F32 file.
+TEST(SynthModelTest, GptOssShapeLoadsMxfp4ExpertsAndRuns) {
+  SynthShape s;
+  s.name = "tiny-gpt-oss";
+  s.arch = "gpt-oss";
+  s.hidden = 64, s.layers = 2, s.heads = 4, s.kv_heads = 2, s.head_dim = 16, s.ffn = 64;
+  s.experts = 4, s.experts_used = 2, s.expert_ffn = 64, s.vocab = 320, s.context = 128;
+  s.rope_theta = 150000.0, s.sliding_window = 4, s.yarn_factor = 4.0, s.yarn_original_context = 32;
+  const std::string dir = testing::TempDir();
+  SynthOptions o;
+  o.type = "F32";
+  ASSERT_TRUE(WriteSynthGguf(s, o, dir + "/synth_gpt_oss_f32.gguf").ok());
+  o.type = "MXFP4";
+  ASSERT_TRUE(WriteSynthGguf(s, o, dir + "/synth_gpt_oss_mxfp4.gguf").ok());
+  auto file = io::GgufFile::Open(dir + "/synth_gpt_oss_mxfp4.gguf");
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ((*file)->FindInfo("blk.1.ffn_up_exps.weight")->ggml_type, 39u);  // MXFP4
+  EXPECT_EQ((*file)->FindInfo("blk.1.attn_q.weight")->ggml_type, 8u);        // Q8_0
+  EXPECT_EQ((*file)->FindInfo("blk.0.ffn_down_exps.bias")->dims, (std::vector<int64_t>{64, 4}));
+  kernels::cpu::ThreadPool pool(2);
+  Loaded a, b;
+  ASSERT_NO_FATAL_FAILURE(Load(dir + "/synth_gpt_oss_f32.gguf", &pool, a));
+  ASSERT_NO_FATAL_FAILURE(Load(dir + "/synth_gpt_oss_mxfp4.gguf", &pool, b));
+  const ModelConfig& c = b.source.config;
+  EXPECT_EQ(c.ArchitectureName(), "gpt_oss");
+  EXPECT_TRUE(c.attention_sinks && c.moe_biases && c.o_proj_bias);
+  EXPECT_TRUE(c.IsSlidingLayer(0));
+  EXPECT_FALSE(c.IsSlidingLayer(1));
+  EXPECT_EQ(c.rope_scaling.type, RopeScaling::Type::kYarn);
+  EXPECT_FALSE(b.model->layers()[0].sinks.empty());
+  const std::vector<int32_t> prompt = {1, 300, 17, 42, 99, 250, 7, 8, 9};
+  std::vector<int32_t> gen_a, gen_b;
+  const std::vector<float> la = PrefillAndDecode(*a.model, prompt, 4, &gen_a);
+  const std::vector<float> lb = PrefillAndDecode(*b.model, prompt, 4, &gen_b);
+  EXPECT_GT(LogitCosine(la, lb), 0.99);
 }
 
 }  // namespace
