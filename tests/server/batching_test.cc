@@ -182,5 +182,17 @@ TEST(BatchingTest, SlidingWindowGemmaConcurrentStreamsEqualSequential) {
       28, [](const tessera::v1::ModelInfo& info) { EXPECT_EQ(info.architecture(), "gemma2"); });
 }
 
+// gpt-oss with OpenAI's MXFP4 expert layout: attention sinks, windows of 8, biased experts chosen
+// per token; concurrent streams (each routing its own tokens) equal sequential runs.
+TEST(BatchingTest, GptOssMxfp4ConcurrentStreamsEqualSequential) {
+  ExpectConcurrentEqualsSequential(
+      "tests/data/quant/mxfp4_gpt_oss",
+      {"The little robot looked at the sky", "Once upon a time", "Rivers",
+       "Mia loved maps and the sea and the long road home", "At night the", "Testing"},
+      28, [](const tessera::v1::ModelInfo& info) {
+        EXPECT_EQ(info.architecture(), "GptOssForCausalLM");
+      });
+}
+
 }  // namespace
 }  // namespace tessera::server::testing
