@@ -32,6 +32,9 @@ class RenamedTensorStore : public TensorStore {
   const std::vector<std::string>& names() const override { return names_; }
   bool Contains(absl::string_view name) const override { return original_.contains(name); }
   absl::StatusOr<TensorView> Get(absl::string_view name) const override;
+  void Release(absl::string_view name) const override {
+    if (auto it = original_.find(name); it != original_.end()) inner_->Release(it->second);
+  }
   std::vector<std::pair<std::string, std::string>> DescribeMetadata() const override {
     return inner_->DescribeMetadata();
   }

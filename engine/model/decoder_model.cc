@@ -370,6 +370,9 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   auto activate = [&](const float* gate_in, const float* up_in, int64_t n, float* out) {
     if (c.mlp_activation == MlpActivation::kSilu) {
       kf::FastSwiGlu(gate_in, up_in, n, out);
+    } else if (c.mlp_activation == MlpActivation::kSwiGluClamped) {
+      kf::FastSwiGluClamped(gate_in, up_in, n, static_cast<float>(c.swiglu_alpha),
+                            static_cast<float>(c.swiglu_limit), out);
     } else {
       kf::FastGeluGlu(gate_in, up_in, n, gelu, out);
     }

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/common/status_macros.h"
+#include "engine/io/mapped_file.h"
 
 namespace tessera::model {
 namespace {
@@ -51,7 +52,7 @@ void Transpose(const uint8_t* src_bytes, int64_t k, int64_t n, uint8_t* dst_byte
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GptOssExpertStore>> GptOssExpertStore::Create(
-    std::unique_ptr<io::TensorStore> inner) {
+    std::unique_ptr<io::TensorStore> inner, int64_t num_experts) {
   auto store = std::make_unique<GptOssExpertStore>(PrivateTag{}, std::move(inner));
   for (const std::string& name : store->inner_->names()) {
     const size_t pos = absl::string_view(name).find(kExperts);
@@ -67,13 +68,16 @@ absl::StatusOr<std::unique_ptr<GptOssExpertStore>> GptOssExpertStore::Create(
       continue;
     }
     TESSERA_ASSIGN_OR_RETURN(io::TensorView view, store->inner_->Get(name));
-    const int elem = static_cast<int>(io::GetDTypeInfo(view.dtype).block.block_bytes);
-    if (view.rank() != rule->rank || view.shape[0] <= 0 ||
-        (rule->transpose && (!io::GetDTypeInfo(view.dtype).is_float || elem < 2))) {
+    const bool float_16_32 = view.dtype == io::DType::kF32 || view.dtype == io::DType::kF16 ||
+                             view.dtype == io::DType::kBF16;
+    if (view.rank() != rule->rank || view.shape[0] != num_experts ||
+        std::find(view.shape.begin(), view.shape.end(), 0) != view.shape.end() ||
+        (rule->transpose && !float_16_32)) {
       return absl::InvalidArgumentError(
           absl::StrCat("tensor '", name, "' has shape ", view.ShapeString(), " and dtype ",
-                       io::DTypeName(view.dtype), ", expected a stack of experts of rank ",
-                       rule->rank, rule->transpose ? " in f32, f16 or bf16" : ""));
+                       io::DTypeName(view.dtype), ", expected a stack of ", num_experts,
+                       " experts (num_local_experts) of rank ", rule->rank,
+                       " with no empty dimension", rule->transpose ? ", in f32, f16 or bf16" : ""));
     }
     const std::string prefix = name.substr(0, pos + kExperts.size());
     for (int64_t e = 0; e < view.shape[0]; ++e) {
@@ -90,8 +94,10 @@ absl::StatusOr<io::TensorView> GptOssExpertStore::Get(absl::string_view name) co
   auto it = slices_.find(name);
   if (it == slices_.end()) {
     if (hidden_.contains(name)) {
-      return absl::NotFoundError(
-          absl::StrCat("tensor '", name, "' is read one expert at a time (", name, ".E...)"));
+      // model.layers.L.mlp.experts.gate_up_proj -> model.layers.L.mlp.experts.E.gate_up_proj...
+      const size_t cut = name.rfind('.') + 1;
+      return absl::NotFoundError(absl::StrCat("tensor '", name, "' is read one expert at a time (",
+                                              name.substr(0, cut), "E.", name.substr(cut), "...)"));
     }
     return inner_->Get(name);
   }
@@ -116,10 +122,16 @@ absl::StatusOr<io::TensorView> GptOssExpertStore::Get(absl::string_view name) co
     } else {
       Transpose<uint32_t>(v.bytes.data(), k, n, buf.get());
     }
+    io::ReleaseMappedPages(v.bytes);  // read once: the copy is what the layer reads
   }
   v.shape = {n, k};
   v.bytes = absl::Span<const uint8_t>(buf.get(), slab);
   return v;
+}
+
+void GptOssExpertStore::Release(absl::string_view name) const {
+  absl::MutexLock lock(&mu_);
+  transposed_.erase(name);
 }
 
 }  // namespace tessera::model

@@ -9,7 +9,8 @@
 //   model.layers.L.mlp.experts.e.down_proj{.weight [H, F], .bias, _blocks, _scales}
 // with gate and up still interleaved (ExpertMlp::gate_up). Blocks, scales and biases are slabs of
 // the stacked tensors, read in place; the high-precision weights are transposed into memory the
-// store owns on their first Get (a copy the size of the experts, kept while the store lives).
+// store owns on their first Get (their mapped source pages given back), which lives until the
+// layer built from it says it keeps a copy of its own (Release) or the store goes.
 #ifndef TESSERA_ENGINE_MODEL_GPT_OSS_EXPERT_STORE_H_
 #define TESSERA_ENGINE_MODEL_GPT_OSS_EXPERT_STORE_H_
 
@@ -29,10 +30,10 @@ namespace tessera::model {
 
 class GptOssExpertStore : public io::TensorStore {
  public:
-  // INVALID_ARGUMENT naming the tensor when a stacked tensor is not [E, ...] with the same E
-  // across a layer.
+  // INVALID_ARGUMENT naming the tensor when a stacked tensor is not [num_experts, ...] of the
+  // expected rank with no empty dimension, or (weights to transpose) not f32, f16 or bf16.
   static absl::StatusOr<std::unique_ptr<GptOssExpertStore>> Create(
-      std::unique_ptr<io::TensorStore> inner);
+      std::unique_ptr<io::TensorStore> inner, int64_t num_experts);
 
   io::ContainerKind kind() const override { return inner_->kind(); }
   const std::vector<std::string>& names() const override { return names_; }
@@ -40,6 +41,8 @@ class GptOssExpertStore : public io::TensorStore {
     return slices_.contains(name) || (inner_->Contains(name) && !hidden_.contains(name));
   }
   absl::StatusOr<io::TensorView> Get(absl::string_view name) const override;
+  // Frees a transposed copy (a later Get makes it again).
+  void Release(absl::string_view name) const override;
   std::vector<std::pair<std::string, std::string>> DescribeMetadata() const override {
     return inner_->DescribeMetadata();
   }

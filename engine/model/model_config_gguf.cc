@@ -291,6 +291,12 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& m) {
           absl::StrCat("GGUF ", key("attention.sliding_window"), " is missing"));
     }
     TESSERA_RETURN_IF_ERROR(ReadSlidingWindowGguf(m, arch, 0, 2, c));
+    // llama.cpp rotates the windowed layers with rope.freq_base_swa and the full layers' YaRN;
+    // the decoder's own sliding base drops the scaling, so another base is refused, not ignored.
+    if (FloatOr(m, arch, "rope.freq_base_swa", c.rope_theta) != c.rope_theta) {
+      return absl::UnimplementedError(absl::StrCat("GGUF ", key("rope.freq_base_swa"),
+                                                   " differs from rope.freq_base (not supported)"));
+    }
   }
   if (c.architecture == Architecture::kOlmo2) {
     TESSERA_RETURN_IF_ERROR(ReadSlidingWindowGguf(m, arch, 0, 4, c));

@@ -43,8 +43,12 @@ absl::Status ExposeStackedExperts(const ModelConfig& c, io::GgufFile& file) {
       TESSERA_RETURN_IF_ERROR(file.AddOuterSlices(stacked, slices));
       // gpt-oss: the experts' biases, stacked [E, N] (GGUF dims [N, experts]).
       const std::string biases = WeightNames::StackedExpertBiases(layer, t);
-      if (!c.moe_biases || file.FindInfo(biases) == nullptr) continue;  // the loader says which
+      if (!c.moe_biases) continue;
       const io::GgufTensorInfo* bias_info = file.FindInfo(biases);
+      if (bias_info == nullptr) {
+        return absl::NotFoundError(absl::StrCat("tensor '", biases, "' is missing (",
+                                                c.architecture_name, " experts carry biases)"));
+      }
       const std::vector<int64_t> want_bias{want[1], c.num_experts};
       if (bias_info->dims != want_bias) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -86,7 +90,8 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
                                                      {"lm_head.", "lm_head."}}));
     }
     if (src.config.moe_naming == MoeNaming::kGptOss) {
-      TESSERA_ASSIGN_OR_RETURN(src.store, GptOssExpertStore::Create(std::move(src.store)));
+      TESSERA_ASSIGN_OR_RETURN(
+          src.store, GptOssExpertStore::Create(std::move(src.store), src.config.num_experts));
     }
     src.naming = NamingScheme::kHf;
     return src;

@@ -102,6 +102,7 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
                                                              : backend::cpu::DenseActivations::kFloat;
     TESSERA_ASSIGN_OR_RETURN(auto l, backend::cpu::DenseLinear::Create(view, std::move(bias), pool_,
                                                                        acts));
+    if (l->reads_own_copy()) store.Release(weight_name);
     return std::unique_ptr<backend::Linear>(std::move(l));
   }
   if (dense) {
@@ -140,6 +141,7 @@ absl::StatusOr<std::unique_ptr<backend::Linear>> PlanLinearFactory::Create(
     TESSERA_ASSIGN_OR_RETURN(std::vector<float> w, io::ToFloat32(view, pool_));
     TESSERA_ASSIGN_OR_RETURN(packed, quant::QuantizeOnline(*spec, w, pool_));
     io::ReleaseMappedPages(view.bytes);  // the layer keeps its own quantized copy
+    store.Release(weight_name);
   } else {
     TESSERA_ASSIGN_OR_RETURN(packed, quant::LoadPackedWeights(*spec, prefix, store));
   }

@@ -196,6 +196,7 @@ absl::Status UnpackBnbInt8(const LinearSpec& s, const std::string& p, const io::
 // model's RSS: TinyLlama NF4 peaked at 1364 MiB, 886 once released (862 quantized online).
 void ReleaseConverted(const io::TensorStore& st, const std::string& name) {
   if (auto v = st.Get(name); v.ok()) io::ReleaseMappedPages(v->bytes);
+  st.Release(name);
 }
 
 const uint8_t* Bytes(const io::TensorStore& st, const std::string& name) {
@@ -389,6 +390,11 @@ absl::StatusOr<PackedWeights> LoadPackedWeights(const LinearSpec& spec, const st
         w.scale_bytes.resize(static_cast<size_t>(count));
         for (int64_t b = 0; b < count; ++b) {
           const uint8_t* blk = blocks + b * 17;
+          if (blk[0] == 0xFF) {  // ggml reads 2^127 where OCP's E8M0 (this layer's) means NaN
+            return absl::InvalidArgumentError(
+                absl::StrCat("tensor '", p, ".weight': MXFP4 block ", b,
+                             " has the exponent byte 0xFF (NaN in OCP MX, 2^127 in ggml)"));
+          }
           w.scale_bytes[b] = blk[0];
           uint8_t* out = w.bytes.data() + b * 16;
           for (int m = 0; m < 16; ++m) {

@@ -19,8 +19,7 @@ enum class Int8Activations {
   // kernels here. The default; elsewhere (a CPU without AVX2, where the tiles would run their
   // scalar loop) f32 activations stay.
   // GGUF MXFP4 (gpt-oss) too. INT4 / NVFP4 W4A16 / MXFP4 layers join them on CPUs with AVX2 but
-  // not AVX-512, where the
-  // f32-activation 4-bit kernel cannot run (the reason says so).
+  // not AVX-512, where the f32-activation 4-bit kernel cannot run (the reason says so).
   kGgufBlocks,
   // Also INT4 / INT8 / INT3 / INT2 weight-only, NVFP4 W4A16 and MXFP4 (--cpu_int8_activations).
   kAll,

@@ -133,6 +133,11 @@ TEST(GptOssConfigTest, GgufAsLlamaCppReadsIt) {
   EXPECT_EQ(Sliding(*c), (std::vector<bool>{true, false, true, false}));  // period 2
   EXPECT_TRUE(c->rope_scaling.truncate);  // ggml's rope_yarn_corr_dims always floors / ceils
   EXPECT_EQ(c->rope_style, RopeStyle::kRotateHalf);
+  // A windowed base of its own (llama.cpp keeps YaRN on it) is refused by name, not ignored.
+  m.Add("gpt-oss.rope.freq_base_swa", io::GgufValue{io::GgufValueType::kF32, {}, 10000.0});
+  auto swa = ModelConfigFromGguf(m);
+  ASSERT_FALSE(swa.ok());
+  EXPECT_NE(swa.status().message().find("gpt-oss.rope.freq_base_swa"), std::string::npos);
 }
 
 std::string WriteStacked(const std::string& file) {
@@ -173,7 +178,7 @@ float At(const io::TensorView& v, int64_t i) {
 TEST(GptOssExpertStoreTest, ShowsEachExpertAsALinearLayer) {
   auto inner = io::OpenTensorStore(WriteStacked("gpt_oss_store_test.safetensors"));
   ASSERT_TRUE(inner.ok()) << inner.status();
-  auto store = GptOssExpertStore::Create(std::move(*inner));
+  auto store = GptOssExpertStore::Create(std::move(*inner), 2);
   ASSERT_TRUE(store.ok()) << store.status();
   const std::string p = "model.layers.0.mlp.experts.";
   // Expert 1's gate_up [H 3, 2F 4] (values 12..23, row-major) shown as [2F, H]: element (c, r)
@@ -184,8 +189,13 @@ TEST(GptOssExpertStoreTest, ShowsEachExpertAsALinearLayer) {
   for (int64_t c = 0; c < 4; ++c) {
     for (int64_t r = 0; r < 3; ++r) EXPECT_EQ(At(*w, c * 3 + r), 12.0f + r * 4 + c) << c << r;
   }
-  // The same bytes on a second Get (the copy is made once).
+  // The same bytes on a second Get (the copy is made once); Release frees the copy and a later
+  // Get makes it again.
   EXPECT_EQ((*store)->Get(p + "1.gate_up_proj.weight")->bytes.data(), w->bytes.data());
+  (*store)->Release(p + "1.gate_up_proj.weight");
+  auto again = (*store)->Get(p + "1.gate_up_proj.weight");
+  ASSERT_TRUE(again.ok());
+  for (int64_t i = 0; i < 12; ++i) EXPECT_EQ(At(*again, i), 12.0f + (i % 3) * 4 + i / 3) << i;
   auto bias = (*store)->Get(p + "1.gate_up_proj.bias");
   ASSERT_TRUE(bias.ok());
   EXPECT_EQ(bias->shape, (std::vector<int64_t>{4}));
@@ -203,22 +213,40 @@ TEST(GptOssExpertStoreTest, ShowsEachExpertAsALinearLayer) {
   EXPECT_EQ((*store)->names().size(), 1u + 2 * 4);
 }
 
-TEST(GptOssExpertStoreTest, RefusesAStackOfTheWrongRankByName) {
-  io::SafetensorsWriter w;
-  w.AddTensor("model.layers.3.mlp.experts.down_proj", "F32", {4, 4}, 64,
-              [](std::vector<uint8_t>* out) {
-                out->assign(64, 0);
-                return absl::OkStatus();
-              });
-  const std::string path =
-      (std::filesystem::temp_directory_path() / "gpt_oss_store_bad.safetensors").string();
-  ASSERT_TRUE(w.Write(path).ok());
-  auto inner = io::OpenTensorStore(path);
-  ASSERT_TRUE(inner.ok());
-  auto store = GptOssExpertStore::Create(std::move(*inner));
-  ASSERT_FALSE(store.ok());
-  EXPECT_NE(store.status().message().find("model.layers.3.mlp.experts.down_proj"),
-            std::string::npos);
+// Each malformed stack is refused naming it: the wrong rank, another expert count than the
+// config's, an empty dimension (no slab to divide), a dtype the transposition does not handle.
+TEST(GptOssExpertStoreTest, RefusesBadStacksByName) {
+  struct Bad {
+    const char* dtype;
+    std::vector<int64_t> shape;
+    int64_t experts;
+  };
+  const Bad cases[] = {{"F32", {4, 4}, 4},      // rank 2 for a [E, F, H] weight
+                       {"F32", {3, 2, 2}, 4},   // 3 experts, the config says 4
+                       {"F32", {4, 0, 2}, 4},   // an empty dimension
+                       {"F64", {4, 2, 2}, 4}};  // f64: not f32 / f16 / bf16
+  int i = 0;
+  for (const Bad& bad : cases) {
+    SCOPED_TRACE(i);
+    io::SafetensorsWriter w;
+    int64_t bytes = std::string(bad.dtype) == "F64" ? 8 : 4;
+    for (int64_t d : bad.shape) bytes *= d;
+    w.AddTensor("model.layers.3.mlp.experts.down_proj", bad.dtype, bad.shape, bytes,
+                [bytes](std::vector<uint8_t>* out) {
+                  out->assign(bytes, 0);
+                  return absl::OkStatus();
+                });
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("gpt_oss_store_bad" + std::to_string(i++) + ".safetensors"))
+                                 .string();
+    ASSERT_TRUE(w.Write(path).ok());
+    auto inner = io::OpenTensorStore(path);
+    ASSERT_TRUE(inner.ok()) << inner.status();
+    auto store = GptOssExpertStore::Create(std::move(*inner), bad.experts);
+    ASSERT_FALSE(store.ok());
+    EXPECT_NE(store.status().message().find("model.layers.3.mlp.experts.down_proj"),
+              std::string::npos);
+  }
 }
 
 }  // namespace

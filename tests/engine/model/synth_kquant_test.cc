@@ -133,8 +133,6 @@ TEST_P(SynthKMixTest, PutsLlamaCppsTensorsInQ6K) {
   EXPECT_EQ(q6_seen, 9);
 }
 
-// A tied model has no output.weight: llama.cpp then gives token_embd.weight (the output matrix)
-// Q6_K.
 TEST(SynthMxfp4Test, QuantizerPicksTheExponentAndTheNearestCodes) {
   std::mt19937 rng(11);
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -145,7 +143,8 @@ TEST(SynthMxfp4Test, QuantizerPicksTheExponentAndTheNearestCodes) {
   for (float scale : {1e-3f, 0.02f, 1.0f, 300.0f}) {
     for (float& v : row) v = scale * normal(rng);
     for (int i = 32; i < 64; ++i) row[i] = 0.0f;  // an all-zero block: exponent byte 0
-    row[70] = 4.0f;  // a power of two as the block's largest: floor(log2) exact
+    row[70] = 4.0f;  // a power of two as the block's largest: floor(log2) exact (d = 0.5)
+    row[71] = 0.25f, row[72] = 1.25f, row[73] = -2.5f;  // half-way between codes at d = 0.5
     for (int i = 64; i < 96; ++i) row[i] = std::clamp(row[i], -3.9f, 3.9f);
     QuantizeMxfp4(row.data(), kCols, q.data());
     DequantizeGgmlBlocks(GgmlBlockType::kMxfp4, q.data(), kCols / 32, back.data());
@@ -160,11 +159,25 @@ TEST(SynthMxfp4Test, QuantizerPicksTheExponentAndTheNearestCodes) {
         float best = INFINITY;
         for (float g : kGrid) best = std::min({best, std::fabs(g * d - x), std::fabs(-g * d - x)});
         ASSERT_EQ(std::fabs(back[b * 32 + j] - x), best) << "value " << b * 32 + j;
+        // best_index_mxfp4 keeps the first code of equal error: +0 (code 0) for zeros, the
+        // smaller magnitude of a tie between two positive codes.
+        const int code = (q[b * 17 + 1 + j % 16] >> (j < 16 ? 0 : 4)) & 0xF;
+        int first = 0;
+        for (int c = 0; c < 16; ++c) {
+          const float g = c < 8 ? kGrid[c] : -kGrid[c - 8];
+          if (std::fabs(g * d - x) == best) {
+            first = c;
+            break;
+          }
+        }
+        ASSERT_EQ(code, first) << "value " << b * 32 + j << " x " << x;
       }
     }
   }
 }
 
+// A tied model has no output.weight: llama.cpp then gives token_embd.weight (the output matrix)
+// Q6_K.
 TEST(SynthQ6KTest, TiedEmbeddingIsTheQ6KOutput) {
   SynthShape s;
   s.name = "kmix-tied-test";
