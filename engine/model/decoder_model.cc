@@ -163,6 +163,9 @@ absl::StatusOr<std::unique_ptr<DecoderModel>> DecoderModel::Load(
   m->pool_ = pool;
   m->inv_freq_ = RopeInverseFrequencies(config);
   if (config.sliding_rope_theta > 0) m->inv_freq_sliding_ = RopeInverseFrequencies(config, true);
+  if (config.rope_scaling.type == RopeScaling::Type::kLongRope) {
+    m->inv_freq_long_ = RopeInverseFrequencies(config, false, /*long_factors=*/true);
+  }
   const WeightNames names(naming);
   const ModelConfig& c = config;
 
@@ -348,13 +351,16 @@ absl::Status DecoderModel::Forward(absl::Span<const SequenceChunk> chunks, runti
   // Each row's RoPE cos / sin, once for all layers and for its q and k heads (and for Gemma 3's
   // sliding layers, their own base).
   const int64_t half = c.rope_dim / 2;
+  // LongRoPE: each row with its sequence's factors (UsesLongRopeFactors).
   auto rope_table = [&](const std::vector<float>& inv_freq, float attention_factor,
                         std::vector<float>& cs, std::vector<float>& sn) {
     cs.resize(total * half);
     sn.resize(total * half);
     for (int64_t r = 0; r < total; ++r) {
-      kc::RopeCosSin(rows.position[r], inv_freq.data(), half, cs.data() + r * half,
-                     sn.data() + r * half);
+      const bool long_rope = &inv_freq == &inv_freq_ && !inv_freq_long_.empty() &&
+                             c.UsesLongRopeFactors(rows.chunks[rows.chunk[r]].kv->max_length);
+      kc::RopeCosSin(rows.position[r], (long_rope ? inv_freq_long_ : inv_freq).data(), half,
+                     cs.data() + r * half, sn.data() + r * half);
     }
     if (attention_factor != 1.0f) {  // YaRN: cos and sin scaled, as transformers' rotary_emb
       for (float& x : cs) x *= attention_factor;

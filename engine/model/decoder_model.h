@@ -81,6 +81,7 @@ class DecoderModel : public Decoder {
   std::unique_ptr<backend::Linear> lm_head_;
   std::vector<float> inv_freq_;
   std::vector<float> inv_freq_sliding_;  // gemma3's sliding layers; empty: as inv_freq_
+  std::vector<float> inv_freq_long_;     // LongRoPE's long factors; inv_freq_ has the short ones
   kernels::cpu::ThreadPool* pool_ = nullptr;
   runtime::KvCacheFormat kv_format_ = runtime::KvCacheFormat::kF32;
 };

@@ -60,6 +60,7 @@ std::string ModelConfig::ExtendedFeatures() const {
   if (attn_logit_softcap > 0 || final_logit_softcap > 0) out.push_back("soft-capped logits");
   if (sliding_rope_theta > 0) out.push_back("per-layer RoPE bases");
   if (rope_scaling.type == RopeScaling::Type::kYarn) out.push_back("YaRN RoPE");
+  if (rope_scaling.type == RopeScaling::Type::kLongRope) out.push_back("LongRoPE");
   if (std::find(rope_layers.begin(), rope_layers.end(), false) != rope_layers.end()) {
     out.push_back("NoPE layers");
   }
@@ -109,6 +110,27 @@ absl::Status ModelConfig::Validate() const {
   if (!(rms_norm_eps > 0) || !(rope_theta > 0)) {
     return absl::InvalidArgumentError("model config: rms_norm_eps and rope_theta must be > 0");
   }
+  if (rope_scaling.type == RopeScaling::Type::kLongRope) {
+    for (const auto* f : {&rope_scaling.short_factor, &rope_scaling.long_factor}) {
+      const char* name = f == &rope_scaling.short_factor ? "short_factor" : "long_factor";
+      if (static_cast<int64_t>(f->size()) != rope_dim / 2) {
+        return absl::InvalidArgumentError(absl::StrFormat(
+            "model config: rope_scaling.%s has %d values, expected %d (rotated dims / 2)", name,
+            f->size(), rope_dim / 2));
+      }
+      for (float v : *f) {
+        if (!(v > 0) || !std::isfinite(v)) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "model config: rope_scaling.%s holds %g, not a positive finite number", name, v));
+        }
+      }
+    }
+    if (rope_scaling.original_max_position <= 0 || !(rope_scaling.attention_factor > 0)) {
+      return absl::InvalidArgumentError(
+          "model config: longrope needs original_max_position_embeddings and an attention "
+          "factor > 0");
+    }
+  }
   if (num_experts != 0) {
     // A bound far above any released model (DeepSeek-V3: 256, Qwen3-Next: 512) that keeps a
     // corrupt count from sizing the loader's tables.
@@ -131,7 +153,7 @@ absl::Status ModelConfig::Validate() const {
   return absl::OkStatus();
 }
 
-std::vector<float> RopeInverseFrequencies(const ModelConfig& c, bool sliding) {
+std::vector<float> RopeInverseFrequencies(const ModelConfig& c, bool sliding, bool long_factors) {
   const int64_t pairs = c.rope_dim / 2;
   std::vector<float> inv(pairs);
   const bool local = sliding && c.sliding_rope_theta > 0;
@@ -143,7 +165,14 @@ std::vector<float> RopeInverseFrequencies(const ModelConfig& c, bool sliding) {
   }
   if (local) return inv;  // Gemma 3's local RoPE: default, unscaled
   const RopeScaling& s = c.rope_scaling;
-  if (s.type == RopeScaling::Type::kLinear) {
+  if (s.type == RopeScaling::Type::kLongRope) {
+    // transformers: 1.0 / (ext_factors * base ** (arange(0, dim, 2).float() / dim)), in f32.
+    const std::vector<float>& ext = long_factors ? s.long_factor : s.short_factor;
+    for (int64_t i = 0; i < pairs && i < static_cast<int64_t>(ext.size()); ++i) {
+      const float exponent = static_cast<float>(2 * i) / static_cast<float>(c.rope_dim);
+      inv[i] = 1.0f / (ext[i] * std::pow(base, exponent));
+    }
+  } else if (s.type == RopeScaling::Type::kLinear) {
     for (float& f : inv) f = f / static_cast<float>(s.factor);
   } else if (s.type == RopeScaling::Type::kYarn) {
     // transformers' order and types: pos_freqs = base^(2i/dim) in f32, the correction range in

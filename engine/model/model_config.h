@@ -49,7 +49,7 @@ enum class MlpActivation { kSilu, kGeluTanh, kGeluErf, kSwiGluClamped };
 enum class RopeStyle { kRotateHalf, kInterleaved };
 
 struct RopeScaling {
-  enum class Type { kNone, kLinear, kLlama3, kYarn };
+  enum class Type { kNone, kLinear, kLlama3, kYarn, kLongRope };
   Type type = Type::kNone;
   double factor = 1.0;
   double low_freq_factor = 1.0;
@@ -62,7 +62,12 @@ struct RopeScaling {
   double beta_fast = 32.0;
   double beta_slow = 1.0;
   bool truncate = true;
+  std::vector<float> short_factor, long_factor;
   double attention_factor = 1.0;
+  // LongRoPE (Phi-3 128k, Phi-3.5, Phi-4-mini): pair i's frequency divided by short_factor[i] or
+  // long_factor[i] (rope_dim / 2 each), the long ones for a sequence that may grow past
+  // original_max_position (ModelConfig::UsesLongRopeFactors); cos and sin times
+  // attention_factor either way.
   // YaRN's attention scaling for this factor: 0.1 · mscale · ln(factor) + 1 (1 at factor <= 1);
   // transformers' get_mscale, llama.cpp's too.
   double YarnMscale(double mscale) const {
@@ -184,6 +189,17 @@ struct ModelConfig {
   std::optional<int32_t> bos_token_id;
   std::vector<int32_t> eos_token_ids;
 
+  // LongRoPE: whether a sequence that may grow to `max_length` positions (0: unknown, the model's
+  // max_context) rotates with the long factors. One choice per sequence, so its cached keys all
+  // share one rotation: transformers switches when a sequence crosses original_max_position and
+  // then recomputes the whole cache (Phi3's prepare_inputs_for_generation), llama.cpp picks by its
+  // context size; deciding from the sequence's budget agrees with transformers for every sequence
+  // that stays within original_max_position and with llama.cpp's perplexity windows.
+  bool UsesLongRopeFactors(int64_t max_length) const {
+    return rope_scaling.type == RopeScaling::Type::kLongRope &&
+           (max_length > 0 ? max_length : max_context) > rope_scaling.original_max_position;
+  }
+
   int64_t q_dim() const { return num_heads * head_dim; }
   int64_t kv_dim() const { return num_kv_heads * head_dim; }
   bool IsMoeLayer(int64_t layer) const;
@@ -197,8 +213,10 @@ absl::StatusOr<ModelConfig> ModelConfigFromGguf(const io::GgufMetadata& metadata
 
 // Per-pair inverse frequencies (rope_dim / 2 of them) after rope scaling, computed in float32
 // the way transformers does, so angles match the reference to the last bit where possible.
-// `sliding`: those of the sliding layers (sliding_rope_theta, unscaled, where set).
-std::vector<float> RopeInverseFrequencies(const ModelConfig& config, bool sliding = false);
+// `sliding`: those of the sliding layers (sliding_rope_theta, unscaled, where set); `long_factors`:
+// LongRoPE's long factors instead of its short ones.
+std::vector<float> RopeInverseFrequencies(const ModelConfig& config, bool sliding = false,
+                                          bool long_factors = false);
 
 }  // namespace tessera::model
 

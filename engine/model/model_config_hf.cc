@@ -126,6 +126,46 @@ absl::Status ReadYarn(const Json& rs, ModelConfig& c) {
   return absl::OkStatus();
 }
 
+// transformers' _compute_longrope_parameters. Phi3Config keeps original_max_position_embeddings
+// at the top level (default 4096) and the factor is then max_position_embeddings over it; other
+// classes have none (the context is max_position_embeddings, the factor rope_scaling.factor).
+// The attention factor defaults to sqrt(1 + ln(factor) / ln(original)).
+absl::Status ReadLongRope(const Json& j, const Json& rs, ModelConfig& c) {
+  RopeScaling& r = c.rope_scaling;
+  r.type = RopeScaling::Type::kLongRope;
+  for (const auto& [key, out] :
+       {std::pair{"short_factor", &r.short_factor}, std::pair{"long_factor", &r.long_factor}}) {
+    auto it = rs.find(key);
+    if (it == rs.end() || !it->is_array()) {
+      return FieldError(absl::StrCat("rope_scaling.", key), "is missing or not an array");
+    }
+    for (const Json& v : *it) {
+      if (!v.is_number()) {
+        return FieldError(absl::StrCat("rope_scaling.", key), "holds a value that is not a number");
+      }
+      out->push_back(v.get<float>());
+    }
+  }
+  const bool phi3 = c.architecture == Architecture::kPhi3;
+  int64_t original = IntOr(j, "original_max_position_embeddings", phi3 ? 4096 : 0);
+  double factor = NumberOr(rs, "factor", 1.0);
+  if (original > 0) {
+    factor = static_cast<double>(c.max_context) / static_cast<double>(original);
+  } else {
+    original = c.max_context;
+  }
+  r.original_max_position = original;
+  r.factor = factor;
+  if (auto a = rs.find("attention_factor"); a != rs.end() && a->is_number()) {
+    r.attention_factor = a->get<double>();
+  } else {
+    r.attention_factor =
+        factor <= 1.0 ? 1.0
+                      : std::sqrt(1 + std::log(factor) / std::log(static_cast<double>(original)));
+  }
+  return absl::OkStatus();
+}
+
 void ReadTokenIds(const Json& j, const std::string& field, std::vector<int32_t>* out) {
   auto it = j.find(field);
   if (it == j.end()) return;
@@ -462,11 +502,16 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     } else if (type == "linear") {
       c.rope_scaling.type = RopeScaling::Type::kLinear;
       c.rope_scaling.factor = NumberOr(*rs, "factor", 1.0);
+    } else if (type == "longrope" || type == "su" ||
+               (type == "yarn" && c.architecture == Architecture::kPhi3)) {
+      // Phi3Config reads "su" and "yarn" as longrope (its _rope_scaling_adjustment).
+      TESSERA_RETURN_IF_ERROR(ReadLongRope(j, *rs, c));
     } else if (type == "yarn") {
       TESSERA_RETURN_IF_ERROR(ReadYarn(*rs, c));
     } else if (type != "default" && !type.empty()) {
-      return FieldError("rope_scaling.rope_type",
-                        absl::StrCat("'", type, "' is not supported (llama3, linear, yarn)"));
+      return FieldError(
+          "rope_scaling.rope_type",
+          absl::StrCat("'", type, "' is not supported (llama3, linear, yarn, longrope)"));
     }
   }
   // transformers 4.57: Mistral, Mixtral, Phi-3 and the qwen MoE models window every layer (their

@@ -65,6 +65,52 @@ absl::Status ExposeStackedExperts(const ModelConfig& c, io::GgufFile& file) {
   return absl::OkStatus();
 }
 
+// A rotation-factor tensor of rope_dim / 2 positive finite values, named in every error.
+absl::StatusOr<std::vector<float>> ReadRopeFactors(const io::GgufFile& g, const std::string& name,
+                                                   int64_t pairs) {
+  TESSERA_ASSIGN_OR_RETURN(io::TensorView view, g.Get(name));
+  TESSERA_ASSIGN_OR_RETURN(std::vector<float> factors, io::ToFloat32(view));
+  if (static_cast<int64_t>(factors.size()) != pairs) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name, "' has ", factors.size(),
+                                                   " values, expected ", pairs,
+                                                   " (rope.dimension_count / 2)"));
+  }
+  for (float f : factors) {
+    if (!(f > 0) || !std::isfinite(f)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", name, "' holds a factor that is not a positive finite number"));
+    }
+  }
+  return factors;
+}
+
+// llama.cpp's Phi-3 LongRoPE (convert_hf_to_gguf's Phi3MiniModel): rope_factors_short / _long,
+// the long ones where a sequence's context exceeds rope.scaling.original_context_length (default
+// context_length; llama.cpp compares its per-sequence context), cos and sin times
+// rope.scaling.attn_factor (default 1).
+absl::Status ReadLongRopeFactors(const io::GgufFile& g, ModelConfig& c) {
+  const bool has_short = g.Contains("rope_factors_short.weight");
+  const bool has_long = g.Contains("rope_factors_long.weight");
+  if (has_short != has_long) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", has_short ? "rope_factors_long.weight" : "rope_factors_short.weight",
+        "' is missing beside its LongRoPE twin"));
+  }
+  if (!has_short) return absl::OkStatus();
+  RopeScaling& r = c.rope_scaling;
+  r.type = RopeScaling::Type::kLongRope;
+  TESSERA_ASSIGN_OR_RETURN(r.short_factor,
+                           ReadRopeFactors(g, "rope_factors_short.weight", c.rope_dim / 2));
+  TESSERA_ASSIGN_OR_RETURN(r.long_factor,
+                           ReadRopeFactors(g, "rope_factors_long.weight", c.rope_dim / 2));
+  const std::string arch = c.architecture_name;
+  auto original = g.metadata().GetUint(arch + ".rope.scaling.original_context_length");
+  r.original_max_position = original.ok() ? static_cast<int64_t>(*original) : c.max_context;
+  auto attn = g.metadata().GetFloat(arch + ".rope.scaling.attn_factor");
+  r.attention_factor = attn.ok() ? *attn : 1.0;
+  return c.Validate();
+}
+
 }  // namespace
 
 absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
@@ -105,30 +151,11 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
   TESSERA_ASSIGN_OR_RETURN(src.config, ModelConfigFromGguf(g->metadata()));
   src.naming = NamingScheme::kGguf;
   TESSERA_RETURN_IF_ERROR(ExposeStackedExperts(src.config, *g));
-  // Rope frequency factors: llama.cpp's rope_freqs (Llama 3.1+), applied; Phi-3's longrope
-  // factors (short / long by context), refused rather than ignored.
-  for (const char* longrope : {"rope_factors_long.weight", "rope_factors_short.weight"}) {
-    if (g->Contains(longrope)) {
-      return absl::UnimplementedError(absl::StrCat(
-          "tensor '", longrope, "': longrope scaling (Phi-3 128k, Phi-3.5, Phi-4-mini) is not "
-          "supported"));
-    }
-  }
+  // Rope frequency factors: llama.cpp's rope_freqs (Llama 3.1+), and Phi-3's LongRoPE factors.
+  TESSERA_RETURN_IF_ERROR(ReadLongRopeFactors(*g, src.config));
   if (g->Contains("rope_freqs.weight")) {
-    TESSERA_ASSIGN_OR_RETURN(io::TensorView view, g->Get("rope_freqs.weight"));
-    TESSERA_ASSIGN_OR_RETURN(std::vector<float> factors, io::ToFloat32(view));
-    if (static_cast<int64_t>(factors.size()) != src.config.rope_dim / 2) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "tensor 'rope_freqs.weight' has ", factors.size(), " values, expected ",
-          src.config.rope_dim / 2, " (rope.dimension_count / 2)"));
-    }
-    for (float f : factors) {
-      if (!(f > 0) || !std::isfinite(f)) {
-        return absl::InvalidArgumentError("tensor 'rope_freqs.weight' holds a factor that is not "
-                                          "a positive finite number");
-      }
-    }
-    src.config.rope_freq_factors = std::move(factors);
+    TESSERA_ASSIGN_OR_RETURN(src.config.rope_freq_factors,
+                             ReadRopeFactors(*g, "rope_freqs.weight", src.config.rope_dim / 2));
   }
   if (src.config.fused_qkv) {  // phi3 files with attn_q / attn_k / attn_v run them unfused
     src.config.fused_qkv = g->Contains(WeightNames(NamingScheme::kGguf).Layer(0, LayerTensor::kQkv));

@@ -33,6 +33,7 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(
     std::vector<int32_t> window(tokens.begin() + w * n_ctx, tokens.begin() + (w + 1) * n_ctx);
     window[0] = bos_id;
     runtime::SequenceKv seq;
+    seq.max_length = n_ctx;  // llama.cpp's per-sequence context
     SequenceChunk chunk{&seq, window, /*all_logits=*/true, false};
     absl::Status s = model.Forward({&chunk, 1}, cache, &logits);
     cache.Release(seq);

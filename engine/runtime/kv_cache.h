@@ -34,6 +34,10 @@ int64_t KvCacheElementBytes(KvCacheFormat format);
 struct SequenceKv {
   std::vector<int32_t> blocks;
   int64_t length = 0;  // positions whose K/V are stored
+  // The longest the sequence may grow (prompt + max_new_tokens; a perplexity window), set by its
+  // creator; 0: unknown (the model's context). A model whose rotation depends on it (LongRoPE)
+  // decides once per sequence, so all of its cached keys share one rotation.
+  int64_t max_length = 0;
 };
 
 class KvCache {

@@ -248,6 +248,7 @@ void Scheduler::Step() {
       const int64_t budget =
           static_cast<int64_t>(s.request.prompt_tokens.size()) + s.request.stopping.max_new_tokens;
       if (!cache_->Reserve(s.kv, budget).ok()) break;
+      s.kv.max_length = budget;
       s.scheduled = now;
       running_.push_back(std::move(waiting_.front()));
       waiting_.pop_front();

@@ -171,6 +171,29 @@ MODELS = {
                                                  "beta_fast": 32.0, "beta_slow": 1.0,
                                                  "truncate": False,
                                                  "original_max_position_embeddings": 32})),
+    # Phi-3 LongRoPE (Phi-3-mini-128k, Phi-3.5-mini, Phi-4-mini): per-pair short / long factors
+    # and cos / sin times sqrt(1 + ln(max / original) / ln(original)). phi3_longrope: original 16
+    # of 128, so the 32-token input and the 64-token greedy run take the long factors;
+    # phi3_longrope_short: original 128 of 256, the short factors, and half of each head rotated
+    # (Phi-4-mini rotates three quarters).
+    "phi3_longrope": (Phi3Config, dict(COMMON, rope_theta=10000.0, tie_word_embeddings=False,
+                                       max_position_embeddings=128,
+                                       original_max_position_embeddings=16, sliding_window=None,
+                                       resid_pdrop=0.0, embd_pdrop=0.0, attention_dropout=0.0,
+                                       rope_scaling={"type": "longrope",
+                                                     "short_factor": [1.0, 1.0, 1.02, 1.05, 1.1,
+                                                                      1.2, 1.3, 1.4],
+                                                     "long_factor": [1.0, 1.2, 1.8, 3.0, 5.0, 8.0,
+                                                                     12.0, 16.0]})),
+    "phi3_longrope_short": (Phi3Config, dict(COMMON, rope_theta=10000.0, tie_word_embeddings=False,
+                                             max_position_embeddings=256,
+                                             original_max_position_embeddings=128,
+                                             partial_rotary_factor=0.5, sliding_window=None,
+                                             resid_pdrop=0.0, embd_pdrop=0.0,
+                                             attention_dropout=0.0,
+                                             rope_scaling={"type": "longrope",
+                                                           "short_factor": [1.0, 1.05, 1.2, 1.5],
+                                                           "long_factor": [1.0, 2.0, 6.0, 12.0]})),
 }
 
 # Models that also get a GGUF twin (model.gguf, the same f32 weights as llama.cpp's
@@ -179,4 +202,4 @@ GGUF_TWINS = {"qwen3_moe": "qwen3moe", "mixtral": "llama", "qwen2_moe": "qwen2mo
               "olmoe": "olmoe", "granite": "granite", "phi3": "phi3", "llama3_rope": "llama",
               "gemma": "gemma", "gemma2": "gemma2", "gemma3": "gemma3", "olmo2": "olmo2",
               "olmo3": "olmo2", "smollm3": "smollm3", "qwen3_yarn": "qwen3",
-              "granitemoe": "granitemoe", "gpt_oss": "gpt-oss"}
+              "granitemoe": "granitemoe", "gpt_oss": "gpt-oss", "phi3_longrope": "phi3"}

@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ["qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite", "phi3", "llama3_rope", "olmo2",
           "olmo3", "smollm3", "qwen3_yarn", "granitemoe", "gemma",
-          "gemma2", "gemma3", "gpt_oss"]  # f32 twins; then Q4_0 qwen3_moe, MXFP4 gpt-oss
+          "gemma2", "gemma3", "gpt_oss", "phi3_longrope"]  # f32 twins; then Q4_0 qwen3_moe, MXFP4 gpt-oss
 N_CTX = 64
 TEXT = ROOT / "tests" / "data" / "perplexity" / "story.txt"
 OUT = ROOT / "tests" / "data" / "perplexity" / "moe_twins_llama_cpp.json"

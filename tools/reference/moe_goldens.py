@@ -261,6 +261,15 @@ def write_gguf_twin(model, tok, arch: str, path: Path, mxfp4_experts: dict | Non
             w.add_rope_scaling_yarn_beta_slow(rope["beta_slow"])
     if rope.get("rope_type") == "llama3":
         put("rope_freqs.weight", llama3_rope_factors(cfg.rope_theta, head_dim, rope))
+    if arch == "phi3" and rope.get("rope_type", rope.get("type")) == "longrope":  # Phi3MiniModel
+        import math
+        original = cfg.original_max_position_embeddings
+        scale = cfg.max_position_embeddings / original
+        w.add_rope_scaling_attn_factors(
+            math.sqrt(1 + math.log(scale) / math.log(original)) if scale > 1.0 else 1.0)
+        w.add_rope_scaling_orig_ctx_len(original)
+        put("rope_factors_long.weight", np.array(rope["long_factor"], dtype=np.float32))
+        put("rope_factors_short.weight", np.array(rope["short_factor"], dtype=np.float32))
     for i in range(cfg.num_hidden_layers):
         p = f"model.layers.{i}."
         q, k = sd.get(p + "self_attn.q_proj.weight"), sd.get(p + "self_attn.k_proj.weight")

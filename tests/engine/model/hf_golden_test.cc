@@ -89,8 +89,15 @@ TEST_P(HfGoldenTest, ConfigIsParsed) {
   EXPECT_EQ(c.ArchitectureName(), arch == "gemma3_text" ? "gemma3"
                                   : arch == "mistral3"  ? "mistral"
                                                         : arch);
+  // The rotary embedding's frequencies after the golden's runs: LongRoPE's long ones where the
+  // sequence outgrew original_max_position (all of it, in these fixtures).
   const auto& inv = golden_["rope"]["inv_freq"];
-  const auto ours = RopeInverseFrequencies(c);
+  const int64_t run = golden_["input_ids"].size() + golden_["greedy"]["tokens"].size();
+  const auto ours = RopeInverseFrequencies(c, false, c.UsesLongRopeFactors(run));
+  if (c.rope_scaling.type == RopeScaling::Type::kLongRope) {
+    EXPECT_NEAR(c.rope_scaling.attention_factor, golden_["rope"]["attention_scaling"].get<double>(),
+                1e-7);  // GGUF keeps f32
+  }
   ASSERT_EQ(ours.size(), inv.size());
   for (size_t i = 0; i < ours.size(); ++i) {
     EXPECT_NEAR(ours[i], inv[i].get<double>(), 1e-6 * std::abs(inv[i].get<double>())) << i;
@@ -100,6 +107,7 @@ TEST_P(HfGoldenTest, ConfigIsParsed) {
 TEST_P(HfGoldenTest, LogitsAtEveryPositionMatchTransformers) {
   const auto ids = golden_["input_ids"].get<std::vector<int32_t>>();
   runtime::SequenceKv seq;
+  seq.max_length = static_cast<int64_t>(ids.size());  // transformers' one forward of ids
   SequenceChunk chunk{&seq, ids, /*all_logits=*/true, false};
   std::vector<float> logits;
   ASSERT_TRUE(model_->Forward({&chunk, 1}, *cache_, &logits).ok());
@@ -126,6 +134,7 @@ TEST_P(HfGoldenTest, GreedyContinuationMatchesTransformers) {
   const auto expected = golden_["greedy"]["tokens"].get<std::vector<int32_t>>();
   const auto gaps = golden_["greedy"]["top2_gap"].get<std::vector<double>>();
   runtime::SequenceKv seq;
+  seq.max_length = static_cast<int64_t>(ids.size() + expected.size());
   std::vector<float> logits;
   SequenceChunk prefill{&seq, ids, false, true};
   ASSERT_TRUE(model_->Forward({&prefill, 1}, *cache_, &logits).ok());
@@ -155,7 +164,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "gemma3/model.gguf", "gemma3_mm", "mistral3_mm", "olmo2", "olmo2/model.gguf",
                       "olmo3", "olmo3/model.gguf", "qwen3_yarn", "qwen3_yarn/model.gguf",
                       "olmo3_yarn", "smollm3", "smollm3/model.gguf", "granitemoe/model.gguf",
-                      "gpt_oss"),
+                      "gpt_oss", "phi3_longrope", "phi3_longrope/model.gguf",
+                      "phi3_longrope_short"),
     [](const ::testing::TestParamInfo<std::string>& info) {
       std::string name = info.param;
       for (char& ch : name) {

@@ -388,8 +388,9 @@ absl::Status CopyGgufWithTensor(const std::string& from, const std::string& to,
   return w.Write(to);
 }
 
-// rope_freqs.weight of the wrong length or with a non-positive factor, and Phi-3's longrope
-// factors, are refused naming the tensor (a mixtral twin: llama arch, rope_dim 16 -> 8 pairs).
+// rope_freqs.weight of the wrong length or with a non-positive factor, and one of Phi-3's LongRoPE
+// factor tensors without its twin, are refused naming the tensor (a mixtral twin: llama arch,
+// rope_dim 16 -> 8 pairs).
 TEST(RopeFactorsTest, BadRopeFreqsAndLongropeAreRefused) {
   const std::string dir = ::testing::TempDir();
   const std::string twin = kModels + "mixtral/model.gguf";
@@ -400,7 +401,7 @@ TEST(RopeFactorsTest, BadRopeFreqsAndLongropeAreRefused) {
   } cases[] = {
       {"rope_freqs.weight", std::vector<float>(5, 1.0f), "rope_freqs.weight"},
       {"rope_freqs.weight", {1, 1, 1, 1, 1, 1, 1, -2}, "positive finite"},
-      {"rope_factors_long.weight", std::vector<float>(8, 1.0f), "longrope"},
+      {"rope_factors_long.weight", std::vector<float>(8, 1.0f), "rope_factors_short.weight"},
   };
   int i = 0;
   for (const Case& c : cases) {

@@ -111,7 +111,7 @@ INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
                          ::testing::Values("qwen3_moe", "mixtral", "qwen2_moe", "olmoe", "granite",
                                            "phi3", "llama3_rope", "olmo2", "olmo3", "smollm3",
                                            "qwen3_yarn", "granitemoe", "gemma", "gemma2", "gemma3",
-                                           "gpt_oss"));
+                                           "gpt_oss", "phi3_longrope"));
 
 // Stacked Q4_0 experts that llama.cpp's llama-quantize wrote: with exact activations the
 // perplexity equals that of the F32 copy gguf-py dequantized (no quantized kernel involved there)
