@@ -61,6 +61,10 @@ int64_t IntOr(const OrderedJson& j, const char* key, int64_t def);
 std::string StringOr(const OrderedJson& j, const char* key, const std::string& def);
 bool BoolOr(const OrderedJson& j, const char* key, bool def);
 int64_t CeilDiv(int64_t a, int64_t b);
+// An MXFP4 weight-only layer (E2M1 codes, an E8M0 scale per 32 inputs) read as `source` says
+// (gpt-oss blocks / scales, ggml blocks).
+LinearSpec Mxfp4Spec(const std::string& module, int64_t n, int64_t k, std::string source,
+                     std::string reason);
 
 }  // namespace parse
 }  // namespace tessera::quant

@@ -25,17 +25,8 @@ class Mxfp4Config : public QuantConfig {
     if (k % 32 != 0) return absl::InvalidArgumentError(absl::StrFormat("layer %s: MXFP4 K = %d is not a multiple of 32", module, k));
     TESSERA_RETURN_IF_ERROR(parse::RequireTensor(store, module, prefix + "_blocks", {io::DType::kU8}, {n, k / 32, 16}).status());
     TESSERA_RETURN_IF_ERROR(parse::RequireTensor(store, module, prefix + "_scales", {io::DType::kU8}, {n, k / 32}).status());
-    LinearSpec s;
-    s.module = module;
-    s.n = n;
-    s.k = k;
-    s.weight_format = WeightFormat::kMxfp4;
-    s.weight_scale = ScaleGranularity::kGroup;
-    s.group_size = 32;
-    s.weight_scale_dtype = "E8M0";
-    s.source = "mxfp4 gpt-oss";
-    s.reason = "checkpoint: mxfp4 (gpt-oss blocks/scales)";
-    return s;
+    return parse::Mxfp4Spec(module, n, k, "mxfp4 gpt-oss",
+                            "checkpoint: mxfp4 (gpt-oss blocks/scales)");
   }
   std::vector<std::string> ignored_;
 };

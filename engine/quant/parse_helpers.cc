@@ -74,4 +74,19 @@ bool BoolOr(const OrderedJson& j, const char* key, bool def) {
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+LinearSpec Mxfp4Spec(const std::string& module, int64_t n, int64_t k, std::string source,
+                     std::string reason) {
+  LinearSpec s;
+  s.module = module;
+  s.n = n;
+  s.k = k;
+  s.weight_format = WeightFormat::kMxfp4;
+  s.weight_scale = ScaleGranularity::kGroup;
+  s.group_size = 32;
+  s.weight_scale_dtype = "E8M0";
+  s.source = std::move(source);
+  s.reason = std::move(reason);
+  return s;
+}
+
 }  // namespace tessera::quant::parse

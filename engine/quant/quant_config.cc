@@ -63,17 +63,8 @@ class NoQuantConfig : public QuantConfig {
       auto w = store.Get(prefix + ".weight");
       if (w.ok() && w->dtype == io::DType::kMxfp4Gguf) {
         TESSERA_RETURN_IF_ERROR(w->ExpectShape({n, k}));
-        LinearSpec s;
-        s.module = module;
-        s.n = n;
-        s.k = k;
-        s.weight_format = WeightFormat::kMxfp4;
-        s.weight_scale = ScaleGranularity::kGroup;
-        s.group_size = 32;
-        s.weight_scale_dtype = "E8M0";
-        s.source = "gguf mxfp4";
-        s.reason = "checkpoint: gguf mxfp4 (32 per block, 17 bytes)";
-        return s;
+        return parse::Mxfp4Spec(module, n, k, "gguf mxfp4",
+                                "checkpoint: gguf mxfp4 (32 per block, 17 bytes)");
       }
     }
     TESSERA_ASSIGN_OR_RETURN(LinearSpec spec, DenseSpec(module, prefix, n, k, store));

@@ -113,6 +113,32 @@ INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
                                            "qwen3_yarn", "granitemoe", "gemma", "gemma2", "gemma3",
                                            "gpt_oss", "phi3_longrope"));
 
+// A GGUF whose experts are quantized (`file`): with exact activations its perplexity equals that
+// of `as_f32`, the copy gguf-py dequantized, to f32 summation order, and `experts` layers run
+// `scheme`; with the default int8 activations it is within 0.2% of llama.cpp's perplexity
+// (`llama_cpp_key` in the golden) and differs from the exact run (the int8 path did run).
+void ExpectQuantizedTwin(const std::string& file, const std::string& as_f32_file,
+                         const std::string& scheme, int experts, const std::string& llama_cpp_key) {
+  auto exact = Load(file, "", /*int8_activations=*/false);
+  auto as_f32 = Load(as_f32_file);
+  auto int8 = Load(file);
+  ASSERT_TRUE(exact && as_f32 && int8);
+  int quantized = 0;
+  for (const quant::LinearSpec& s : exact->plan->layers()) {
+    quantized += absl::StrContains(s.module, ".experts.") && s.SchemeName() == scheme;
+  }
+  EXPECT_EQ(quantized, experts);
+  const auto a = Perplexity(*exact), b = Perplexity(*as_f32), c = Perplexity(*int8);
+  ASSERT_EQ(a.window_perplexity.size(), b.window_perplexity.size());
+  for (size_t w = 0; w < a.window_perplexity.size(); ++w) {
+    EXPECT_NEAR(a.window_perplexity[w], b.window_perplexity[w], 1e-4 * b.window_perplexity[w]) << w;
+  }
+  EXPECT_NEAR(a.perplexity, b.perplexity, 1e-5 * b.perplexity);  // 3.5e-6 measured (Q4_0)
+  const double llama_cpp = LlamaCppGolden()["models"][llama_cpp_key]["ppl"].get<double>();
+  EXPECT_NEAR(c.perplexity, llama_cpp, 2e-3 * llama_cpp);
+  EXPECT_NE(c.perplexity, a.perplexity);
+}
+
 // Stacked Q4_0 experts that llama.cpp's llama-quantize wrote: with exact activations the
 // perplexity equals that of the F32 copy gguf-py dequantized (no quantized kernel involved there)
 // to f32 summation order (1e-4 per window, whose perplexities near 1000 magnify the last bits of
@@ -121,24 +147,8 @@ INSTANTIATE_TEST_SUITE_P(Twins, MoeGgufTwinTest,
 // activations to Q8_0 blocks, in their own summation orders).
 TEST(MoeEngineTest, LlamaQuantizedQ4_0ExpertsMatchTheirDequantizationAndLlamaCpp) {
   const std::string dir = kData + "models/qwen3_moe/";
-  auto exact = Load(dir + "model-Q4_0.gguf", "", /*int8_activations=*/false);
-  auto as_f32 = Load(dir + "model-Q4_0-as-f32.gguf");
-  auto int8 = Load(dir + "model-Q4_0.gguf");
-  ASSERT_TRUE(exact && as_f32 && int8);
-  int q4_experts = 0;
-  for (const quant::LinearSpec& s : exact->plan->layers()) {
-    q4_experts += absl::StrContains(s.module, ".experts.") && s.SchemeName() == "gguf_q4_0";
-  }
-  EXPECT_EQ(q4_experts, 2 * 8 * 3);
-  const auto a = Perplexity(*exact), b = Perplexity(*as_f32), c = Perplexity(*int8);
-  ASSERT_EQ(a.window_perplexity.size(), b.window_perplexity.size());
-  for (size_t w = 0; w < a.window_perplexity.size(); ++w) {
-    EXPECT_NEAR(a.window_perplexity[w], b.window_perplexity[w], 1e-4 * b.window_perplexity[w]) << w;
-  }
-  EXPECT_NEAR(a.perplexity, b.perplexity, 1e-5 * b.perplexity);  // 3.5e-6 measured
-  const double llama_cpp = LlamaCppGolden()["models"]["qwen3_moe_Q4_0"]["ppl"].get<double>();
-  EXPECT_NEAR(c.perplexity, llama_cpp, 2e-3 * llama_cpp);
-  EXPECT_NE(c.perplexity, a.perplexity);  // the int8 path did run
+  ExpectQuantizedTwin(dir + "model-Q4_0.gguf", dir + "model-Q4_0-as-f32.gguf", "gguf_q4_0",
+                      2 * 8 * 3, "qwen3_moe_Q4_0");
 }
 
 TEST(MoeEngineTest, PlanNamesEveryExpertAndRequantizesThemAlone) {
@@ -269,24 +279,8 @@ TEST(MoeEngineTest, GptOssMxfp4CheckpointMatchesTransformers) {
 // it is within 0.2% of llama.cpp's llama-perplexity.
 TEST(MoeEngineTest, GptOssMxfp4GgufMatchesItsDequantizationAndLlamaCpp) {
   const std::string dir = kData + "quant/mxfp4_gpt_oss/";
-  auto exact = Load(dir + "model.gguf", "", /*int8_activations=*/false);
-  auto as_f32 = Load(dir + "model-as-f32.gguf");
-  auto int8 = Load(dir + "model.gguf");
-  ASSERT_TRUE(exact && as_f32 && int8);
-  int mxfp4_experts = 0;
-  for (const quant::LinearSpec& s : exact->plan->layers()) {
-    mxfp4_experts += absl::StrContains(s.module, ".experts.") && s.SchemeName() == "mxfp4";
-  }
-  EXPECT_EQ(mxfp4_experts, 2 * 4 * 3);
-  const auto a = Perplexity(*exact), b = Perplexity(*as_f32), c = Perplexity(*int8);
-  ASSERT_EQ(a.window_perplexity.size(), b.window_perplexity.size());
-  for (size_t w = 0; w < a.window_perplexity.size(); ++w) {
-    EXPECT_NEAR(a.window_perplexity[w], b.window_perplexity[w], 1e-4 * b.window_perplexity[w]) << w;
-  }
-  EXPECT_NEAR(a.perplexity, b.perplexity, 1e-5 * b.perplexity);
-  const double llama_cpp = LlamaCppGolden()["models"]["gpt_oss_mxfp4"]["ppl"].get<double>();
-  EXPECT_NEAR(c.perplexity, llama_cpp, 2e-3 * llama_cpp);
-  EXPECT_NE(c.perplexity, a.perplexity);  // the int8 path did run
+  ExpectQuantizedTwin(dir + "model.gguf", dir + "model-as-f32.gguf", "mxfp4", 2 * 4 * 3,
+                      "gpt_oss_mxfp4");
 }
 
 TEST(MoeEngineTest, SharedExpertIsPlannedAndItsGateIsNot) {
