@@ -29,7 +29,7 @@ class TensorStore {
   // NOT_FOUND naming the tensor when absent.
   virtual absl::StatusOr<TensorView> Get(absl::string_view name) const = 0;
   // The caller keeps what it needs of tensor `name` in memory of its own and will not read its
-  // view again: a store that made those bytes itself (GptOssExpertStore's transposed experts) may
+  // view again: a store that made those bytes itself (ExpertStackStore's transposed experts) may
   // free them. Mapped bytes are given back by io::ReleaseMappedPages instead; a no-op here.
   virtual void Release(absl::string_view name) const { (void)name; }
   // Human-readable metadata (key, value) pairs for `tessera inspect`; long arrays abbreviated.

@@ -111,7 +111,8 @@ absl::StatusOr<std::unique_ptr<MoeBlock>> LoadMoeBlock(const ModelConfig& c, int
       *out = std::move(*made);
       return ExpectLinearShape(**out, wname, n, k);
     };
-    if (c.moe_naming == MoeNaming::kGptOss) {  // gate and up interleaved in one projection
+    if (c.moe_naming == MoeNaming::kGptOss || c.moe_naming == MoeNaming::kGraniteMoe) {
+      // gate and up in one projection (interleaved, or Granite's halves)
       TESSERA_RETURN_IF_ERROR(make(LayerTensor::kGateUp, 2 * F, H, &experts[e].gate_up));
     } else {
       TESSERA_RETURN_IF_ERROR(make(LayerTensor::kGate, F, H, &experts[e].gate));
@@ -121,6 +122,7 @@ absl::StatusOr<std::unique_ptr<MoeBlock>> LoadMoeBlock(const ModelConfig& c, int
   }
   auto block = std::make_unique<MoeBlock>(std::move(router), std::move(experts),
                                           c.num_experts_per_tok, c.norm_topk_prob);
+  if (c.moe_naming == MoeNaming::kGraniteMoe) block->SetGateUpHalves();
   if (c.mlp_activation == MlpActivation::kSwiGluClamped) {
     block->SetClampedSwiGlu(static_cast<float>(c.swiglu_alpha), static_cast<float>(c.swiglu_limit));
   }

@@ -291,12 +291,12 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   } else if (model_type == "granite") {
     c.architecture = Architecture::kGranite;
   } else if (model_type == "granitemoe" || model_type == "granitemoeshared") {
-    // Its experts are fused in one input_linear [experts, 2 x ffn, hidden] tensor per layer,
-    // which tessera does not split; llama.cpp's converter does (ffn_{gate,up}_exps).
-    return FieldError("model_type",
-                      absl::StrCat("'", model_type,
-                                   "' is supported as GGUF only (general.architecture "
-                                   "granitemoe, as llama.cpp's converter writes it)"));
+    // granitemoeshared without a shared expert is granitemoe; with one it is not supported.
+    if (IntOr(j, "shared_intermediate_size", 0) > 0) {
+      return FieldError("shared_intermediate_size",
+                        "is > 0: Granite MoE's shared expert is not supported");
+    }
+    c.architecture = Architecture::kGraniteMoe;
   } else if (model_type == "phi3") {
     c.architecture = Architecture::kPhi3;
     c.fused_qkv = c.fused_gate_up = true;
@@ -315,12 +315,13 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   } else if (model_type == "gpt_oss") {
     c.architecture = Architecture::kGptOss;
   } else {
-    return FieldError("model_type",
-                      absl::StrCat("'", model_type,
-                                   "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
-                                   "qwen3_moe, mixtral, olmoe, granite, phi3, gemma, gemma2, "
-                                   "gemma3, gemma3_text, mistral3, olmo2, olmo3, smollm3, "
-                                   "gpt_oss)"));
+    return FieldError(
+        "model_type",
+        absl::StrCat("'", model_type,
+                     "' is not supported (llama, mistral, qwen2, qwen3, qwen2_moe, "
+                     "qwen3_moe, mixtral, olmoe, granite, phi3, gemma, gemma2, "
+                     "gemma3, gemma3_text, mistral3, olmo2, olmo3, smollm3, granitemoe, "
+                     "gpt_oss)"));
   }
   const bool gemma = c.architecture == Architecture::kGemma ||
                      c.architecture == Architecture::kGemma2 ||
@@ -374,7 +375,8 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.clip_qkv = NumberOr(j, "clip_qkv", 0.0);
     if (c.clip_qkv < 0) return FieldError("clip_qkv", "must be positive");
     c.moe_naming = MoeNaming::kQwen;
-  } else if (c.architecture == Architecture::kGranite) {
+  } else if (c.architecture == Architecture::kGranite ||
+             c.architecture == Architecture::kGraniteMoe) {
     // transformers' GraniteConfig defaults are all 1.0 (attention too: its scores are scaled by
     // attention_multiplier alone, never 1/sqrt(head_dim)).
     c.embedding_multiplier = NumberOr(j, "embedding_multiplier", 1.0);
@@ -383,6 +385,15 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     c.logits_scaling = NumberOr(j, "logits_scaling", 1.0);
     if (!(c.attention_scale > 0) || !(c.logits_scaling > 0)) {
       return FieldError("attention_multiplier / logits_scaling", "must be > 0");
+    }
+    if (c.architecture == Architecture::kGraniteMoe) {
+      // GraniteMoeConfig: experts intermediate_size wide, fused in block_sparse_moe.input_linear
+      // ([gate; up]) and output_linear, softmax over the top-k router logits (renormalized).
+      c.num_experts = IntOr(j, "num_local_experts", 8);
+      c.num_experts_per_tok = IntOr(j, "num_experts_per_tok", 2);
+      c.moe_intermediate_size = c.intermediate_size;
+      c.norm_topk_prob = true;
+      c.moe_naming = MoeNaming::kGraniteMoe;
     }
   } else if (gemma) {
     // transformers' Gemma*Config defaults. Embeddings are scaled by sqrt(hidden_size) in f32 (as

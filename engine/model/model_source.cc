@@ -9,7 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "engine/common/status_macros.h"
 #include "engine/io/renamed_tensor_store.h"
-#include "engine/model/gpt_oss_expert_store.h"
+#include "engine/model/expert_stack_store.h"
 
 namespace tessera::model {
 namespace {
@@ -135,9 +135,14 @@ absl::StatusOr<ModelSource> ModelSource::Open(const std::string& path) {
                                                      {"language_model.lm_head.", "lm_head."},
                                                      {"lm_head.", "lm_head."}}));
     }
-    if (src.config.moe_naming == MoeNaming::kGptOss) {
-      TESSERA_ASSIGN_OR_RETURN(
-          src.store, GptOssExpertStore::Create(std::move(src.store), src.config.num_experts));
+    if (src.config.moe_naming == MoeNaming::kGptOss ||
+        src.config.moe_naming == MoeNaming::kGraniteMoe) {
+      TESSERA_ASSIGN_OR_RETURN(src.store,
+                               ExpertStackStore::Create(std::move(src.store),
+                                                        src.config.moe_naming == MoeNaming::kGptOss
+                                                            ? ExpertStackLayout::kGptOss
+                                                            : ExpertStackLayout::kGraniteMoe,
+                                                        src.config.num_experts));
     }
     src.naming = NamingScheme::kHf;
     return src;

@@ -154,11 +154,18 @@ void MoeBlock::Forward(const float* x, int64_t rows, float* out,
       const ExpertMlp& mlp = experts_[active[a]];
       const int64_t w = static_cast<int64_t>(routed[active[a]].size()) * mlp.width();
       if (mlp.gate_up != nullptr) {
-        // transformers' gate_up[..., ::2], gate_up[..., 1::2].
         const float* f = fused.get() + 2 * width_off;
-        for (int64_t i = 0; i < w; ++i) {
-          gate[width_off + i] = f[2 * i];
-          up[width_off + i] = f[2 * i + 1];
+        if (halves_) {  // transformers' chunk(2): each row's first half gate, second half up
+          const int64_t width = mlp.width();
+          for (int64_t r = 0; r < w / width; ++r) {
+            std::copy_n(f + 2 * r * width, width, gate.get() + width_off + r * width);
+            std::copy_n(f + (2 * r + 1) * width, width, up.get() + width_off + r * width);
+          }
+        } else {  // transformers' gate_up[..., ::2], gate_up[..., 1::2]
+          for (int64_t i = 0; i < w; ++i) {
+            gate[width_off + i] = f[2 * i];
+            up[width_off + i] = f[2 * i + 1];
+          }
         }
       }
       width_off += w;

@@ -17,9 +17,10 @@
 
 namespace tessera::model {
 
-// An expert's projections: gate and up apart, or (gpt-oss as Hugging Face stores it) one gate_up
-// whose output interleaves them, gate in the even columns and up in the odd ones. Any of them
-// may carry a bias (the Linear's own).
+// An expert's projections: gate and up apart, or one gate_up whose output holds both: gpt-oss's
+// (as Hugging Face stores it) interleaved, gate in the even columns and up in the odd ones,
+// Granite MoE's in halves, [gate; up] (MoeBlock::SetGateUpHalves). Any of them may carry a bias
+// (the Linear's own).
 struct ExpertMlp {
   std::unique_ptr<backend::Linear> gate, up, down;
   std::unique_ptr<backend::Linear> gate_up;  // instead of gate and up
@@ -56,6 +57,10 @@ class MoeBlock {
     limit_ = limit;
   }
 
+  // Fused gate_up outputs are [gate; up] halves (Granite MoE's input_linear, transformers'
+  // chunk(2)) instead of interleaved.
+  void SetGateUpHalves() { halves_ = true; }
+
   // qwen2_moe: every row also runs `shared`, whose output is scaled by sigmoid(shared_gate · x)
   // (shared_gate: hidden -> 1) and added after the routed experts' sum, as transformers adds it.
   void SetSharedExpert(ExpertMlp shared, std::unique_ptr<backend::Linear> shared_gate) {
@@ -90,6 +95,7 @@ class MoeBlock {
   ExpertMlp shared_;
   std::unique_ptr<backend::Linear> shared_gate_;
   bool clamped_ = false;
+  bool halves_ = false;
   float alpha_ = 0.0f, limit_ = 0.0f;
 };
 

@@ -58,7 +58,7 @@ std::vector<quant::LinearModule> DecoderLinearModules(const ModelConfig& c, Nami
       std::vector<Item> experts = {{LayerTensor::kGate, F, H, w13},
                                    {LayerTensor::kUp, F, H, w13},
                                    {LayerTensor::kDown, H, F, ""}};
-      if (c.moe_naming == MoeNaming::kGptOss) {
+      if (c.moe_naming == MoeNaming::kGptOss || c.moe_naming == MoeNaming::kGraniteMoe) {
         experts = {{LayerTensor::kGateUp, 2 * F, H, ""}, {LayerTensor::kDown, H, F, ""}};
       }
       for (const Item& it : experts) {

@@ -93,9 +93,13 @@ std::string WeightNames::ModuleName(int layer, LayerTensor t) {
 
 namespace {
 
-// Mixtral's w1 / w3 / w2 are gate / up / down; gpt-oss's gate and up are one gate_up_proj.
+// Mixtral's w1 / w3 / w2 are gate / up / down; gpt-oss's gate and up are one gate_up_proj,
+// Granite MoE's one input_linear (its down: output_linear).
 std::string ExpertSuffix(LayerTensor t, MoeNaming moe) {
   const bool mixtral = moe == MoeNaming::kMixtral;
+  if (moe == MoeNaming::kGraniteMoe) {
+    return t == LayerTensor::kGateUp ? "input_linear" : "output_linear";
+  }
   switch (t) {
     case LayerTensor::kGateUp:
       return "gate_up_proj";
@@ -116,7 +120,7 @@ const char* GgufFfnName(LayerTensor t) {
 }
 
 const char* HfMoeBlock(MoeNaming moe) {
-  return moe == MoeNaming::kMixtral ? "block_sparse_moe" : "mlp";
+  return moe == MoeNaming::kMixtral || moe == MoeNaming::kGraniteMoe ? "block_sparse_moe" : "mlp";
 }
 
 }  // namespace
@@ -124,6 +128,9 @@ const char* HfMoeBlock(MoeNaming moe) {
 std::string WeightNames::Router(int layer, MoeNaming moe) const {
   if (scheme_ == NamingScheme::kGguf) return absl::StrCat("blk.", layer, ".ffn_gate_inp.weight");
   if (moe == MoeNaming::kGptOss) return absl::StrCat("model.layers.", layer, ".mlp.router.weight");
+  if (moe == MoeNaming::kGraniteMoe) {
+    return absl::StrCat("model.layers.", layer, ".block_sparse_moe.router.layer.weight");
+  }
   return absl::StrCat("model.layers.", layer, ".", HfMoeBlock(moe), ".gate.weight");
 }
 

@@ -40,11 +40,13 @@ enum class NamingScheme { kHf, kGguf };
 
 // How an HF checkpoint names a sparse MoE block's router and experts: Qwen's
 // mlp.gate / mlp.experts.E.{gate,up,down}_proj, or Mixtral's block_sparse_moe.gate /
-// block_sparse_moe.experts.E.{w1,w3,w2}, or gpt-oss's mlp.router and its experts stacked in
+// block_sparse_moe.experts.E.{w1,w3,w2}, gpt-oss's mlp.router and its experts stacked in
 // mlp.experts.{gate_up_proj,down_proj}[_blocks,_scales,_bias], which ModelSource shows per
-// expert as mlp.experts.E.gate_up_proj (gate and up rows interleaved) and mlp.experts.E.down_proj
-// (see GptOssExpertStore).
-enum class MoeNaming { kQwen, kMixtral, kGptOss };
+// expert as mlp.experts.E.gate_up_proj (gate and up rows interleaved) and mlp.experts.E.down_proj,
+// or Granite MoE's block_sparse_moe.router.layer and block_sparse_moe.{input,output}_linear
+// stacks, shown as block_sparse_moe.experts.E.{input_linear ([gate; up]), output_linear}
+// (ExpertStackStore).
+enum class MoeNaming { kQwen, kMixtral, kGptOss, kGraniteMoe };
 
 class WeightNames {
  public:

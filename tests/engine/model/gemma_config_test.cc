@@ -401,13 +401,24 @@ TEST(GemmaConfigTest, SmolLM3NoRopeLayers) {
   for (int64_t i = 0; i < 8; ++i) EXPECT_EQ(gguf->UsesRope(i), (i + 1) % 4 != 0) << i;
 }
 
-// Granite MoE's HF experts are fused (input_linear); the refusal points at its GGUF.
-TEST(GemmaConfigTest, GraniteMoeHfIsRefusedTowardsItsGguf) {
+// Granite MoE from config.json: granite's multipliers, experts fused per layer (read one by one
+// through ExpertStackStore); a granitemoeshared config with a shared expert is refused by name.
+TEST(GemmaConfigTest, GraniteMoeHfConfigAndSharedExpertRefusal) {
   auto c = ModelConfigFromHfJson(kBase + R"("model_type": "granitemoe", "num_local_experts": 4,
-      "num_experts_per_tok": 2})");
-  ASSERT_FALSE(c.ok());
-  EXPECT_NE(c.status().message().find("GGUF"), std::string::npos);
-  EXPECT_NE(c.status().message().find("model_type"), std::string::npos);
+      "num_experts_per_tok": 2, "embedding_multiplier": 12.0, "attention_multiplier": 0.015625,
+      "residual_multiplier": 0.22, "logits_scaling": 6.0})");
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->architecture, Architecture::kGraniteMoe);
+  EXPECT_EQ(c->moe_naming, MoeNaming::kGraniteMoe);
+  EXPECT_EQ(c->num_experts, 4);
+  EXPECT_EQ(c->moe_intermediate_size, 128);
+  EXPECT_TRUE(c->norm_topk_prob);
+  EXPECT_EQ(c->embedding_multiplier, 12.0);
+  EXPECT_EQ(c->logits_scaling, 6.0);
+  auto shared = ModelConfigFromHfJson(kBase + R"("model_type": "granitemoeshared",
+      "num_local_experts": 4, "num_experts_per_tok": 2, "shared_intermediate_size": 64})");
+  ASSERT_FALSE(shared.ok());
+  EXPECT_NE(shared.status().message().find("shared_intermediate_size"), std::string::npos);
 }
 
 }  // namespace

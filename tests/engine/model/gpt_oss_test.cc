@@ -1,5 +1,5 @@
 // gpt-oss's config readers (config.json as transformers' GptOssConfig reads it, GGUF as llama.cpp's
-// openai-moe loader does) and GptOssExpertStore, which shows a checkpoint's stacked experts one
+// openai-moe loader does) and ExpertStackStore, which shows a checkpoint's stacked experts one
 // at a time: slabs read in place, input-major weights transposed, stacks hidden, bad stacks
 // refused by name. The forward pass is checked against transformers and llama.cpp in
 // hf_golden_test.cc and tests/engine/runtime/moe_engine_test.cc.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/io/safetensors_writer.h"
-#include "engine/model/gpt_oss_expert_store.h"
+#include "engine/model/expert_stack_store.h"
 #include "engine/model/model_config.h"
 #include "gtest/gtest.h"
 
@@ -175,10 +175,10 @@ float At(const io::TensorView& v, int64_t i) {
   return x;
 }
 
-TEST(GptOssExpertStoreTest, ShowsEachExpertAsALinearLayer) {
+TEST(ExpertStackStoreTest, ShowsEachExpertAsALinearLayer) {
   auto inner = io::OpenTensorStore(WriteStacked("gpt_oss_store_test.safetensors"));
   ASSERT_TRUE(inner.ok()) << inner.status();
-  auto store = GptOssExpertStore::Create(std::move(*inner), 2);
+  auto store = ExpertStackStore::Create(std::move(*inner), ExpertStackLayout::kGptOss, 2);
   ASSERT_TRUE(store.ok()) << store.status();
   const std::string p = "model.layers.0.mlp.experts.";
   // Expert 1's gate_up [H 3, 2F 4] (values 12..23, row-major) shown as [2F, H]: element (c, r)
@@ -215,7 +215,7 @@ TEST(GptOssExpertStoreTest, ShowsEachExpertAsALinearLayer) {
 
 // Each malformed stack is refused naming it: the wrong rank, another expert count than the
 // config's, an empty dimension (no slab to divide), a dtype the transposition does not handle.
-TEST(GptOssExpertStoreTest, RefusesBadStacksByName) {
+TEST(ExpertStackStoreTest, RefusesBadStacksByName) {
   struct Bad {
     const char* dtype;
     std::vector<int64_t> shape;
@@ -242,7 +242,8 @@ TEST(GptOssExpertStoreTest, RefusesBadStacksByName) {
     ASSERT_TRUE(w.Write(path).ok());
     auto inner = io::OpenTensorStore(path);
     ASSERT_TRUE(inner.ok()) << inner.status();
-    auto store = GptOssExpertStore::Create(std::move(*inner), bad.experts);
+    auto store =
+        ExpertStackStore::Create(std::move(*inner), ExpertStackLayout::kGptOss, bad.experts);
     ASSERT_FALSE(store.ok());
     EXPECT_NE(store.status().message().find("model.layers.3.mlp.experts.down_proj"),
               std::string::npos);

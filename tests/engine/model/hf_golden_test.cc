@@ -17,8 +17,8 @@
 // olmo2 converter writes them), and YaRN RoPE scaling (qwen3_yarn: the ramp inside the pairs, the
 // inferred attention factor; olmo3_yarn: on the full layer only, an explicit attention factor)
 // and smollm3 (every fourth layer without RoPE; GGUF twin as llama.cpp's smollm3 converter);
-// granitemoe through its GGUF twin only (experts split from input_linear as llama.cpp's
-// converter does).
+// granitemoe from its HF directory (experts fused in input_linear / output_linear, read one by
+// one) and from its GGUF twin (experts split from input_linear as llama.cpp's converter does).
 // llama3_rope's GGUF twin carries its rope scaling as llama.cpp's converter writes it, per-pair
 // frequency divisors in rope_freqs.weight, tessera's logits at every position match transformers',
 // and greedy continuations of 32 tokens are identical (tools/reference/make_hf_goldens.py made the
@@ -164,8 +164,8 @@ INSTANTIATE_TEST_SUITE_P(
                       "gemma3/model.gguf", "gemma3_mm", "mistral3_mm", "olmo2", "olmo2/model.gguf",
                       "olmo3", "olmo3/model.gguf", "qwen3_yarn", "qwen3_yarn/model.gguf",
                       "olmo3_yarn", "smollm3", "smollm3/model.gguf", "granitemoe/model.gguf",
-                      "gpt_oss", "phi3_longrope", "phi3_longrope/model.gguf",
-                      "phi3_longrope_short"),
+                      "gpt_oss", "phi3_longrope", "phi3_longrope/model.gguf", "phi3_longrope_short",
+                      "granitemoe"),
     [](const ::testing::TestParamInfo<std::string>& info) {
       std::string name = info.param;
       for (char& ch : name) {

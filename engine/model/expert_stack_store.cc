@@ -1,35 +1,43 @@
-#include "engine/model/gpt_oss_expert_store.h"
+#include "engine/model/expert_stack_store.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "engine/common/status_macros.h"
 #include "engine/io/mapped_file.h"
 
 namespace tessera::model {
 namespace {
 
-// A stacked tensor under model.layers.L.mlp.experts., the name each expert's slab gets there, the
-// stacked rank, and whether the slab is an input-major weight to show transposed.
+// A stacked tensor (the end of its name, after "model.layers.L."), the name each expert's slab
+// gets there (head, the expert's number, tail), the stacked rank, and whether the slab is an
+// input-major weight to show transposed.
 struct Rule {
   const char* stacked;
-  const char* slice;
+  const char* head;
+  const char* tail;
   int rank;
   bool transpose;
 };
-constexpr Rule kRules[] = {
-    {"gate_up_proj", "gate_up_proj.weight", 3, true},
-    {"gate_up_proj_bias", "gate_up_proj.bias", 2, false},
-    {"gate_up_proj_blocks", "gate_up_proj_blocks", 4, false},
-    {"gate_up_proj_scales", "gate_up_proj_scales", 3, false},
-    {"down_proj", "down_proj.weight", 3, true},
-    {"down_proj_bias", "down_proj.bias", 2, false},
-    {"down_proj_blocks", "down_proj_blocks", 4, false},
-    {"down_proj_scales", "down_proj_scales", 3, false},
+constexpr Rule kGptOssRules[] = {
+    {"mlp.experts.gate_up_proj", "mlp.experts.", "gate_up_proj.weight", 3, true},
+    {"mlp.experts.gate_up_proj_bias", "mlp.experts.", "gate_up_proj.bias", 2, false},
+    {"mlp.experts.gate_up_proj_blocks", "mlp.experts.", "gate_up_proj_blocks", 4, false},
+    {"mlp.experts.gate_up_proj_scales", "mlp.experts.", "gate_up_proj_scales", 3, false},
+    {"mlp.experts.down_proj", "mlp.experts.", "down_proj.weight", 3, true},
+    {"mlp.experts.down_proj_bias", "mlp.experts.", "down_proj.bias", 2, false},
+    {"mlp.experts.down_proj_blocks", "mlp.experts.", "down_proj_blocks", 4, false},
+    {"mlp.experts.down_proj_scales", "mlp.experts.", "down_proj_scales", 3, false},
 };
-
-constexpr absl::string_view kExperts = ".mlp.experts.";
+constexpr Rule kGraniteMoeRules[] = {
+    {"block_sparse_moe.input_linear.weight", "block_sparse_moe.experts.", "input_linear.weight", 3,
+     false},
+    {"block_sparse_moe.output_linear.weight", "block_sparse_moe.experts.", "output_linear.weight",
+     3, false},
+};
 
 // src [k, n] -> dst [n, k] of T-sized elements, in 32 x 32 tiles so both sides stay in cache
 // (a gpt-oss-20b expert's gate_up is 2880 x 5760).
@@ -51,17 +59,16 @@ void Transpose(const uint8_t* src_bytes, int64_t k, int64_t n, uint8_t* dst_byte
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<GptOssExpertStore>> GptOssExpertStore::Create(
-    std::unique_ptr<io::TensorStore> inner, int64_t num_experts) {
-  auto store = std::make_unique<GptOssExpertStore>(PrivateTag{}, std::move(inner));
+absl::StatusOr<std::unique_ptr<ExpertStackStore>> ExpertStackStore::Create(
+    std::unique_ptr<io::TensorStore> inner, ExpertStackLayout layout, int64_t num_experts) {
+  auto store = std::make_unique<ExpertStackStore>(PrivateTag{}, std::move(inner));
+  const absl::Span<const Rule> rules = layout == ExpertStackLayout::kGptOss
+                                           ? absl::Span<const Rule>(kGptOssRules)
+                                           : absl::Span<const Rule>(kGraniteMoeRules);
   for (const std::string& name : store->inner_->names()) {
-    const size_t pos = absl::string_view(name).find(kExperts);
     const Rule* rule = nullptr;
-    if (pos != std::string::npos) {
-      const absl::string_view rest = absl::string_view(name).substr(pos + kExperts.size());
-      for (const Rule& r : kRules) {
-        if (rest == r.stacked) rule = &r;
-      }
+    for (const Rule& r : rules) {
+      if (absl::EndsWith(name, absl::StrCat(".", r.stacked))) rule = &r;
     }
     if (rule == nullptr) {
       store->names_.push_back(name);
@@ -79,25 +86,23 @@ absl::StatusOr<std::unique_ptr<GptOssExpertStore>> GptOssExpertStore::Create(
                        " experts (num_local_experts) of rank ", rule->rank,
                        " with no empty dimension", rule->transpose ? ", in f32, f16 or bf16" : ""));
     }
-    const std::string prefix = name.substr(0, pos + kExperts.size());
+    const std::string prefix = name.substr(0, name.size() - std::strlen(rule->stacked));
     for (int64_t e = 0; e < view.shape[0]; ++e) {
-      std::string slice = absl::StrCat(prefix, e, ".", rule->slice);
+      std::string slice = absl::StrCat(prefix, rule->head, e, ".", rule->tail);
       store->slices_[slice] = Slice{name, e, rule->transpose};
       store->names_.push_back(std::move(slice));
     }
-    store->hidden_.insert(name);
+    store->hidden_[name] = absl::StrCat(prefix, rule->head, "E.", rule->tail);
   }
   return store;
 }
 
-absl::StatusOr<io::TensorView> GptOssExpertStore::Get(absl::string_view name) const {
+absl::StatusOr<io::TensorView> ExpertStackStore::Get(absl::string_view name) const {
   auto it = slices_.find(name);
   if (it == slices_.end()) {
-    if (hidden_.contains(name)) {
-      // model.layers.L.mlp.experts.gate_up_proj -> model.layers.L.mlp.experts.E.gate_up_proj...
-      const size_t cut = name.rfind('.') + 1;
-      return absl::NotFoundError(absl::StrCat("tensor '", name, "' is read one expert at a time (",
-                                              name.substr(0, cut), "E.", name.substr(cut), "...)"));
+    if (auto h = hidden_.find(name); h != hidden_.end()) {
+      return absl::NotFoundError(
+          absl::StrCat("tensor '", name, "' is read one expert at a time (", h->second, ")"));
     }
     return inner_->Get(name);
   }
@@ -129,7 +134,7 @@ absl::StatusOr<io::TensorView> GptOssExpertStore::Get(absl::string_view name) co
   return v;
 }
 
-void GptOssExpertStore::Release(absl::string_view name) const {
+void ExpertStackStore::Release(absl::string_view name) const {
   absl::MutexLock lock(&mu_);
   transposed_.erase(name);
 }
