@@ -12,6 +12,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -455,6 +456,30 @@ TEST(MoeLoadTest, MissingExpertOrRouterIsNamed) {
     auto factory = MakeDenseLinearFactory(nullptr);
     for (const std::string& hidden : {names.Expert(1, 3, LayerTensor::kUp, MoeNaming::kMixtral),
                                       names.Router(0, MoeNaming::kMixtral)}) {
+      HidingStore store(*src->store, hidden);
+      auto model = DecoderModel::Load(src->config, store, src->naming, *factory, nullptr);
+      ASSERT_FALSE(model.ok()) << hidden;
+      EXPECT_TRUE(absl::StrContains(model.status().message(), hidden)) << model.status();
+    }
+  }
+  // gpt-oss (HF: experts read one by one from the stacks; GGUF: stacked biases sliced) and Granite
+  // MoE from HF: a missing sink, bias, router bias or expert slab is named.
+  const std::pair<std::string, std::vector<std::string>> more[] = {
+      {kModels + "gpt_oss",
+       {"model.layers.1.self_attn.sinks", "model.layers.0.self_attn.o_proj.bias",
+        "model.layers.1.mlp.router.bias", "model.layers.0.mlp.experts.2.gate_up_proj.bias",
+        "model.layers.1.mlp.experts.3.down_proj.weight"}},
+      {kModels + "gpt_oss/model.gguf",
+       {"blk.1.attn_sinks.weight", "blk.0.attn_output.bias", "blk.1.ffn_gate_inp.bias",
+        "blk.0.ffn_up.2.bias", "blk.1.ffn_down.3.weight"}},
+      {kModels + "granitemoe",
+       {"model.layers.1.block_sparse_moe.experts.2.input_linear.weight",
+        "model.layers.0.block_sparse_moe.router.layer.weight"}}};
+  for (const auto& [path, hidden_names] : more) {
+    auto src = ModelSource::Open(path);
+    ASSERT_TRUE(src.ok()) << src.status();
+    auto factory = MakeDenseLinearFactory(nullptr);
+    for (const std::string& hidden : hidden_names) {
       HidingStore store(*src->store, hidden);
       auto model = DecoderModel::Load(src->config, store, src->naming, *factory, nullptr);
       ASSERT_FALSE(model.ok()) << hidden;
