@@ -116,7 +116,7 @@ void MoeBlock::Forward(const float* x, int64_t rows, float* out,
   auto y = std::make_unique_for_overwrite<float[]>(max_rows * hidden);
   auto gate = std::make_unique_for_overwrite<float[]>(max_width);
   auto up = std::make_unique_for_overwrite<float[]>(max_width);
-  // Fused experts' interleaved gate / up output, split into gate and up before the activation.
+  // Fused experts' gate / up output (interleaved or halves), split before the activation.
   const bool any_fused = std::any_of(experts_.begin(), experts_.end(),
                                      [](const ExpertMlp& e) { return e.gate_up != nullptr; });
   std::unique_ptr<float[]> fused;
