@@ -166,6 +166,17 @@ absl::Status ReadLongRope(const Json& j, const Json& rs, ModelConfig& c) {
   return absl::OkStatus();
 }
 
+// Mixtral-style experts (Mixtral, gpt-oss): num_local_experts of intermediate_size, the top
+// num_experts_per_tok weights renormalized (a softmax over their logits).
+absl::Status ReadLocalExperts(const Json& j, MoeNaming naming, ModelConfig& c) {
+  TESSERA_ASSIGN_OR_RETURN(c.num_experts, RequireInt(j, "num_local_experts"));
+  TESSERA_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequireInt(j, "num_experts_per_tok"));
+  c.moe_intermediate_size = c.intermediate_size;
+  c.norm_topk_prob = true;
+  c.moe_naming = naming;
+  return absl::OkStatus();
+}
+
 void ReadTokenIds(const Json& j, const std::string& field, std::vector<int32_t>* out) {
   auto it = j.find(field);
   if (it == j.end()) return;
@@ -473,11 +484,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
     // router and the experts, attention sinks, the clamped SwiGLU, and windows on the even
     // layers unless layer_types says otherwise. transformers, vLLM and llama.cpp all fix the
     // SwiGLU's limit at 7 whatever swiglu_limit says, so another value is refused, not ignored.
-    TESSERA_ASSIGN_OR_RETURN(c.num_experts, RequireInt(j, "num_local_experts"));
-    TESSERA_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequireInt(j, "num_experts_per_tok"));
-    c.moe_intermediate_size = c.intermediate_size;
-    c.norm_topk_prob = true;
-    c.moe_naming = MoeNaming::kGptOss;
+    TESSERA_RETURN_IF_ERROR(ReadLocalExperts(j, MoeNaming::kGptOss, c));
     c.attention_bias = c.o_proj_bias = c.attention_sinks = c.moe_biases = true;
     c.mlp_activation = MlpActivation::kSwiGluClamped;
     if (NumberOr(j, "swiglu_limit", 7.0) != 7.0) {
@@ -489,11 +496,7 @@ absl::StatusOr<ModelConfig> ModelConfigFromHfJson(const std::string& json_text) 
   } else if (c.architecture == Architecture::kMixtral) {
     // Mixtral's experts are intermediate_size wide; its router always renormalizes (a softmax
     // over the top-k logits).
-    TESSERA_ASSIGN_OR_RETURN(c.num_experts, RequireInt(j, "num_local_experts"));
-    TESSERA_ASSIGN_OR_RETURN(c.num_experts_per_tok, RequireInt(j, "num_experts_per_tok"));
-    c.moe_intermediate_size = c.intermediate_size;
-    c.norm_topk_prob = true;
-    c.moe_naming = MoeNaming::kMixtral;
+    TESSERA_RETURN_IF_ERROR(ReadLocalExperts(j, MoeNaming::kMixtral, c));
   }
   const double partial = NumberOr(j, "partial_rotary_factor", 1.0);
   c.rope_dim = static_cast<int64_t>(c.head_dim * partial);
